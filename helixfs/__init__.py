@@ -1,0 +1,3 @@
+"""HelixFS: a versioned FUSE filesystem with long-term memory, for AI coding agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,90 @@
+"""Domain errors, shared by every layer.
+
+Each surface maps them once: the FUSE edge to an errno, the CLI to a message and exit
+status 1, the MCP server to a tool error. The message is written for the user: it says
+what was wrong and, where it helps, what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+
+
+class HelixError(Exception):
+    """Base of every error HelixFS reports on purpose."""
+
+    errno: int = errno.EIO
+
+
+class NotFound(HelixError):
+    """A revision, path, branch, snapshot or memory that does not exist."""
+
+    errno = errno.ENOENT
+
+
+class AlreadyExists(HelixError):
+    errno = errno.EEXIST
+
+
+class InvalidName(HelixError):
+    """A branch, snapshot or path name that cannot be used."""
+
+    errno = errno.EINVAL
+
+
+class InvalidInput(HelixError):
+    """Any other bad argument."""
+
+    errno = errno.EINVAL
+
+
+class AmbiguousRevision(HelixError):
+    errno = errno.EINVAL
+
+
+class NotADirectory(HelixError):
+    errno = errno.ENOTDIR
+
+
+class IsADirectory(HelixError):
+    errno = errno.EISDIR
+
+
+class DirectoryNotEmpty(HelixError):
+    errno = errno.ENOTEMPTY
+
+
+class ReadOnly(HelixError):
+    """A write to a snapshot or a commit view."""
+
+    errno = errno.EROFS
+
+
+class RefConflict(HelixError):
+    """A ref moved under us: compare-and-swap lost, nothing was written."""
+
+    errno = errno.EAGAIN
+
+
+class StoreLocked(HelixError):
+    """Another process owns the store (single writer)."""
+
+    errno = errno.EBUSY
+
+
+class CorruptObject(HelixError):
+    """An object whose bytes do not hash to its id, or cannot be decoded."""
+
+    errno = errno.EIO
+
+
+class UnsupportedVersion(HelixError):
+    """A record or schema written by a newer HelixFS."""
+
+    errno = errno.EPROTO
+
+
+class MergeConflict(HelixError):
+    """A merge that needs a human (or an agent) to resolve conflicts."""
+
+    errno = errno.EAGAIN

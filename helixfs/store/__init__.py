@@ -1,0 +1,101 @@
+"""Content-addressed object storage: the only layer that knows which database holds bytes.
+
+Everything above sees the `ObjectStore` protocol: objects are opaque records keyed by the
+BLAKE3 of their bytes, refs are small named values updated by compare-and-swap, and one
+`write` lands objects and ref updates atomically. A second backend (an S3-compatible
+store, say) is one new module that passes tests/test_store_contract.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from helixfs.ids import ObjectId
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY = _Any()
+"""`RefUpdate.expected` value that skips the compare in compare-and-swap."""
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """Set `name` to `new` (None deletes it) if it currently holds `expected`.
+
+    `expected=None` means "must not exist yet"; `expected=ANY` skips the check.
+    """
+
+    name: str
+    new: bytes | None
+    expected: bytes | None | _Any = ANY
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    objects: int
+    logical_bytes: int  # sum of record sizes before compression and deltas
+    stored_bytes: int  # bytes the backend holds for them (keys and framing included)
+    disk_bytes: int  # bytes the backend's files take on disk (0 for memory)
+    cache_hits: int
+    cache_misses: int
+    extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cache_hit_ratio(self) -> float:
+        total = self.cache_hits + self.cache_misses
+        return self.cache_hits / total if total else 0.0
+
+
+class ObjectStore(Protocol):
+    def get(self, oid: ObjectId) -> bytes:
+        """The record stored under `oid`, verified against it.
+
+        Raises NotFound if absent, CorruptObject if the bytes do not hash to `oid`.
+        """
+        ...
+
+    def contains(self, oid: ObjectId) -> bool: ...
+
+    def write(
+        self,
+        objects: Mapping[ObjectId, bytes],
+        refs: Sequence[RefUpdate] = (),
+        *,
+        delta_bases: Mapping[ObjectId, ObjectId] | None = None,
+        sync: bool = False,
+    ) -> None:
+        """Store `objects` and apply `refs` atomically: all of it or none.
+
+        Raises RefConflict (and writes nothing) if any ref's `expected` does not hold.
+        `delta_bases` hints, per new object, an existing object it probably resembles (the
+        previous version of the same file); the store may encode a delta against it.
+        `sync=True` returns only once the write survives power loss.
+        """
+        ...
+
+    def ref(self, name: str) -> bytes | None: ...
+
+    def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
+        """All refs whose name starts with `prefix`, sorted by name."""
+        ...
+
+    def ids(self) -> Iterator[ObjectId]: ...
+
+    def delete(self, oids: Iterable[ObjectId]) -> None:
+        """Drop objects (gc only). Objects other objects are delta-encoded against are
+        kept or re-encoded by the store, never left dangling."""
+        ...
+
+    def sync(self) -> None:
+        """Make every write so far durable against power loss."""
+        ...
+
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None: ...
