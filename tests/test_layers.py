@@ -1,0 +1,54 @@
+"""The import arrows of docs/architecture.md, checked on the source itself.
+
+A layer may import only the layers below it; a violation here is a design change and
+needs an ADR, not an exception in this table.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "helixfs"
+
+# layer -> helixfs subpackages it may import (errors/ids/__init__ are open to all)
+ALLOWED: dict[str, set[str]] = {
+    "store": set(),
+    "vcs": {"store"},
+    "fs": {"vcs"},
+    "memory": {"store"},
+    "daemon": {"fs", "vcs", "store", "memory"},
+    "mcp": {"vcs", "memory", "store", "daemon"},
+    "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp"},
+}
+SHARED = {"errors", "ids", "__init__"}
+
+
+def _helix_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "helixfs" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_every_layer_imports_only_downwards() -> None:
+    violations = []
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            bad = _helix_imports(path) - allowed - SHARED - {layer}
+            if bad:
+                violations.append(f"{path.relative_to(PACKAGE)} imports {sorted(bad)}")
+    assert not violations, "\n".join(violations)
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert packages <= set(ALLOWED), f"unmapped layers: {packages - set(ALLOWED)}"
