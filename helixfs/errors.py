@@ -88,3 +88,16 @@ class MergeConflict(HelixError):
     """A merge that needs a human (or an agent) to resolve conflicts."""
 
     errno = errno.EAGAIN
+
+
+class NotPermitted(HelixError):
+    """An operation HelixFS refuses by design (hard links, writing a `.helix/` file that
+    is read-only, creating entries where only the system creates them)."""
+
+    errno = errno.EPERM
+
+
+class Busy(HelixError):
+    """The target is in use: e.g. deleting the branch the mount currently shows."""
+
+    errno = errno.EBUSY
