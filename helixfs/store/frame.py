@@ -1,0 +1,258 @@
+"""The value frame: how one record sits on disk, and how it comes back verified.
+
+Layout, byte by byte::
+
+    0..2  b"HXS"        magic: a value from some other program is refused, not misread
+    3     version      FRAME_VERSION; a newer HelixFS may add codecs or fields
+    4     codec        Codec below
+    5..   payload
+
+Payload per codec:
+
+* RAW   - the record itself (tiny or incompressible records: LZ4 would only add bytes).
+* LZ4   - an LZ4 block with its 4-byte little-endian uncompressed size in front.
+* DELTA - base id (32) + chain depth (1) + varint prefix + varint suffix + varint middle
+  length + an LZ4 block of the middle, compressed with the base's middle as dictionary.
+  The record is base[:prefix] + middle + base[len(base)-suffix:].
+
+Why this delta and not a line diff: an AI edit touches a few lines. Trimming the common
+prefix and suffix (found with C-speed `startswith`/`endswith` binary searches, no byte
+loops in Python) isolates the edited span, and LZ4-with-dictionary then finds the
+unchanged lines between several edits at C speed. For a 14 KB source file with 1-3 edits
+this measured ~10 us and ~110 bytes, against ~24 us and ~5.9 KB for plain LZ4.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+import lz4.block
+
+from helixfs.errors import CorruptObject, UnsupportedVersion
+from helixfs.ids import ID_SIZE, ObjectId, hex_id, object_id
+
+MAGIC = b"HXS"
+FRAME_VERSION = 1
+HEADER_SIZE = len(MAGIC) + 2
+LZ4_WINDOW = 65536  # LZ4 matches reach back at most 64 KiB: a longer dictionary is dead weight
+MAX_LZ4_RATIO = 255  # LZ4 cannot expand more than this; a larger claimed size is corruption
+MIN_COMPRESS = 32  # below this LZ4's own framing eats any gain
+_SIZE = struct.Struct("<I")
+
+
+class Codec(IntEnum):
+    RAW = 0
+    LZ4 = 1
+    DELTA = 2
+
+
+_HEADERS = {codec: MAGIC + bytes((FRAME_VERSION, codec)) for codec in Codec}
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A parsed DELTA payload; `block` is a view into the frame, not a copy."""
+
+    base: ObjectId
+    depth: int
+    prefix: int
+    suffix: int
+    middle_size: int
+    block: memoryview
+
+    @property
+    def size(self) -> int:
+        return self.prefix + self.middle_size + self.suffix
+
+
+def verify(oid: ObjectId, record: bytes) -> bytes:
+    """The record itself if it hashes to `oid`; CorruptObject naming the id otherwise."""
+    if object_id(record) != oid:
+        raise CorruptObject(
+            f"object {hex_id(oid)} is corrupt: its bytes do not hash to its id "
+            "(run `helix fsck`; restore the store from a backup if it persists)"
+        )
+    return record
+
+
+def codec_of(oid: ObjectId, frame: bytes) -> Codec:
+    """The frame's codec, after refusing foreign, newer or unknown frames."""
+    if len(frame) < HEADER_SIZE or frame[:3] != MAGIC:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: its stored frame has no HXS magic")
+    version, codec = frame[3], frame[4]
+    if version != FRAME_VERSION:
+        raise UnsupportedVersion(
+            f"object {hex_id(oid)} uses frame version {version}, this HelixFS reads only "
+            f"version {FRAME_VERSION}: upgrade HelixFS to open this store"
+        )
+    try:
+        return Codec(codec)
+    except ValueError:
+        raise UnsupportedVersion(
+            f"object {hex_id(oid)} uses unknown codec {codec}: it was written by a newer "
+            "HelixFS; upgrade to read it"
+        ) from None
+
+
+# ---------------------------------------------------------------- plain (raw / lz4)
+
+
+def encode_plain(record: bytes) -> bytes:
+    """RAW or LZ4, whichever is smaller."""
+    if len(record) >= MIN_COMPRESS:
+        packed: bytes = lz4.block.compress(record)
+        if len(packed) < len(record):
+            return _HEADERS[Codec.LZ4] + packed
+    return _HEADERS[Codec.RAW] + record
+
+
+def encode_raw(record: bytes) -> bytes:
+    return _HEADERS[Codec.RAW] + record
+
+
+def decode_plain(oid: ObjectId, frame: bytes, codec: Codec) -> bytes:
+    """The record held by a RAW or LZ4 frame (not yet verified)."""
+    if codec is Codec.RAW:
+        return frame[HEADER_SIZE:]
+    size = _lz4_size(oid, frame)
+    try:
+        return bytes(lz4.block.decompress(memoryview(frame)[HEADER_SIZE + 4 :], size))
+    except lz4.block.LZ4BlockError as err:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: LZ4 block unreadable") from err
+
+
+def _lz4_size(oid: ObjectId, frame: bytes) -> int:
+    if len(frame) < HEADER_SIZE + 4:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: truncated LZ4 frame")
+    (size,) = _SIZE.unpack_from(frame, HEADER_SIZE)
+    if size > (len(frame) - HEADER_SIZE) * MAX_LZ4_RATIO + 64:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: impossible LZ4 size {size}")
+    return int(size)
+
+
+def logical_size(oid: ObjectId, frame: bytes) -> int:
+    """The record's size, read from the header alone (for stats: no decompression)."""
+    codec = codec_of(oid, frame)
+    if codec is Codec.RAW:
+        return len(frame) - HEADER_SIZE
+    if codec is Codec.LZ4:
+        return _lz4_size(oid, frame)
+    return parse_delta(oid, frame).size
+
+
+# ---------------------------------------------------------------- delta
+
+
+def encode_delta(
+    record: bytes, base_id: ObjectId, base: bytes, base_depth: int
+) -> bytes | None:
+    """A DELTA frame for `record` against `base`, or None when it would not be small.
+
+    "Small" is judged against the record itself: a delta over half its size usually
+    means an unrelated base, and plain LZ4 is then the better, chain-free choice.
+    """
+    prefix = common_prefix(base, record)
+    limit = min(len(base), len(record)) - prefix
+    suffix = common_suffix(base, record, limit) if limit else 0
+    middle = memoryview(record)[prefix : len(record) - suffix]
+    base_middle = memoryview(base)[prefix : len(base) - suffix][-LZ4_WINDOW:]
+    block: bytes = (
+        lz4.block.compress(middle, store_size=False, dict=base_middle) if len(middle) else b""
+    )
+    head = b"".join(
+        (
+            _HEADERS[Codec.DELTA],
+            base_id,
+            bytes((base_depth + 1,)),
+            _varint(prefix),
+            _varint(suffix),
+            _varint(len(middle)),
+        )
+    )
+    if len(head) + len(block) > len(record) // 2:
+        return None
+    return head + block
+
+
+def parse_delta(oid: ObjectId, frame: bytes) -> Delta:
+    view = memoryview(frame)
+    pos = HEADER_SIZE + ID_SIZE + 1
+    if len(frame) < pos + 3:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: truncated delta frame")
+    base = ObjectId(bytes(view[HEADER_SIZE : HEADER_SIZE + ID_SIZE]))
+    depth = frame[pos - 1]
+    prefix, pos = _read_varint(oid, frame, pos)
+    suffix, pos = _read_varint(oid, frame, pos)
+    middle, pos = _read_varint(oid, frame, pos)
+    return Delta(base, depth, prefix, suffix, middle, view[pos:])
+
+
+def apply_delta(oid: ObjectId, delta: Delta, base: bytes) -> bytes:
+    """The record a delta describes, given its base's record (result not yet verified)."""
+    if delta.prefix + delta.suffix > len(base):
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: delta overruns its base")
+    base_middle = memoryview(base)[delta.prefix : len(base) - delta.suffix][-LZ4_WINDOW:]
+    try:
+        middle = (
+            lz4.block.decompress(delta.block, delta.middle_size, dict=base_middle)
+            if delta.middle_size
+            else b""
+        )
+    except lz4.block.LZ4BlockError as err:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: delta block unreadable") from err
+    return b"".join((base[: delta.prefix], middle, base[len(base) - delta.suffix :]))
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix, by binary search over zero-copy memcmp."""
+    limit = min(len(a), len(b))
+    view = memoryview(a)
+    if b.startswith(view[:limit]):
+        return limit
+    low, high = 0, limit  # invariant: a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) >> 1
+        if b.startswith(view[low:mid], low):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the longest common suffix, at most `limit` (so it never overlaps a prefix)."""
+    end_a, end_b = len(a), len(b)
+    view = memoryview(a)
+    if b.endswith(view[end_a - limit :]):
+        return limit
+    low, high = 0, limit  # invariant: last `low` bytes equal, last `high` bytes differ
+    while high - low > 1:
+        mid = (low + high) >> 1
+        if b.endswith(view[end_a - mid : end_a - low], 0, end_b - low):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_varint(oid: ObjectId, frame: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(frame) and shift < 64:
+        byte = frame[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    raise CorruptObject(f"object {hex_id(oid)} is corrupt: bad length in delta frame")
