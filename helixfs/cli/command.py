@@ -1,0 +1,62 @@
+"""How a command group declares its commands (imported by every `cli/<group>.py`).
+
+A group module exposes `register(subparsers)` and calls `add_command` once per command.
+Two kinds of handler exist, both plain functions so that the daemon can run them in its
+own process (ADR 0002):
+
+- `handler(args, repo, out) -> int` for commands working on an open `Repository`;
+- `store_handler(args, store_path, out) -> int` for commands that must not open the
+  repository in this process (`init`, `mount`) or work on other files of the store
+  (the memory database). Under the daemon, `store_path` is the daemon's store.
+
+`data=True` adds `--json` (one JSON document on stdout). `forward=False` keeps the
+command in this process even when a daemon owns the store (`mount`, `init`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs.cli.output import Output
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+Handler = Callable[[argparse.Namespace, "Repository", Output], int]
+StoreHandler = Callable[[argparse.Namespace, Path, Output], int]
+
+
+def add_command(
+    subparsers: Any,
+    name: str,
+    *,
+    help: str,
+    handler: Handler | None = None,
+    store_handler: StoreHandler | None = None,
+    data: bool = True,
+    forward: bool = True,
+    progress: bool = False,
+    aliases: Sequence[str] = (),
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Create the subparser for `name` and attach its handler and properties."""
+    if (handler is None) == (store_handler is None):
+        raise TypeError(f"command {name!r}: give exactly one of handler / store_handler")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help, description=description or help, aliases=list(aliases)
+    )
+    if data:
+        parser.add_argument(
+            "--json", action="store_true", dest="json", help="print one JSON document"
+        )
+    parser.set_defaults(
+        command=name,
+        handler=handler,
+        store_handler=store_handler,
+        forward=forward,
+        progress=progress,
+    )
+    return parser

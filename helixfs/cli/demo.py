@@ -1,0 +1,27 @@
+"""`helix demo [DIR]`: the main job end to end on a small project, for a first look."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from helixfs.cli.command import add_command
+from helixfs.cli.output import Output
+
+
+def register(subparsers: Any) -> None:
+    demo = add_command(
+        subparsers,
+        "demo",
+        store_handler=cmd_demo,
+        forward=False,
+        help="import a folder (default: a generated sample), commit, branch, merge, log",
+    )
+    demo.add_argument("dir", metavar="DIR", nargs="?", help="folder to import")
+
+
+def cmd_demo(args: argparse.Namespace, store: Path, out: Output) -> int:
+    from helixfs.cli.demo_run import run_demo
+
+    return run_demo(store, Path(args.dir) if args.dir else None, out)

@@ -1,0 +1,59 @@
+"""`helix log --graph`: an ASCII commit graph in the style of `git log --graph`.
+
+Each column ("lane") waits for one commit id. A commit takes the lane that waits for it,
+lanes that waited for the same commit fold into it (`|/`), and a merge opens one lane per
+extra parent (`|\\`). The input is in log order: every child before its parents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def _cells(count: int, marks: dict[int, str]) -> str:
+    """Lanes at even columns; a `/` or `\\` for lane i is drawn between lanes i-1 and i."""
+    chars = [" "] * max(0, 2 * count - 1)
+    for i in range(count):
+        mark = marks.get(i, "|")
+        if mark in "/\\" and i > 0:
+            chars[2 * i - 1] = mark
+        else:
+            chars[2 * i] = mark
+    return "".join(chars).rstrip()
+
+
+def graph_lines(nodes: Sequence[tuple[bytes, Sequence[bytes]]], labels: Sequence[str]) -> list[str]:
+    lanes: list[bytes] = []
+    lines: list[str] = []
+    for (cid, parents), label in zip(nodes, labels, strict=True):
+        if cid not in lanes:
+            lanes.append(cid)
+        col = lanes.index(cid)
+        folded = [i for i, lane in enumerate(lanes) if lane == cid and i != col]
+        if folded:
+            lines.append(_cells(len(lanes), {i: "/" for i in folded}))
+            lanes = [lane for i, lane in enumerate(lanes) if i not in folded]
+        lines.append(f"{_cells(len(lanes), {col: '*'})}  {label}")
+        lanes, opened = _advance(lanes, col, parents)
+        if opened:
+            lines.append(_cells(len(lanes), {i: "\\" for i in opened}))
+    return lines
+
+
+def _advance(
+    lanes: list[bytes], col: int, parents: Sequence[bytes]
+) -> tuple[list[bytes], list[int]]:
+    """Lanes after the commit in `col`: first parent in place, extra parents opened to its
+    right (unless some lane already waits for them)."""
+    if not parents:
+        return lanes[:col] + lanes[col + 1 :], []
+    new = list(lanes)
+    new[col] = parents[0]
+    opened: list[int] = []
+    for parent in parents[1:]:
+        if parent in new:
+            continue
+        position = col + 1 + len(opened)
+        new.insert(position, parent)
+        opened.append(position)
+    return new, opened

@@ -1,0 +1,176 @@
+"""Read-only history commands: log, diff, ls, cat, rev-parse."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import stat
+import time
+from typing import TYPE_CHECKING, Any
+
+from helixfs.cli.command import add_command
+from helixfs.cli.graph import graph_lines
+from helixfs.cli.output import Output, table
+from helixfs.ids import hex_id
+
+if TYPE_CHECKING:
+    from helixfs.vcs.objects import Commit
+    from helixfs.vcs.repo import Repository
+
+
+def register(subparsers: Any) -> None:
+    log = add_command(subparsers, "log", help="commits reachable from REV", handler=cmd_log)
+    log.add_argument("rev", nargs="?", default="HEAD")
+    log.add_argument("-n", "--max-count", type=_positive, dest="limit", metavar="N")
+    log.add_argument("--graph", action="store_true", help="draw the commit graph")
+    diff = add_command(subparsers, "diff", help="changes from A to B", handler=cmd_diff)
+    diff.add_argument("a", metavar="A")
+    diff.add_argument("b", metavar="B", nargs="?", default="HEAD")
+    diff.add_argument("--name-status", action="store_true", help="one line per changed path")
+    ls = add_command(subparsers, "ls", help="list a directory of a revision", handler=cmd_ls)
+    ls.add_argument("rev", metavar="REV")
+    ls.add_argument("path", metavar="PATH", nargs="?", default="")
+    cat = add_command(subparsers, "cat", help="print a file of a revision", handler=cmd_cat)
+    cat.add_argument("rev", metavar="REV")
+    cat.add_argument("path", metavar="PATH")
+    rev_parse = add_command(
+        subparsers, "rev-parse", help="the full id of a revision", handler=cmd_rev_parse
+    )
+    rev_parse.add_argument("rev", metavar="REV")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def path_bytes(text: str) -> bytes:
+    """A command-line path as the bytes the tree stores (surrogates round-trip)."""
+    return os.fsencode(text).strip(b"/")
+
+
+def name_text(name: bytes) -> str:
+    return os.fsdecode(name)
+
+
+def commit_doc(commit: Commit) -> dict[str, Any]:
+    return {
+        "id": hex_id(commit.id),
+        "tree": hex_id(commit.tree),
+        "parents": [hex_id(p) for p in commit.parents],
+        "time_ns": commit.time_ns,
+        "time": _iso(commit.time_ns),
+        "author": commit.author,
+        "message": commit.message,
+        "meta": dict(commit.meta),
+    }
+
+
+def _iso(time_ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time_ns / 1e9))
+
+
+def _log_line(commit: Commit) -> str:
+    subject = commit.message.splitlines()[0] if commit.message else ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(commit.time_ns / 1e9))
+    return f"{hex_id(commit.id)[:12]}  {when}  {commit.author}  {subject}"
+
+
+def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    commits = list(repo.log(args.rev, limit=args.limit))
+    if out.as_json:
+        out.emit([commit_doc(c) for c in commits])
+        return 0
+    if args.graph:
+        lines = graph_lines(
+            [(c.id, tuple(c.parents)) for c in commits], [_log_line(c) for c in commits]
+        )
+    else:
+        lines = [_log_line(c) for c in commits]
+    out.emit(None, "\n".join(lines))
+    return 0
+
+
+def change_doc(change: Any) -> dict[str, Any]:
+    """One diff entry, whatever fields the core's Change carries (status, path, ids)."""
+    doc: dict[str, Any] = {}
+    for key in ("status", "path", "old_path", "old_id", "new_id", "old_mode", "new_mode"):
+        if hasattr(change, key):
+            value = getattr(change, key)
+            if isinstance(value, bytes):
+                value = name_text(value) if "path" in key else hex_id(value)
+            doc[key] = value
+    return doc
+
+
+def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    if args.name_status or out.as_json:
+        changes = [change_doc(c) for c in repo.diff(args.a, args.b)]
+        if out.as_json and not args.name_status:
+            out.emit({"changes": changes, "text": repo.diff_text(args.a, args.b)})
+        else:
+            rows = [(c.get("status", "?"), c.get("path", "")) for c in changes]
+            out.emit({"changes": changes}, lambda: table(rows))
+        return 0
+    out.emit(None, repo.diff_text(args.a, args.b))
+    return 0
+
+
+def _mode_text(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "exec" if mode & 0o111 else "file"
+
+
+def entry_doc(entry: Any) -> dict[str, Any]:
+    return {
+        "name": name_text(entry.name),
+        "type": _mode_text(entry.mode),
+        "mode": f"{entry.mode:o}",
+        "size": entry.size,
+        "id": hex_id(entry.oid),
+        "mtime_ns": entry.mtime_ns,
+    }
+
+
+def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    docs = [entry_doc(e) for e in repo.ls(args.rev, path_bytes(args.path))]
+    rows = [(d["type"], d["size"], d["name"] + ("/" if d["type"] == "dir" else "")) for d in docs]
+    out.emit(docs, lambda: table(rows))
+    return 0
+
+
+def cmd_cat(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    data = repo.read(args.rev, path_bytes(args.path))
+    if out.as_json:
+        doc: dict[str, Any] = {"path": args.path, "size": len(data)}
+        try:
+            doc["content"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            doc["content_base64"] = base64.b64encode(data).decode("ascii")
+        out.emit(doc)
+        return 0
+    write_bytes(out, data)
+    return 0
+
+
+def write_bytes(out: Output, data: bytes) -> None:
+    """Raw bytes to stdout; a text-only stream (the daemon's) gets surrogate escapes."""
+    buffer = getattr(out.stdout, "buffer", None)
+    if buffer is not None:
+        out.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        out.stdout.write(data.decode("utf-8", "surrogateescape"))
+
+
+def cmd_rev_parse(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    cid = hex_id(repo.resolve(args.rev))
+    out.emit({"rev": args.rev, "id": cid}, cid)
+    return 0

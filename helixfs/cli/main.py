@@ -1,0 +1,210 @@
+"""`helix`: argparse front end, store resolution, daemon forwarding and error mapping.
+
+Each command group lives in its own module listed in COMMAND_MODULES and exposes
+`register(subparsers)` (see cli/command.py). Command handlers never print errors or call
+`sys.exit`: they return an exit status or raise a HelixError, which is mapped here to one
+line on stderr and exit 1. Usage errors exit 2. The same dispatch runs in the daemon
+through `run_in_process`, so output and exit codes are identical with or without a mount.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import importlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from helixfs import __version__
+from helixfs.cli.output import Output
+from helixfs.cli.store_path import resolve_store
+from helixfs.errors import HelixError, NotFound
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+# One line per command group. Memory and daemon engineers: add yours here.
+COMMAND_MODULES: tuple[str, ...] = (
+    "helixfs.cli.repo",  # init, stats, gc, fsck
+    "helixfs.cli.history",  # log, diff, ls, cat, rev-parse
+    "helixfs.cli.refs",  # branch, snapshot, checkout, reset, merge
+    "helixfs.cli.transfer",  # import, export
+    "helixfs.cli.demo",  # demo
+)
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+_streams: contextvars.ContextVar[tuple[TextIO, TextIO]] = contextvars.ContextVar("streams")
+
+
+class _ParserExit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class HelixArgumentParser(argparse.ArgumentParser):
+    """Writes to the streams of the current call and raises instead of exiting, so that
+    a daemon can parse a forwarded command line without dying on `--help` or a typo."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if not message:
+            return
+        stdout, stderr = _streams.get((sys.stdout, sys.stderr))
+        (stderr if file is sys.stderr else stdout).write(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._print_message(message, sys.stderr)
+        raise _ParserExit(status)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> HelixArgumentParser:
+    parser = HelixArgumentParser(
+        prog="helix",
+        description="HelixFS: a versioned filesystem with long-term memory for AI agents.",
+    )
+    parser.add_argument("--store", metavar="PATH", help="store folder (default: see README)")
+    parser.add_argument(
+        "--json", action="store_true", dest="json_global", help="print one JSON document"
+    )
+    parser.add_argument("--version", action="version", version=f"helix {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in modules:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+@contextmanager
+def _using_streams(stdout: TextIO, stderr: TextIO) -> Iterator[None]:
+    token = _streams.set((stdout, stderr))
+    try:
+        yield
+    finally:
+        _streams.reset(token)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(list(argv))
+    args.json = bool(getattr(args, "json", False) or args.json_global)
+    return args
+
+
+def _report(err: BaseException, stderr: TextIO) -> int:
+    message = str(err) or type(err).__name__
+    stderr.write(f"helix: error: {message}\n")
+    return EXIT_ERROR
+
+
+def _dispatch(args: argparse.Namespace, repo: Repository, store: Path, out: Output) -> int:
+    if args.store_handler is not None:
+        return int(args.store_handler(args, store, out))
+    return int(args.handler(args, repo, out))
+
+
+def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr: TextIO) -> int:
+    """Run one command line against an already open repository (the daemon's).
+
+    Never raises for user errors and never exits the process: returns the exit status.
+    """
+    with _using_streams(stdout, stderr):
+        try:
+            args = _parse(argv)
+        except _ParserExit as stop:
+            return stop.status
+        out = Output(stdout, stderr, as_json=args.json)
+        try:
+            return _dispatch(args, repo, repo.path or Path(), out)
+        except (HelixError, OSError) as err:
+            return _report(err, stderr)
+
+
+def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
+    """Hand the command line to the daemon owning `store`, if one runs (ADR 0002)."""
+    try:
+        from helixfs.daemon.control import forward
+    except ImportError:  # the daemon package is optional until it lands
+        return None
+    result: int | None = forward(store, list(argv), stdout, stderr)
+    return result
+
+
+def open_repository(store: Path) -> Repository:
+    from helixfs.vcs.repo import Repository
+
+    if not store.is_dir():
+        raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
+    return Repository.open(store)
+
+
+def _run_local(args: argparse.Namespace, argv: Sequence[str], out: Output) -> int:
+    store = resolve_store(args.store)
+    if args.forward:
+        forwarded = _forward(store, _without_store_option(argv), out.stdout, out.stderr)
+        if forwarded is not None:
+            return forwarded
+    if args.store_handler is not None:
+        return int(args.store_handler(args, store, out))
+    repo = open_repository(store)
+    try:
+        return int(args.handler(args, repo, out))
+    finally:
+        repo.close()
+
+
+def _without_store_option(argv: Sequence[str]) -> list[str]:
+    """The daemon already knows its store; a relative `--store` would mean nothing there."""
+    result: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--store":
+            skip = True
+        elif not arg.startswith("--store="):
+            result.append(arg)
+    return result
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """Parse, resolve the store, forward or open it, run the command, map errors."""
+    with _using_streams(stdout, stderr):
+        try:
+            args = _parse(argv)
+        except _ParserExit as stop:
+            return stop.status
+        out = Output(stdout, stderr, as_json=args.json)
+        try:
+            return _run_local(args, argv, out)
+        except (HelixError, OSError) as err:
+            return _report(err, stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.stderr.write("helix: interrupted\n")
+        return 130
+    except BrokenPipeError:  # `helix log | head`: the reader left, that is fine
+        _silence_stdout()
+        return EXIT_OK
+    return status
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""One output helper for every command, so `--json` and the human form never drift.
+
+A data command builds one JSON-able document and, separately, says how a human should
+see it. With `--json` the document is printed as one JSON value on stdout and nothing
+else is; without it, the human form is printed (tables aligned by `table`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+JSONDoc = Any  # what json.dumps accepts; kept loose on purpose (nested dicts/lists)
+
+
+class Output:
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool = False) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.as_json = as_json
+
+    def emit(self, doc: JSONDoc, human: str | Callable[[], str] | None = None) -> None:
+        """Print `doc` as JSON, or its human form (a string or a function producing it)."""
+        if self.as_json:
+            json.dump(doc, self.stdout, indent=2, sort_keys=False, default=str)
+            self.stdout.write("\n")
+            return
+        text = human() if callable(human) else human
+        if text is None:
+            text = json.dumps(doc, indent=2, default=str)
+        if text:
+            self.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    def line(self, text: str) -> None:
+        """A human-only line (suppressed under --json, which prints only the document)."""
+        if not self.as_json:
+            self.stdout.write(text + "\n")
+
+    def note(self, text: str) -> None:
+        """A side remark on stderr: never pollutes the JSON document on stdout."""
+        self.stderr.write(text + "\n")
+
+    @contextmanager
+    def progress(self, label: str, total: int | None = None) -> Iterator[Progress]:
+        """A progress bar on stderr when it is a terminal; a silent counter otherwise."""
+        bar = Progress(self.stderr, label, total, enabled=_isatty(self.stderr))
+        try:
+            yield bar
+        finally:
+            bar.finish()
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None) -> str:
+    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    cells = [[str(c) for c in row] for row in rows]
+    if headers:
+        cells.insert(0, list(headers))
+    if not cells:
+        return ""
+    widths = [max(len(row[i]) for row in cells if i < len(row)) for i in range(len(cells[0]))]
+    lines = []
+    for row in cells:
+        padded = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])] + row[-1:]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Progress:
+    """Redraws at most ten times a second so that a tight loop is not slowed by the bar."""
+
+    def __init__(self, stream: TextIO, label: str, total: int | None, *, enabled: bool) -> None:
+        self.stream = stream
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.enabled = enabled
+        self._last_draw = 0.0
+        self._drawn = False
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.enabled:
+            now = time.monotonic()
+            if now - self._last_draw >= 0.1:
+                self._last_draw = now
+                self._draw()
+
+    def set_total(self, total: int) -> None:
+        self.total = total
+
+    def _draw(self) -> None:
+        if self.total:
+            frac = min(1.0, self.done / self.total)
+            filled = int(frac * 30)
+            bar = "#" * filled + "-" * (30 - filled)
+            text = f"\r{self.label} [{bar}] {self.done}/{self.total}"
+        else:
+            text = f"\r{self.label} {self.done}"
+        self.stream.write(text)
+        self.stream.flush()
+        self._drawn = True
+
+    def finish(self) -> None:
+        if self.enabled and self._drawn:
+            self._draw()
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,162 @@
+"""Commands that move refs: branch, snapshot, checkout, reset, merge."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from helixfs.cli.command import add_command
+from helixfs.cli.output import Output, table
+from helixfs.cli.repo import as_doc
+from helixfs.errors import InvalidInput
+from helixfs.ids import hex_id
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+
+def register(subparsers: Any) -> None:
+    branch = add_command(
+        subparsers,
+        "branch",
+        handler=cmd_branch,
+        help="list branches; NAME [REV] creates one; -d deletes; -m renames",
+    )
+    _ref_arguments(branch, rename=True)
+    snapshot = add_command(
+        subparsers,
+        "snapshot",
+        handler=cmd_snapshot,
+        help="list snapshots; NAME [REV] creates an immutable one; -d deletes",
+    )
+    _ref_arguments(snapshot, rename=False)
+    checkout = add_command(
+        subparsers,
+        "checkout",
+        handler=cmd_checkout,
+        help="make BRANCH the one the store's root shows",
+    )
+    checkout.add_argument("branch", metavar="BRANCH")
+    reset = add_command(
+        subparsers, "reset", handler=cmd_reset, help="move the current branch (or --branch) to REV"
+    )
+    reset.add_argument(
+        "--hard",
+        action="store_true",
+        required=True,
+        help="also replace the working state (the only mode)",
+    )
+    reset.add_argument("rev", metavar="REV")
+    reset.add_argument("--branch", metavar="NAME", help="branch to move (default: HEAD's)")
+    merge = add_command(
+        subparsers,
+        "merge",
+        handler=cmd_merge,
+        help="three-way merge BRANCH into the current branch",
+    )
+    merge.add_argument("branch", metavar="BRANCH")
+
+
+def _ref_arguments(parser: argparse.ArgumentParser, *, rename: bool) -> None:
+    parser.add_argument("name", metavar="NAME", nargs="?")
+    parser.add_argument("rev", metavar="REV", nargs="?", default="HEAD")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-d", "--delete", action="store_true", help="delete NAME")
+    if rename:
+        group.add_argument("-m", "--rename", metavar="NEW", help="rename NAME to NEW")
+
+
+def _named_ids(refs: Mapping[str, bytes] | Iterable[Any]) -> list[tuple[str, str]]:
+    """(name, hex id) pairs from what branches()/snapshots() return (a mapping or items)."""
+    if isinstance(refs, Mapping):
+        items: Iterable[Any] = refs.items()
+    else:
+        items = refs
+    pairs = []
+    for item in items:
+        if isinstance(item, tuple):
+            name, cid = item[0], item[1]
+        else:
+            name, cid = getattr(item, "name", item), getattr(item, "commit", b"")
+        pairs.append((str(name), hex_id(cid) if isinstance(cid, bytes) else str(cid)))
+    return sorted(pairs)
+
+
+def _list_refs(kind: str, pairs: list[tuple[str, str]], current: str | None, out: Output) -> None:
+    doc = [{"name": n, "id": i, "current": n == current} for n, i in pairs]
+    rows = [("*" if n == current else " ", n, i[:12]) for n, i in pairs]
+    out.emit({kind: doc}, lambda: table(rows))
+
+
+def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    if args.name is None:
+        if args.delete or args.rename:
+            raise InvalidInput("give the branch NAME to delete or rename")
+        _list_refs("branches", _named_ids(repo.branches()), repo.head_branch(), out)
+        return 0
+    if args.delete:
+        repo.delete_branch(args.name)
+        out.emit({"deleted": args.name}, f"deleted branch {args.name}")
+    elif args.rename:
+        repo.rename_branch(args.name, args.rename)
+        out.emit(
+            {"renamed": args.name, "to": args.rename},
+            f"renamed branch {args.name} to {args.rename}",
+        )
+    else:
+        cid = repo.create_branch(args.name, args.rev)
+        _created(out, "branch", args.name, cid if isinstance(cid, bytes) else None, repo)
+    return 0
+
+
+def _created(out: Output, kind: str, name: str, cid: bytes | None, repo: Repository) -> None:
+    target = hex_id(cid) if cid is not None else hex_id(repo.resolve(name))
+    out.emit({kind: name, "id": target}, f"created {kind} {name} at {target[:12]}")
+
+
+def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    if args.name is None:
+        if args.delete:
+            raise InvalidInput("give the snapshot NAME to delete")
+        _list_refs("snapshots", _named_ids(repo.snapshots()), None, out)
+        return 0
+    if args.delete:
+        repo.delete_snapshot(args.name)
+        out.emit({"deleted": args.name}, f"deleted snapshot {args.name}")
+        return 0
+    cid = repo.create_snapshot(args.name, args.rev)
+    if not isinstance(cid, bytes):
+        cid = dict(_named_ids(repo.snapshots())).get(args.name)
+        cid = bytes.fromhex(cid) if cid else None
+    _created(out, "snapshot", args.name, cid, repo)
+    return 0
+
+
+def cmd_checkout(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    repo.checkout(args.branch)
+    cid = hex_id(repo.resolve("HEAD"))
+    out.emit({"branch": args.branch, "id": cid}, f"on branch {args.branch} at {cid[:12]}")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    target = repo.resolve(args.rev)
+    repo.reset_hard(args.rev, branch=args.branch)
+    branch = args.branch or repo.head_branch()
+    out.emit({"branch": branch, "id": hex_id(target)}, f"{branch} is now at {hex_id(target)[:12]}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    result = repo.merge(args.branch)
+    doc = as_doc(result)
+    conflicts = doc.get("conflicts") if isinstance(doc, dict) else None
+    if conflicts:
+        human = "merge has conflicts (markers written):\n" + "\n".join(f"  {c}" for c in conflicts)
+        out.emit(doc, human)
+        out.note(f"helix: error: merge of {args.branch}: {len(conflicts)} conflicting path(s)")
+        return 1
+    commit = doc.get("commit") if isinstance(doc, dict) else None
+    out.emit(doc, f"merged {args.branch}" + (f": {str(commit)[:12]}" if commit else ""))
+    return 0

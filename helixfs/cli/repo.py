@@ -1,0 +1,114 @@
+"""Store-level commands: init, stats, gc, fsck."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs.cli.command import add_command
+from helixfs.cli.output import Output, human_bytes, table
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+
+def register(subparsers: Any) -> None:
+    init = add_command(
+        subparsers, "init", help="create an empty store", store_handler=cmd_init, forward=False
+    )
+    init.add_argument("path", nargs="?", help="store folder (default: the resolved store)")
+    add_command(
+        subparsers,
+        "stats",
+        help="objects, sizes, dedup, cache and latency figures",
+        handler=cmd_stats,
+    )
+    gc = add_command(
+        subparsers, "gc", help="drop objects no ref reaches", handler=cmd_gc, progress=True
+    )
+    gc.add_argument("--dry-run", "-n", action="store_true", help="only count what would go")
+    add_command(
+        subparsers,
+        "fsck",
+        help="verify every object and every ref",
+        handler=cmd_fsck,
+        progress=True,
+    )
+
+
+def as_doc(value: Any) -> Any:
+    """A JSON-able view of what the core API returns (dataclasses, bytes ids, paths)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        doc = {f.name: as_doc(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name in ("cache_hit_ratio", "dedup_ratio"):
+            extra = getattr(value, name, None)
+            if isinstance(extra, float) and name not in doc:
+                doc[name] = extra
+        return doc
+    if isinstance(value, dict):
+        return {str(k): as_doc(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [as_doc(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex() if len(value) == 32 else value.decode("utf-8", "surrogateescape")
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def cmd_init(args: argparse.Namespace, store: Path, out: Output) -> int:
+    from helixfs.vcs.repo import Repository
+
+    path = Path(args.path).expanduser() if args.path else store
+    repo = Repository.init(path)
+    repo.close()
+    out.emit({"store": str(path.resolve())}, f"initialised empty HelixFS store in {path}")
+    return 0
+
+
+def _key_values(doc: dict[str, Any]) -> str:
+    rows: list[tuple[str, str]] = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            rows.extend((f"{key}.{k}", _fmt(k, v)) for k, v in value.items())
+        else:
+            rows.append((key, _fmt(key, value)))
+    return table(rows)
+
+
+def _fmt(key: str, value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, int) and key.endswith("bytes"):
+        return f"{human_bytes(value)} ({value})"
+    return str(value)
+
+
+def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    doc = as_doc(repo.stats())
+    out.emit(doc, lambda: _key_values(doc))
+    return 0
+
+
+def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    with out.progress("gc"):
+        result = repo.gc(dry_run=args.dry_run)
+    doc = as_doc(result)
+    if isinstance(doc, dict):
+        doc.setdefault("dry_run", bool(args.dry_run))
+    out.emit(doc, lambda: _key_values(doc) if isinstance(doc, dict) else str(doc))
+    return 0
+
+
+def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    with out.progress("fsck"):
+        report = repo.fsck()
+    doc = as_doc(report)
+    out.emit(doc, lambda: _key_values(doc) if isinstance(doc, dict) else str(doc))
+    problems = doc.get("problems") if isinstance(doc, dict) else None
+    if problems:
+        out.note(f"helix: error: fsck found {len(problems)} problem(s)")
+        return 1
+    return 0

@@ -1,0 +1,45 @@
+"""Which store a command works on: `--store` > `$HELIX_STORE` > the mount holding the
+current directory > `~/.helix/default`.
+
+A mount is recognised by its virtual file `.helix/store`, which holds the store's path:
+walking up from the cwd finds the innermost mount without asking any daemon.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_VAR = "HELIX_STORE"
+MOUNT_MARKER = Path(".helix") / "store"
+
+
+def default_store() -> Path:
+    return Path.home() / ".helix" / "default"
+
+
+def store_of_mount(start: Path) -> Path | None:
+    """The store path advertised by the nearest mount at or above `start`, if any."""
+    for directory in (start, *start.parents):
+        marker = directory / MOUNT_MARKER
+        try:
+            text = marker.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text:
+            return Path(text)
+    return None
+
+
+def resolve_store(explicit: str | None, cwd: Path | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return Path(from_env).expanduser()
+    try:
+        here = cwd if cwd is not None else Path.cwd()
+    except OSError:  # the cwd was deleted under us: fall through to the default
+        here = None
+    mounted = store_of_mount(here) if here is not None else None
+    return mounted if mounted is not None else default_store()
