@@ -1,0 +1,475 @@
+"""RocksStore: the ObjectStore on disk, in one RocksDB directory (via rocksdict).
+
+Column families, each with its own key space so no prefix can ever collide:
+
+* ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py).
+* ``refs``    - key: ref name (utf-8); value: the ref's bytes.
+* ``deps``    - key: base id + dependent id (64 bytes); value: empty. One row per DELTA
+  frame, so gc finds every object encoded against a base it is about to drop.
+* ``meta``    - key ``format``: the store layout version (b"1"). A newer layout is refused.
+
+Next to RocksDB's own LOCK file we keep ``OWNER`` (the holder's pid), so a second opener
+is told which process holds the store, not just that a lock failed.
+
+Writes are one WriteBatch each. A ref compare-and-swap reads and writes under one
+in-process lock; RocksDB's LOCK keeps other processes out entirely, so the lock is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import rocksdict
+
+from helixfs.errors import (
+    CorruptObject,
+    HelixError,
+    InvalidInput,
+    NotFound,
+    StoreLocked,
+    UnsupportedVersion,
+)
+from helixfs.ids import ObjectId, hex_id
+from helixfs.store import RefUpdate, StoreStats
+from helixfs.store.cache import ByteLRU
+from helixfs.store.frame import (
+    Codec,
+    apply_delta,
+    codec_of,
+    decode_plain,
+    encode_delta,
+    encode_plain,
+    logical_size,
+    parse_delta,
+    verify,
+)
+from helixfs.store.validate import check_delta_bases, check_objects, check_oid, plan_refs
+
+STORE_FORMAT = b"1"
+OWNER_FILE = "OWNER"
+MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
+CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
+CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
+COLUMN_FAMILIES = ("objects", "refs", "deps", "meta")
+
+
+class Known(NamedTuple):
+    """A verified record and the delta depth it is stored at (0 = not a delta)."""
+
+    record: bytes
+    depth: int
+
+
+class Encoded(NamedTuple):
+    frame: bytes
+    base: ObjectId | None
+    depth: int
+
+
+class RocksStore:
+    """The persistent ObjectStore. Open one per store directory; it is single-writer."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cache_bytes: int = 64 << 20,
+        base_cache_bytes: int = 8 << 20,
+        max_delta_depth: int = MAX_DELTA_DEPTH,
+        verify_writes: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.max_delta_depth = min(max_delta_depth, CHAIN_HARD_LIMIT - 1)
+        self._verify_writes = verify_writes
+        self._frames: ByteLRU[bytes] = ByteLRU(cache_bytes)  # L1: frames as stored
+        # Verified plain records of objects just written or read: the likely delta bases
+        # of the next write, kept decoded so the hot path never inflates a chain.
+        self._bases: ByteLRU[Known] = ByteLRU(base_cache_bytes)
+        self._lock = threading.RLock()
+        self._db = _open_db(self.path)
+        self._objects = self._db.get_column_family_handle("objects")
+        self._refs = self._db.get_column_family_handle("refs")
+        self._deps = self._db.get_column_family_handle("deps")
+        self._objects_cf = self._db.get_column_family("objects")
+        self._refs_cf = self._db.get_column_family("refs")
+        self._deps_cf = self._db.get_column_family("deps")
+        self._sync_write = rocksdict.WriteOptions()
+        self._sync_write.sync = True
+        self._closed = False
+        try:
+            self._check_format()
+        except BaseException:
+            self.close()
+            raise
+        (self.path / OWNER_FILE).write_text(f"{os.getpid()}\n")
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, oid: ObjectId) -> bytes:
+        check_oid(oid)
+        self._check_open()
+        known = self._load(oid, self._frame(oid))
+        self._bases.put(oid, known, len(known.record))
+        return known.record
+
+    def contains(self, oid: ObjectId) -> bool:
+        check_oid(oid)
+        self._check_open()
+        return self._exists(oid)
+
+    def ref(self, name: str) -> bytes | None:
+        self._check_open()
+        value: bytes | None = self._refs_cf.get(name.encode())
+        return value
+
+    def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
+        self._check_open()
+        start = prefix.encode()
+        found = [(key.decode(), value) for key, value in _scan(self._refs_cf, start)]
+        return iter(found)
+
+    def ids(self) -> Iterator[ObjectId]:
+        self._check_open()
+        return iter([ObjectId(key) for key, _ in _scan(self._objects_cf, b"")])
+
+    # ------------------------------------------------------------------ writes
+
+    def write(
+        self,
+        objects: Mapping[ObjectId, bytes],
+        refs: Sequence[RefUpdate] = (),
+        *,
+        delta_bases: Mapping[ObjectId, ObjectId] | None = None,
+        sync: bool = False,
+    ) -> None:
+        self._check_open()
+        if self._verify_writes:
+            check_objects(objects)
+        check_delta_bases(objects, delta_bases)
+        hints = delta_bases or {}
+        with self._lock:
+            planned = plan_refs(refs, self.ref)
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            fresh: dict[ObjectId, Known] = {}
+            frames: dict[ObjectId, bytes] = {}
+            for oid, data in objects.items():
+                if self._exists(oid):
+                    continue  # never re-encode a stored object: keeps delta chains acyclic
+                record = bytes(data)
+                encoded = self._encode(record, hints.get(oid), fresh)
+                batch.put(oid, encoded.frame, self._objects)
+                if encoded.base is not None:
+                    batch.put(encoded.base + oid, b"", self._deps)
+                fresh[oid] = Known(record, encoded.depth)
+                frames[oid] = encoded.frame
+            for name, value in planned.items():
+                if value is None:
+                    batch.delete(name.encode(), self._refs)
+                else:
+                    batch.put(name.encode(), value, self._refs)
+            self._db.write(batch, self._sync_write if sync else None)
+            for oid, known in fresh.items():
+                self._frames.put(oid, frames[oid], len(frames[oid]))
+                self._bases.put(oid, known, len(known.record))
+
+    def delete(self, oids: Iterable[ObjectId]) -> None:
+        """Drop objects; every surviving delta on a dropped base is re-encoded first."""
+        self._check_open()
+        with self._lock:
+            doomed = {oid for oid in map(check_oid, oids) if self._exists(oid)}
+            if not doomed:
+                return
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            rescued: dict[ObjectId, Known] = {}
+            for oid in doomed:
+                self._unlink_deps(oid, doomed, batch, rescued)
+            for oid in doomed:
+                batch.delete(oid, self._objects)
+            self._db.write(batch)
+            for oid in doomed | rescued.keys():
+                self._frames.discard(oid)
+                self._bases.discard(oid)
+
+    def _unlink_deps(
+        self,
+        oid: ObjectId,
+        doomed: set[ObjectId],
+        batch: rocksdict.WriteBatch,
+        rescued: dict[ObjectId, Known],
+    ) -> None:
+        """Queue the removal of `oid`'s dependency rows and re-encode its survivors."""
+        own_base = self._base_of(oid)
+        if own_base is not None:
+            batch.delete(own_base + oid, self._deps)
+        for dependent in self._dependents(oid):
+            batch.delete(oid + dependent, self._deps)
+            if dependent in doomed:
+                continue
+            known = self._load(dependent, self._frame(dependent))
+            encoded = self._encode(known.record, self._surviving_ancestor(oid, doomed), rescued)
+            batch.put(dependent, encoded.frame, self._objects)
+            if encoded.base is not None:
+                batch.put(encoded.base + dependent, b"", self._deps)
+            rescued[dependent] = Known(known.record, encoded.depth)
+
+    def _surviving_ancestor(self, oid: ObjectId, doomed: set[ObjectId]) -> ObjectId | None:
+        """The nearest base up `oid`'s chain that gc keeps: the best base for its orphans."""
+        base = self._base_of(oid)
+        while base is not None and base in doomed:
+            base = self._base_of(base)
+        return base
+
+    def sync(self) -> None:
+        self._check_open()
+        self._db.flush_wal(True)
+
+    def compact(self) -> None:
+        """Flush memtables and compact everything (after gc, or before measuring disk)."""
+        self._check_open()
+        with self._lock:
+            self._db.flush(True)
+            for name in COLUMN_FAMILIES:
+                self._db.get_column_family(name).compact_range(None, None)
+
+    # ------------------------------------------------------------------ stats, lifecycle
+
+    def stats(self) -> StoreStats:
+        """A full scan of the objects: exact figures, meant for `helix stats`, not loops."""
+        self._check_open()
+        count = logical = stored = deltas = delta_bytes = 0
+        for key, frame in _scan(self._objects_cf, b""):
+            count += 1
+            logical += logical_size(ObjectId(key), frame)
+            stored += len(key) + len(frame)
+            if frame[4] == Codec.DELTA:
+                deltas += 1
+                delta_bytes += len(frame)
+        return StoreStats(
+            objects=count,
+            logical_bytes=logical,
+            stored_bytes=stored,
+            disk_bytes=_disk_usage(self.path),
+            cache_hits=self._frames.hits,
+            cache_misses=self._frames.misses,
+            extra={
+                "delta_objects": deltas,
+                "delta_bytes": delta_bytes,
+                "cache_bytes": self._frames.size_bytes,
+                "base_cache_hits": self._bases.hits,
+                "base_cache_misses": self._bases.misses,
+            },
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            # RocksDB's LOCK is released only when the last handle on the DB is gone,
+            # column-family handles included: drop them all, then close.
+            del self._objects, self._refs, self._deps
+            del self._objects_cf, self._refs_cf, self._deps_cf
+            self._db.close()
+            del self._db
+            _forget_owner(self.path)
+            self._frames.clear()
+            self._bases.clear()
+
+    def __enter__(self) -> RocksStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInput(f"store {self.path} is closed")
+
+    def _check_format(self) -> None:
+        meta = self._db.get_column_family("meta")
+        found = meta.get(b"format")
+        if found is None:
+            meta[b"format"] = STORE_FORMAT
+        elif found != STORE_FORMAT:
+            raise UnsupportedVersion(
+                f"store {self.path} has layout {found!r}, this HelixFS reads {STORE_FORMAT!r}: "
+                "upgrade HelixFS to open it"
+            )
+
+    def _exists(self, oid: ObjectId) -> bool:
+        if oid in self._frames:
+            return True
+        if not self._objects_cf.key_may_exist(oid):
+            return False  # the bloom filter's "definitely not": no read needed
+        return self._objects_cf.get(oid) is not None
+
+    def _frame(self, oid: ObjectId) -> bytes:
+        frame = self._frames.get(oid)
+        if frame is None:
+            frame = self._objects_cf.get(oid)
+            if frame is None:
+                raise NotFound(f"object {hex_id(oid)} is not in the store")
+            self._frames.put(oid, frame, len(frame))
+        return frame
+
+    def _load(self, oid: ObjectId, frame: bytes) -> Known:
+        """Decode and verify `oid`, walking its delta chain iteratively (no recursion)."""
+        chain: list[tuple[ObjectId, bytes]] = []
+        base_record: bytes | None = None
+        current, current_frame = oid, frame
+        while codec_of(current, current_frame) is Codec.DELTA:
+            chain.append((current, current_frame))
+            if len(chain) > CHAIN_HARD_LIMIT:
+                raise CorruptObject(f"object {hex_id(oid)} is corrupt: its delta chain loops")
+            base = parse_delta(current, current_frame).base
+            cached = self._bases.get(base)
+            if cached is not None:
+                base_record = cached.record
+                break
+            current, current_frame = base, self._frame_of_base(current, base)
+        if base_record is None:
+            codec = codec_of(current, current_frame)
+            base_record = verify(current, decode_plain(current, current_frame, codec))
+        record = base_record
+        for link, link_frame in reversed(chain):
+            record = verify(link, apply_delta(link, parse_delta(link, link_frame), record))
+        depth = parse_delta(oid, frame).depth if chain else 0
+        return Known(record, depth)
+
+    def _frame_of_base(self, dependent: ObjectId, base: ObjectId) -> bytes:
+        try:
+            return self._frame(base)
+        except NotFound:
+            raise CorruptObject(
+                f"object {hex_id(dependent)} is a delta on {hex_id(base)}, which is missing "
+                "(run `helix fsck`)"
+            ) from None
+
+    def _encode(
+        self, record: bytes, base_id: ObjectId | None, pending: Mapping[ObjectId, Known]
+    ) -> Encoded:
+        """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4."""
+        base = self._delta_base(base_id, pending) if base_id is not None else None
+        if base_id is not None and base is not None and base.depth < self.max_delta_depth:
+            frame = encode_delta(record, base_id, base.record, base.depth)
+            if frame is not None:
+                if len(frame) * CLEARLY_SMALL <= len(record):
+                    return Encoded(frame, base_id, base.depth + 1)
+                plain = encode_plain(record)
+                if len(frame) < len(plain):
+                    return Encoded(frame, base_id, base.depth + 1)
+                return Encoded(plain, None, 0)
+        return Encoded(encode_plain(record), None, 0)
+
+    def _delta_base(self, base_id: ObjectId, pending: Mapping[ObjectId, Known]) -> Known | None:
+        """The hinted base, decoded; None if it is absent or unreadable (a hint, not a must)."""
+        known = pending.get(base_id) or self._bases.get(base_id)
+        if known is not None:
+            return known
+        try:
+            known = self._load(base_id, self._frame(base_id))
+        except HelixError:
+            return None
+        self._bases.put(base_id, known, len(known.record))
+        return known
+
+    def _base_of(self, oid: ObjectId) -> ObjectId | None:
+        frame = self._objects_cf.get(oid)
+        if frame is None or codec_of(oid, frame) is not Codec.DELTA:
+            return None
+        return parse_delta(oid, frame).base
+
+    def _dependents(self, base: ObjectId) -> list[ObjectId]:
+        return [ObjectId(key[len(base) :]) for key, _ in _scan(self._deps_cf, base)]
+
+
+# ---------------------------------------------------------------------- opening
+
+
+def _open_db(path: Path) -> rocksdict.Rdict:
+    """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
+    options = _db_options()
+    families = {name: _db_options() for name in COLUMN_FAMILIES}
+    try:
+        return rocksdict.Rdict(str(path), options, column_families=families)
+    except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
+        text = str(err)
+        if "LOCK" in text and ("lock" in text.lower() or "unavailable" in text):
+            raise StoreLocked(_locked_message(path)) from None
+        raise InvalidInput(f"cannot open store at {path}: {text}") from err
+
+
+def _locked_message(path: Path) -> str:
+    try:
+        pid = int((path / OWNER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        holder = "another process"
+    else:
+        holder = "this process" if pid == os.getpid() else f"process {pid}"
+    return (
+        f"store {path} is in use by {holder} (one writer per store): stop that process "
+        "(`helix umount`) or talk to its daemon instead of opening the store directly"
+    )
+
+
+def _db_options() -> rocksdict.Options:
+    """Options tuned for a small footprint; values arrive already LZ4-framed.
+
+    RocksDB's own block compression stays off: frames are LZ4 or tiny deltas with
+    random 32-byte keys, and measuring it saved little (see docs/decisions or the
+    store report) while costing CPU on every flush and compaction.
+    """
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    options.set_compression_type(rocksdict.DBCompressionType.none())
+    options.set_write_buffer_size(16 << 20)
+    options.set_max_write_buffer_number(2)
+    options.set_keep_log_file_num(2)
+    options.set_max_log_file_size(1 << 20)
+    options.set_max_total_wal_size(64 << 20)
+    options.set_max_background_jobs(2)
+    table = rocksdict.BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    table.set_block_cache(rocksdict.Cache(8 << 20))
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def _scan(family: rocksdict.Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Rows whose key starts with `prefix`, in key order."""
+    cursor = family.iter()
+    cursor.seek(prefix)
+    while cursor.valid():
+        key = cursor.key()
+        if not key.startswith(prefix):
+            break
+        yield key, cursor.value()
+        cursor.next()
+
+
+def _forget_owner(path: Path) -> None:
+    owner = path / OWNER_FILE
+    try:
+        if int(owner.read_text().strip()) == os.getpid():
+            owner.unlink()
+    except (OSError, ValueError):
+        pass  # never ours, or already gone: nothing to undo
+
+
+def _disk_usage(path: Path) -> int:
+    total = 0
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            total += entry.stat().st_size
+    return total
