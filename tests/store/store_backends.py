@@ -1,0 +1,64 @@
+"""Backends under test (shared by the store tests), each able to damage a stored object."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import rocksdict
+
+from helixfs.ids import ObjectId
+from helixfs.store import ObjectStore
+from helixfs.store.memory import MemoryStore
+from helixfs.store.rocks import COLUMN_FAMILIES, RocksStore
+
+
+@dataclass
+class Backend:
+    """A store plus the backend-specific moves a contract test cannot make via the protocol."""
+
+    current: Callable[[], ObjectStore]
+    reopen: Callable[[], ObjectStore]  # close and open again (memory: the same object)
+    tamper: Callable[[ObjectId, Callable[[bytes], bytes]], None]  # edit the stored frame
+
+    @property
+    def store(self) -> ObjectStore:
+        return self.current()
+
+
+def raw_rocks_edit(path: Path, oid: ObjectId, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite a stored frame straight in RocksDB, behind the store's back."""
+    families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
+    objects = db.get_column_family("objects")
+    objects[oid] = change(objects[oid])
+    del objects
+    db.close()
+
+
+def memory_backend() -> Iterator[Backend]:
+    store = MemoryStore()
+
+    def tamper(oid: ObjectId, change: Callable[[bytes], bytes]) -> None:
+        store._objects[oid] = change(store._objects[oid])
+
+    yield Backend(lambda: store, lambda: store, tamper)
+
+
+def rocks_backend(path: Path) -> Iterator[Backend]:
+    holder: list[RocksStore] = [RocksStore(path)]
+
+    def reopen() -> ObjectStore:
+        holder[0].close()
+        holder[0] = RocksStore(path)
+        return holder[0]
+
+    def tamper(oid: ObjectId, change: Callable[[bytes], bytes]) -> None:
+        holder[0].close()
+        raw_rocks_edit(path, oid, change)
+        holder[0] = RocksStore(path)
+
+    backend = Backend(lambda: holder[0], reopen, tamper)
+    yield backend
+    holder[0].close()
