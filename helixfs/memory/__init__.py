@@ -1,0 +1,57 @@
+"""HelixFS long-term memory: durable facts and workspace knowledge, searched hybrid.
+
+Public API (everything a surface needs)::
+
+    mem = Memory.open(STORE / "memory.db", embedder)   # embedder: Embedder | None
+    mem.remember(text, type=, tags=, scope=, source=)   -> WriteResult (explicit write)
+    mem.ingest(text, scope=, source=)                   -> list[WriteResult] (gated)
+    mem.recall(query, k=, types=, scope=)               -> list[Hit] (memories)
+    mem.search(query, k=, scope=)                       -> list[Hit] (memories + chunks)
+    mem.context(budget_tokens, query=, scope=)          -> ContextBlock (never over budget)
+    mem.get(id) / memories(type=, scope=, status=, tag=, limit=) -> MemoryRecord(s)
+    mem.forget(id_or_query) / purge(id) / history(id) / rollback(id, to_seq=)
+    mem.relate(a, b, rel) / edges(id)
+    mem.checkpoint(task, done=, next=, hypotheses=, blocked=, files=, scope=) / resume()
+    mem.brief(topic=None, budget_tokens=) / archive_candidates() / archive(ids)
+    mem.index_workspace({path: bytes}, commit_id) -> IndexReport
+    mem.stats() / close()
+
+The engine lives in engine.py; the schema in db.py; the pipeline stages in redact.py,
+extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
+"""
+
+from __future__ import annotations
+
+from helixfs.memory.engine import Memory
+from helixfs.memory.types import (
+    MEMORY_TYPES,
+    STATUSES,
+    ArchiveCandidate,
+    Checkpoint,
+    ContextBlock,
+    Edge,
+    Embedder,
+    HistoryEntry,
+    Hit,
+    IndexReport,
+    MemoryRecord,
+    Source,
+    WriteResult,
+)
+
+__all__ = [
+    "MEMORY_TYPES",
+    "STATUSES",
+    "ArchiveCandidate",
+    "Checkpoint",
+    "ContextBlock",
+    "Edge",
+    "Embedder",
+    "HistoryEntry",
+    "Hit",
+    "IndexReport",
+    "Memory",
+    "MemoryRecord",
+    "Source",
+    "WriteResult",
+]

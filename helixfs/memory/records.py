@@ -1,0 +1,198 @@
+"""Row-level operations on memories, each one recorded in `history`.
+
+Every function here runs inside the caller's transaction. The rule they keep: whatever
+changes a memory row also updates its FTS entry, its vector's `active` flag and writes
+one history operation with the row before and after, so rollback has what it needs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from helixfs.errors import InvalidInput, NotFound
+from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
+from helixfs.memory.tokens import fts_text
+from helixfs.memory.types import MemoryRecord, Source
+
+COLUMNS = (
+    "id, type, content, scope, tags, source_agent, source_file, source_line, source_time, "
+    "confidence, salience, valid_from, valid_to, created, updated, last_seen, status, "
+    "subject, value, norm"
+)
+_NAMES = [c.strip() for c in COLUMNS.split(",")]
+MUTABLE = frozenset(_NAMES) - {"id"}
+
+
+def row_dict(row: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(_NAMES, row, strict=True))
+
+
+def to_record(data: dict[str, Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=data["id"],
+        type=data["type"],
+        content=data["content"],
+        scope=data["scope"],
+        tags=tuple(json.loads(data["tags"])),
+        source=Source(
+            agent=data["source_agent"],
+            file=data["source_file"],
+            line=data["source_line"],
+            when=data["source_time"],
+        ),
+        confidence=data["confidence"],
+        salience=data["salience"],
+        valid_from=data["valid_from"],
+        valid_to=data["valid_to"],
+        created=data["created"],
+        updated=data["updated"],
+        last_seen=data["last_seen"],
+        status=data["status"],
+    )
+
+
+def fetch(conn: apsw.Connection, memory_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, f"SELECT {COLUMNS} FROM memories WHERE id=?", (memory_id,))
+    if row is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    return row_dict(row)
+
+
+def rowid_of(conn: apsw.Connection, memory_id: str) -> int:
+    row = fetch_one(conn, "SELECT rowid FROM memories WHERE id=?", (memory_id,))
+    if row is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    return int(row[0])
+
+
+def resolve_id(conn: apsw.Connection, text: str) -> str | None:
+    """An exact id, or a unique id prefix of at least 6 characters; None if no match."""
+    token = text.strip().upper()
+    if not token or not token.isalnum():
+        return None
+    row = fetch_one(conn, "SELECT id FROM memories WHERE id=?", (token,))
+    if row:
+        return str(row[0])
+    if len(token) < 6:
+        return None
+    found = fetch_all(
+        conn, "SELECT id FROM memories WHERE id >= ? AND id < ? LIMIT 2", (token, token + "~")
+    )
+    if len(found) > 1:
+        raise InvalidInput(f"id prefix {text!r} is ambiguous; give more characters")
+    return str(found[0][0]) if found else None
+
+
+def log_op(
+    conn: apsw.Connection,
+    memory_id: str | None,
+    op: str,
+    at: float,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    note: str = "",
+) -> None:
+    conn.execute(
+        "INSERT INTO history(memory_id, op, at, before, after, note) VALUES (?,?,?,?,?,?)",
+        (
+            memory_id,
+            op,
+            at,
+            json.dumps(before) if before is not None else None,
+            json.dumps(after) if after is not None else None,
+            note,
+        ),
+    )
+
+
+def insert(conn: apsw.Connection, data: dict[str, Any], at: float, note: str = "") -> int:
+    conn.execute(
+        f"INSERT INTO memories({COLUMNS}) VALUES ({','.join('?' * len(_NAMES))})",
+        [data[n] for n in _NAMES],
+    )
+    rowid = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (rowid, fts_text(data["content"]))
+    )
+    log_op(conn, data["id"], "add", at, None, data, note)
+    return rowid
+
+
+def update(
+    conn: apsw.Connection,
+    memory_id: str,
+    changes: dict[str, Any],
+    op: str,
+    at: float,
+    note: str = "",
+) -> dict[str, Any]:
+    """Apply `changes` to one memory and log `op`; returns the row after."""
+    unknown = set(changes) - MUTABLE
+    if unknown:
+        raise InvalidInput(f"cannot change memory fields {sorted(unknown)}")
+    before = fetch(conn, memory_id)
+    after = {**before, **changes}
+    if after == before:
+        return before
+    assignments = ", ".join(f"{name}=?" for name in changes)
+    conn.execute(f"UPDATE memories SET {assignments} WHERE id=?", [*changes.values(), memory_id])
+    rowid = rowid_of(conn, memory_id)
+    if before["content"] != after["content"]:
+        conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+        conn.execute(
+            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
+            (rowid, fts_text(after["content"])),
+        )
+    if before["status"] != after["status"]:
+        set_vector_active(conn, rowid, after["status"] == "active")
+    log_op(conn, memory_id, op, at, before, after, note)
+    return after
+
+
+def set_vector(conn: apsw.Connection, rowid: int, vector: Sequence[float], active: bool) -> None:
+    conn.execute("DELETE FROM memory_vec WHERE rowid=?", (rowid,))
+    conn.execute(
+        "INSERT INTO memory_vec(rowid, embedding, active) VALUES (?, ?, ?)",
+        (rowid, pack_vector(vector), int(active)),
+    )
+
+
+def set_vector_active(conn: apsw.Connection, rowid: int, active: bool) -> None:
+    if table_exists(conn, "memory_vec"):
+        conn.execute("UPDATE memory_vec SET active=? WHERE rowid=?", (int(active), rowid))
+
+
+def add_edge(conn: apsw.Connection, src: str, dst: str, rel: str, at: float) -> bool:
+    """Insert an edge; False if it already existed."""
+    conn.execute(
+        "INSERT OR IGNORE INTO edges(src, dst, rel, created) VALUES (?,?,?,?)",
+        (src, dst, rel, at),
+    )
+    return int(conn.changes()) > 0
+
+
+def add_provenance(
+    conn: apsw.Connection, memory_id: str, action: str, source: Source, at: float, excerpt: str
+) -> None:
+    conn.execute(
+        "INSERT INTO provenance(memory_id, action, agent, file, line, at, excerpt) "
+        "VALUES (?,?,?,?,?,?,?)",
+        (memory_id, action, source.agent, source.file, source.line, at, excerpt[:2000]),
+    )
+
+
+def purge(conn: apsw.Connection, memory_id: str, at: float) -> None:
+    """Hard-delete a memory and every trace of its content (history keeps a tombstone)."""
+    rowid = rowid_of(conn, memory_id)
+    conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+    if table_exists(conn, "memory_vec"):
+        conn.execute("DELETE FROM memory_vec WHERE rowid=?", (rowid,))
+    conn.execute("DELETE FROM memories WHERE rowid=?", (rowid,))
+    conn.execute("DELETE FROM edges WHERE src=? OR dst=?", (memory_id, memory_id))
+    conn.execute("DELETE FROM provenance WHERE memory_id=?", (memory_id,))
+    conn.execute("DELETE FROM history WHERE memory_id=?", (memory_id,))
+    log_op(conn, memory_id, "purge", at, None, None, "content erased")

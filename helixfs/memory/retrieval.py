@@ -1,0 +1,245 @@
+"""Hybrid retrieval: BM25 + vector KNN + graph expansion, fused, weighted, diversified.
+
+Ranks from each retriever are fused by reciprocal rank (RRF, k=60) because BM25 scores
+and cosine distances live on unrelated scales. The fused score is then weighted by how
+fresh, salient and trustworthy a memory is, so a recent confirmed fact beats a stale
+one and an injection-flagged one (confidence 0.1) never tops the list on relevance
+alone. MMR last, so the k results are not k phrasings of the same fact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from helixfs.memory.db import pack_vector, table_exists, unpack_vector
+from helixfs.memory.tokens import fts_query, jaccard, word_set
+
+RRF_K = 60
+SALIENCE_HALF_LIFE_DAYS = 30.0
+RECENCY_HALF_LIFE_DAYS = 90.0
+DUPLICATE_SIMILARITY = 0.95
+MMR_LAMBDA = 0.75
+CHUNK_WEIGHT = 0.7
+HOP_DECAY = 0.5
+STATUS_WEIGHT = {"active": 1.0, "archived": 0.5, "superseded": 0.3, "forgotten": 0.2}
+_DAY = 86400.0
+
+
+@dataclass
+class Candidate:
+    """A memory or chunk on its way to becoming a Hit; key is 'm:ROWID' or 'c:ROWID'."""
+
+    key: str
+    score: float = 0.0
+    row: dict[str, Any] = field(default_factory=dict)
+    vector: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Filters:
+    statuses: tuple[str, ...] = ("active",)
+    scope: str | None = None
+    types: tuple[str, ...] | None = None
+
+
+def effective_salience(salience: float, last_seen: float, now: float) -> float:
+    idle_days = max(0.0, now - last_seen) / _DAY
+    return float(salience * 0.5 ** (idle_days / SALIENCE_HALF_LIFE_DAYS))
+
+
+def _memory_filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    clauses = [f"m.status IN ({','.join('?' * len(filters.statuses))})"]
+    params: list[Any] = list(filters.statuses)
+    if filters.scope is not None:
+        clauses.append("m.scope IN ('global', ?)")
+        params.append(filters.scope)
+    if filters.types:
+        clauses.append(f"m.type IN ({','.join('?' * len(filters.types))})")
+        params.extend(filters.types)
+    return " AND ".join(clauses), params
+
+
+Scored = list[tuple[int, float]]  # (rowid, score: lower is better) best first
+
+
+def lexical_memories(conn: apsw.Connection, query: str, filters: Filters, limit: int) -> Scored:
+    match = fts_query(query)
+    if not match:
+        return []
+    where, params = _memory_filter_sql(filters)
+    sql = (
+        "SELECT m.rowid, f.rank FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        f"WHERE memories_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?"
+    )
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [match, *params, limit])]
+
+
+def vector_memories(
+    conn: apsw.Connection, qvec: Sequence[float], filters: Filters, limit: int
+) -> Scored:
+    if not table_exists(conn, "memory_vec"):
+        return []
+    active_only = filters.statuses == ("active",)
+    overfetch = limit * (2 if filters.scope is None and not filters.types else 4)
+    sql = "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?"
+    if active_only:
+        sql += " AND active = 1"
+    found = [
+        (int(r[0]), float(r[1]))
+        for r in conn.execute(sql, (pack_vector(qvec), min(overfetch, 4096)))
+    ]
+    if not found:
+        return []
+    rowids = [r for r, _ in found]
+    where, params = _memory_filter_sql(filters)
+    placeholders = ",".join("?" * len(rowids))
+    allowed = {
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({placeholders}) AND {where}",
+            [*rowids, *params],
+        )
+    }
+    return [item for item in found if item[0] in allowed][:limit]
+
+
+def lexical_chunks(conn: apsw.Connection, query: str, limit: int) -> Scored:
+    match = fts_query(query)
+    if not match:
+        return []
+    sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, limit))]
+
+
+def vector_chunks(conn: apsw.Connection, qvec: Sequence[float], limit: int) -> Scored:
+    if not table_exists(conn, "chunk_vec"):
+        return []
+    sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (pack_vector(qvec), limit))]
+
+
+def merged(memories: Scored, chunks: Scored, limit: int) -> list[str]:
+    """One ranked list of keys from a memory list and a chunk list of the same retriever.
+
+    Merging by raw score before RRF (BM25 with BM25, distance with distance) lets a
+    passage that matches better outrank a memory that matches worse; fusing them as two
+    separate lists would put both rank-1 items on equal footing.
+    """
+    keyed = [(score, f"m:{r}") for r, score in memories] + [(s, f"c:{r}") for r, s in chunks]
+    keyed.sort(key=lambda item: item[0])
+    return [key for _, key in keyed[:limit]]
+
+
+def fuse(ranked_lists: Iterable[list[str]]) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for ranked in ranked_lists:
+        for rank, key in enumerate(ranked):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    return scores
+
+
+def expand_graph(
+    conn: apsw.Connection, scores: dict[str, float], hops: int, seeds: int = 10
+) -> dict[str, float]:
+    """Add neighbours of the best memories (1..hops away) at a decayed score.
+
+    `supersedes` edges are not followed: they lead to retired values, which must not
+    come back through the side door.
+    """
+    frontier = sorted(
+        (k for k in scores if k.startswith("m:")), key=lambda k: scores[k], reverse=True
+    )[:seeds]
+    result = dict(scores)
+    for hop in range(1, hops + 1):
+        if not frontier:
+            break
+        ids = _ids_of(conn, [int(k[2:]) for k in frontier])
+        next_frontier: list[str] = []
+        for key in frontier:
+            memory_id = ids.get(int(key[2:]))
+            if memory_id is None:
+                continue
+            for neighbour_rowid in _neighbours(conn, memory_id):
+                nkey = f"m:{neighbour_rowid}"
+                gained = scores.get(key, result[key]) * HOP_DECAY**hop
+                if gained > result.get(nkey, 0.0):
+                    result[nkey] = max(result.get(nkey, 0.0), gained)
+                    next_frontier.append(nkey)
+        frontier = next_frontier
+    return result
+
+
+def _ids_of(conn: apsw.Connection, rowids: list[int]) -> dict[int, str]:
+    placeholders = ",".join("?" * len(rowids))
+    sql = f"SELECT rowid, id FROM memories WHERE rowid IN ({placeholders})"
+    return {int(r[0]): str(r[1]) for r in conn.execute(sql, rowids)}
+
+
+def _neighbours(conn: apsw.Connection, memory_id: str) -> list[int]:
+    sql = (
+        "SELECT m.rowid FROM edges e JOIN memories m ON m.id = "
+        "CASE WHEN e.src = ? THEN e.dst ELSE e.src END "
+        "WHERE (e.src = ? OR e.dst = ?) AND e.rel != 'supersedes'"
+    )
+    return [int(r[0]) for r in conn.execute(sql, (memory_id, memory_id, memory_id))]
+
+
+def memory_weight(row: dict[str, Any], now: float) -> float:
+    age_days = max(0.0, now - row["updated"]) / _DAY
+    recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    salience = effective_salience(row["salience"], row["last_seen"], now)
+    return float(
+        (0.6 + 0.4 * recency)
+        * (0.5 + 0.5 * salience)
+        * (0.2 + 0.8 * row["confidence"])
+        * STATUS_WEIGHT.get(row["status"], 0.2)
+    )
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def load_vectors(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[int, list[float]]:
+    if not rowids or not table_exists(conn, table):
+        return {}
+    placeholders = ",".join("?" * len(rowids))
+    sql = f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({placeholders})"
+    return {int(r[0]): unpack_vector(r[1]) for r in conn.execute(sql, rowids)}
+
+
+def similarity(a: Candidate, b: Candidate) -> float:
+    if a.vector is not None and b.vector is not None:
+        return cosine(a.vector, b.vector)
+    return jaccard(word_set(a.row["content"]), word_set(b.row["content"]))
+
+
+def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
+    """Maximal marginal relevance; near-duplicates (sim >= 0.95) are dropped outright."""
+    pool = sorted(candidates, key=lambda c: c.score, reverse=True)
+    if not pool:
+        return []
+    top = pool[0].score or 1.0
+    chosen: list[Candidate] = []
+    while pool and len(chosen) < k:
+        best_index, best_value = -1, -math.inf
+        for index, cand in enumerate(pool[: 4 * k]):
+            max_sim = max((similarity(cand, c) for c in chosen), default=0.0)
+            if max_sim >= DUPLICATE_SIMILARITY:
+                continue
+            value = MMR_LAMBDA * cand.score / top - (1 - MMR_LAMBDA) * max_sim
+            if value > best_value:
+                best_index, best_value = index, value
+        if best_index < 0:
+            pool = [c for c in pool[4 * k :]]
+            continue
+        chosen.append(pool.pop(best_index))
+    return chosen

@@ -1,0 +1,217 @@
+"""Values the memory engine hands out, and the Embedder protocol it is built against.
+
+Everything here is a frozen dataclass: callers (CLI, MCP, `.helix/` files) may cache,
+serialise or compare them without fearing that the engine changes them underneath.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+MEMORY_TYPES: tuple[str, ...] = (
+    "identity",
+    "preference",
+    "project",
+    "decision",
+    "entity",
+    "snippet",
+    "fact",
+    "gotcha",
+    "howto",
+    "convention",
+)
+STATUSES: tuple[str, ...] = ("active", "superseded", "archived", "forgotten")
+
+Status = Literal["active", "superseded", "archived", "forgotten"]
+HitKind = Literal["memory", "chunk"]
+WriteAction = Literal["add", "update", "supersede", "noop", "dropped"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into fixed-size vectors. Implemented in helixfs.memory.embed.
+
+    `name` is the provider (e.g. "fastembed"), `model` the exact model id and `dim` the
+    vector size: all three are pinned in the database, and a change triggers a re-embed.
+    `embed` may return a list of lists or a 2-D numpy array; vectors need not be
+    normalised (the engine normalises them).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a memory came from: who said it, about which file and line, and when."""
+
+    agent: str | None = None
+    file: str | None = None
+    line: int | None = None
+    when: float | None = None
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: str
+    type: str
+    content: str
+    scope: str
+    tags: tuple[str, ...]
+    source: Source
+    confidence: float
+    salience: float
+    valid_from: float
+    valid_to: float | None
+    created: float
+    updated: float
+    last_seen: float
+    status: Status
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        return data
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a memory, or a passage (chunk) of a workspace file."""
+
+    id: str
+    kind: HitKind
+    content: str
+    score: float
+    type: str | None = None
+    status: str | None = None
+    scope: str | None = None
+    tags: tuple[str, ...] = ()
+    confidence: float | None = None
+    created: float | None = None
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    commit_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if v is not None}
+        data["tags"] = list(self.tags)
+        return data
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What the pipeline did with one candidate fact.
+
+    `superseded` lists the memories this write retired (SUPERSEDE); `noop_of` names the
+    existing memory an equivalent fact was folded into.
+    """
+
+    action: WriteAction
+    id: str | None
+    memory: MemoryRecord | None = None
+    superseded: tuple[str, ...] = ()
+    redactions: int = 0
+    flagged: bool = False
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "id": self.id,
+            "superseded": list(self.superseded),
+            "redactions": self.redactions,
+            "flagged": self.flagged,
+            "reason": self.reason,
+            "memory": self.memory.to_json() if self.memory else None,
+        }
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    seq: int
+    memory_id: str | None
+    op: str
+    at: float
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    rel: str
+    created: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    scope: str
+    created: float
+    task: str
+    done: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+    hypotheses: tuple[str, ...] = ()
+    blocked: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """A packed block of memories; `tokens` is the estimate (see tokens.estimate_tokens)."""
+
+    text: str
+    tokens: int
+    budget: int
+    hits: tuple[Hit, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "hits": [h.to_json() for h in self.hits],
+        }
+
+
+@dataclass(frozen=True)
+class ArchiveCandidate:
+    memory: MemoryRecord
+    effective_salience: float
+    idle_days: float
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What index_workspace did; `embedded` counts texts actually sent to the embedder."""
+
+    commit_id: str
+    files_seen: int
+    files_indexed: int
+    files_removed: int
+    chunks_added: int
+    chunks_removed: int
+    embedded: int
+    cache_hits: int

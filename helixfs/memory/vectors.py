@@ -1,0 +1,55 @@
+"""The engine's side of the Embedder protocol: batching, normalising, counting.
+
+Vectors are L2-normalised here, once, so cosine distance in sqlite-vec and the dot
+products in MMR agree whatever the embedder returns (list of lists or numpy array).
+Queries go through `embed_query` when the embedder has one (it may cache repeats).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from helixfs.errors import HelixError
+from helixfs.memory.types import Embedder
+
+BATCH = 64
+
+
+class EmbedderRunner:
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self.name = str(embedder.name)
+        self.model = str(embedder.model)
+        self.dim = int(embedder.dim)
+        self.texts_embedded = 0
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), BATCH):
+            batch = list(texts[start : start + BATCH])
+            self.calls += 1
+            self.texts_embedded += len(batch)
+            out.extend(self._checked(self._embedder.embed(batch), len(batch)))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        query = getattr(self._embedder, "embed_query", None)
+        if query is None:
+            return self.embed([text])[0]
+        return self._checked([query(text)], 1)[0]
+
+    def _checked(self, raw: Any, expected: int) -> list[list[float]]:
+        matrix = np.asarray(raw, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape != (expected, self.dim):
+            raise HelixError(
+                f"embedder {self.model} returned shape {matrix.shape} for {expected} texts "
+                f"(expected dimension {self.dim})"
+            )
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0.0] = 1.0
+        rows: list[list[float]] = (matrix / norms).tolist()
+        return rows

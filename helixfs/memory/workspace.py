@@ -1,0 +1,236 @@
+"""Workspace knowledge: text files chunked into passages, indexed by FTS and vectors.
+
+Chunk boundaries prefer blank lines so an edit high in a file leaves the later chunks
+byte-identical (same BLAKE3, same cached vector). Vectors are cached by (BLAKE3 of the
+redacted chunk text, model): a text seen on any branch, at any time, is embedded once.
+Embedding runs outside transactions, so the CLI is never locked out for a model call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import apsw
+import blake3
+
+from helixfs.errors import InvalidInput
+from helixfs.memory.db import fetch_all, pack_vector, table_exists, unpack_vector
+from helixfs.memory.redact import redact
+from helixfs.memory.tokens import fts_text
+from helixfs.memory.types import IndexReport
+from helixfs.memory.vectors import EmbedderRunner
+
+MAX_FILE_BYTES = 1 << 20
+MIN_LINES = 12  # a blank line ends a chunk once it has this many lines
+MAX_LINES = 60
+MAX_CHARS = 2400
+FILES_PER_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start_line: int
+    end_line: int
+    text: str
+
+
+def as_text(data: bytes) -> str | None:
+    """UTF-8 text without NULs, under 1 MiB; anything else is not indexed."""
+    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def chunk_text(text: str) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    lines = text.splitlines()
+    start, size = 0, 0
+    for index, line in enumerate(lines):
+        size += len(line) + 1
+        count = index - start + 1
+        boundary = not line.strip() and count >= MIN_LINES
+        if boundary or count >= MAX_LINES or size >= MAX_CHARS:
+            _emit(chunks, lines, start, index)
+            start, size = index + 1, 0
+    if start < len(lines):
+        _emit(chunks, lines, start, len(lines) - 1)
+    return chunks
+
+
+def _emit(chunks: list[Chunk], lines: list[str], first: int, last: int) -> None:
+    body = "\n".join(lines[first : last + 1]).strip("\n")
+    if body.strip():
+        chunks.append(Chunk(first + 1, last + 1, body))
+
+
+def text_hash(text: str) -> str:
+    return blake3.blake3(text.encode("utf-8")).hexdigest()
+
+
+def index(
+    conn: apsw.Connection,
+    lock: threading.RLock,
+    files: Mapping[str, bytes],
+    commit_id: str,
+    vectors: EmbedderRunner | None,
+) -> IndexReport:
+    if not isinstance(files, Mapping):
+        raise InvalidInput("files must map path -> bytes")
+    for path, data in files.items():
+        if not isinstance(path, str) or not path or not isinstance(data, bytes | bytearray):
+            raise InvalidInput(f"bad workspace entry {path!r}: need a path and its bytes")
+    embedded_before = vectors.texts_embedded if vectors else 0
+    with lock:
+        known = {
+            str(r[0]): str(r[1])
+            for r in conn.execute("SELECT path, file_hash FROM workspace_files")
+        }
+    removed = [p for p in known if p not in files]
+    chunks_removed = 0
+    with lock, conn:
+        for path in removed:
+            chunks_removed += _drop_file(conn, path)
+    changed, seen = [], 0
+    for path, data in files.items():
+        text = as_text(bytes(data))
+        if text is None:
+            continue
+        seen += 1
+        digest = blake3.blake3(bytes(data)).hexdigest()
+        if known.get(path) == digest:
+            continue
+        changed.append((path, digest, text))
+    added, hits = 0, 0
+    for start in range(0, len(changed), FILES_PER_BATCH):
+        batch = changed[start : start + FILES_PER_BATCH]
+        n_added, n_removed, n_hits = _index_batch(conn, lock, batch, commit_id, vectors)
+        added, chunks_removed, hits = added + n_added, chunks_removed + n_removed, hits + n_hits
+    with lock, conn:
+        conn.execute("UPDATE workspace_files SET commit_id=?", (commit_id,))
+    return IndexReport(
+        commit_id=commit_id,
+        files_seen=seen,
+        files_indexed=len(changed),
+        files_removed=len(removed),
+        chunks_added=added,
+        chunks_removed=chunks_removed,
+        embedded=(vectors.texts_embedded - embedded_before) if vectors else 0,
+        cache_hits=hits,
+    )
+
+
+def _index_batch(
+    conn: apsw.Connection,
+    lock: threading.RLock,
+    batch: Sequence[tuple[str, str, str]],
+    commit_id: str,
+    vectors: EmbedderRunner | None,
+) -> tuple[int, int, int]:
+    pieces = [
+        (path, chunk, redact(chunk.text).text)
+        for path, _, text in batch
+        for chunk in chunk_text(text)
+    ]
+    hashes = [text_hash(clean) for _, _, clean in pieces]
+    found: dict[str, list[float]] = {}
+    hits = 0
+    if vectors is not None:
+        with lock:
+            found = cached_vectors(conn, vectors.model, hashes)
+        hits = sum(1 for h in hashes if h in found)
+        missing = {
+            h: clean for h, (_, _, clean) in zip(hashes, pieces, strict=True) if h not in found
+        }
+        if missing:
+            new = vectors.embed(list(missing.values()))
+            found.update(zip(missing.keys(), new, strict=True))
+            with lock, conn:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
+                    [(h, vectors.model, pack_vector(v)) for h, v in zip(missing, new, strict=True)],
+                )
+    removed = 0
+    with lock, conn:
+        for path, digest, _ in batch:
+            removed += _drop_file(conn, path)
+            conn.execute(
+                "INSERT INTO workspace_files(path, file_hash, commit_id) VALUES (?,?,?)",
+                (path, digest, commit_id),
+            )
+        for (path, chunk, clean), digest in zip(pieces, hashes, strict=True):
+            conn.execute(
+                "INSERT INTO chunks(path, start_line, end_line, text, hash, commit_id) "
+                "VALUES (?,?,?,?,?,?)",
+                (path, chunk.start_line, chunk.end_line, clean, digest, commit_id),
+            )
+            rowid = conn.last_insert_rowid()
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, body) VALUES (?,?)",
+                (rowid, fts_text(f"{path}\n{clean}")),
+            )
+            if digest in found:
+                conn.execute(
+                    "INSERT INTO chunk_vec(rowid, embedding) VALUES (?,?)",
+                    (rowid, pack_vector(found[digest])),
+                )
+    return len(pieces), removed, hits
+
+
+def _drop_file(conn: apsw.Connection, path: str) -> int:
+    rowids = [int(r[0]) for r in conn.execute("SELECT rowid FROM chunks WHERE path=?", (path,))]
+    vec = table_exists(conn, "chunk_vec")
+    for rowid in rowids:
+        conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (rowid,))
+        if vec:
+            conn.execute("DELETE FROM chunk_vec WHERE rowid=?", (rowid,))
+    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+    conn.execute("DELETE FROM workspace_files WHERE path=?", (path,))
+    return len(rowids)
+
+
+def cached_vectors(
+    conn: apsw.Connection, model: str, hashes: Sequence[str]
+) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    unique = list(dict.fromkeys(hashes))
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        placeholders = ",".join("?" * len(part))
+        for row in conn.execute(
+            f"SELECT hash, vector FROM embed_cache WHERE model=? AND hash IN ({placeholders})",
+            [model, *part],
+        ):
+            found[str(row[0])] = unpack_vector(row[1])
+    return found
+
+
+def backfill_chunk_vectors(
+    conn: apsw.Connection, vectors: EmbedderRunner, lock: threading.RLock
+) -> None:
+    """Give every chunk a vector for the current model (after lexical-only use or re-embed)."""
+    with lock:
+        rows = fetch_all(
+            conn,
+            "SELECT rowid, hash, text FROM chunks WHERE rowid NOT IN (SELECT rowid FROM chunk_vec)",
+        )
+    for start in range(0, len(rows), 256):
+        part = rows[start : start + 256]
+        with lock:
+            found = cached_vectors(conn, vectors.model, [str(r[1]) for r in part])
+        missing = {str(r[1]): str(r[2]) for r in part if str(r[1]) not in found}
+        if missing:
+            found.update(zip(missing, vectors.embed(list(missing.values())), strict=True))
+        with lock, conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
+                [(h, vectors.model, pack_vector(found[h])) for h in missing],
+            )
+            conn.executemany(
+                "INSERT INTO chunk_vec(rowid, embedding) VALUES (?,?)",
+                [(int(r[0]), pack_vector(found[str(r[1])])) for r in part],
+            )
