@@ -1,0 +1,188 @@
+"""The kernel edge: errno mapping, attributes, caller identity, cache invalidation.
+
+The only place domain errors become errno values (HelixError.errno), and the only place
+that talks to the kernel outside a request (invalidations).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import queue
+import stat
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+import pyfuse3
+
+from helixfs.errors import HelixError
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
+WRITABLE_TIMEOUT = 1.0  # another view of the same branch may change a node behind us
+READONLY_TIMEOUT = 300.0  # snapshots and commits never change
+
+
+class CrossDevice(HelixError):
+    """A rename between two views: the kernel's `mv` falls back to copy + delete."""
+
+    errno = errno.EXDEV
+
+
+class BadHandle(HelixError):
+    errno = errno.EBADF
+
+
+class NoAttr(HelixError):
+    errno = pyfuse3.ENOATTR
+
+
+class NotSupported(HelixError):
+    """xattr namespaces other than user.* (security, trusted, system ACLs)."""
+
+    errno = errno.ENOTSUP
+
+
+def fuse_errors(
+    fn: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Turn domain errors into the errno the caller sees; anything else is a bug: EIO."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except pyfuse3.FUSEError:
+            raise
+        except HelixError as exc:
+            log.debug("%s: %s", fn.__name__, exc)
+            raise pyfuse3.FUSEError(exc.errno) from exc
+        except OSError as exc:
+            log.warning("%s: %s", fn.__name__, exc)
+            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from exc
+        except Exception as exc:
+            log.exception("%s failed", fn.__name__)
+            raise pyfuse3.FUSEError(errno.EIO) from exc
+
+    return wrapper
+
+
+def attributes(
+    ino: int,
+    mode: int,
+    size: int,
+    mtime_ns: int,
+    ctime_ns: int,
+    *,
+    owner: tuple[int, int],
+    timeout: float,
+) -> pyfuse3.EntryAttributes:
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_ino = ino
+    attrs.generation = 0
+    attrs.entry_timeout = timeout
+    attrs.attr_timeout = timeout
+    attrs.st_mode = mode
+    attrs.st_nlink = 2 if stat.S_ISDIR(mode) else 1
+    attrs.st_uid, attrs.st_gid = owner
+    attrs.st_rdev = 0
+    attrs.st_size = size
+    attrs.st_blksize = BLOCK_SIZE
+    attrs.st_blocks = (size + 511) // 512
+    attrs.st_atime_ns = mtime_ns
+    attrs.st_mtime_ns = mtime_ns
+    attrs.st_ctime_ns = max(ctime_ns, mtime_ns)
+    return attrs
+
+
+def caller_meta(ctx: Any) -> dict[str, Any]:
+    """Who saved: the process name and pid recorded in the commit metadata."""
+    pid = int(getattr(ctx, "pid", 0) or 0)
+    if pid <= 0:
+        return {}
+    name = process_name(pid)
+    return {"process": name, "pid": pid} if name else {"pid": pid}
+
+
+class Invalidator:
+    """Tells the kernel to drop cached attributes, data and names.
+
+    pyfuse3's invalidate_* block until the kernel is done, and the kernel may be waiting
+    for a request that our (single-threaded) trio loop has not answered yet: calling them
+    on the loop can deadlock. So they run on one worker thread, in order. Before the
+    mount is up (direct tests) there is no kernel to tell: requests are only recorded.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self.recorded: list[tuple[Any, ...]] = []
+        self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="helix-invalidate", daemon=True)
+            self._thread.start()
+        self.active = True
+
+    def stop(self) -> None:
+        self.active = False
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def inode(self, ino: int) -> None:
+        self._send(("inode", ino))
+
+    def entry(self, parent: int, name: bytes, deleted: int = 0) -> None:
+        self._send(("entry", parent, name, deleted))
+
+    def _send(self, request: tuple[Any, ...]) -> None:
+        if self.active:
+            self._queue.put(request)
+        else:
+            self.recorded.append(request)
+
+    def _run(self) -> None:
+        while (request := self._queue.get()) is not None:
+            try:
+                if request[0] == "inode":
+                    pyfuse3.invalidate_inode(request[1])
+                else:
+                    pyfuse3.invalidate_entry(request[1], request[2], request[3])
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.EBADF, errno.ENOTCONN):
+                    log.warning("invalidate %s failed: %s", request[:2], exc)
+
+
+def process_name(pid: int) -> str | None:
+    """None once the process has exited."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as comm:
+            return comm.read().strip().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def statvfs(path: str) -> pyfuse3.StatvfsData:
+    """The store's own disk: what the mount can really hold."""
+    real = os.statvfs(path)
+    data = pyfuse3.StatvfsData()
+    data.f_bsize = real.f_bsize
+    data.f_frsize = real.f_frsize
+    data.f_blocks = real.f_blocks
+    data.f_bfree = real.f_bfree
+    data.f_bavail = real.f_bavail
+    data.f_files = real.f_files
+    data.f_ffree = real.f_ffree
+    data.f_favail = real.f_favail
+    data.f_namemax = 255
+    return data

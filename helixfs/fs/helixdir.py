@@ -1,0 +1,335 @@
+"""The virtual `.helix/` folder: a table of handlers, one per entry.
+
+Each entry is an object that knows how to be read, written, listed or changed; the
+Operations class only dispatches on three shapes (file, directory, view) and never on a
+name, so adding an entry (the daemon adds `search/` and `context`) is one table row.
+
+- `VirtualFile`: content rendered when opened (a consistent snapshot per open); may
+  accept a write, applied when the file is closed.
+- `VirtualDir`: a listing plus lookup; may accept mkdir/rmdir/rename of its children.
+- `ViewSpec`: a directory that is a whole tree (a branch, a snapshot, a commit); the
+  Operations class opens the matching Worktree and serves it like the mount root.
+
+Every handler calls the core API (`Repository`) and nothing else: a branch made here is
+the same as one made by `helix branch`.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+LOG_LIMIT = 50
+COMMITS_LISTED = 20
+
+
+class Entry:
+    """Anything `.helix/` can hold."""
+
+    mode: int = stat.S_IFREG | 0o444
+
+
+class VirtualFile(Entry):
+    """A file whose bytes are computed. `cheap` files report their true size in getattr;
+    costly ones (search results) report 0 and are read with direct I/O."""
+
+    mode = stat.S_IFREG | 0o444
+    cheap = True
+
+    def render(self) -> bytes:
+        raise NotImplementedError
+
+    def write(self, data: bytes) -> None:
+        raise NotPermitted("this .helix file is read-only")
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.mode & 0o200)
+
+
+class VirtualDir(Entry):
+    mode = stat.S_IFDIR | 0o555
+
+    def names(self) -> list[bytes]:
+        return []
+
+    def child(self, name: bytes) -> Entry:
+        raise NotFound(f".helix has no entry {name!r}")
+
+    def mkdir(self, name: bytes) -> None:
+        raise NotPermitted("entries cannot be created here")
+
+    def rmdir(self, name: bytes) -> None:
+        raise NotPermitted("entries cannot be removed here")
+
+    def rename(self, old: bytes, new: bytes) -> None:
+        raise NotPermitted("entries cannot be renamed here")
+
+
+@dataclass(frozen=True)
+class ViewSpec(Entry):
+    """A whole tree shown as a directory: kind is "branch", "snapshot" or "commit"."""
+
+    kind: str
+    name: str
+    mode: int = stat.S_IFDIR | 0o755
+
+
+# -- building blocks the daemon can reuse for its own entries --------------------------
+
+
+class TextFile(VirtualFile):
+    """A read-only file rendered by a function (e.g. `.helix/context`)."""
+
+    def __init__(self, render: Callable[[], bytes | str], *, cheap: bool = True) -> None:
+        self._render = render
+        self.cheap = cheap
+
+    def render(self) -> bytes:
+        out = self._render()
+        return out.encode() if isinstance(out, str) else out
+
+
+class QueryDir(VirtualDir):
+    """A directory where any name is a query and the file under it its answer
+    (`.helix/search/QUERY`). Not listed: the set of queries is infinite."""
+
+    def __init__(self, answer: Callable[[str], bytes | str]) -> None:
+        self._answer = answer
+
+    def child(self, name: bytes) -> Entry:
+        query = name.decode("utf-8", "surrogateescape")
+        return TextFile(lambda: self._answer(query), cheap=False)
+
+
+class TableDir(VirtualDir):
+    """A fixed table of entries (the `.helix/` folder itself)."""
+
+    def __init__(self, table: Mapping[bytes, Entry]) -> None:
+        self._table = dict(table)
+
+    def names(self) -> list[bytes]:
+        return sorted(self._table)
+
+    def child(self, name: bytes) -> Entry:
+        try:
+            return self._table[name]
+        except KeyError:
+            raise NotFound(f".helix has no entry {name.decode(errors='replace')!r}") from None
+
+
+# -- the built-in entries ----------------------------------------------------------------
+
+
+class Host(Protocol):
+    """What the handlers need from the mount (implemented by the Operations class)."""
+
+    repo: Repository
+
+    def current_branch(self) -> str: ...
+
+    def switch_branch(self, name: str) -> None: ...
+
+    def settle(self) -> None:
+        """Commit the current branch's pending saves, so "current state" is a commit."""
+        ...
+
+    def forget_view(self, kind: str, name: str) -> None: ...
+
+    def rename_view(self, kind: str, old: str, new: str) -> None: ...
+
+
+def _name(raw: bytes) -> str:
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidName("branch and snapshot names must be UTF-8") from None
+    if not name or name.startswith(".") or "/" in name:
+        raise InvalidName(f"{name!r} cannot be used as a branch or snapshot name")
+    return name
+
+
+def _ref_names(items: Iterable[Any]) -> list[bytes]:
+    """Names from `repo.branches()` / `snapshots()`, whether they give names or records."""
+    names = []
+    for item in items:
+        name = item if isinstance(item, str) else getattr(item, "name", None)
+        if isinstance(name, str):
+            names.append(name.encode())
+    return sorted(names)
+
+
+class HeadFile(VirtualFile):
+    """Read: the branch the mount root shows. Write a branch name: switch to it."""
+
+    mode = stat.S_IFREG | 0o644
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def render(self) -> bytes:
+        return self._host.current_branch().encode() + b"\n"
+
+    def write(self, data: bytes) -> None:
+        self._host.switch_branch(_name(data.strip()))
+
+
+class StoreFile(VirtualFile):
+    """The absolute store path: how the CLI finds the store of the mount holding cwd."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def render(self) -> bytes:
+        return str(self._path.resolve()).encode() + b"\n"
+
+
+def format_commit(commit: Any) -> str:
+    meta = dict(getattr(commit, "meta", {}) or {})
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(commit.time_ns / 1e9))
+    process = meta.get("process")
+    who = f" [{process} {meta.get('pid', '')}]".rstrip() if process else ""
+    if who and not who.endswith("]"):
+        who += "]"
+    first_line = (commit.message or "").splitlines()[0] if commit.message else ""
+    return f"{commit.id.hex()[:12]} {when}{who} {first_line}"
+
+
+class LogFile(VirtualFile):
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def render(self) -> bytes:
+        lines = [format_commit(c) for c in self._host.repo.log("HEAD", limit=LOG_LIMIT)]
+        return "".join(line + "\n" for line in lines).encode()
+
+
+class StatsFile(VirtualFile):
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def render(self) -> bytes:
+        stats: Any = self._host.repo.stats()
+        if is_dataclass(stats) and not isinstance(stats, type):
+            stats = asdict(stats)
+        if isinstance(stats, Mapping):
+            return "".join(f"{k}: {_plain(v)}\n" for k, v in stats.items()).encode()
+        return (str(stats) + "\n").encode()
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=str, sort_keys=True)
+    return str(value)
+
+
+class BranchesDir(VirtualDir):
+    """One writable tree per branch; mkdir branches from the current state, rmdir
+    deletes (never the current branch), rename renames."""
+
+    mode = stat.S_IFDIR | 0o755
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def names(self) -> list[bytes]:
+        return _ref_names(self._host.repo.branches())
+
+    def child(self, name: bytes) -> Entry:
+        if name not in self.names():
+            raise NotFound(f"no branch {name.decode(errors='replace')!r}")
+        return ViewSpec("branch", name.decode())
+
+    def mkdir(self, name: bytes) -> None:
+        branch = _name(name)
+        self._host.settle()
+        self._host.repo.create_branch(branch, self._host.current_branch())
+
+    def rmdir(self, name: bytes) -> None:
+        branch = _name(name)
+        if branch == self._host.current_branch():
+            raise Busy(f"{branch!r} is the branch this mount shows; switch HEAD first")
+        self._host.repo.delete_branch(branch)
+        self._host.forget_view("branch", branch)
+
+    def rename(self, old: bytes, new: bytes) -> None:
+        old_name, new_name = _name(old), _name(new)
+        if old_name == self._host.current_branch():
+            raise Busy(f"{old_name!r} is the branch this mount shows; switch HEAD first")
+        self._host.repo.rename_branch(old_name, new_name)
+        self._host.rename_view("branch", old_name, new_name)
+
+
+class SnapshotsDir(VirtualDir):
+    """Read-only trees; mkdir snapshots the current state, rmdir deletes."""
+
+    mode = stat.S_IFDIR | 0o755
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def names(self) -> list[bytes]:
+        return _ref_names(self._host.repo.snapshots())
+
+    def child(self, name: bytes) -> Entry:
+        if name not in self.names():
+            raise NotFound(f"no snapshot {name.decode(errors='replace')!r}")
+        return ViewSpec("snapshot", name.decode())
+
+    def mkdir(self, name: bytes) -> None:
+        snapshot = _name(name)
+        self._host.settle()
+        self._host.repo.create_snapshot(snapshot, self._host.current_branch())
+
+    def rmdir(self, name: bytes) -> None:
+        snapshot = _name(name)
+        self._host.repo.delete_snapshot(snapshot)
+        self._host.forget_view("snapshot", snapshot)
+
+
+class CommitsDir(VirtualDir):
+    """`commits/ID/`: any commit by unique prefix. Lists only the recent ones."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def names(self) -> list[bytes]:
+        return [c.id.hex().encode() for c in self._host.repo.log("HEAD", limit=COMMITS_LISTED)]
+
+    def child(self, name: bytes) -> Entry:
+        try:
+            prefix = name.decode("ascii")
+            int(prefix, 16)
+        except ValueError:
+            raise NotFound(f"{name!r} is not a commit id") from None
+        self._host.repo.resolve(prefix)  # NotFound / AmbiguousRevision before any view
+        return ViewSpec("commit", prefix)
+
+
+def helix_root(host: Host, store_path: Path, extra: Mapping[bytes, Entry] = {}) -> TableDir:
+    """The `.helix/` table. `extra` is how the daemon adds `search/` and `context`
+    without this layer importing the memory engine."""
+    table: dict[bytes, Entry] = {
+        b"HEAD": HeadFile(host),
+        b"store": StoreFile(store_path),
+        b"log": LogFile(host),
+        b"stats": StatsFile(host),
+        b"branches": BranchesDir(host),
+        b"snapshots": SnapshotsDir(host),
+        b"commits": CommitsDir(host),
+    }
+    clash = set(table) & set(extra)
+    if clash:
+        raise ValueError(f".helix entries defined twice: {sorted(clash)}")
+    table.update(extra)
+    return TableDir(table)

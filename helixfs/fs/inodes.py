@@ -1,0 +1,198 @@
+"""Inode numbers for the mount: stable, never reused, disjoint per view.
+
+The kernel names everything by inode number and may hold a number long after we last
+saw it (cached dentries, open files, `git`'s index which stores st_ino). So a number
+always means the same thing for the life of the mount: a node keeps its number while the
+kernel or an open file knows it, and a number that is gone is never handed out again.
+
+Layout (64-bit inode numbers):
+
+- 1: the mount root (the current branch's root node; still 1 after a HEAD switch).
+- [2, 2**32): slot 0, the virtual `.helix/` entries, allocated per virtual path.
+- slot k >= 1, [k * 2**32, (k + 1) * 2**32): the nodes of one view generation. A view
+  (main root, a branch, a snapshot, a commit) takes a fresh slot whenever its node
+  identities are replaced (reload after an out-of-band ref move, HEAD switch), so a
+  stale number can never alias a new node. The root of a view other than the main one
+  is a virtual inode (slot 0), so its number survives those generations too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from helixfs.errors import NotFound
+
+if TYPE_CHECKING:
+    from helixfs.vcs.worktree import Node, Worktree
+
+ROOT_INODE = 1
+SLOT_BITS = 32
+VIRTUAL_FIRST = 2
+
+
+@dataclass(eq=False)
+class View:
+    """A Worktree shown somewhere in the mount: the root, or a `.helix/` folder."""
+
+    kind: str  # "root" | "branch" | "snapshot" | "commit"
+    name: str  # branch/snapshot name or commit prefix; the branch name for "root"
+    worktree: Worktree
+    root_ino: int
+    parent_ino: int  # the directory that holds the view's root (itself for the mount root)
+    slot: int = 0
+
+    @property
+    def readonly(self) -> bool:
+        return self.worktree.readonly
+
+
+@dataclass(eq=False)
+class NodeInode:
+    """A Node the kernel knows by number, and where the kernel last saw it."""
+
+    ino: int
+    view: View
+    node: Node
+    parent: int
+    name: bytes
+    lookups: int = 0
+    opens: int = 0
+    detached: bool = False  # unlinked/replaced: kept only while the kernel or a fd holds it
+    # (node id, size, mtime) when last opened: unchanged means the kernel's cached pages
+    # of this inode are still the content (FOPEN_KEEP_CACHE is safe)
+    cache_key: tuple[int, int, int] | None = None
+
+    @property
+    def worktree(self) -> Worktree:
+        return self.view.worktree
+
+
+@dataclass(eq=False)
+class VirtualInode:
+    """A `.helix/` entry; `entry` is whatever helixdir resolved the path to."""
+
+    ino: int
+    path: tuple[bytes, ...]
+    entry: object
+    lookups: int = 0
+
+
+Inode = NodeInode | VirtualInode
+
+
+@dataclass
+class InodeTable:
+    """Every inode number handed to the kernel, both directions."""
+
+    _entries: dict[int, Inode] = field(default_factory=dict)
+    _by_node: dict[tuple[int, int], NodeInode] = field(default_factory=dict)
+    _numbers: dict[tuple[bytes, ...], int] = field(default_factory=dict)
+    _slots: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _slot_next: dict[int, int] = field(default_factory=dict)
+    _virtual_next: Iterator[int] = field(default_factory=lambda: itertools.count(VIRTUAL_FIRST))
+
+    def get(self, ino: int) -> Inode:
+        try:
+            return self._entries[ino]
+        except KeyError:
+            raise NotFound(f"inode {ino} is not known (stale handle)") from None
+
+    def node(self, ino: int) -> NodeInode:
+        found = self.get(ino)
+        if not isinstance(found, NodeInode):
+            raise NotFound(f"inode {ino} is not a file of a tree")
+        return found
+
+    def new_slot(self, view: View) -> None:
+        """Give `view` a fresh number range (its old node numbers stay reserved)."""
+        view.slot = next(self._slots)
+        self._slot_next[view.slot] = view.slot << SLOT_BITS
+
+    def number_for(self, path: tuple[bytes, ...]) -> int:
+        """The slot-0 number of a `.helix/` path; the same path keeps the same number."""
+        ino = self._numbers.get(path)
+        if ino is None:
+            ino = next(self._virtual_next)
+            if ino >> SLOT_BITS:
+                raise RuntimeError("virtual inode range exhausted")
+            self._numbers[path] = ino
+        return ino
+
+    def virtual(self, path: tuple[bytes, ...], entry: object) -> VirtualInode:
+        """The inode of a virtual `.helix/` entry (re-resolved on every lookup)."""
+        ino = self.number_for(path)
+        found = self._entries.get(ino)
+        if isinstance(found, VirtualInode):
+            found.entry = entry
+            return found
+        created = VirtualInode(ino, path, entry)
+        self._entries[ino] = created
+        return created
+
+    def for_node(self, view: View, node: Node, parent: int, name: bytes) -> NodeInode:
+        """The inode of `node` in `view`, allocated on first sight; records where it is."""
+        key = (view.slot, id(node))
+        found = self._by_node.get(key)
+        if found is None:
+            ino = view.root_ino if node is view.worktree.root else self._allocate(view.slot)
+            found = NodeInode(ino, view, node, parent, name)
+            self._by_node[key] = found
+            self._entries[ino] = found
+        elif not found.detached:
+            found.parent, found.name = parent, name
+        return found
+
+    def known(self, view: View, node: Node) -> NodeInode | None:
+        return self._by_node.get((view.slot, id(node)))
+
+    def in_view(self, view: View) -> list[NodeInode]:
+        return [e for (slot, _), e in self._by_node.items() if slot == view.slot]
+
+    def detach(self, entry: NodeInode) -> None:
+        """The node left its tree; forget it as soon as nothing refers to it."""
+        entry.detached = True
+        self.release_if_unused(entry)
+
+    def drop_view_generation(self, view: View) -> list[NodeInode]:
+        """Unmap every node of the view's current slot (numbers the kernel still holds
+        answer ENOENT until `remap` gives them a node again); returns what was mapped."""
+        old = self.in_view(view)
+        for entry in old:
+            del self._by_node[(view.slot, id(entry.node))]
+            if self._entries.get(entry.ino) is entry:
+                del self._entries[entry.ino]
+        return old
+
+    def remap(self, entry: NodeInode, view: View, node: Node) -> None:
+        """Keep `entry`'s number for `node` of the view's new generation."""
+        entry.view, entry.node, entry.detached = view, node, False
+        self._by_node[(view.slot, id(node))] = entry
+        self._entries[entry.ino] = entry
+
+    def forget(self, ino: int, count: int) -> None:
+        found = self._entries.get(ino)
+        if found is None:
+            return
+        found.lookups = max(0, found.lookups - count)
+        if isinstance(found, NodeInode):
+            self.release_if_unused(found)
+
+    def release_if_unused(self, entry: NodeInode) -> None:
+        if entry.detached and entry.lookups == 0 and entry.opens == 0:
+            self._entries.pop(entry.ino, None)
+            key = (entry.view.slot, id(entry.node))
+            if self._by_node.get(key) is entry:
+                del self._by_node[key]
+
+    def _allocate(self, slot: int) -> int:
+        ino = self._slot_next[slot]
+        self._slot_next[slot] = ino + 1
+        if ino == ROOT_INODE:  # slot 0 is virtual; never hand out the root's number
+            ino = self._allocate(slot)
+        return ino
+
+    def __len__(self) -> int:
+        return len(self._entries)

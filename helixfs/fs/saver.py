@@ -1,0 +1,117 @@
+"""The commit policy: every save is persisted at once and committed after a quiet window.
+
+Two promises pull in different directions. "A file whose close() returned survives
+kill -9" wants every save written to the store immediately; "one editor save = one
+commit" wants the several operations of a save (write a temp file, fsync it, rename it
+over the target, remove the backup) folded into one commit. So a save does
+`Worktree.save()` right away (objects + `work/BRANCH`, one batch: nothing to replay after
+a crash, see docs/decisions/0001), and `Worktree.commit()` only once the branch has been
+quiet for `window` seconds. window = 0 commits on every operation.
+
+The timer needs the trio loop: the daemon starts `run()` in its nursery and calls
+`flush_now()` on shutdown. Tests drive it with trio's MockClock or call `commit_due()`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from helixfs.errors import HelixError
+
+if TYPE_CHECKING:
+    from helixfs.vcs.worktree import Worktree
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 0.3
+
+
+@dataclass
+class _Pending:
+    worktree: Worktree
+    deadline: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Saver:
+    """Saves now, commits after a quiet window; one pending entry per branch worktree."""
+
+    def __init__(self, window: float = DEFAULT_WINDOW) -> None:
+        if window < 0:
+            raise ValueError("the quiet window cannot be negative")
+        self.window = window
+        self._pending: dict[int, _Pending] = {}
+        self._wakeup = trio.Event()
+        self.commits = 0  # commits cut by this saver (for stats and tests)
+
+    def saved(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
+        """A save happened on `worktree`: persist it now, commit when quiet."""
+        worktree.save()
+        if self.window == 0:
+            self._commit(worktree, meta or {})
+            return
+        entry = self._pending.get(id(worktree))
+        deadline = trio.current_time() + self.window
+        if entry is None:
+            self._pending[id(worktree)] = _Pending(worktree, deadline, dict(meta or {}))
+        else:
+            entry.deadline = deadline
+            entry.meta.update(meta or {})
+        self._wakeup.set()
+
+    def persist(self, worktree: Worktree) -> None:
+        """fsync: durable against power loss, without cutting the commit early."""
+        worktree.save(sync=True)
+
+    def commit_now(self, worktree: Worktree) -> None:
+        """Commit `worktree`'s pending saves now (before a branch, snapshot or switch)."""
+        entry = self._pending.pop(id(worktree), None)
+        if entry is not None or worktree.dirty:
+            self._commit(worktree, entry.meta if entry else {})
+
+    def forget(self, worktree: Worktree) -> None:
+        """The branch went away (deleted, reloaded out of band): drop its pending commit."""
+        self._pending.pop(id(worktree), None)
+
+    def flush_now(self) -> None:
+        """Commit everything pending (daemon shutdown)."""
+        while self._pending:
+            _, entry = self._pending.popitem()
+            self._commit(entry.worktree, entry.meta)
+
+    def commit_due(self, now: float) -> None:
+        for key, entry in list(self._pending.items()):
+            if entry.deadline <= now:
+                del self._pending[key]
+                self._commit(entry.worktree, entry.meta)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def run(self) -> None:
+        """Cut due commits for as long as the mount lives (a task in the daemon nursery)."""
+        while True:
+            if not self._pending:
+                await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                continue
+            next_deadline = min(entry.deadline for entry in self._pending.values())
+            with trio.move_on_at(next_deadline):
+                await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                continue
+            self.commit_due(trio.current_time())
+
+    def _commit(self, worktree: Worktree, meta: dict[str, Any]) -> None:
+        try:
+            if worktree.commit(meta=meta or None) is not None:
+                self.commits += 1
+        except HelixError:
+            # The state is saved (work/BRANCH), so nothing is lost: the next save, or
+            # the recovery on the next open, commits it.
+            log.exception("commit of branch %s failed; its state stays saved", worktree.branch)

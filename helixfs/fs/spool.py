@@ -1,0 +1,145 @@
+"""Write buffers for open files, kept on disk in the store's `tmp/` folder.
+
+A file written through the mount is stored only when it is closed (or fsynced): storing
+on every write() would re-chunk and re-hash it per 128 KiB. Until then its bytes live in
+a spool: an unnamed temporary file (O_TMPFILE where available, so `kill -9` leaves no
+garbage) in STORE/tmp/, on the store's own disk, never in memory, so a 1 GB write costs
+1 GB of disk, not of RAM. Sparse writes stay sparse there.
+
+There is one spool per node, shared by every handle and view that has it open, so a read
+through one descriptor (or a shared mmap) sees writes made through another.
+
+The spool starts empty and "unmaterialized": reads fall through to the stored content
+until the first write, which copies the stored content in first (unless the file was
+truncated to zero, the usual case of an editor or `cp` rewriting a file).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+COPY_BLOCK = 1 << 20
+
+ReadBase = Callable[[int, int], bytes]
+
+
+class Spool:
+    """The pending content of one open file."""
+
+    def __init__(self, tmp_dir: Path, read_base: ReadBase, base_size: int) -> None:
+        self._file: BinaryIO = tempfile.TemporaryFile(dir=tmp_dir)  # noqa: SIM115
+        self._fd = self._file.fileno()
+        self._read_base = read_base
+        self._base_size = base_size
+        self.size = base_size
+        self.materialized = False
+        self.dirty = False
+        self.mtime_override: int | None = None  # an explicit utimens while dirty
+        self.mtime_ns = time.time_ns()  # of the last write, shown until stored
+
+    def read(self, offset: int, size: int) -> bytes:
+        if offset >= self.size or size <= 0:
+            return b""
+        size = min(size, self.size - offset)
+        if not self.materialized:
+            return self._read_base(offset, size)
+        return os.pread(self._fd, size, offset)
+
+    def write(self, offset: int, data: bytes) -> int:
+        self.materialize()
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self._fd, data[written:], offset + written)
+        self.size = max(self.size, offset + len(data))
+        self._touched()
+        return written
+
+    def truncate(self, size: int) -> None:
+        if size == 0:
+            self.materialized = True
+        self.materialize()
+        os.ftruncate(self._fd, size)
+        self.size = size
+        self._touched()
+
+    def materialize(self) -> None:
+        """Copy the stored content in before the first change."""
+        if self.materialized:
+            return
+        offset = 0
+        while offset < self._base_size:
+            block = self._read_base(offset, min(COPY_BLOCK, self._base_size - offset))
+            if not block:
+                break
+            os.pwrite(self._fd, block, offset)
+            offset += len(block)
+        os.ftruncate(self._fd, self._base_size)
+        self.materialized = True
+
+    def source(self) -> BinaryIO:
+        """The content as a file positioned at 0, for Worktree.set_content."""
+        self._file.seek(0)
+        return self._file
+
+    def stored(self) -> None:
+        """The content went to the store: later reads may keep using the spool."""
+        self.dirty = False
+        self.mtime_override = None
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _touched(self) -> None:
+        self.dirty = True
+        self.mtime_override = None
+        self.mtime_ns = time.time_ns()
+
+
+class SpoolTable:
+    """Spools by node identity, created on first write, dropped on the node's last release.
+
+    Open counts are per node, not per inode: the same node may be open through two views
+    (the mount root and `.helix/branches/NAME` of the current branch).
+    """
+
+    def __init__(self, tmp_dir: Path) -> None:
+        self.tmp_dir = tmp_dir
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        self._spools: dict[int, tuple[object, Spool]] = {}
+        self._opens: dict[int, int] = {}
+
+    def opened(self, node: object) -> None:
+        self._opens[id(node)] = self._opens.get(id(node), 0) + 1
+
+    def closed(self, node: object) -> None:
+        """One handle fewer; the last one takes the spool with it."""
+        left = self._opens.get(id(node), 1) - 1
+        if left > 0:
+            self._opens[id(node)] = left
+            return
+        self._opens.pop(id(node), None)
+        self.drop(node)
+
+    def get(self, node: object) -> Spool | None:
+        found = self._spools.get(id(node))
+        return found[1] if found else None
+
+    def ensure(self, node: object, read_base: ReadBase, base_size: int) -> Spool:
+        found = self.get(node)
+        if found is None:
+            found = Spool(self.tmp_dir, read_base, base_size)
+            self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
+        return found
+
+    def drop(self, node: object) -> None:
+        found = self._spools.pop(id(node), None)
+        if found:
+            found[1].close()
+
+    def __len__(self) -> int:
+        return len(self._spools)

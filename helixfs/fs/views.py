@@ -1,0 +1,161 @@
+"""The trees the mount shows, and keeping the kernel's picture of them true.
+
+A view is a Worktree shown at some place: the mount root (the current branch),
+`.helix/branches/NAME`, `.helix/snapshots/NAME`, `.helix/commits/ID`. When a view's node
+identities are replaced (a HEAD switch, or an out-of-band reset/merge/checkout followed
+by `Worktree.reload()`), every inode the kernel knows in it is matched again by path:
+a path that still exists keeps its inode number (so `git`'s index, which records st_ino,
+stays valid) and has its cached attributes and pages dropped; a path that is gone has its
+dentry dropped. Open file handles keep their old node, so they keep working against the
+state they opened.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from helixfs.errors import HelixError, NotFound
+from helixfs.fs.edge import Invalidator
+from helixfs.fs.helixdir import ViewSpec
+from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, View
+from helixfs.fs.saver import Saver
+
+if TYPE_CHECKING:
+    from helixfs.vcs.worktree import Node, Worktree
+
+    from helixfs.vcs.repo import Repository
+
+log = logging.getLogger(__name__)
+
+
+class Views:
+    """Every view of the mount, by (kind, name), plus the root."""
+
+    def __init__(
+        self, repo: Repository, inodes: InodeTable, invalidator: Invalidator, saver: Saver
+    ) -> None:
+        self.repo = repo
+        self.inodes = inodes
+        self.invalidator = invalidator
+        self.saver = saver
+        head = repo.head_branch()
+        self.root = View("root", head, repo.worktree(head), ROOT_INODE, ROOT_INODE)
+        inodes.new_slot(self.root)
+        inodes.for_node(self.root, self.root.worktree.root, ROOT_INODE, b"")
+        self._views: dict[tuple[str, str], View] = {}
+
+    def open(self, spec: ViewSpec, path: tuple[bytes, ...], parent_ino: int) -> View:
+        """The view a `.helix/` directory shows, opened on first use."""
+        key = (spec.kind, spec.name)
+        view = self._views.get(key)
+        if view is None:
+            worktree = self._worktree(spec)
+            view = View(spec.kind, spec.name, worktree, self.inodes.number_for(path), parent_ino)
+            self.inodes.new_slot(view)
+            self._views[key] = view
+        return view
+
+    def _worktree(self, spec: ViewSpec) -> Worktree:
+        if spec.kind == "branch":
+            return self.repo.worktree(spec.name)
+        if spec.kind == "snapshot":
+            return self.repo.snapshot_view(spec.name)
+        if spec.kind == "commit":
+            return self.repo.commit_view(spec.name)
+        raise NotFound(f"unknown view kind {spec.kind!r}")
+
+    def sharing(self, worktree: Worktree) -> list[View]:
+        """Views showing `worktree` (the root and `.helix/branches/` of the same branch)."""
+        views = [v for v in self._views.values() if v.worktree is worktree]
+        return [self.root, *views] if self.root.worktree is worktree else views
+
+    def forget(self, kind: str, name: str) -> None:
+        view = self._views.pop((kind, name), None)
+        if view is None:
+            return
+        for entry in self.inodes.drop_view_generation(view):
+            self.invalidator.entry(entry.parent, entry.name, entry.ino)
+        self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
+
+    def switch_root(self, branch: str) -> None:
+        """Show `branch` at the mount root (inode 1 stays the root)."""
+        if branch == self.root.name:
+            return
+        worktree = self.repo.worktree(branch)
+        self.root.name = branch
+        self.regenerate(self.root, worktree)
+
+    def ref_moved(self, branch: str) -> None:
+        """Repository.subscribe callback: a ref moved by some other core-API call."""
+        try:
+            head = self.repo.head_branch()
+            if head != self.root.name:
+                self.switch_root(head)
+            self._reload_branch(branch)
+        except HelixError:
+            log.exception("could not follow the move of branch %s", branch)
+
+    def _reload_branch(self, branch: str) -> None:
+        if branch not in self._branch_names():
+            self.forget("branch", branch)
+            return
+        views = [v for v in (self.root, *self._views.values())
+                 if v.kind in ("root", "branch") and v.name == branch]
+        reloaded: set[int] = set()
+        for view in views:
+            worktree = view.worktree
+            if id(worktree) not in reloaded:
+                self.saver.forget(worktree)
+                worktree.reload()
+                reloaded.add(id(worktree))
+            self.regenerate(view, worktree)
+
+    def _branch_names(self) -> set[str]:
+        names = set()
+        for item in self.repo.branches():
+            name = item if isinstance(item, str) else getattr(item, "name", None)
+            if isinstance(name, str):
+                names.add(name)
+        return names
+
+    def regenerate(self, view: View, worktree: Worktree) -> None:
+        """New node identities for `view`: keep numbers by path, invalidate the rest."""
+        old = self.inodes.in_view(view)
+        paths = _paths(old, view)
+        self.inodes.drop_view_generation(view)
+        view.worktree = worktree
+        self.inodes.new_slot(view)
+        for entry in sorted(old, key=lambda e: len(paths.get(e.ino) or ())):
+            node = None if entry.detached else _resolve(worktree, paths.get(entry.ino))
+            if node is None or self.inodes.known(view, node) is not None:
+                self.invalidator.entry(entry.parent, entry.name, entry.ino)
+                continue
+            self.inodes.remap(entry, view, node)
+            self.invalidator.inode(entry.ino)
+
+
+def _paths(entries: list[NodeInode], view: View) -> dict[int, tuple[bytes, ...] | None]:
+    """Each entry's path inside the view, from where the kernel last saw it."""
+    by_ino = {e.ino: e for e in entries}
+    paths: dict[int, tuple[bytes, ...] | None] = {}
+    for entry in entries:
+        names: list[bytes] = []
+        current: NodeInode | None = entry
+        while current is not None and current.ino != view.root_ino:
+            names.append(current.name)
+            current = None if current.detached else by_ino.get(current.parent)
+        paths[entry.ino] = tuple(reversed(names)) if current is not None else None
+    return paths
+
+
+def _resolve(worktree: Worktree, path: tuple[bytes, ...] | None) -> Node | None:
+    if path is None:
+        return None
+    node = worktree.root
+    try:
+        for name in path:
+            node = worktree.lookup(node, name)
+    except HelixError:
+        return None
+    return node

@@ -1,0 +1,274 @@
+"""Files and directories through the Operations class: POSIX semantics real tools need."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+import pyfuse3
+from fs_client import CTX, ROOT, Client, Fields, expect_errno
+
+from helixfs.fs.operations import Operations
+
+
+async def test_write_then_read_back(client: Client) -> None:
+    await client.write_file("hello.txt", b"hello world\n")
+    assert await client.read_file("hello.txt") == b"hello world\n"
+    attrs = await client.ops.getattr(await client.ino("hello.txt"), CTX)
+    assert attrs.st_size == 12
+    assert stat.S_ISREG(attrs.st_mode) and stat.S_IMODE(attrs.st_mode) == 0o644
+
+
+async def test_closed_file_is_in_the_store(client: Client) -> None:
+    await client.write_file("a.txt", b"stored")
+    repo = client.ops.repo
+    assert repo.read("HEAD", b"a.txt") == b"stored"
+
+
+async def test_directories_nest_and_list_sorted(client: Client) -> None:
+    await client.mkdir("src")
+    await client.mkdir("src/pkg")
+    await client.write_file("src/pkg/b.py", b"b")
+    await client.write_file("src/pkg/a.py", b"a")
+    assert await client.names("src/pkg") == [b"a.py", b"b.py"]
+    assert await client.names() == [b"src"]
+
+
+async def test_readdir_offsets_resume_where_they_stopped(client: Client) -> None:
+    for index in range(7):
+        await client.write_file(f"f{index}", b"x")
+    first = await client.listdir(ROOT, 0, limit=3)
+    rest = await client.listdir(ROOT, first[-1][2])
+    names = [name for name, _, _ in first + rest]
+    assert names == [f"f{i}".encode() for i in range(7)]
+
+
+async def test_helix_is_reachable_but_not_listed(client: Client) -> None:
+    await client.write_file("x", b"")
+    assert b".helix" not in await client.names()
+    attrs = await client.ops.lookup(ROOT, b".helix", CTX)
+    assert stat.S_ISDIR(attrs.st_mode)
+    await expect_errno(errno.EBUSY, client.ops.mkdir(ROOT, b".helix", 0o755, CTX))
+
+
+async def test_inode_numbers_are_stable(client: Client) -> None:
+    ino = await client.write_file("keep.txt", b"1")
+    await client.write_file("keep.txt", b"22")
+    assert await client.ino("keep.txt") == ino
+    await client.mkdir("d")
+    await client.ops.rename(ROOT, b"keep.txt", await client.ino("d"), b"moved.txt", 0, CTX)
+    assert await client.ino("d/moved.txt") == ino
+
+
+async def test_sparse_write_reads_zeros_in_the_hole(client: Client) -> None:
+    fi, attrs = await client.ops.create(ROOT, b"sparse", 0o644, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, 1 << 20, b"end")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    data = await client.read_file("sparse")
+    assert len(data) == (1 << 20) + 3
+    assert data[: 1 << 20] == bytes(1 << 20) and data.endswith(b"end")
+
+
+async def test_overwrite_in_the_middle_keeps_the_rest(client: Client) -> None:
+    await client.write_file("f", b"0123456789")
+    ino = await client.ino("f")
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, 3, b"abc")
+    assert await client.ops.read(fi.fh, 0, 100) == b"012abc6789"
+    await client.ops.release(fi.fh)
+    assert await client.read_file("f") == b"012abc6789"
+
+
+async def test_o_append_appends(client: Client) -> None:
+    await client.write_file("log", b"one\n")
+    fi = await client.ops.open(await client.ino("log"), os.O_WRONLY | os.O_APPEND, CTX)
+    await client.ops.write(fi.fh, 0, b"two\n")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("log") == b"one\ntwo\n"
+
+
+async def test_o_trunc_empties_on_open(client: Client) -> None:
+    await client.write_file("t", b"long content")
+    fi = await client.ops.open(await client.ino("t"), os.O_WRONLY | os.O_TRUNC, CTX)
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("t") == b""
+
+
+async def test_create_existing_name_is_eexist(client: Client) -> None:
+    await client.write_file("e", b"")
+    await expect_errno(errno.EEXIST, client.ops.create(ROOT, b"e", 0o644, os.O_WRONLY, CTX))
+
+
+async def test_truncate_and_extend_by_path(client: Client) -> None:
+    await client.write_file("t", b"0123456789")
+    ino = await client.ino("t")
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = 4
+    await client.ops.setattr(ino, attrs, Fields(update_size=True), None, CTX)
+    assert await client.read_file("t") == b"0123"
+    attrs.st_size = 6
+    await client.ops.setattr(ino, attrs, Fields(update_size=True), None, CTX)
+    assert await client.read_file("t") == b"0123\0\0"
+
+
+async def test_ftruncate_of_an_open_file(client: Client) -> None:
+    await client.write_file("t", b"0123456789")
+    ino = await client.ino("t")
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = 2
+    got = await client.ops.setattr(ino, attrs, Fields(update_size=True), fi.fh, CTX)
+    assert got.st_size == 2
+    assert await client.ops.read(fi.fh, 0, 100) == b"01"
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("t") == b"01"
+
+
+async def test_chmod_and_utimens(client: Client) -> None:
+    ino = await client.write_file("m", b"x")
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_mode = stat.S_IFREG | 0o600
+    attrs.st_mtime_ns = 1_234_567_890_123_456_789
+    got = await client.ops.setattr(ino, attrs, Fields(update_mode=True, update_mtime=True),
+                                   None, CTX)
+    assert stat.S_IMODE(got.st_mode) == 0o600 and stat.S_ISREG(got.st_mode)
+    assert got.st_mtime_ns == 1_234_567_890_123_456_789
+
+
+async def test_utimens_while_writing_survives_close(client: Client) -> None:
+    """`cp -p` sets times on the fd before closing it; close must not clobber them."""
+    fi, attrs = await client.ops.create(ROOT, b"p", 0o644, os.O_WRONLY, CTX)
+    await client.ops.write(fi.fh, 0, b"data")
+    times = pyfuse3.EntryAttributes()
+    times.st_mtime_ns = 1_000_000_000_000_000_000
+    await client.ops.setattr(attrs.st_ino, times, Fields(update_mtime=True), fi.fh, CTX)
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    got = await client.ops.getattr(attrs.st_ino, CTX)
+    assert got.st_mtime_ns == 1_000_000_000_000_000_000
+    assert await client.read_file("p") == b"data"
+
+
+async def test_unlinked_open_file_stays_readable(client: Client) -> None:
+    await client.write_file("gone", b"still here")
+    ino = await client.ino("gone")
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    await client.ops.unlink(ROOT, b"gone", CTX)
+    await expect_errno(errno.ENOENT, client.ops.lookup(ROOT, b"gone", CTX))
+    assert await client.ops.read(fi.fh, 0, 100) == b"still here"
+    await client.ops.write(fi.fh, 10, b"!")
+    await client.ops.flush(fi.fh)
+    assert await client.ops.read(fi.fh, 0, 100) == b"still here!"
+    await client.ops.release(fi.fh)
+    await client.ops.forget([(ino, 2)])  # create + lookup
+    assert await client.names() == []
+    await expect_errno(errno.ENOENT, client.ops.getattr(ino, CTX))
+
+
+async def test_rename_over_an_existing_file(client: Client) -> None:
+    await client.write_file("a", b"new")
+    await client.write_file("b", b"old")
+    await client.ops.rename(ROOT, b"a", ROOT, b"b", 0, CTX)
+    assert await client.names() == [b"b"]
+    assert await client.read_file("b") == b"new"
+
+
+async def test_rename_noreplace_refuses(client: Client) -> None:
+    await client.write_file("a", b"1")
+    await client.write_file("b", b"2")
+    await expect_errno(errno.EEXIST, client.ops.rename(
+        ROOT, b"a", ROOT, b"b", pyfuse3.RENAME_NOREPLACE, CTX))
+    assert await client.read_file("b") == b"2"
+
+
+async def test_rename_exchange_swaps(client: Client) -> None:
+    await client.write_file("a", b"1")
+    await client.write_file("b", b"2")
+    ino_a, ino_b = await client.ino("a"), await client.ino("b")
+    await client.ops.rename(ROOT, b"a", ROOT, b"b", pyfuse3.RENAME_EXCHANGE, CTX)
+    assert await client.read_file("a") == b"2"
+    assert await client.read_file("b") == b"1"
+    assert await client.ino("a") == ino_b and await client.ino("b") == ino_a
+
+
+async def test_rename_directory_keeps_children(client: Client) -> None:
+    await client.mkdir("d")
+    await client.write_file("d/f", b"inside")
+    await client.ops.rename(ROOT, b"d", ROOT, b"e", 0, CTX)
+    assert await client.read_file("e/f") == b"inside"
+
+
+async def test_rmdir_of_non_empty_is_enotempty(client: Client) -> None:
+    await client.mkdir("d")
+    await client.write_file("d/f", b"")
+    await expect_errno(errno.ENOTEMPTY, client.ops.rmdir(ROOT, b"d", CTX))
+    await client.ops.unlink(await client.ino("d"), b"f", CTX)
+    await client.ops.rmdir(ROOT, b"d", CTX)
+    assert await client.names() == []
+
+
+async def test_errors_map_to_errno(client: Client) -> None:
+    await client.write_file("file", b"")
+    ino = await client.ino("file")
+    await expect_errno(errno.ENOENT, client.ops.lookup(ROOT, b"missing", CTX))
+    await expect_errno(errno.ENOTDIR, client.ops.lookup(ino, b"x", CTX))
+    await expect_errno(errno.ENOTDIR, client.ops.rmdir(ROOT, b"file", CTX))
+    await expect_errno(errno.EISDIR, client.ops.open(ROOT, os.O_RDONLY, CTX))
+    await client.mkdir("dir")
+    await expect_errno(errno.EISDIR, client.ops.unlink(ROOT, b"dir", CTX))
+    await expect_errno(errno.EEXIST, client.ops.mkdir(ROOT, b"dir", 0o755, CTX))
+    await expect_errno(errno.ENOENT, client.ops.getattr(999_999_999, CTX))
+
+
+async def test_bad_input_changes_nothing(client: Client) -> None:
+    await client.write_file("a", b"1")
+    before = client.ops.repo.resolve("HEAD")
+    await expect_errno(errno.ENOENT, client.ops.unlink(ROOT, b"nope", CTX))
+    await expect_errno(errno.ENOENT, client.ops.rename(ROOT, b"nope", ROOT, b"x", 0, CTX))
+    assert client.ops.repo.resolve("HEAD") == before
+    assert await client.names() == [b"a"]
+
+
+async def test_symlinks(client: Client) -> None:
+    attrs = await client.ops.symlink(ROOT, b"link", b"target/file", CTX)
+    assert stat.S_ISLNK(attrs.st_mode)
+    assert await client.ops.readlink(attrs.st_ino, CTX) == b"target/file"
+
+
+async def test_hard_links_are_eperm(client: Client) -> None:
+    ino = await client.write_file("f", b"")
+    await expect_errno(errno.EPERM, client.ops.link(ino, ROOT, b"g", CTX))
+
+
+async def test_any_linux_name_round_trips(client: Client) -> None:
+    name = b"caf\xe9 \xff\x01 name"  # invalid UTF-8 on purpose
+    fi, attrs = await client.ops.create(ROOT, name, 0o644, os.O_WRONLY, CTX)
+    await client.ops.write(fi.fh, 0, b"bytes")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert [n for n, _, _ in await client.listdir()] == [name]
+    assert (await client.ops.lookup(ROOT, name, CTX)).st_ino == attrs.st_ino
+
+
+async def test_two_handles_share_pending_writes(client: Client) -> None:
+    """A shared mmap and another fd see one content: one spool per node."""
+    ino = await client.write_file("shared", b"aaaa")
+    writer = await client.ops.open(ino, os.O_RDWR, CTX)
+    reader = await client.ops.open(ino, os.O_RDONLY, CTX)
+    await client.ops.write(writer.fh, 0, b"bb")
+    assert await client.ops.read(reader.fh, 0, 10) == b"bbaa"
+    await client.ops.flush(writer.fh)
+    await client.ops.write(writer.fh, 2, b"cc")  # mmap pages written back after close()
+    await client.ops.release(writer.fh)
+    await client.ops.release(reader.fh)
+    assert await client.read_file("shared") == b"bbcc"
+
+
+async def test_statfs_reports_the_store_disk(ops: Operations) -> None:
+    data = await ops.statfs(CTX)
+    assert data.f_bsize > 0 and data.f_namemax == 255

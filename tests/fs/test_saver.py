@@ -1,0 +1,120 @@
+"""The commit policy: save at once, commit per operation (window 0) or when quiet."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import trio
+import trio.testing
+from fs_client import CTX, ROOT, Client, make_ops
+
+from helixfs.fs.operations import Operations
+from helixfs.vcs.repo import Repository
+
+
+def commits(repo: Repository) -> int:
+    return sum(1 for _ in repo.log("HEAD"))
+
+
+async def test_window_zero_commits_every_operation(client: Client) -> None:
+    repo = client.ops.repo
+    start = commits(repo)
+    await client.mkdir("d")
+    assert commits(repo) == start + 1
+    await client.write_file("d/f", b"x")  # create + close: two operations
+    assert commits(repo) == start + 3
+    assert repo.read("HEAD", b"d/f") == b"x"
+
+
+async def test_commit_records_process_and_paths(client: Client) -> None:
+    await client.write_file("who.txt", b"me")
+    info = client.ops.repo.commit_info("HEAD")
+    assert info.meta.get("pid") == os.getpid()
+    assert info.meta.get("process")
+    assert "who.txt" in str(info.meta)
+
+
+async def test_fsync_persists_without_cutting_a_commit(repo: Repository) -> None:
+    ops = make_ops(repo, window=60)
+    client = Client(ops)
+    start = commits(repo)
+    fi, attrs = await ops.create(ROOT, b"f", 0o644, os.O_WRONLY, CTX)
+    await ops.write(fi.fh, 0, b"durable")
+    await ops.fsync(fi.fh, False)
+    assert commits(repo) == start
+    assert ops.saver.pending == 1
+    await ops.release(fi.fh)
+    ops.saver.flush_now()
+    assert commits(repo) == start + 1
+    assert repo.read("HEAD", b"f") == b"durable"
+    assert await client.read_file("f") == b"durable"
+
+
+def test_quiet_window_folds_an_atomic_save_into_one_commit(repo: Repository) -> None:
+    """vim-style save: write a temp file, fsync, rename over the target: one commit,
+    and no commit tree ever holds the temp file."""
+    ops = make_ops(repo, window=0.5)
+    client = Client(ops)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.saver.run)
+            await client.write_file("app.py", b"v1\n")
+            await trio.sleep(1)
+            before = commits(repo)
+            fi, attrs = await ops.create(ROOT, b".app.py.tmp", 0o644, os.O_WRONLY, CTX)
+            await ops.write(fi.fh, 0, b"v2\n")
+            await ops.fsync(fi.fh, False)
+            await ops.flush(fi.fh)
+            await ops.release(fi.fh)
+            await ops.rename(ROOT, b".app.py.tmp", ROOT, b"app.py", 0, CTX)
+            assert commits(repo) == before  # still inside the window
+            await trio.sleep(1)
+            assert commits(repo) == before + 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert repo.read("HEAD", b"app.py") == b"v2\n"
+    for commit in repo.log("HEAD"):
+        names = [e.name for e in repo.ls(commit.id.hex())]
+        assert b".app.py.tmp" not in names
+
+
+def test_vim_swap_files_never_reach_a_commit(repo: Repository) -> None:
+    ops = make_ops(repo, window=0)
+    client = Client(ops)
+
+    async def main() -> None:
+        await client.write_file(".notes.txt.swp", b"swap")
+        await client.write_file("notes.txt", b"text")
+        await client.write_file("notes.txt~", b"backup")
+
+    trio.run(main)
+    names = [e.name for e in repo.ls("HEAD")]
+    assert b"notes.txt" in names
+    assert b".notes.txt.swp" not in names and b"notes.txt~" not in names
+
+
+def test_closed_files_survive_a_crash(store: Path) -> None:
+    """The save is in the store when close() returns: reopening (as after kill -9,
+    nothing flushed or closed) finds it and commits it as recovered state."""
+    repo = Repository.init(store)
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    trio.run(client.write_file, "precious.txt", b"do not lose me")
+    assert ops.saver.pending == 1
+    repo.store.close()  # no commit, no Repository.close(): like the process dying
+    reopened = Repository.open(store)
+    try:
+        assert reopened.read("HEAD", b"precious.txt") == b"do not lose me"
+        assert reopened.commit_info("HEAD").message == "recovered pending changes"
+    finally:
+        reopened.close()
+
+
+async def test_ops_close_commits_pending(repo: Repository) -> None:
+    ops: Operations = make_ops(repo, window=3600)
+    await Client(ops).write_file("late.txt", b"x")
+    ops.close()
+    assert repo.read("HEAD", b"late.txt") == b"x"

@@ -1,0 +1,62 @@
+"""Extended attributes: user.* stored in the tree, user.helix.* computed and hidden."""
+
+from __future__ import annotations
+
+import errno
+
+from fs_client import CTX, ROOT, Client, expect_errno, make_ops
+
+from helixfs.vcs.repo import Repository
+
+
+async def test_user_xattrs_round_trip_and_list(client: Client) -> None:
+    ino = await client.write_file("f", b"content")
+    await client.ops.setxattr(ino, b"user.color", b"blue", CTX)
+    assert await client.ops.getxattr(ino, b"user.color", CTX) == b"blue"
+    assert list(await client.ops.listxattr(ino, CTX)) == [b"user.color"]
+    await client.ops.removexattr(ino, b"user.color", CTX)
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"user.color", CTX))
+    await expect_errno(errno.ENODATA, client.ops.removexattr(ino, b"user.color", CTX))
+
+
+async def test_xattrs_are_committed(client: Client) -> None:
+    ino = await client.write_file("f", b"content")
+    await client.ops.setxattr(ino, b"user.k", b"v", CTX)
+    entry = client.ops.repo.entry("HEAD", b"f")
+    assert entry is not None and (b"user.k", b"v") in entry.xattrs
+
+
+async def test_virtual_hash_and_commit_are_readable_not_listed(client: Client) -> None:
+    ino = await client.write_file("f", b"content")
+    digest = await client.ops.getxattr(ino, b"user.helix.hash", CTX)
+    assert len(digest) == 64 and int(digest, 16) >= 0
+    commit = await client.ops.getxattr(ino, b"user.helix.commit", CTX)
+    assert client.ops.repo.resolve(commit.decode()) == client.ops.repo.resolve("HEAD")
+    assert list(await client.ops.listxattr(ino, CTX)) == []
+
+
+async def test_same_content_same_hash(client: Client) -> None:
+    a = await client.write_file("a", b"same bytes")
+    b = await client.write_file("b", b"same bytes")
+    assert (await client.ops.getxattr(a, b"user.helix.hash", CTX)
+            == await client.ops.getxattr(b, b"user.helix.hash", CTX))
+
+
+async def test_message_xattr_names_the_next_commit(repo: Repository) -> None:
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    await client.write_file("parser.py", b"def parse(): ...\n")
+    await ops.setxattr(await client.ino("parser.py"), b"user.helix.message", b"add parser", CTX)
+    ops.saver.flush_now()
+    assert repo.commit_info("HEAD").message == "add parser"
+    await ops.setxattr(ROOT, b"user.helix.message", b"second", CTX)
+    await client.write_file("parser.py", b"v2")
+    ops.saver.flush_now()
+    assert repo.commit_info("HEAD").message == "second"
+
+
+async def test_other_namespaces_and_virtual_names_are_refused(client: Client) -> None:
+    ino = await client.write_file("f", b"")
+    await expect_errno(errno.ENOTSUP, client.ops.setxattr(ino, b"trusted.x", b"1", CTX))
+    await expect_errno(errno.EPERM, client.ops.setxattr(ino, b"user.helix.hash", b"1", CTX))
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"security.capability", CTX))
