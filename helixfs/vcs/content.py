@@ -1,0 +1,220 @@
+"""File contents: one blob for small files, FastCDC chunks plus an index for large ones.
+
+Chunk boundaries depend on the content around them, not on offsets, so inserting or
+editing bytes in the middle of a 100 MB file re-stores only the chunks near the edit;
+the index record lists (chunk id, length), so a range read fetches only the chunks that
+overlap it. Large sources are streamed: a 1 GB spool file never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import pyfastcdc
+
+from helixfs.errors import CorruptObject, InvalidInput
+from helixfs.ids import ObjectId, hex_id, object_id
+from helixfs.store import ObjectStore
+from helixfs.vcs.objects import (
+    KIND_BLOB,
+    KIND_CHUNKED,
+    decode_blob,
+    decode_chunked,
+    encode_blob,
+    encode_chunked,
+    kind_of,
+)
+
+CHUNK_THRESHOLD = 1 << 20
+"""Files larger than this are chunked; below it one blob is cheaper than an index."""
+AVG_CHUNK = 64 << 10
+ZERO_PIECE = 1 << 20
+"""Extension by truncate() appends zero chunks of this size: all alike, so stored once."""
+FLUSH_BYTES = 16 << 20
+"""A streamed file hands its chunks to the sink every this many bytes (bounded memory)."""
+
+_CDC = pyfastcdc.FastCDC(avg_size=AVG_CHUNK)
+
+Objects = dict[ObjectId, bytes]
+Sink = Callable[[Mapping[ObjectId, bytes]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The result of storing a content: its id, its size, and records not yet written."""
+
+    oid: ObjectId
+    size: int
+    objects: Objects
+
+
+def pack_bytes(data: bytes | bytearray | memoryview) -> Stored:
+    """Records for an in-memory content (blob or chunks + index), nothing written yet."""
+    data = bytes(data)
+    if len(data) <= CHUNK_THRESHOLD:
+        record = encode_blob(data)
+        oid = object_id(record)
+        return Stored(oid, len(data), {oid: record})
+    objects: Objects = {}
+    refs = [_add_chunk(objects, chunk.data) for chunk in _CDC.cut_buf(data)]
+    return _finish_index(objects, refs)
+
+
+def store_stream(source: BinaryIO, sink: Sink) -> Stored:
+    """Store a seekable file's content from its start, chunk batches going to `sink`.
+
+    Returns the index (or blob) record in `objects`, for the caller to write with its
+    tree update; the chunks themselves have been handed to `sink` already.
+    """
+    source.seek(0)
+    head = source.read(CHUNK_THRESHOLD + 1)
+    if len(head) <= CHUNK_THRESHOLD:
+        return pack_bytes(head)
+    source.seek(0)
+    pending: Objects = {}
+    pending_bytes = 0
+    refs: list[tuple[ObjectId, int]] = []
+    for chunk in _CDC.cut_stream(source):
+        refs.append(_add_chunk(pending, chunk.data))
+        pending_bytes += chunk.length
+        if pending_bytes >= FLUSH_BYTES:
+            sink(pending)
+            pending, pending_bytes = {}, 0
+    if pending:
+        sink(pending)
+    return _finish_index({}, refs)
+
+
+def _add_chunk(objects: Objects, data: bytes | memoryview) -> tuple[ObjectId, int]:
+    record = encode_blob(data)
+    oid = object_id(record)
+    objects[oid] = record
+    return oid, len(data)
+
+
+def _finish_index(objects: Objects, refs: list[tuple[ObjectId, int]]) -> Stored:
+    record = encode_chunked(refs)
+    oid = object_id(record)
+    objects[oid] = record
+    return Stored(oid, sum(length for _, length in refs), objects)
+
+
+EMPTY = pack_bytes(b"")
+
+
+class ContentReader:
+    """Reads contents from a store, keeping decoded chunk indexes (they are immutable)."""
+
+    def __init__(self, store: ObjectStore, index_cache: int = 256) -> None:
+        self._store = store
+        self._indexes: dict[ObjectId, tuple[list[int], list[ObjectId]]] = {}
+        self._limit = index_cache
+
+    def _index(self, oid: ObjectId, record: bytes) -> tuple[list[int], list[ObjectId]]:
+        cached = self._indexes.get(oid)
+        if cached is not None:
+            return cached
+        chunked = decode_chunked(record)
+        starts, ids, pos = [], [], 0
+        for chunk_id, length in chunked.chunks:
+            starts.append(pos)
+            ids.append(chunk_id)
+            pos += length
+        starts.append(pos)
+        if len(self._indexes) >= self._limit:
+            self._indexes.clear()
+        self._indexes[oid] = (starts, ids)
+        return starts, ids
+
+    def chunks(self, oid: ObjectId) -> tuple[list[int], list[ObjectId]] | None:
+        """(chunk start offsets + total size, chunk ids) of a chunked file; None for a blob."""
+        cached = self._indexes.get(oid)
+        if cached is not None:
+            return cached
+        record = self._store.get(oid)
+        if kind_of(record) == KIND_BLOB:
+            return None
+        return self._index(oid, record)
+
+    def read(self, oid: ObjectId, offset: int = 0, size: int = -1) -> bytes:
+        """Bytes [offset, offset+size) of a content; size < 0 reads to the end."""
+        if offset < 0:
+            raise InvalidInput(f"negative read offset {offset}")
+        cached = self._indexes.get(oid)
+        if cached is None:
+            record = self._store.get(oid)
+            kind = kind_of(record)
+            if kind == KIND_BLOB:
+                data = decode_blob(record)
+                return data[offset:] if size < 0 else data[offset : offset + size]
+            if kind != KIND_CHUNKED:
+                raise CorruptObject(f"object {hex_id(oid)} is not a file content")
+            cached = self._index(oid, record)
+        return b"".join(self._ranged(cached, offset, size))
+
+    def _ranged(
+        self, index: tuple[list[int], list[ObjectId]], offset: int, size: int
+    ) -> Iterator[bytes]:
+        starts, ids = index
+        end = starts[-1] if size < 0 else min(starts[-1], offset + size)
+        i = max(0, bisect.bisect_right(starts, offset) - 1)
+        while i < len(ids) and starts[i] < end:
+            data = decode_blob(self._store.get(ids[i]))
+            lo = max(0, offset - starts[i])
+            hi = min(len(data), end - starts[i])
+            yield data[lo:hi]
+            i += 1
+
+    def open(self, oid: ObjectId) -> BinaryIO:
+        """A whole content as a file object (small contents; large ones stream by range)."""
+        return io.BytesIO(self.read(oid))
+
+    def resize(self, oid: ObjectId, old_size: int, new_size: int) -> Stored:
+        """The content cut to `new_size` or extended with zeros, reusing whole chunks.
+
+        Costs O(chunks) plus one partial chunk, never a rewrite of the file.
+        """
+        if new_size < 0:
+            raise InvalidInput(f"negative file size {new_size}")
+        if new_size == old_size:
+            return Stored(oid, old_size, {})
+        index = self.chunks(oid)
+        if index is None or new_size <= CHUNK_THRESHOLD:
+            keep = self.read(oid, 0, min(old_size, new_size))
+            if new_size <= CHUNK_THRESHOLD:
+                return pack_bytes(keep + bytes(new_size - len(keep)))
+            return self._extend(pack_bytes(keep), new_size)
+        starts, ids = index
+        if new_size > old_size:
+            return self._extend(Stored(oid, old_size, {}), new_size)
+        objects: Objects = {}
+        refs = []
+        for i, chunk_id in enumerate(ids):
+            if starts[i + 1] <= new_size:
+                refs.append((chunk_id, starts[i + 1] - starts[i]))
+                continue
+            if starts[i] < new_size:
+                data = decode_blob(self._store.get(chunk_id))[: new_size - starts[i]]
+                refs.append(_add_chunk(objects, data))
+            break
+        return _finish_index(objects, refs)
+
+    def _extend(self, base: Stored, new_size: int) -> Stored:
+        """`base` followed by zeros up to `new_size`, as a chunked file."""
+        objects = dict(base.objects)
+        record = objects.pop(base.oid, None) or self._store.get(base.oid)
+        if kind_of(record) == KIND_BLOB:
+            data = decode_blob(record)
+            refs = [_add_chunk(objects, data)] if data else []
+        else:
+            refs = list(decode_chunked(record).chunks)
+        missing = new_size - base.size
+        while missing > 0:
+            piece = min(missing, ZERO_PIECE)
+            refs.append(_add_chunk(objects, bytes(piece)))
+            missing -= piece
+        return _finish_index(objects, refs)

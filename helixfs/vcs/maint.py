@@ -1,0 +1,214 @@
+"""Store maintenance: gc (mark from every ref, sweep), fsck (prove the store), stats.
+
+gc marks from `branches/*`, `snapshots/*` and `work/*` (a saved work tree is as precious
+as a commit). fsck never raises on a bad object: it reports every problem it finds so a
+damaged store can be assessed in one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from helixfs.errors import CorruptObject, HelixError, NotFound
+from helixfs.ids import ObjectId, hex_id
+from helixfs.vcs.content import EMPTY
+from helixfs.vcs.objects import KIND_COMMIT, KIND_TREE, decode_any, kind_of, references
+from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, WORK
+from helixfs.vcs.treeops import EMPTY_TREE_ID
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+CONSTANTS = (EMPTY.oid, EMPTY_TREE_ID)
+"""Kept by gc whatever refs say: a new empty file or directory points at them unwritten."""
+
+Progress = Callable[[int, int], None] | None
+
+
+@dataclass(frozen=True)
+class GcReport:
+    dry_run: bool
+    reachable: int
+    unreachable: int
+    freed_bytes: int  # logical record bytes of what was (or would be) dropped
+
+
+@dataclass(frozen=True)
+class FsckReport:
+    objects: int
+    refs: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class RepoStats:
+    objects: int
+    logical_bytes: int
+    stored_bytes: int
+    disk_bytes: int
+    referenced_bytes: int  # file bytes the branch and snapshot heads show, summed
+    dedup_ratio: float  # referenced_bytes / logical_bytes of the records that hold them
+    compression_ratio: float  # logical_bytes / stored_bytes
+    cache_hit_ratio: float
+    commits_measured: int
+    commit_p50_us: float | None
+    commit_p95_us: float | None
+    branches: int
+    snapshots: int
+
+
+def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
+    for prefix in (BRANCHES, SNAPSHOTS, WORK):
+        for name, value in repo.store.refs(prefix):
+            yield name, ObjectId(value)
+
+
+def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
+    """Every object reachable from a ref. Blobs are not fetched (they point at nothing)."""
+    reachable: set[ObjectId] = set()
+    stack = [oid for _, oid in _roots(repo)] + list(CONSTANTS)
+    while stack:
+        oid = stack.pop()
+        if oid in reachable:
+            continue
+        reachable.add(oid)
+        if progress is not None and len(reachable) % 1000 == 0:
+            progress(len(reachable), 0)
+        try:
+            record = repo.store.get(oid)
+            stack.extend(o for o in references(record) if o not in reachable)
+        except NotFound:
+            continue
+    return reachable
+
+
+def gc(repo: Repository, dry_run: bool, progress: Progress = None) -> GcReport:
+    reachable = mark(repo)
+    all_ids = list(repo.store.ids())
+    doomed: list[ObjectId] = []
+    freed = 0
+    for done, oid in enumerate(all_ids, 1):
+        if oid not in reachable:
+            doomed.append(oid)
+            with contextlib.suppress(HelixError):
+                freed += len(repo.store.get(oid))
+        if progress is not None:
+            progress(done, len(all_ids))
+    if not dry_run and doomed:
+        repo.store.delete(doomed)
+    live = sum(1 for oid in all_ids if oid in reachable)
+    return GcReport(dry_run, live, len(doomed), freed)
+
+
+def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
+    problems: list[str] = []
+    all_ids = list(repo.store.ids())
+    kinds: dict[ObjectId, bytes] = {}
+    for done, oid in enumerate(all_ids, 1):
+        try:
+            record = repo.store.get(oid)
+            decode_any(record)
+            kinds[oid] = kind_of(record)
+        except HelixError as exc:
+            problems.append(f"object {hex_id(oid)}: {exc}")
+        if progress is not None:
+            progress(done, len(all_ids))
+    refs = _check_refs(repo, kinds, problems)
+    _check_links(repo, kinds, problems)
+    return FsckReport(len(all_ids), refs, problems)
+
+
+def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[str]) -> int:
+    count = 0
+    for name, oid in _roots(repo):
+        count += 1
+        want = KIND_TREE if name.startswith(WORK) else KIND_COMMIT
+        if kinds.get(oid) != want:
+            what = "missing or corrupt" if oid not in kinds else "of the wrong kind"
+            problems.append(f"ref {name} -> {hex_id(oid)}: object {what}")
+    head = repo.store.ref(HEAD)
+    count += 1
+    if head is None or repo.store.ref(BRANCHES + head.decode(errors="replace")) is None:
+        problems.append(f"HEAD names a branch that does not exist: {head!r}")
+    return count
+
+
+def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[str]) -> None:
+    """Every object a reachable record points at must exist and be valid."""
+    seen: set[ObjectId] = set()
+    stack = [oid for _, oid in _roots(repo) if oid in kinds]
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        try:
+            children = references(repo.store.get(oid))
+        except HelixError:
+            continue  # already reported by the object scan
+        for child in children:
+            if child not in kinds:
+                problems.append(f"object {hex_id(oid)} points at missing/corrupt {hex_id(child)}")
+            elif child not in seen:
+                stack.append(child)
+
+
+def _percentile(values: list[int], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+
+def stats(repo: Repository, last: int) -> RepoStats:
+    store_stats = repo.store.stats()
+    latencies: list[int] = []
+    seen = set()
+    for info in repo.branches():
+        for commit in repo.log(info.commit.hex(), limit=last):
+            if commit.id in seen:
+                break
+            seen.add(commit.id)
+            value = commit.meta.get("latency_us")
+            if isinstance(value, int):
+                latencies.append(value)
+    latencies = latencies[:last] if len(latencies) > last else latencies
+    referenced = _referenced_bytes(repo)
+    logical = store_stats.logical_bytes
+    return RepoStats(
+        objects=store_stats.objects,
+        logical_bytes=logical,
+        stored_bytes=store_stats.stored_bytes,
+        disk_bytes=store_stats.disk_bytes,
+        referenced_bytes=referenced,
+        dedup_ratio=referenced / logical if logical else 0.0,
+        compression_ratio=logical / store_stats.stored_bytes if store_stats.stored_bytes else 0.0,
+        cache_hit_ratio=store_stats.cache_hit_ratio,
+        commits_measured=len(latencies),
+        commit_p50_us=_percentile(latencies, 0.5),
+        commit_p95_us=_percentile(latencies, 0.95),
+        branches=len(repo.branches()),
+        snapshots=len(repo.snapshots()),
+    )
+
+
+def _referenced_bytes(repo: Repository) -> int:
+    """Sum of file sizes over every branch and snapshot head (what a copy would cost)."""
+    sizes: dict[ObjectId, int] = {}
+    total = 0
+    for info in [*repo.branches(), *repo.snapshots()]:
+        tree = repo.commit_info(info.commit).tree
+        if tree not in sizes:
+            try:
+                sizes[tree] = sum(e.size for _, e in repo.trees.walk(tree) if not e.is_dir())
+            except (CorruptObject, NotFound):
+                sizes[tree] = 0
+        total += sizes[tree]
+    return total

@@ -1,0 +1,256 @@
+"""Three-way merge of branches: trees by entry, text files by lines.
+
+Policy (a demanding user must never find a conflict resolved silently): a merge with a
+conflict raises MergeConflict carrying the conflicting paths and every conflicting text
+file with `<<<<<<<` / `=======` / `>>>>>>>` markers, and changes nothing. A caller that
+wants the marked files committed (to fix them in place) passes `allow_conflicts=True`:
+the merge commit then lists the paths in `meta["conflicts"]` and the result reports them.
+
+Line merge: both sides are diffed against the base (difflib); hunks that overlap or
+touch are a conflict unless both sides made the very same edit. Binary files, type
+changes (file vs directory) and modify/delete are conflicts too (ours is kept, marked
+in the list).
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from helixfs.errors import MergeConflict
+from helixfs.ids import CommitId, ObjectId
+from helixfs.store import RefUpdate
+from helixfs.vcs.content import pack_bytes
+from helixfs.vcs.objects import TreeEntry, encode_entry
+from helixfs.vcs.refs import branch_ref
+from helixfs.vcs.treeops import EMPTY_TREE_ID, find, show_path
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+Objects = dict[ObjectId, bytes]
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    status: str  # "up-to-date" | "fast-forward" | "merged" | "conflicts"
+    commit: CommitId | None
+    conflicts: list[bytes] = field(default_factory=list)
+
+
+class MergeConflictError(MergeConflict):
+    """MergeConflict with the details a caller needs to resolve it."""
+
+    def __init__(self, message: str, conflicts: list[bytes], files: dict[bytes, bytes]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+        self.files = files
+
+
+def as_text(data: bytes) -> str | None:
+    """The content as text, or None when it is binary (a NUL early on, or not UTF-8)."""
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+# -- line merge ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Hunk:
+    start: int  # base line range [start, end) replaced by `lines`
+    end: int
+    lines: Sequence[bytes]
+    side: int  # 0 ours, 1 theirs
+
+
+def _hunks(base: list[bytes], other: list[bytes], side: int) -> list[_Hunk]:
+    matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
+    return [
+        _Hunk(i1, i2, other[j1:j2], side)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def merge_lines(
+    base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str] = ("ours", "theirs")
+) -> tuple[bytes, bool]:
+    """(merged text, clean?) of a three-way line merge; conflicts carry markers."""
+    base_lines = base.splitlines(keepends=True)
+    ours_lines = ours.splitlines(keepends=True)
+    theirs_lines = theirs.splitlines(keepends=True)
+    hunks = sorted(
+        _hunks(base_lines, ours_lines, 0) + _hunks(base_lines, theirs_lines, 1),
+        key=lambda h: (h.start, h.end),
+    )
+    out: list[bytes] = []
+    clean = True
+    pos = 0
+    i = 0
+    while i < len(hunks):
+        cluster = [hunks[i]]
+        end = hunks[i].end
+        i += 1
+        while i < len(hunks) and hunks[i].start <= end:
+            cluster.append(hunks[i])
+            end = max(end, hunks[i].end)
+            i += 1
+        start = cluster[0].start
+        out.extend(base_lines[pos:start])
+        pos = end
+        mine = _side(base_lines, cluster, 0, start, end)
+        yours = _side(base_lines, cluster, 1, start, end)
+        sides = {h.side for h in cluster}
+        if sides == {0} or mine == yours:
+            out.extend(mine)
+        elif sides == {1}:
+            out.extend(yours)
+        else:
+            clean = False
+            out.extend(_markers(mine, yours, labels))
+    out.extend(base_lines[pos:])
+    return b"".join(out), clean
+
+
+def _side(base: list[bytes], cluster: list[_Hunk], side: int, start: int, end: int) -> list[bytes]:
+    """One side's version of base[start:end], given its hunks in the cluster."""
+    result: list[bytes] = []
+    pos = start
+    for hunk in cluster:
+        if hunk.side != side:
+            continue
+        result.extend(base[pos : hunk.start])
+        result.extend(hunk.lines)
+        pos = hunk.end
+    result.extend(base[pos:end])
+    return result
+
+
+def _markers(mine: list[bytes], yours: list[bytes], labels: tuple[str, str]) -> list[bytes]:
+    def block(lines: list[bytes]) -> list[bytes]:
+        if lines and not lines[-1].endswith(b"\n"):
+            return [*lines[:-1], lines[-1] + b"\n"]
+        return lines
+
+    return [
+        b"<<<<<<< " + labels[0].encode() + b"\n",
+        *block(mine),
+        b"=======\n",
+        *block(yours),
+        b">>>>>>> " + labels[1].encode() + b"\n",
+    ]
+
+
+# -- tree merge --------------------------------------------------------------------------
+
+
+def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
+    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+
+
+class _TreeMerger:
+    def __init__(self, repo: Repository, labels: tuple[str, str]) -> None:
+        self.repo = repo
+        self.labels = labels
+        self.objects: Objects = {}
+        self.conflicts: list[bytes] = []
+        self.marked: dict[bytes, bytes] = {}
+        self.now = time.time_ns()
+
+    def merge(self, base: ObjectId, ours: ObjectId, theirs: ObjectId, prefix: bytes) -> ObjectId:
+        trees = self.repo.trees
+        tb, to, tt = trees.get(base), trees.get(ours), trees.get(theirs)
+        names = sorted(set(tb.names) | set(to.names) | set(tt.names))
+        entries: list[TreeEntry] = []
+        for name in names:
+            merged = self._entry(find(tb, name), find(to, name), find(tt, name), prefix + name)
+            if merged is not None:
+                entries.append(merged)
+        return trees.encode(entries, [encode_entry(e) for e in entries], self.objects)
+
+    def _entry(
+        self, b: TreeEntry | None, o: TreeEntry | None, t: TreeEntry | None, path: bytes
+    ) -> TreeEntry | None:
+        if _key(o) == _key(t):
+            return o
+        if _key(b) == _key(o):
+            return t
+        if _key(b) == _key(t):
+            return o
+        if o is not None and t is not None and o.is_dir() and t.is_dir():
+            base = b.oid if b is not None and b.is_dir() else EMPTY_TREE_ID
+            sub = self.merge(base, o.oid, t.oid, path + b"/")
+            return TreeEntry(o.name, o.mode, sub, 0, o.mtime_ns, o.xattrs)
+        if o is not None and t is not None and o.is_file() and t.is_file():
+            return self._file(b, o, t, path)
+        self.conflicts.append(path)  # modify/delete or a type change: keep ours, report
+        return o if o is not None else t
+
+    def _file(self, b: TreeEntry | None, o: TreeEntry, t: TreeEntry, path: bytes) -> TreeEntry:
+        read = self.repo.contents.read
+        base = read(b.oid) if b is not None and b.is_file() else b""
+        ours, theirs = read(o.oid), read(t.oid)
+        if any(as_text(x) is None for x in (base, ours, theirs)):
+            self.conflicts.append(path)
+            return o
+        merged, clean = merge_lines(base, ours, theirs, self.labels)
+        if not clean:
+            self.conflicts.append(path)
+            self.marked[path] = merged
+        stored = pack_bytes(merged)
+        self.objects.update(stored.objects)
+        mode = (
+            o.mode
+            if o.mode == t.mode
+            else (t.mode if b is not None and o.mode == b.mode else o.mode)
+        )
+        return TreeEntry(o.name, mode, stored.oid, stored.size, self.now, o.xattrs)
+
+
+def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
+    """The newest common ancestor of two commits (None for unrelated histories)."""
+    ours = {c.id for c in repo.log(a.hex(), first_parent=False)}
+    for commit in repo.log(b.hex(), first_parent=False):
+        if commit.id in ours:
+            return commit.id
+    return None
+
+
+def merge_branches(
+    repo: Repository, branch: str, target: str, message: str | None, allow_conflicts: bool
+) -> MergeResult:
+    theirs = repo.resolve(branch)
+    ours = repo.resolve(f"branches/{target}")
+    base = merge_base(repo, ours, theirs)
+    if base == theirs:
+        return MergeResult("up-to-date", ours)
+    if base == ours:
+        repo.store.write({}, [RefUpdate(branch_ref(target), theirs, expected=ours)])
+        return MergeResult("fast-forward", theirs)
+    merger = _TreeMerger(repo, (target, branch))
+    base_tree = repo.commit_info(base).tree if base is not None else EMPTY_TREE_ID
+    tree = merger.merge(base_tree, repo.commit_info(ours).tree, repo.commit_info(theirs).tree, b"")
+    if merger.conflicts and not allow_conflicts:
+        shown = ", ".join(show_path(p) for p in merger.conflicts[:10])
+        raise MergeConflictError(
+            f"merging {branch!r} into {target!r} conflicts in {len(merger.conflicts)} "
+            f"path(s): {shown}; nothing was changed (resolve, or merge with conflicts allowed "
+            "to commit the marked files)",
+            merger.conflicts,
+            merger.marked,
+        )
+    meta: dict[str, object] = {"merge": branch}
+    if merger.conflicts:
+        meta["conflicts"] = [p.decode("utf-8", "surrogateescape") for p in merger.conflicts]
+    text = message or f"merge {branch} into {target}"
+    cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
+    status = "conflicts" if merger.conflicts else "merged"
+    return MergeResult(status, cid, merger.conflicts)

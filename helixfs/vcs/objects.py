@@ -1,0 +1,346 @@
+"""The canonical, versioned records HelixFS stores: blobs, chunked files, trees, commits.
+
+Every record is `b"HLX" + kind(1) + version(1) + body` and its id is the BLAKE3 of the
+whole record, so the encoding must be canonical: one value, one byte string. All integers
+are little-endian and fixed-width; every variable field is length-prefixed, so names are
+arbitrary bytes (invalid UTF-8 included) and a decoder never guesses.
+
+Body layouts, version 1:
+
+- blob (`B`): the file bytes, verbatim.
+- chunked file (`C`): total size u64, count u32, then per chunk: chunk id (32 bytes, the id
+  of a blob record) and length u32. Chunks are cut by FastCDC, so an edit in the middle of
+  a large file changes only the chunks around it.
+- tree (`T`): count u32, then entries sorted by name, each: name length u16, name, mode
+  u32, id (32), size u64, mtime_ns i64, xattr count u16, then per xattr: key length u16,
+  key, value length u32, value (xattrs sorted by key).
+- commit (`M`): tree id (32), parent count u8, parents (32 each), time_ns i64, author
+  (u16 length + UTF-8), message (u32 length + UTF-8), metadata (u32 length + canonical
+  JSON: sorted keys, no spaces).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from helixfs.errors import CorruptObject, InvalidInput, UnsupportedVersion
+from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id, object_id
+
+MAGIC = b"HLX"
+VERSION = 1
+KIND_BLOB = b"B"
+KIND_CHUNKED = b"C"
+KIND_TREE = b"T"
+KIND_COMMIT = b"M"
+KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT)
+HEADER_SIZE = len(MAGIC) + 2
+
+_HEADERS = {kind: MAGIC + kind + bytes([VERSION]) for kind in KINDS}
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
+_CHUNKED_HEAD = struct.Struct("<QI")
+_CHUNK_REF = struct.Struct(f"<{ID_SIZE}sI")
+_ENTRY_FIXED = struct.Struct(f"<I{ID_SIZE}sQqH")
+_XATTR_KEY = struct.Struct("<H")
+_COMMIT_TIME = struct.Struct("<q")
+
+MAX_NAME = 0xFFFF
+MODE_DIR = stat.S_IFDIR | 0o755
+MODE_FILE = stat.S_IFREG | 0o644
+MODE_LINK = stat.S_IFLNK | 0o777
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One name in a directory. `oid` is a blob/chunked id (file, symlink) or a tree id."""
+
+    name: bytes
+    mode: int
+    oid: ObjectId
+    size: int = 0
+    mtime_ns: int = 0
+    xattrs: tuple[tuple[bytes, bytes], ...] = ()
+
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A directory listing. `raw` keeps each entry's encoding so path copying can splice
+    one changed entry into an otherwise identical listing without re-encoding the rest."""
+
+    entries: tuple[TreeEntry, ...]
+    names: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
+    raw: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedFile:
+    size: int
+    chunks: tuple[tuple[ObjectId, int], ...]  # (blob id, length)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit record. `id` is filled in by decode_commit (it is the hash, not a field)."""
+
+    tree: ObjectId
+    parents: tuple[CommitId, ...]
+    time_ns: int
+    author: str
+    message: str
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    id: CommitId = field(default=CommitId(b""), compare=False)
+
+
+# -- headers ---------------------------------------------------------------------------
+
+
+def kind_of(record: bytes) -> bytes:
+    """The kind byte of a record, after checking magic and version."""
+    if len(record) < HEADER_SIZE or record[:3] != MAGIC:
+        raise CorruptObject("not a HelixFS record (bad magic)")
+    kind = record[3:4]
+    if kind not in _HEADERS:
+        raise UnsupportedVersion(
+            f"unknown record kind {kind!r}: written by a newer HelixFS? upgrade to read it"
+        )
+    if record[4] != VERSION:
+        raise UnsupportedVersion(
+            f"record version {record[4]} of kind {kind.decode()} is not supported "
+            f"(this HelixFS reads version {VERSION}): upgrade HelixFS"
+        )
+    return kind
+
+
+def _body(record: bytes, kind: bytes) -> memoryview:
+    found = kind_of(record)
+    if found != kind:
+        raise CorruptObject(f"expected a {kind.decode()} record, found {found.decode()}")
+    return memoryview(record)[HEADER_SIZE:]
+
+
+# -- blobs and chunked files -------------------------------------------------------------
+
+
+def encode_blob(data: bytes | bytearray | memoryview) -> bytes:
+    return _HEADERS[KIND_BLOB] + bytes(data)
+
+
+def decode_blob(record: bytes) -> bytes:
+    _body(record, KIND_BLOB)
+    return record[HEADER_SIZE:]
+
+
+def encode_chunked(chunks: Sequence[tuple[ObjectId, int]]) -> bytes:
+    total = sum(length for _, length in chunks)
+    parts = [_HEADERS[KIND_CHUNKED], _CHUNKED_HEAD.pack(total, len(chunks))]
+    parts.extend(_CHUNK_REF.pack(oid, length) for oid, length in chunks)
+    return b"".join(parts)
+
+
+def decode_chunked(record: bytes) -> ChunkedFile:
+    body = _body(record, KIND_CHUNKED)
+    try:
+        total, count = _CHUNKED_HEAD.unpack_from(body, 0)
+        if len(body) != _CHUNKED_HEAD.size + count * _CHUNK_REF.size:
+            raise CorruptObject("chunked file record has the wrong length")
+        chunks = tuple(
+            (ObjectId(oid), length)
+            for oid, length in _CHUNK_REF.iter_unpack(body[_CHUNKED_HEAD.size :])
+        )
+    except struct.error as exc:
+        raise CorruptObject(f"truncated chunked file record: {exc}") from None
+    if sum(length for _, length in chunks) != total:
+        raise CorruptObject("chunked file record: chunk lengths do not add up to its size")
+    return ChunkedFile(total, chunks)
+
+
+# -- trees ---------------------------------------------------------------------------------
+
+
+def encode_entry(entry: TreeEntry) -> bytes:
+    name = entry.name
+    if not name or len(name) > MAX_NAME or b"/" in name or b"\0" in name or name in (b".", b".."):
+        raise InvalidInput(f"invalid file name {name!r:.80}")
+    parts = [_U16.pack(len(name)), name]
+    parts.append(
+        _ENTRY_FIXED.pack(entry.mode, entry.oid, entry.size, entry.mtime_ns, len(entry.xattrs))
+    )
+    for key, value in entry.xattrs:
+        parts.append(_XATTR_KEY.pack(len(key)) + key + _U32.pack(len(value)) + value)
+    return b"".join(parts)
+
+
+def encode_tree_raw(raw_entries: Sequence[bytes]) -> bytes:
+    """A tree record from already-encoded entries, in name order (the caller's promise)."""
+    return _HEADERS[KIND_TREE] + _U32.pack(len(raw_entries)) + b"".join(raw_entries)
+
+
+def encode_tree(entries: Sequence[TreeEntry]) -> bytes:
+    ordered = sorted(entries, key=lambda e: e.name)
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if before.name == after.name:
+            raise InvalidInput(f"duplicate name {before.name!r} in one directory")
+    return encode_tree_raw([encode_entry(e) for e in ordered])
+
+
+def decode_tree(record: bytes) -> Tree:
+    body = _body(record, KIND_TREE)
+    try:
+        return _decode_tree_body(bytes(body))
+    except (struct.error, IndexError) as exc:
+        raise CorruptObject(f"truncated tree record: {exc}") from None
+
+
+def _decode_tree_body(body: bytes) -> Tree:
+    (count,) = _U32.unpack_from(body, 0)
+    pos = 4
+    entries: list[TreeEntry] = []
+    raws: list[bytes] = []
+    names: list[bytes] = []
+    for _ in range(count):
+        start = pos
+        (name_len,) = _U16.unpack_from(body, pos)
+        pos += 2
+        name = body[pos : pos + name_len]
+        pos += name_len
+        mode, oid, size, mtime_ns, nx = _ENTRY_FIXED.unpack_from(body, pos)
+        pos += _ENTRY_FIXED.size
+        xattrs: list[tuple[bytes, bytes]] = []
+        for _ in range(nx):
+            (klen,) = _XATTR_KEY.unpack_from(body, pos)
+            key = body[pos + 2 : pos + 2 + klen]
+            pos += 2 + klen
+            (vlen,) = _U32.unpack_from(body, pos)
+            value = body[pos + 4 : pos + 4 + vlen]
+            pos += 4 + vlen
+            if len(value) != vlen:
+                raise CorruptObject("truncated xattr in tree record")
+            xattrs.append((key, value))
+        if len(name) != name_len or (names and name <= names[-1]):
+            raise CorruptObject("tree record entries are truncated or not sorted")
+        entries.append(TreeEntry(name, mode, ObjectId(oid), size, mtime_ns, tuple(xattrs)))
+        names.append(name)
+        raws.append(body[start:pos])
+    if pos != len(body):
+        raise CorruptObject("tree record has trailing bytes")
+    return Tree(tuple(entries), tuple(names), tuple(raws))
+
+
+# -- commits --------------------------------------------------------------------------------
+
+
+def canonical_json(meta: Mapping[str, Any]) -> bytes:
+    try:
+        return json.dumps(
+            meta, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        ).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"commit metadata must be JSON-serialisable: {exc}") from None
+
+
+def encode_commit(commit: Commit) -> bytes:
+    if len(commit.parents) > 255:
+        raise InvalidInput("a commit has at most 255 parents")
+    author = commit.author.encode("utf-8", "surrogateescape")
+    message = commit.message.encode("utf-8", "surrogateescape")
+    meta = canonical_json(commit.meta)
+    return b"".join(
+        [
+            _HEADERS[KIND_COMMIT],
+            commit.tree,
+            bytes([len(commit.parents)]),
+            *commit.parents,
+            _COMMIT_TIME.pack(commit.time_ns),
+            _U16.pack(len(author)),
+            author,
+            _U32.pack(len(message)),
+            message,
+            _U32.pack(len(meta)),
+            meta,
+        ]
+    )
+
+
+def decode_commit(record: bytes, cid: CommitId | None = None) -> Commit:
+    body = bytes(_body(record, KIND_COMMIT))
+    try:
+        tree = ObjectId(body[:ID_SIZE])
+        nparents = body[ID_SIZE]
+        pos = ID_SIZE + 1
+        parents = tuple(
+            CommitId(body[pos + i * ID_SIZE : pos + (i + 1) * ID_SIZE]) for i in range(nparents)
+        )
+        pos += nparents * ID_SIZE
+        (time_ns,) = _COMMIT_TIME.unpack_from(body, pos)
+        author, pos = _take(body, pos + 8, _U16)
+        message, pos = _take(body, pos, _U32)
+        meta_raw, pos = _take(body, pos, _U32)
+        meta = json.loads(meta_raw)
+    except (struct.error, IndexError, ValueError) as exc:
+        raise CorruptObject(f"malformed commit record: {exc}") from None
+    if pos != len(body) or len(tree) != ID_SIZE or not isinstance(meta, dict):
+        raise CorruptObject("malformed commit record")
+    return Commit(
+        tree,
+        parents,
+        time_ns,
+        author.decode("utf-8", "surrogateescape"),
+        message.decode("utf-8", "surrogateescape"),
+        meta,
+        cid if cid is not None else CommitId(object_id(record)),
+    )
+
+
+def _take(body: bytes, pos: int, prefix: struct.Struct) -> tuple[bytes, int]:
+    (length,) = prefix.unpack_from(body, pos)
+    start = pos + prefix.size
+    value = body[start : start + length]
+    if len(value) != length:
+        raise CorruptObject("truncated field in record")
+    return value, start + length
+
+
+# -- generic ------------------------------------------------------------------------------
+
+
+def references(record: bytes) -> list[ObjectId]:
+    """Ids a record points at (for gc marking and fsck). Blobs point at nothing."""
+    kind = kind_of(record)
+    if kind == KIND_TREE:
+        return [e.oid for e in decode_tree(record).entries]
+    if kind == KIND_CHUNKED:
+        return [oid for oid, _ in decode_chunked(record).chunks]
+    if kind == KIND_COMMIT:
+        commit = decode_commit(record)
+        return [commit.tree, *(ObjectId(p) for p in commit.parents)]
+    return []
+
+
+def decode_any(record: bytes) -> object:
+    """Decode a record of any kind: fsck's proof that a record is well formed."""
+    kind = kind_of(record)
+    if kind == KIND_BLOB:
+        return decode_blob(record)
+    if kind == KIND_CHUNKED:
+        return decode_chunked(record)
+    if kind == KIND_TREE:
+        return decode_tree(record)
+    return decode_commit(record)
+
+
+def short(oid: bytes) -> str:
+    return hex_id(oid)[:12]

@@ -1,0 +1,51 @@
+"""Ref names and the rules for branch and snapshot names.
+
+Branches and snapshots appear as folders under `.helix/branches/` and
+`.helix/snapshots/`, so a name is one path component a user can type: no `/`, no NUL,
+no leading `.` or `-`, nothing revision syntax would misread (`~`, `^`, `:`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from helixfs.errors import InvalidName
+
+HEAD = "HEAD"
+BRANCHES = "branches/"
+SNAPSHOTS = "snapshots/"
+WORK = "work/"
+DEFAULT_BRANCH = "main"
+
+_BAD_NAME = re.compile(r"[\x00-\x20/\\~^:?*\[\]\x7f]")
+_HEXLIKE = re.compile(r"[0-9a-f]{40,64}")
+
+
+def check_name(name: object, what: str = "branch") -> str:
+    """A valid branch/snapshot name, or InvalidName saying what is wrong with it."""
+    if not isinstance(name, str) or not name:
+        raise InvalidName(f"{what} name must be a non-empty string")
+    if len(name.encode("utf-8", "surrogateescape")) > 200:
+        raise InvalidName(f"{what} name is longer than 200 bytes: {name[:40]!r}...")
+    if name[0] in ".-" or name == HEAD or name.endswith(".lock"):
+        raise InvalidName(f"{what} name {name!r} may not start with '.' or '-', nor be HEAD")
+    if _BAD_NAME.search(name):
+        raise InvalidName(
+            f"{what} name {name!r} may not contain spaces, control characters, "
+            "'/', '\\', '~', '^', ':', '?', '*', '[' or ']'"
+        )
+    if _HEXLIKE.fullmatch(name):
+        raise InvalidName(f"{what} name {name!r} looks like a commit id")
+    return name
+
+
+def branch_ref(name: str) -> str:
+    return BRANCHES + name
+
+
+def snapshot_ref(name: str) -> str:
+    return SNAPSHOTS + name
+
+
+def work_ref(name: str) -> str:
+    return WORK + name

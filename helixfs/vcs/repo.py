@@ -1,0 +1,695 @@
+"""`Repository`: the one core API every surface (CLI, FUSE, MCP, `.helix/`) calls.
+
+Refs (see docs/architecture.md): `HEAD` holds a branch name, `branches/NAME` and
+`snapshots/NAME` hold commit ids, `work/NAME` holds the tree id of a branch's saved but
+uncommitted state. Every ref move is a compare-and-swap in the same atomic write as the
+objects it needs, so a racing writer gets RefConflict, never a lost commit.
+
+Before a ref is moved behind a live Worktree's back (reset, merge, commit through this
+API, branch delete/rename), that worktree's pending changes are committed first, then it
+reloads, then subscribers hear the branch name: nothing a user saved is ever dropped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from helixfs.errors import (
+    AlreadyExists,
+    AmbiguousRevision,
+    CorruptObject,
+    InvalidInput,
+    InvalidName,
+    NotFound,
+)
+from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id, object_id
+from helixfs.store import ANY, ObjectStore, RefUpdate
+from helixfs.vcs import maint, merge
+from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
+from helixfs.vcs.objects import (
+    KIND_COMMIT,
+    Commit,
+    TreeEntry,
+    decode_commit,
+    encode_commit,
+    kind_of,
+)
+from helixfs.vcs.refs import (
+    BRANCHES,
+    DEFAULT_BRANCH,
+    HEAD,
+    SNAPSHOTS,
+    WORK,
+    branch_ref,
+    check_name,
+    snapshot_ref,
+    work_ref,
+)
+from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, show_path
+
+if TYPE_CHECKING:
+    from helixfs.vcs.worktree import Worktree
+
+MergeResult = merge.MergeResult
+_REV = re.compile(r"^(?P<base>[^~^]+)(?P<suffix>(?:[~^]\d*)*)$")
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+Listener = Callable[[str], None]
+Content = bytes | bytearray | memoryview | BinaryIO | None
+
+
+def default_author() -> str:
+    return os.environ.get("HELIX_AUTHOR") or os.environ.get("USER") or "helix"
+
+
+def path_text(path: bytes) -> str:
+    """A path as JSON-safe text that round-trips any bytes (surrogateescape)."""
+    return path.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class RefInfo:
+    name: str
+    commit: CommitId
+
+
+class Repository:
+    """A store seen as a version-controlled tree. Thread-safe: one lock for all writes."""
+
+    def __init__(self, store: ObjectStore, path: Path | None = None) -> None:
+        self.store = store
+        self.path = path
+        self.trees = Trees(store)
+        self.contents = ContentReader(store)
+        self.lock = threading.RLock()
+        self._commits: dict[CommitId, Commit] = {}
+        self._worktrees: dict[str, Worktree] = {}
+        self._listeners: list[Listener] = []
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, store: ObjectStore, branch: str = DEFAULT_BRANCH) -> Repository:
+        """Initialise an empty store: an empty root commit on `branch`, HEAD on it."""
+        check_name(branch)
+        if store.ref(HEAD) is not None:
+            raise AlreadyExists("this store is already initialised")
+        repo = cls(store)
+        root = Commit(EMPTY_TREE_ID, (), time.time_ns(), default_author(), "init", {})
+        record = encode_commit(root)
+        cid = object_id(record)
+        store.write(
+            {EMPTY_TREE_ID: EMPTY_TREE_RECORD, cid: record},
+            [
+                RefUpdate(HEAD, branch.encode(), expected=None),
+                RefUpdate(branch_ref(branch), cid, expected=None),
+            ],
+            sync=True,
+        )
+        return repo
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str]) -> Repository:
+        """Create a store folder (RocksDB inside) and initialise it."""
+        folder = Path(path)
+        if (folder / OBJECTS_DIR).exists():
+            raise AlreadyExists(f"a HelixFS store already exists at {folder}")
+        if folder.exists() and not folder.is_dir():
+            raise InvalidInput(f"{folder} is not a directory")
+        folder.mkdir(parents=True, exist_ok=True)
+        store = _open_rocks(folder)
+        try:
+            repo = cls.create(store)
+        except BaseException:
+            store.close()
+            raise
+        repo.path = folder
+        return repo
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Repository:
+        """Open a store folder (takes its single-writer lock) and recover pending state."""
+        folder = Path(path)
+        if not (folder / OBJECTS_DIR).is_dir():
+            raise NotFound(f"no HelixFS store at {folder} (create one with `helix init`)")
+        store = _open_rocks(folder)
+        try:
+            if store.ref(HEAD) is None:
+                raise NotFound(f"{folder} is not an initialised HelixFS store")
+            repo = cls(store, folder)
+            repo.recover()
+        except BaseException:
+            store.close()
+            raise
+        return repo
+
+    @classmethod
+    def wrap(cls, store: ObjectStore) -> Repository:
+        """An already-initialised store (e.g. MemoryStore in tests), with recovery."""
+        repo = cls(store)
+        repo.recover()
+        return repo
+
+    def close(self) -> None:
+        with self.lock:
+            for tree in list(self._worktrees.values()):
+                if tree.dirty:
+                    tree.save()
+            self._worktrees.clear()
+            self.store.close()
+
+    def __enter__(self) -> Repository:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def recover(self) -> list[CommitId]:
+        """Commit every branch whose saved work tree differs from its head ("kill -9")."""
+        made = []
+        with self.lock:
+            for name, value in list(self.store.refs(WORK)):
+                branch = name[len(WORK) :]
+                head = self.store.ref(branch_ref(branch))
+                if head is None:
+                    continue
+                cid = self._commit_work(branch, ObjectId(value), CommitId(head))
+                if cid is not None:
+                    made.append(cid)
+        return made
+
+    def _commit_work(self, branch: str, work: ObjectId, head: CommitId) -> CommitId | None:
+        objects: dict[ObjectId, bytes] = {}
+        tree = self.trees.without_ephemeral(work, objects)
+        if tree == self.commit_info(head).tree:
+            return None
+        changes = [show_path(c.path) for c in self.trees.diff(self.commit_info(head).tree, tree)]
+        meta = {"recovered": True, "changed": changes[:1000]}
+        return self._write_commit(branch, tree, [head], "recovered pending changes", meta, objects)
+
+    # -- subscribers and worktrees --------------------------------------------------------
+
+    def subscribe(self, callback: Listener) -> Callable[[], None]:
+        """Call `callback(branch)` after a ref moves outside that branch's own worktree."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback)
+
+    def _notify(self, branch: str) -> None:
+        for listener in list(self._listeners):
+            listener(branch)
+
+    def worktree(self, branch: str | None = None) -> Worktree:
+        from helixfs.vcs.worktree import Worktree
+
+        with self.lock:
+            name = branch if branch is not None else self.head_branch()
+            tree = self._worktrees.get(name)
+            if tree is None:
+                self._branch_head(name)
+                tree = Worktree(self, name)
+                self._worktrees[name] = tree
+            return tree
+
+    def snapshot_view(self, name: str) -> Worktree:
+        from helixfs.vcs.worktree import Worktree
+
+        cid = self.store.ref(snapshot_ref(check_name(name, "snapshot")))
+        if cid is None:
+            raise NotFound(f"no snapshot named {name!r}")
+        return Worktree(self, name, commit=CommitId(cid))
+
+    def commit_view(self, rev: str) -> Worktree:
+        from helixfs.vcs.worktree import Worktree
+
+        cid = self.resolve(rev)
+        return Worktree(self, hex_id(cid), commit=cid)
+
+    def _settle(self, branch: str) -> None:
+        """Commit a live worktree's pending changes before its ref moves out of band."""
+        tree = self._worktrees.get(branch)
+        if tree is not None and tree.dirty:
+            tree.commit("pending changes before an out-of-band update")
+
+    def _moved(self, branch: str) -> None:
+        tree = self._worktrees.get(branch)
+        if tree is not None:
+            tree.reload()
+        self._notify(branch)
+
+    # -- refs and revisions -------------------------------------------------------------
+
+    def head_branch(self) -> str:
+        value = self.store.ref(HEAD)
+        if value is None:
+            raise NotFound("this store has no HEAD: is it initialised?")
+        return value.decode()
+
+    def _branch_head(self, branch: str) -> CommitId:
+        value = self.store.ref(branch_ref(branch))
+        if value is None:
+            raise NotFound(f"no branch named {branch!r}")
+        return CommitId(value)
+
+    def resolve(self, rev: str = "HEAD") -> CommitId:
+        """A commit id from HEAD, NAME (branch, then snapshot), an id prefix, plus ~N / ^N."""
+        if not isinstance(rev, str) or not rev.strip():
+            raise InvalidInput("empty revision")
+        match = _REV.match(rev.strip())
+        if match is None:
+            raise NotFound(f"unknown revision {rev!r}")
+        cid = self._resolve_base(match["base"])
+        for step in re.findall(r"[~^]\d*", match["suffix"]):
+            cid = self._walk_back(rev, cid, step)
+        return cid
+
+    def _walk_back(self, rev: str, cid: CommitId, step: str) -> CommitId:
+        count = int(step[1:]) if len(step) > 1 else 1
+        if step[0] == "^":
+            parents = self.commit_info(cid).parents
+            if count == 0:
+                return cid
+            if count > len(parents):
+                raise NotFound(f"{rev!r}: commit {hex_id(cid)[:12]} has no parent {count}")
+            return parents[count - 1]
+        for _ in range(count):
+            parents = self.commit_info(cid).parents
+            if not parents:
+                raise NotFound(f"{rev!r} goes back past the first commit")
+            cid = parents[0]
+        return cid
+
+    def _resolve_base(self, base: str) -> CommitId:
+        if base in (HEAD, "@"):
+            return self._branch_head(self.head_branch())
+        for prefix in (BRANCHES, SNAPSHOTS):
+            if base.startswith(prefix):
+                value = self.store.ref(base)
+                if value is None:
+                    raise NotFound(f"unknown revision {base!r}")
+                return CommitId(value)
+        for ref in (branch_ref(base), snapshot_ref(base)):
+            value = self.store.ref(ref) if "\0" not in base else None
+            if value is not None:
+                return CommitId(value)
+        if _HEX.fullmatch(base):
+            return self._resolve_hex(base.lower())
+        raise NotFound(f"unknown revision {base!r}: not a branch, snapshot or commit id")
+
+    def _resolve_hex(self, prefix: str) -> CommitId:
+        if len(prefix) == 2 * ID_SIZE:
+            oid = ObjectId(bytes.fromhex(prefix))
+            if self.store.contains(oid) and self._is_commit(oid):
+                return CommitId(oid)
+            raise NotFound(f"no commit {prefix}")
+        found = [o for o in self.store.ids() if o.hex().startswith(prefix) and self._is_commit(o)]
+        if not found:
+            raise NotFound(f"unknown revision {prefix!r}: no commit id starts with it")
+        if len(found) > 1:
+            shown = ", ".join(hex_id(o)[:12] for o in sorted(found)[:5])
+            raise AmbiguousRevision(f"{prefix!r} matches {len(found)} commits: {shown}")
+        return CommitId(found[0])
+
+    def _is_commit(self, oid: ObjectId) -> bool:
+        try:
+            return kind_of(self.store.get(oid)) == KIND_COMMIT
+        except (CorruptObject, NotFound):
+            return False
+
+    def commit_info(self, rev: str | CommitId) -> Commit:
+        cid = self.resolve(rev) if isinstance(rev, str) else rev
+        commit = self._commits.get(cid)
+        if commit is None:
+            commit = decode_commit(self.store.get(ObjectId(cid)), cid)
+            if len(self._commits) > 65536:
+                self._commits.clear()
+            self._commits[cid] = commit
+        return commit
+
+    def branches(self) -> list[RefInfo]:
+        return [RefInfo(n[len(BRANCHES) :], CommitId(v)) for n, v in self.store.refs(BRANCHES)]
+
+    def snapshots(self) -> list[RefInfo]:
+        return [RefInfo(n[len(SNAPSHOTS) :], CommitId(v)) for n, v in self.store.refs(SNAPSHOTS)]
+
+    # -- reading ------------------------------------------------------------------------
+
+    def log(
+        self, rev: str = "HEAD", limit: int | None = None, *, first_parent: bool = True
+    ) -> Iterator[Commit]:
+        """Commits from `rev` back: first parents only, or every ancestor newest first."""
+        start = self.resolve(rev)
+        walk = self._first_parent(start) if first_parent else self._ancestors(start)
+        return itertools.islice(walk, limit)
+
+    def _first_parent(self, cid: CommitId) -> Iterator[Commit]:
+        current: CommitId | None = cid
+        while current is not None:
+            commit = self.commit_info(current)
+            yield commit
+            current = commit.parents[0] if commit.parents else None
+
+    def _ancestors(self, cid: CommitId) -> Iterator[Commit]:
+        import heapq
+
+        seen = {cid}
+        first = self.commit_info(cid)
+        heap = [(-first.time_ns, 0, first)]
+        tick = 1
+        while heap:
+            _, _, commit = heapq.heappop(heap)
+            yield commit
+            for parent in commit.parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    info = self.commit_info(parent)
+                    heapq.heappush(heap, (-info.time_ns, tick, info))
+                    tick += 1
+
+    def ls(self, rev: str = "HEAD", path: bytes | str = b"") -> list[TreeEntry]:
+        return list(self.trees.listing(self.commit_info(rev).tree, path).entries)
+
+    def entry(self, rev: str, path: bytes | str) -> TreeEntry | None:
+        return self.trees.entry(self.commit_info(rev).tree, path)
+
+    def read(self, rev: str, path: bytes | str) -> bytes:
+        entry = self.trees.file_entry(self.commit_info(rev).tree, path)
+        return self.contents.read(entry.oid)
+
+    def diff(self, a: str, b: str) -> list[Change]:
+        return list(self.trees.diff(self.commit_info(a).tree, self.commit_info(b).tree))
+
+    def diff_text(self, a: str, b: str, context: int = 3) -> str:
+        """A unified diff; files that are not UTF-8 text show as `Binary files ... differ`."""
+        out: list[str] = []
+        for change in self.diff(a, b):
+            out.extend(self._file_diff(change, context))
+        return "".join(out)
+
+    def _file_diff(self, change: Change, context: int) -> list[str]:
+        name = show_path(change.path)
+        old = self.contents.read(change.old.oid) if change.old else b""
+        new = self.contents.read(change.new.oid) if change.new else b""
+        src = f"a/{name}" if change.old else "/dev/null"
+        dst = f"b/{name}" if change.new else "/dev/null"
+        header = f"diff --helix a/{name} b/{name}\n"
+        old_text, new_text = merge.as_text(old), merge.as_text(new)
+        if old_text is None or new_text is None:
+            return [header, f"Binary files {src} and {dst} differ\n"]
+        lines = difflib.unified_diff(
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
+            src,
+            dst,
+            n=context,
+        )
+        return [
+            header,
+            *(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines),
+        ]
+
+    # -- writing ------------------------------------------------------------------------
+
+    def commit(
+        self,
+        changes: Mapping[bytes | str, Content],
+        message: str,
+        meta: Mapping[str, Any] | None = None,
+        branch: str | None = None,
+        *,
+        author: str | None = None,
+    ) -> CommitId:
+        """Commit path changes (bytes or a file object = write, None = delete) on `branch`.
+
+        Returns the new commit, or the unchanged head if the tree did not change.
+        """
+        started = time.perf_counter_ns()
+        with self.lock:
+            name = branch if branch is not None else self.head_branch()
+            self._settle(name)
+            head = self._branch_head(name)
+            objects: dict[ObjectId, bytes] = {}
+            stored, bases = self._store_changes(changes, head, objects)
+            tree = self.trees.apply(self.commit_info(head).tree, stored, objects)
+            if tree == self.commit_info(head).tree:
+                return head
+            info = dict(meta or {})
+            info.setdefault("changed", sorted(path_text(p) for p in stored)[:1000])
+            cid = self._write_commit(
+                name, tree, [head], message, info, objects, bases, author, started
+            )
+            self._moved_if_live(name)
+            return cid
+
+    def _store_changes(
+        self, changes: Mapping[bytes | str, Content], head: CommitId, objects: dict[ObjectId, bytes]
+    ) -> tuple[dict[bytes, Stored | None], dict[ObjectId, ObjectId]]:
+        if not isinstance(changes, Mapping) or not changes:
+            raise InvalidInput("a commit needs at least one path change")
+        stored: dict[bytes, Stored | None] = {}
+        bases: dict[ObjectId, ObjectId] = {}
+        root = self.commit_info(head).tree
+        for raw_path, content in changes.items():
+            path = (
+                raw_path.encode("utf-8", "surrogateescape")
+                if isinstance(raw_path, str)
+                else raw_path
+            )
+            if content is None:
+                stored[path] = None
+                continue
+            if isinstance(content, bytes | bytearray | memoryview):
+                result = pack_bytes(content)
+            elif hasattr(content, "read"):
+                result = store_stream(content, lambda objs: self.store.write(objs))
+            else:
+                raise InvalidInput(f"content for {path!r} must be bytes, a file or None")
+            stored[path] = result
+            self._hint_base(root, path, result, bases)
+        return stored, bases
+
+    def _hint_base(
+        self, root: ObjectId, path: bytes, result: Stored, bases: dict[ObjectId, ObjectId]
+    ) -> None:
+        """Tell the store the previous version of this path, so it can store a delta."""
+        try:
+            old = self.trees.entry(root, path)
+        except (NotFound, InvalidInput, CorruptObject, Exception):
+            return
+        if (
+            old is not None
+            and old.is_file()
+            and old.oid != result.oid
+            and result.oid in result.objects
+        ):
+            bases[result.oid] = old.oid
+
+    def _write_commit(
+        self,
+        branch: str,
+        tree: ObjectId,
+        parents: list[CommitId],
+        message: str,
+        meta: dict[str, Any],
+        objects: dict[ObjectId, bytes],
+        bases: Mapping[ObjectId, ObjectId] | None = None,
+        author: str | None = None,
+        started: int | None = None,
+        work: ObjectId | None = None,
+    ) -> CommitId:
+        """Write a commit object and CAS-move `branches/BRANCH` from parents[0] (one batch).
+
+        `work` is the full work tree the commit came from (it may hold editor temp files
+        the commit tree leaves out); the work ref is dropped when it adds nothing.
+        """
+        if not isinstance(message, str):
+            raise InvalidInput("commit message must be a string")
+        if started is not None:
+            meta["latency_us"] = (time.perf_counter_ns() - started) // 1000
+        commit = Commit(
+            tree, tuple(parents), time.time_ns(), author or default_author(), message, meta
+        )
+        record = encode_commit(commit)
+        cid = CommitId(object_id(record))
+        objects[ObjectId(cid)] = record
+        refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
+        keep = work if work is not None and work != tree else None
+        refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
+        self.store.write(objects, refs, delta_bases=bases or None)
+        self.trees.mark_clean(tree)
+        return cid
+
+    def _moved_if_live(self, branch: str) -> None:
+        if branch in self._worktrees:
+            self._moved(branch)
+
+    # -- branches and snapshots ---------------------------------------------------------
+
+    def create_branch(self, name: str, rev: str = "HEAD") -> CommitId:
+        check_name(name)
+        with self.lock:
+            cid = self.resolve(rev)
+            self._create_ref(branch_ref(name), cid, f"branch {name!r} already exists")
+            self._notify(name)
+            return cid
+
+    def _create_ref(self, ref: str, cid: CommitId, exists: str) -> None:
+        from helixfs.errors import RefConflict
+
+        if self.store.ref(ref) is not None:
+            raise AlreadyExists(exists)
+        try:
+            self.store.write({}, [RefUpdate(ref, cid, expected=None)])
+        except RefConflict:
+            raise AlreadyExists(exists) from None
+
+    def delete_branch(self, name: str) -> CommitId:
+        """Drop a branch ref (its commits stay until gc). The HEAD branch cannot go."""
+        with self.lock:
+            cid = self._branch_head(check_name(name))
+            if name == self.head_branch():
+                raise InvalidInput(f"cannot delete {name!r}: it is the current branch (HEAD)")
+            self._settle(name)
+            cid = self._branch_head(name)
+            self.store.write(
+                {},
+                [
+                    RefUpdate(branch_ref(name), None, expected=cid),
+                    RefUpdate(work_ref(name), None, expected=ANY),
+                ],
+            )
+            self._worktrees.pop(name, None)
+            self._notify(name)
+            return cid
+
+    def rename_branch(self, old: str, new: str) -> None:
+        with self.lock:
+            check_name(new)
+            cid = self._branch_head(check_name(old))
+            if self.store.ref(branch_ref(new)) is not None:
+                raise AlreadyExists(f"branch {new!r} already exists")
+            self._settle(old)
+            cid = self._branch_head(old)
+            work = self.store.ref(work_ref(old))
+            refs = [
+                RefUpdate(branch_ref(old), None, expected=cid),
+                RefUpdate(branch_ref(new), cid, expected=None),
+                RefUpdate(work_ref(old), None, expected=work),
+                RefUpdate(work_ref(new), work, expected=ANY),
+            ]
+            if self.head_branch() == old:
+                refs.append(RefUpdate(HEAD, new.encode(), expected=old.encode()))
+            self.store.write({}, refs)
+            self._worktrees.pop(old, None)
+            self._notify(old)
+            self._notify(new)
+
+    def create_snapshot(self, name: str, rev: str = "HEAD") -> CommitId:
+        check_name(name, "snapshot")
+        with self.lock:
+            branch = self.head_branch() if rev in ("HEAD", "@") else rev
+            if branch in self._worktrees:
+                self._settle(branch)
+            cid = self.resolve(rev)
+            self._create_ref(snapshot_ref(name), cid, f"snapshot {name!r} already exists")
+            return cid
+
+    def delete_snapshot(self, name: str) -> CommitId:
+        with self.lock:
+            ref = snapshot_ref(check_name(name, "snapshot"))
+            cid = self.store.ref(ref)
+            if cid is None:
+                raise NotFound(f"no snapshot named {name!r}")
+            self.store.write({}, [RefUpdate(ref, None, expected=cid)])
+            return CommitId(cid)
+
+    def checkout(self, branch: str) -> None:
+        """Point HEAD (what the mount root shows) at another branch."""
+        with self.lock:
+            self._branch_head(check_name(branch))
+            old = self.head_branch()
+            if old == branch:
+                return
+            self.store.write({}, [RefUpdate(HEAD, branch.encode(), expected=old.encode())])
+            self._notify(old)
+            self._notify(branch)
+
+    def reset_hard(self, rev: str, branch: str | None = None) -> CommitId:
+        """Move a branch to `rev`. Its pending work is committed first, so it stays in log."""
+        with self.lock:
+            name = branch if branch is not None else self.head_branch()
+            self._branch_head(name)
+            target = self.resolve(rev)
+            self._settle(name)
+            head = self._branch_head(name)
+            self.store.write(
+                {},
+                [
+                    RefUpdate(branch_ref(name), target, expected=head),
+                    RefUpdate(work_ref(name), None, expected=ANY),
+                ],
+            )
+            self._moved(name)
+            return target
+
+    def merge(
+        self,
+        branch: str,
+        into: str | None = None,
+        *,
+        message: str | None = None,
+        allow_conflicts: bool = False,
+    ) -> MergeResult:
+        """Three-way merge of `branch` into `into` (default: HEAD's branch).
+
+        Conflicts raise MergeConflict (carrying the conflicting paths and the files with
+        markers) and change nothing, unless `allow_conflicts`: then the marked files are
+        committed with `meta["conflicts"]` listing them and the result says so.
+        """
+        with self.lock:
+            target = into if into is not None else self.head_branch()
+            self._settle(target)
+            self._settle(branch)
+            result = merge.merge_branches(self, branch, target, message, allow_conflicts)
+            if result.status != "up-to-date":
+                self._moved(target)
+            return result
+
+    # -- maintenance --------------------------------------------------------------------
+
+    def gc(
+        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> maint.GcReport:
+        with self.lock:
+            for tree in self._worktrees.values():
+                tree.save()
+            return maint.gc(self, dry_run, progress)
+
+    def fsck(self, progress: Callable[[int, int], None] | None = None) -> maint.FsckReport:
+        with self.lock:
+            return maint.fsck(self, progress)
+
+    def stats(self, last: int = 1000) -> maint.RepoStats:
+        with self.lock:
+            return maint.stats(self, last)
+
+
+OBJECTS_DIR = "objects"
+"""The RocksDB directory inside a store folder (memory.db, control.sock, tmp/ sit beside)."""
+
+
+def _open_rocks(folder: Path) -> ObjectStore:
+    from helixfs.store.rocks import RocksStore
+
+    store: ObjectStore = RocksStore(folder / OBJECTS_DIR)
+    return store
+
+
+__all__ = ["Repository", "RefInfo", "MergeResult", "InvalidName"]

@@ -1,0 +1,300 @@
+"""Operations on stored trees: lookup, path copying, diff, ephemeral filtering.
+
+Trees are immutable and content-addressed, so decoded trees are cached by id without
+any invalidation, and a change to one path re-encodes only the directories on its way
+to the root (path copying): the rest of the tree is shared by id.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Union
+
+from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
+from helixfs.ids import ObjectId, object_id
+from helixfs.store import ObjectStore
+from helixfs.vcs.content import Stored
+from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.objects import (
+    MODE_DIR,
+    MODE_FILE,
+    Tree,
+    TreeEntry,
+    decode_tree,
+    encode_entry,
+    encode_tree_raw,
+)
+
+EMPTY_TREE_RECORD = encode_tree_raw([])
+EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
+EMPTY_TREE = Tree((), (), ())
+
+Objects = dict[ObjectId, bytes]
+Nested = dict[bytes, Union["Nested", Stored, None]]
+
+
+def split_path(path: bytes | str) -> list[bytes]:
+    """Components of a relative path; b"" is the root. Refuses `.`, `..`, NUL and `//`."""
+    if isinstance(path, str):
+        path = path.encode("utf-8", "surrogateescape")
+    if not isinstance(path, bytes):
+        raise InvalidInput(f"path must be bytes or str, got {type(path).__name__}")
+    path = path.strip(b"/")
+    if not path:
+        return []
+    parts = path.split(b"/")
+    for part in parts:
+        if not part or part in (b".", b"..") or b"\0" in part or len(part) > 255:
+            raise InvalidInput(f"invalid path {path!r:.200}")
+    return parts
+
+
+def show_path(path: bytes) -> str:
+    return path.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path that differs between two trees. status: A(dded), D(eleted), M(odified)."""
+
+    status: str
+    path: bytes
+    old: TreeEntry | None
+    new: TreeEntry | None
+
+
+class Trees:
+    """Decoded-tree cache over a store, plus the tree algorithms that use it."""
+
+    def __init__(self, store: ObjectStore, limit: int = 4096) -> None:
+        self.store = store
+        self._cache: dict[ObjectId, Tree] = {EMPTY_TREE_ID: EMPTY_TREE}
+        self._limit = limit
+        self._filtered: dict[ObjectId, ObjectId] = {EMPTY_TREE_ID: EMPTY_TREE_ID}
+
+    def get(self, oid: ObjectId) -> Tree:
+        tree = self._cache.get(oid)
+        if tree is None:
+            tree = decode_tree(self.store.get(oid))
+            self.remember(oid, tree)
+        return tree
+
+    def remember(self, oid: ObjectId, tree: Tree) -> None:
+        if len(self._cache) >= self._limit:
+            for stale in list(self._cache)[: self._limit // 4]:
+                del self._cache[stale]
+        self._cache[oid] = tree
+
+    def encode(self, entries: list[TreeEntry], raws: list[bytes], objects: Objects) -> ObjectId:
+        """Store a tree (into `objects`) from entries already sorted by name."""
+        record = encode_tree_raw(raws)
+        oid = object_id(record)
+        objects[oid] = record
+        self.remember(oid, Tree(tuple(entries), tuple(e.name for e in entries), tuple(raws)))
+        return oid
+
+    def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
+        entries = sorted(entries, key=lambda e: e.name)
+        return self.encode(entries, [encode_entry(e) for e in entries], objects)
+
+    # -- lookup ---------------------------------------------------------------------
+
+    def entry(self, root: ObjectId, path: bytes | str) -> TreeEntry | None:
+        """The entry at `path` (None for the root itself). NotFound / NotADirectory."""
+        parts = split_path(path)
+        found: TreeEntry | None = None
+        tree_oid = root
+        for depth, name in enumerate(parts):
+            if found is not None and not found.is_dir():
+                raise NotADirectory(f"{show_path(b'/'.join(parts[:depth]))} is not a directory")
+            found = find(self.get(tree_oid), name)
+            if found is None:
+                raise NotFound(f"no such path: {show_path(b'/'.join(parts))}")
+            tree_oid = found.oid
+        return found
+
+    def listing(self, root: ObjectId, path: bytes | str) -> Tree:
+        entry = self.entry(root, path)
+        if entry is None:
+            return self.get(root)
+        if not entry.is_dir():
+            raise NotADirectory(f"{show_path(entry.name)} is not a directory")
+        return self.get(entry.oid)
+
+    def file_entry(self, root: ObjectId, path: bytes | str) -> TreeEntry:
+        entry = self.entry(root, path)
+        if entry is None or entry.is_dir():
+            raise IsADirectory(f"{show_path(entry.name if entry else b'/')} is a directory")
+        return entry
+
+    def walk(self, root: ObjectId, prefix: bytes = b"") -> Iterator[tuple[bytes, TreeEntry]]:
+        """Every entry below `root`, depth first, with its full path."""
+        for entry in self.get(root).entries:
+            path = prefix + entry.name
+            yield path, entry
+            if entry.is_dir():
+                yield from self.walk(entry.oid, path + b"/")
+
+    # -- path copying -----------------------------------------------------------------
+
+    def apply(
+        self,
+        root: ObjectId,
+        changes: Mapping[bytes, Stored | None],
+        objects: Objects,
+        mtime_ns: int | None = None,
+    ) -> ObjectId:
+        """The root id after writing/deleting `changes` (path -> content or None).
+
+        New tree records go to `objects`; cost is proportional to the changed paths.
+        """
+        nested: Nested = {}
+        for path, change in changes.items():
+            parts = split_path(path)
+            if not parts:
+                raise InvalidInput("cannot write the root directory as a file")
+            node = nested
+            for depth, part in enumerate(parts[:-1]):
+                sub = node.setdefault(part, {})
+                if not isinstance(sub, dict):
+                    raise InvalidInput(
+                        f"{show_path(b'/'.join(parts[: depth + 1]))} is both a file and a "
+                        "directory in one commit"
+                    )
+                node = sub
+            if isinstance(node.get(parts[-1]), dict):
+                raise InvalidInput(f"{show_path(path)} is both a file and a directory")
+            node[parts[-1]] = change
+        now = mtime_ns if mtime_ns is not None else time.time_ns()
+        return self._apply(root, nested, objects, now, b"")
+
+    def _apply(
+        self, oid: ObjectId, nested: Nested, objects: Objects, now: int, prefix: bytes
+    ) -> ObjectId:
+        tree = self.get(oid)
+        names, entries, raws = list(tree.names), list(tree.entries), list(tree.raw)
+        for name, change in nested.items():
+            i = bisect.bisect_left(names, name)
+            old = entries[i] if i < len(names) and names[i] == name else None
+            path = prefix + name
+            if change is None:
+                if old is None:
+                    raise NotFound(f"cannot delete {show_path(path)}: no such path")
+                del names[i], entries[i], raws[i]
+                continue
+            new = self._new_entry(name, old, change, objects, now, path)
+            if old is None:
+                names.insert(i, name)
+                entries.insert(i, new)
+                raws.insert(i, encode_entry(new))
+            else:
+                entries[i] = new
+                raws[i] = encode_entry(new)
+        return self.encode(entries, raws, objects)
+
+    def _new_entry(
+        self,
+        name: bytes,
+        old: TreeEntry | None,
+        change: Nested | Stored,
+        objects: Objects,
+        now: int,
+        path: bytes,
+    ) -> TreeEntry:
+        if isinstance(change, dict):
+            if old is not None and not old.is_dir():
+                raise NotADirectory(f"{show_path(path)} is a file, not a directory")
+            sub = self._apply(old.oid if old else EMPTY_TREE_ID, change, objects, now, path + b"/")
+            mode = old.mode if old else MODE_DIR
+            return TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
+        objects.update(change.objects)
+        mode = old.mode if old is not None and old.is_file() else MODE_FILE
+        xattrs = old.xattrs if old is not None and old.is_file() else ()
+        return TreeEntry(name, mode, change.oid, change.size, now, xattrs)
+
+    # -- diff -------------------------------------------------------------------------
+
+    def diff(self, old: ObjectId, new: ObjectId, prefix: bytes = b"") -> Iterator[Change]:
+        """Changed files between two trees, sorted by path; equal subtrees are skipped."""
+        if old == new:
+            return
+        a, b = self.get(old).entries, self.get(new).entries
+        i = j = 0
+        while i < len(a) or j < len(b):
+            ea = a[i] if i < len(a) else None
+            eb = b[j] if j < len(b) else None
+            if eb is None or (ea is not None and ea.name < eb.name):
+                yield from self._one_side("D", ea, prefix)  # type: ignore[arg-type]
+                i += 1
+            elif ea is None or eb.name < ea.name:
+                yield from self._one_side("A", eb, prefix)
+                j += 1
+            else:
+                yield from self._pair(ea, eb, prefix)
+                i += 1
+                j += 1
+
+    def _pair(self, ea: TreeEntry, eb: TreeEntry, prefix: bytes) -> Iterator[Change]:
+        path = prefix + ea.name
+        if ea.is_dir() and eb.is_dir():
+            yield from self.diff(ea.oid, eb.oid, path + b"/")
+        elif ea.is_dir() or eb.is_dir():
+            yield from self._one_side("D", ea, prefix)
+            yield from self._one_side("A", eb, prefix)
+        elif (ea.oid, ea.mode, ea.xattrs) != (eb.oid, eb.mode, eb.xattrs):
+            yield Change("M", path, ea, eb)
+
+    def _one_side(self, status: str, entry: TreeEntry, prefix: bytes) -> Iterator[Change]:
+        path = prefix + entry.name
+        if not entry.is_dir():
+            yield Change(
+                status, path, entry if status == "D" else None, entry if status == "A" else None
+            )
+            return
+        for sub_path, sub in self.walk(entry.oid, path + b"/"):
+            if not sub.is_dir():
+                yield Change(
+                    status, sub_path, sub if status == "D" else None, sub if status == "A" else None
+                )
+
+    # -- ephemeral filtering ------------------------------------------------------------
+
+    def mark_clean(self, oid: ObjectId) -> None:
+        """`oid` is known to hold no ephemeral file (it is, or is inside, a commit tree)."""
+        self._filtered[oid] = oid
+
+    def without_ephemeral(self, oid: ObjectId, objects: Objects) -> ObjectId:
+        """The same tree minus editor temp files, memoised by id (ids never change)."""
+        done = self._filtered.get(oid)
+        if done is not None:
+            return done
+        tree = self.get(oid)
+        entries, raws, changed = [], [], False
+        for entry, raw in zip(tree.entries, tree.raw, strict=True):
+            if is_ephemeral(entry.name) and not entry.is_dir():
+                changed = True
+                continue
+            if entry.is_dir():
+                sub = self.without_ephemeral(entry.oid, objects)
+                if sub != entry.oid:
+                    entry = TreeEntry(
+                        entry.name, entry.mode, sub, entry.size, entry.mtime_ns, entry.xattrs
+                    )
+                    raw = encode_entry(entry)
+                    changed = True
+            entries.append(entry)
+            raws.append(raw)
+        result = self.encode(entries, raws, objects) if changed else oid
+        self._filtered[oid] = result
+        self._filtered[result] = result
+        return result
+
+
+def find(tree: Tree, name: bytes) -> TreeEntry | None:
+    i = bisect.bisect_left(tree.names, name)
+    if i < len(tree.names) and tree.names[i] == name:
+        return tree.entries[i]
+    return None

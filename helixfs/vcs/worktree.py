@@ -1,0 +1,608 @@
+"""The L0 live state of a branch: a tree of Nodes, loaded lazily, mutated in place.
+
+Only directories on the path of a change are ever materialised, and a save re-encodes
+only the dirty ones (a dirty directory's ancestors are always dirty too, so the walk
+stops at the first clean node). Clean nodes keep the encoded tree entry they were
+loaded from, so re-encoding a directory with one changed child costs one entry encode
+plus a join. Node objects keep their identity for the life of the Worktree (rename
+moves the same object): the filesystem maps inodes to them.
+
+Contents are written to the store as soon as they are set (so a closed file is in the
+store even before the save that links it); a save writes the dirty trees and moves
+`work/BRANCH` in one batch; a commit is that batch plus a commit object and a CAS of
+`branches/BRANCH`. Editor temp files (vcs/ephemeral.py) stay in the work tree but are
+filtered out of commit trees.
+"""
+
+from __future__ import annotations
+
+import stat
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from helixfs.errors import (
+    AlreadyExists,
+    DirectoryNotEmpty,
+    InvalidInput,
+    InvalidName,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    ReadOnly,
+)
+from helixfs.ids import CommitId, ObjectId, object_id
+from helixfs.store import RefUpdate
+from helixfs.vcs.content import EMPTY, Stored, pack_bytes, store_stream
+from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.objects import TreeEntry, encode_entry, encode_tree_raw
+from helixfs.vcs.refs import work_ref
+from helixfs.vcs.treeops import show_path
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+Objects = dict[ObjectId, bytes]
+_PERM = 0o7777
+_CHANGED_LIMIT = 1000
+
+
+class Node:
+    """One file, directory or symlink of a live branch state."""
+
+    __slots__ = (
+        "name",
+        "parent",
+        "mode",
+        "size",
+        "mtime_ns",
+        "ctime_ns",
+        "xattrs",
+        "oid",
+        "children",
+        "dirty",
+        "pure",
+        "raw",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        name: bytes,
+        parent: Node | None,
+        mode: int,
+        oid: ObjectId | None,
+        size: int = 0,
+        mtime_ns: int = 0,
+        xattrs: dict[bytes, bytes] | None = None,
+    ) -> None:
+        self.name = name
+        self.parent = parent
+        self.mode = mode
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = mtime_ns
+        self.xattrs: dict[bytes, bytes] = xattrs if xattrs is not None else {}
+        self.oid = oid  # content id; for a directory, its tree id when not dirty
+        self.children: dict[bytes, Node] | None = None  # None: not loaded yet
+        self.dirty = False  # directory whose listing must be re-encoded
+        self.pure = False  # directory known to hold no ephemeral file anywhere below
+        self.raw: bytes | None = None  # cached encoding of this node's tree entry
+
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+    def entry(self) -> TreeEntry:
+        assert self.oid is not None, "a dirty directory has no entry until it is encoded"
+        size = 0 if self.is_dir() else self.size
+        xattrs = tuple(sorted(self.xattrs.items()))
+        return TreeEntry(self.name, self.mode, self.oid, size, self.mtime_ns, xattrs)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name!r} mode={self.mode:o} size={self.size}>"
+
+
+def _node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
+    node = Node(
+        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, dict(entry.xattrs)
+    )
+    node.raw = raw
+    node.pure = parent.pure
+    return node
+
+
+def check_entry_name(name: object) -> bytes:
+    if not isinstance(name, bytes):
+        raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
+    if not name or len(name) > 255 or b"/" in name or b"\0" in name or name in (b".", b".."):
+        raise InvalidName(f"invalid file name {name!r:.80}")
+    return name
+
+
+class Worktree:
+    """A branch's live, mutable state (or a read-only view of a snapshot or commit)."""
+
+    def __init__(self, repo: Repository, branch: str, *, commit: CommitId | None = None) -> None:
+        self.repo = repo
+        self.branch = branch
+        self.readonly = commit is not None
+        self._fixed = commit
+        self._lock = repo.lock
+        self.reload()
+        if not self.readonly and not repo.store.contains(EMPTY.oid):
+            repo.store.write(EMPTY.objects)
+
+    # -- state --------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Re-read the branch head (after an out-of-band ref move). Nodes are replaced."""
+        with self._lock:
+            store = self.repo.store
+            head = self._fixed if self._fixed is not None else self.repo._branch_head(self.branch)
+            head_tree = self.repo.commit_info(head).tree
+            work = None if self.readonly else store.ref(work_ref(self.branch))
+            self._head = head
+            self._work_value = ObjectId(work) if work is not None else None
+            root_tree = self._work_value or head_tree
+            self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree)
+            self.root.pure = root_tree == head_tree
+            self._changed: set[bytes] = set()
+            self._unsaved = False
+            self._next_message: str | None = None
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._changed) or self._unsaved
+
+    @property
+    def head(self) -> CommitId:
+        return self._head
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise ReadOnly(f"{self.branch!r} is read-only (a snapshot or commit view)")
+
+    def _children(self, node: Node) -> dict[bytes, Node]:
+        if not node.is_dir():
+            raise NotADirectory(f"{show_path(self.path_of(node))} is not a directory")
+        if node.children is None:
+            assert node.oid is not None
+            tree = self.repo.trees.get(node.oid)
+            node.children = {
+                entry.name: _node_from_entry(entry, node, raw)
+                for entry, raw in zip(tree.entries, tree.raw, strict=True)
+            }
+        return node.children
+
+    def _touch(self, node: Node, *paths: bytes, relisted: bool = False) -> None:
+        """Record a change to `node` (to its listing too if `relisted`) and mark its
+        ancestors for re-encoding."""
+        node.raw = None
+        node.ctime_ns = time.time_ns()
+        if node is not self.root and node.parent is None:
+            return  # detached (unlinked but still open): nothing in the tree changes
+        self._unsaved = True
+        if len(self._changed) < _CHANGED_LIMIT:
+            self._changed.update(paths or (self.path_of(node),))
+        if relisted:
+            node.dirty = True
+        parent = node.parent
+        while parent is not None and not parent.dirty:
+            parent.dirty = True
+            parent.raw = None
+            parent = parent.parent
+
+    # -- reading ------------------------------------------------------------------------
+
+    def lookup(self, parent: Node, name: bytes) -> Node:
+        with self._lock:
+            node = self._children(parent).get(name)
+            if node is None:
+                raise NotFound(f"no such file: {show_path(self._join(parent, name))}")
+            return node
+
+    def listdir(self, parent: Node) -> list[tuple[bytes, Node]]:
+        with self._lock:
+            return sorted(self._children(parent).items())
+
+    def read(self, node: Node, offset: int, size: int) -> bytes:
+        if node.is_dir():
+            raise IsADirectory(f"{show_path(self.path_of(node))} is a directory")
+        if size < 0 or offset < 0:
+            raise InvalidInput("read offset and size must not be negative")
+        if offset >= node.size or size == 0:
+            return b""
+        assert node.oid is not None
+        return self.repo.contents.read(node.oid, offset, min(size, node.size - offset))
+
+    def readlink(self, node: Node) -> bytes:
+        if not node.is_symlink():
+            raise InvalidInput(f"{show_path(self.path_of(node))} is not a symlink")
+        assert node.oid is not None
+        return self.repo.contents.read(node.oid)
+
+    def content_id(self, node: Node) -> ObjectId | None:
+        if node.is_dir() and node.dirty:
+            return None
+        return node.oid
+
+    def path_of(self, node: Node) -> bytes:
+        parts = []
+        while node.parent is not None:
+            parts.append(node.name)
+            node = node.parent
+        return b"/".join(reversed(parts))
+
+    def _join(self, parent: Node, name: bytes) -> bytes:
+        base = self.path_of(parent)
+        return base + b"/" + name if base else name
+
+    def last_commit(self, path: bytes, limit: int = 1000) -> CommitId | None:
+        """The newest first-parent commit that changed `path` (None if never committed)."""
+        trees = self.repo.trees
+        previous: CommitId | None = None
+        previous_entry: TreeEntry | None = None
+        for commit in self.repo.log(self._head.hex(), limit=limit):
+            try:
+                entry = trees.entry(commit.tree, path)
+            except (NotFound, NotADirectory):
+                entry = None
+            if previous is not None and _entry_key(entry) != _entry_key(previous_entry):
+                return previous
+            if entry is None:
+                return None
+            previous, previous_entry = commit.id, entry
+        return previous
+
+    # -- namespace mutations --------------------------------------------------------------
+
+    def _new_child(self, parent: Node, name: bytes, node: Node) -> Node:
+        children = self._children(parent)
+        if name in children:
+            raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
+        children[name] = node
+        parent.mtime_ns = node.mtime_ns
+        self._touch(parent, self._join(parent, name), relisted=True)
+        node.raw = None
+        return node
+
+    def create(self, parent: Node, name: bytes, mode: int = 0o644) -> Node:
+        with self._lock:
+            self._writable()
+            node = Node(
+                check_entry_name(name),
+                parent,
+                stat.S_IFREG | (mode & _PERM),
+                EMPTY.oid,
+                0,
+                time.time_ns(),
+            )
+            return self._new_child(parent, name, node)
+
+    def mkdir(self, parent: Node, name: bytes, mode: int = 0o755) -> Node:
+        with self._lock:
+            self._writable()
+            node = Node(
+                check_entry_name(name),
+                parent,
+                stat.S_IFDIR | (mode & _PERM),
+                None,
+                0,
+                time.time_ns(),
+            )
+            node.children = {}
+            node.dirty = True
+            node.pure = True
+            return self._new_child(parent, name, node)
+
+    def symlink(self, parent: Node, name: bytes, target: bytes) -> Node:
+        with self._lock:
+            self._writable()
+            if not isinstance(target, bytes) or not target or b"\0" in target:
+                raise InvalidInput("a symlink target must be non-empty bytes without NUL")
+            stored = self._write_content(pack_bytes(target), None)
+            node = Node(
+                check_entry_name(name),
+                parent,
+                stat.S_IFLNK | 0o777,
+                stored.oid,
+                len(target),
+                time.time_ns(),
+            )
+            return self._new_child(parent, name, node)
+
+    def unlink(self, parent: Node, name: bytes) -> Node:
+        with self._lock:
+            self._writable()
+            node = self.lookup(parent, name)
+            if node.is_dir():
+                raise IsADirectory(f"{show_path(self._join(parent, name))} is a directory")
+            self._detach(parent, name)
+            return node
+
+    def rmdir(self, parent: Node, name: bytes) -> None:
+        with self._lock:
+            self._writable()
+            node = self.lookup(parent, name)
+            if not node.is_dir():
+                raise NotADirectory(f"{show_path(self._join(parent, name))} is not a directory")
+            if self._children(node):
+                raise DirectoryNotEmpty(f"{show_path(self._join(parent, name))} is not empty")
+            self._detach(parent, name)
+
+    def _detach(self, parent: Node, name: bytes) -> Node:
+        children = self._children(parent)
+        node = children.pop(name)
+        path = self._join(parent, name)
+        node.parent = None
+        parent.mtime_ns = time.time_ns()
+        self._touch(parent, path, relisted=True)
+        return node
+
+    def rename(
+        self,
+        old_parent: Node,
+        old_name: bytes,
+        new_parent: Node,
+        new_name: bytes,
+        *,
+        noreplace: bool = False,
+        exchange: bool = False,
+    ) -> Node | None:
+        """Move a node (the same object) to a new name; returns the node it replaced."""
+        with self._lock:
+            self._writable()
+            check_entry_name(new_name)
+            if noreplace and exchange:
+                raise InvalidInput("rename: noreplace and exchange exclude each other")
+            src = self.lookup(old_parent, old_name)
+            dst = self._children(new_parent).get(new_name)
+            if exchange:
+                self._exchange(old_parent, old_name, src, new_parent, new_name, dst)
+                return None
+            if dst is src:
+                return None
+            self._check_replace(src, dst, new_parent, new_name, noreplace)
+            self._check_not_inside(src, new_parent)
+            old_path = self._join(old_parent, old_name)
+            self._detach(old_parent, old_name)
+            if dst is not None:
+                self._detach(new_parent, new_name)
+            self._attach(src, new_parent, new_name, old_path)
+            return dst
+
+    def _check_replace(
+        self, src: Node, dst: Node | None, parent: Node, name: bytes, noreplace: bool
+    ) -> None:
+        if dst is None:
+            return
+        where = show_path(self._join(parent, name))
+        if noreplace:
+            raise AlreadyExists(f"{where} already exists")
+        if src.is_dir() and not dst.is_dir():
+            raise NotADirectory(f"cannot replace the file {where} with a directory")
+        if not src.is_dir() and dst.is_dir():
+            raise IsADirectory(f"cannot replace the directory {where} with a file")
+        if dst.is_dir() and self._children(dst):
+            raise DirectoryNotEmpty(f"{where} is not empty")
+
+    def _check_not_inside(self, node: Node, target: Node) -> None:
+        """A directory cannot move into itself or one of its descendants."""
+        probe: Node | None = target
+        while probe is not None:
+            if probe is node:
+                raise InvalidInput("cannot move a directory inside itself")
+            probe = probe.parent
+
+    def _attach(self, node: Node, parent: Node, name: bytes, old_path: bytes) -> None:
+        node.name = name
+        node.parent = parent
+        self._children(parent)[name] = node
+        parent.mtime_ns = time.time_ns()
+        node.raw = None
+        node.ctime_ns = parent.mtime_ns
+        self._touch(parent, old_path, self._join(parent, name), relisted=True)
+
+    def _exchange(
+        self, op: Node, on: bytes, src: Node, np: Node, nn: bytes, dst: Node | None
+    ) -> None:
+        if dst is None:
+            raise NotFound(f"cannot exchange with {show_path(self._join(np, nn))}: no such file")
+        if dst is src:
+            return
+        self._check_not_inside(src, np)
+        self._check_not_inside(dst, op)
+        path_a, path_b = self._join(op, on), self._join(np, nn)
+        self._children(op)[on] = dst
+        self._children(np)[nn] = src
+        src.name, src.parent, dst.name, dst.parent = nn, np, on, op
+        src.raw = dst.raw = None
+        self._touch(op, path_a, path_b, relisted=True)
+        self._touch(np, path_a, path_b, relisted=True)
+
+    # -- content and attributes -------------------------------------------------------------
+
+    def _write_content(self, stored: Stored, previous: ObjectId | None) -> Stored:
+        bases = None
+        if previous is not None and previous != stored.oid and stored.oid in stored.objects:
+            bases = {stored.oid: previous}
+        if stored.objects:
+            self.repo.store.write(stored.objects, delta_bases=bases)
+        return stored
+
+    def set_content(self, node: Node, source: BinaryIO | bytes) -> None:
+        """Store the file's full new content; large sources are streamed in chunks."""
+        with self._lock:
+            self._writable()
+            if not node.is_file():
+                raise IsADirectory(f"{show_path(self.path_of(node))} is not a regular file")
+            if isinstance(source, bytes | bytearray | memoryview):
+                stored = pack_bytes(source)
+            else:
+                stored = store_stream(source, lambda objs: self.repo.store.write(objs))
+            self._write_content(stored, node.oid)
+            node.oid, node.size = stored.oid, stored.size
+            node.mtime_ns = time.time_ns()
+            self._touch(node)
+
+    def set_attrs(
+        self,
+        node: Node,
+        *,
+        mode: int | None = None,
+        mtime_ns: int | None = None,
+        size: int | None = None,
+    ) -> None:
+        with self._lock:
+            self._writable()
+            if size is not None and size != node.size:
+                if not node.is_file():
+                    raise IsADirectory(f"{show_path(self.path_of(node))} is not a regular file")
+                assert node.oid is not None
+                stored = self.repo.contents.resize(node.oid, node.size, size)
+                self._write_content(stored, node.oid)
+                node.oid, node.size = stored.oid, stored.size
+                node.mtime_ns = time.time_ns()
+            if mode is not None:
+                node.mode = stat.S_IFMT(node.mode) | (mode & _PERM)
+            if mtime_ns is not None:
+                node.mtime_ns = mtime_ns
+            self._touch(node)
+
+    def set_xattr(self, node: Node, name: bytes, value: bytes) -> None:
+        with self._lock:
+            self._writable()
+            if not isinstance(name, bytes) or not name or not isinstance(value, bytes):
+                raise InvalidInput("xattr name and value must be bytes (name non-empty)")
+            node.xattrs[name] = value
+            self._touch(node)
+
+    def remove_xattr(self, node: Node, name: bytes) -> None:
+        with self._lock:
+            self._writable()
+            if name not in node.xattrs:
+                raise NotFound(f"no attribute {name!r} on {show_path(self.path_of(node))}")
+            del node.xattrs[name]
+            self._touch(node)
+
+    def set_next_message(self, message: str) -> None:
+        if not isinstance(message, str):
+            raise InvalidInput("a commit message must be text")
+        self._next_message = message
+
+    # -- persistence ------------------------------------------------------------------
+
+    def _encode(self, node: Node, objects: Objects) -> ObjectId:
+        """Encode a dirty directory and its dirty descendants; returns its tree id."""
+        if not node.dirty:
+            assert node.oid is not None
+            return node.oid
+        children = self._children(node)
+        raws: list[bytes] = []
+        pure = True
+        for name in sorted(children):
+            child = children[name]
+            if child.is_dir():
+                self._encode(child, objects)
+                pure = pure and child.pure
+            elif is_ephemeral(name):
+                pure = False
+            if child.raw is None:
+                child.raw = encode_entry(child.entry())
+            raws.append(child.raw)
+        record = encode_tree_raw(raws)
+        node.oid = object_id(record)
+        objects[node.oid] = record
+        node.dirty = False
+        node.pure = pure
+        if pure:
+            self.repo.trees.mark_clean(node.oid)
+        return node.oid
+
+    def _commit_tree(self, node: Node, objects: Objects) -> ObjectId:
+        """The tree a commit records: the work tree without editor temp files."""
+        assert node.oid is not None
+        if node.pure:
+            return node.oid
+        if node.children is None:
+            return self.repo.trees.without_ephemeral(node.oid, objects)
+        entries = []
+        for name in sorted(node.children):
+            child = node.children[name]
+            if is_ephemeral(name) and not child.is_dir():
+                continue
+            entry = child.entry()
+            if child.is_dir():
+                sub = self._commit_tree(child, objects)
+                entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
+            entries.append(entry)
+        return self.repo.trees.build(entries, objects)
+
+    def save(self, *, sync: bool = False) -> None:
+        """Persist the live state now: after this returns, kill -9 loses nothing."""
+        with self._lock:
+            self._writable()
+            if not self._unsaved:
+                if sync:
+                    self.repo.store.sync()
+                return
+            objects: Objects = {}
+            self._persist(objects, self._encode(self.root, objects), sync)
+
+    def _persist(self, objects: Objects, root: ObjectId, sync: bool = False) -> None:
+        self.repo.store.write(
+            objects,
+            [RefUpdate(work_ref(self.branch), root, expected=self._work_value)],
+            sync=sync,
+        )
+        self._work_value = root
+        self._unsaved = False
+
+    def commit(
+        self, message: str | None = None, meta: Mapping[str, Any] | None = None
+    ) -> CommitId | None:
+        """Save and commit; None when the commit tree equals the head's."""
+        with self._lock:
+            self._writable()
+            if not self.dirty:
+                return None
+            started = time.perf_counter_ns()
+            objects: Objects = {}
+            root = self._encode(self.root, objects)
+            tree = self._commit_tree(self.root, objects)
+            head_tree = self.repo.commit_info(self._head).tree
+            if tree == head_tree:
+                self._persist(objects, root)
+                self._changed.clear()
+                return None
+            info = dict(meta or {})
+            changed = sorted(p for p in self._changed if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
+            info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
+            text = message or self._next_message or _auto_message(changed, info)
+            cid = self.repo._write_commit(
+                self.branch, tree, [self._head], text, info, objects, started=started, work=root
+            )
+            self._head = cid
+            self._work_value = root if root != tree else None
+            self._changed.clear()
+            self._unsaved = False
+            self._next_message = None
+            return cid
+
+
+def _entry_key(
+    entry: TreeEntry | None,
+) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
+    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+
+
+def _auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
+    what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
+    process = meta.get("process")
+    return f"{process}: save {what}" if isinstance(process, str) else f"save {what}"
