@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.refs",  # branch, snapshot, checkout, reset, merge
     "helixfs.cli.transfer",  # import, export
     "helixfs.cli.demo",  # demo
+    "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2

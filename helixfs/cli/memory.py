@@ -1,0 +1,362 @@
+"""Memory commands: remember, recall, context, forget, memories, relate, history,
+rollback, purge, checkpoint, resume, brief.
+
+They work on STORE/memory.db, never on the repository, so they are store handlers: the
+CLI can use them next to a running daemon (SQLite WAL), and under the daemon they run in
+its process. The embedder is loaded once per process (the daemon keeps it warm);
+HELIX_MEMORY_LEXICAL=1 skips it (lexical search only, e.g. for quick scripts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from helixfs.cli.command import add_command
+from helixfs.cli.output import Output, table
+from helixfs.errors import InvalidInput, NotFound
+from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, Memory, MemoryRecord, Source
+
+MEMORY_DB = "memory.db"
+ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
+_embedder_lock = threading.Lock()
+_embedder: list[Embedder | None] = []  # loaded at most once per process
+
+
+def register(subparsers: Any) -> None:
+    _register_writes(subparsers)
+    _register_reads(subparsers)
+    _register_lifecycle(subparsers)
+    _register_notes(subparsers)
+
+
+def _register_writes(subparsers: Any) -> None:
+    p = add_command(
+        subparsers, "remember", help="store a fact, decision, gotcha...", store_handler=cmd_remember
+    )
+    p.add_argument("text", nargs="+", help="what to remember")
+    p.add_argument("--type", choices=MEMORY_TYPES, help="memory type (default: inferred)")
+    p.add_argument("--tags", default="", help="comma-separated tags")
+    p.add_argument("--scope", default="global", help="'global' or a project name")
+    p.add_argument("--source", help="where it comes from: AGENT or FILE[:LINE]")
+    p = add_command(subparsers, "relate", help="link two memories", store_handler=cmd_relate)
+    p.add_argument("a", help="memory id")
+    p.add_argument("b", help="memory id")
+    p.add_argument("rel", help="relation name, e.g. depends_on, explains")
+
+
+def _register_reads(subparsers: Any) -> None:
+    p = add_command(
+        subparsers, "recall", help="find memories by meaning and keyword", store_handler=cmd_recall
+    )
+    p.add_argument("query", nargs="+")
+    p.add_argument("--k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--type", action="append", choices=MEMORY_TYPES, help="only this type")
+    p.add_argument("--scope", help="a project scope (global memories are included)")
+    p.add_argument("--workspace", action="store_true", help="also search workspace files")
+    p.add_argument("--all", action="store_true", help="include superseded and archived")
+    p = add_command(
+        subparsers, "context", help="a token-budgeted block of memories", store_handler=cmd_context
+    )
+    p.add_argument("query", nargs="*", help="focus on this topic (default: most salient)")
+    p.add_argument("--budget", type=int, default=2000, help="token budget (default 2000)")
+    p.add_argument("--scope", help="a project scope")
+    p = add_command(subparsers, "memories", help="list memories", store_handler=cmd_memories)
+    p.add_argument("--type", choices=MEMORY_TYPES)
+    p.add_argument("--scope")
+    p.add_argument("--tag")
+    p.add_argument("--status", choices=(*STATUSES, "any"), default="active")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument(
+        "--archive-candidates",
+        action="store_true",
+        help="list stale memories proposed for archival (nothing is changed)",
+    )
+    p = add_command(
+        subparsers, "history", help="every change to a memory", store_handler=cmd_history
+    )
+    p.add_argument("id")
+
+
+def _register_lifecycle(subparsers: Any) -> None:
+    p = add_command(
+        subparsers,
+        "forget",
+        help="soft-delete a memory (kept in history)",
+        store_handler=cmd_forget,
+    )
+    p.add_argument("target", nargs="+", help="memory id, or a query matching exactly one")
+    p.add_argument("--reason", default="")
+    p = add_command(
+        subparsers, "rollback", help="undo the last change to a memory", store_handler=cmd_rollback
+    )
+    p.add_argument("id")
+    p.add_argument("--to", type=int, dest="to_seq", help="restore the state after op SEQ")
+    p = add_command(
+        subparsers,
+        "purge",
+        help="erase a memory for good (content and history)",
+        store_handler=cmd_purge,
+    )
+    p.add_argument("id")
+    p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    p = add_command(
+        subparsers,
+        "archive",
+        help="archive memories (e.g. proposed ones)",
+        store_handler=cmd_archive,
+    )
+    p.add_argument("ids", nargs="+")
+
+
+def _register_notes(subparsers: Any) -> None:
+    p = add_command(
+        subparsers, "checkpoint", help="save where a task stands", store_handler=cmd_checkpoint
+    )
+    p.add_argument("task", nargs="+", help="the task")
+    for name in ("done", "next", "hypothesis", "blocked", "file"):
+        p.add_argument(f"--{name}", action="append", default=[], help="repeatable")
+    p.add_argument("--scope", default="global")
+    p = add_command(
+        subparsers, "resume", help="the last checkpoint, as markdown", store_handler=cmd_resume
+    )
+    p.add_argument("--scope")
+    p = add_command(
+        subparsers,
+        "brief",
+        help="a compressed summary of a topic or of all",
+        store_handler=cmd_brief,
+    )
+    p.add_argument("topic", nargs="*")
+    p.add_argument("--budget", type=int, default=800, help="token budget (default 800)")
+    p.add_argument("--scope")
+
+
+# -- opening ------------------------------------------------------------------------------
+
+
+def process_embedder() -> Embedder | None:
+    """The process-wide embedder (None when lexical); loaded on first use only."""
+    with _embedder_lock:
+        if not _embedder:
+            if os.environ.get(ENV_LEXICAL, "") not in ("", "0"):
+                _embedder.append(None)
+            else:
+                from helixfs.memory.embed import load_embedder
+
+                _embedder.append(load_embedder())
+        return _embedder[0]
+
+
+def open_memory(store: Path) -> Memory:
+    if not store.is_dir():
+        raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
+    return Memory.open(store / MEMORY_DB, process_embedder())
+
+
+def _text(words: Sequence[str], what: str) -> str:
+    text = " ".join(words).strip()
+    if not text:
+        raise InvalidInput(f"{what} is empty")
+    return text
+
+
+def _source(spec: str | None) -> Source:
+    if not spec:
+        return Source(agent="cli", when=time.time())
+    path, sep, line = spec.rpartition(":")
+    if sep and line.isdigit() and path:
+        return Source(agent="cli", file=path, line=int(line), when=time.time())
+    if "/" in spec or "." in spec:
+        return Source(agent="cli", file=spec, when=time.time())
+    return Source(agent=spec, when=time.time())
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts)) if ts else "-"
+
+
+def _hit_lines(hits: Sequence[Hit]) -> str:
+    if not hits:
+        return "no matches"
+    lines = []
+    for hit in hits:
+        if hit.kind == "chunk":
+            lines.append(f"{hit.path}:{hit.start_line}-{hit.end_line}  {_first_line(hit.content)}")
+        else:
+            status = "" if hit.status == "active" else f" ({hit.status})"
+            lines.append(f"{hit.id}  [{hit.type}]{status} {hit.content}")
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 100 else line[:99] + "…"
+
+
+def _record_table(recs: Sequence[MemoryRecord]) -> str:
+    if not recs:
+        return "no memories"
+    rows = [
+        (r.id, r.type, r.status, r.scope, _when(r.updated), _first_line(r.content)) for r in recs
+    ]
+    return table(rows, ("ID", "TYPE", "STATUS", "SCOPE", "UPDATED", "CONTENT"))
+
+
+# -- handlers -----------------------------------------------------------------------------
+
+
+def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
+    text = _text(args.text, "memory text")
+    tags = [t.strip() for t in args.tags.split(",") if t.strip()]
+    with open_memory(store) as mem:
+        result = mem.remember(
+            text, type=args.type, tags=tags, scope=args.scope, source=_source(args.source)
+        )
+    human = f"{result.action} {result.id}"
+    if result.superseded:
+        human += f" (supersedes {', '.join(result.superseded)})"
+    if result.redactions:
+        human += f" ({result.redactions} secret(s) redacted)"
+    if result.flagged:
+        human += " (flagged: looks like a prompt injection; stored with low confidence)"
+    out.emit(result.to_json(), human)
+    return 0
+
+
+def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        edge = mem.relate(args.a, args.b, args.rel)
+    out.emit(edge.to_json(), f"{edge.src} -{edge.rel}-> {edge.dst}")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
+    query = _text(args.query, "query")
+    with open_memory(store) as mem:
+        if args.workspace:
+            hits = mem.search(query, k=args.k, types=args.type, scope=args.scope)
+        else:
+            hits = mem.recall(
+                query, k=args.k, types=args.type, scope=args.scope, include_superseded=args.all
+            )
+    out.emit([h.to_json() for h in hits], lambda: _hit_lines(hits))
+    return 0
+
+
+def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
+    query = " ".join(args.query).strip() or None
+    with open_memory(store) as mem:
+        block = mem.context(args.budget, query=query, scope=args.scope)
+    out.emit(block.to_json(), block.text or "(nothing fits in the budget)")
+    return 0
+
+
+def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        if args.archive_candidates:
+            found = mem.archive_candidates(limit=args.limit)
+            doc = [
+                {
+                    "memory": c.memory.to_json(),
+                    "effective_salience": c.effective_salience,
+                    "idle_days": c.idle_days,
+                }
+                for c in found
+            ]
+            out.emit(doc, lambda: _record_table([c.memory for c in found]))
+            return 0
+        status = None if args.status == "any" else args.status
+        recs = mem.memories(
+            type=args.type, scope=args.scope, status=status, tag=args.tag, limit=args.limit
+        )
+    out.emit([r.to_json() for r in recs], lambda: _record_table(recs))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        entries = mem.history(args.id)
+    rows = [
+        (
+            e.seq,
+            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.at)),
+            e.op,
+            _first_line(str((e.after or e.before or {}).get("content", ""))),
+            e.note,
+        )
+        for e in entries
+    ]
+    out.emit(
+        [e.to_json() for e in entries],
+        lambda: table(rows, ("SEQ", "WHEN (UTC)", "OP", "CONTENT", "NOTE")),
+    )
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
+    target = _text(args.target, "memory id or query")
+    with open_memory(store) as mem:
+        ids = mem.forget(target, reason=args.reason)
+    out.emit({"forgotten": ids}, "forgot " + ", ".join(ids) + " (helix rollback ID restores)")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        rec = mem.rollback(args.id, args.to_seq)
+    out.emit(rec.to_json(), f"restored {rec.id} ({rec.status}): {rec.content}")
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace, store: Path, out: Output) -> int:
+    if not args.yes:
+        raise InvalidInput("purge erases the memory and its history for good; add --yes")
+    with open_memory(store) as mem:
+        mem.purge(args.id)
+    out.emit({"purged": args.id}, f"purged {args.id}")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        count = mem.archive(args.ids)
+    out.emit({"archived": count}, f"archived {count} memor{'y' if count == 1 else 'ies'}")
+    return 0
+
+
+def cmd_checkpoint(args: argparse.Namespace, store: Path, out: Output) -> int:
+    task = _text(args.task, "task")
+    with open_memory(store) as mem:
+        cp = mem.checkpoint(
+            task,
+            done=args.done,
+            next=args.next,
+            hypotheses=args.hypothesis,
+            blocked=args.blocked,
+            files=args.file,
+            scope=args.scope,
+        )
+    out.emit(cp.to_json(), f"checkpoint {cp.id} saved")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        cp = mem.last_checkpoint(args.scope)
+        text = mem.resume(args.scope)
+    out.emit({**cp.to_json(), "markdown": text}, text)
+    return 0
+
+
+def cmd_brief(args: argparse.Namespace, store: Path, out: Output) -> int:
+    topic = " ".join(args.topic).strip() or None
+    with open_memory(store) as mem:
+        text = mem.brief(topic, budget_tokens=args.budget, scope=args.scope)
+    out.emit({"topic": topic, "markdown": text}, text)
+    return 0
