@@ -1,0 +1,253 @@
+"""The control socket `STORE/control.sock`: the CLI's argv, run by the daemon.
+
+While a store is mounted its daemon holds RocksDB, so the CLI cannot open the store; it
+sends its whole command line here instead and the daemon runs the very same command
+handler against its own Repository (docs/decisions/0002). Ref moves made this way go
+through the daemon's Repository, whose subscribers invalidate the kernel caches, so a
+`helix reset --hard` shows up in the mount at once.
+
+Wire format, one request per connection, every frame a 4-byte big-endian length + bytes:
+
+- request:  one frame, JSON `{"v": 1, "argv": [...], "cwd": "..."}` (strings may hold
+  lone surrogates: argv is what `os.fsdecode` gave the client, JSON keeps them as \\u
+  escapes so non-UTF-8 arguments survive);
+- response: three frames, JSON `{"v": 1, "code": N}`, then stdout bytes, then stderr
+  bytes (raw, so a command may print binary content).
+
+The socket is 0600: whoever can talk to it can do anything the store's owner can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import json
+import logging
+import os
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+import trio
+
+from helixfs.errors import HelixError
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "control.sock"
+PROTOCOL_VERSION = 1
+MAX_FRAME = 1 << 30
+_LENGTH = struct.Struct(">I")
+
+CommandRunner = Callable[[list[str], TextIO, TextIO], int]
+"""Runs one CLI command line in the daemon; the daemon binds it to its Repository."""
+
+
+def socket_path(store: Path) -> Path:
+    return store / SOCKET_NAME
+
+
+# --- client ---------------------------------------------------------------------------
+
+
+def forward(
+    store_path: Path | str, argv: Sequence[str], stdout: TextIO, stderr: TextIO
+) -> int | None:
+    """Run `argv` in the daemon serving `store_path`; its exit code, or None if none runs.
+
+    None means "no daemon": the socket is missing or nobody listens on it (a daemon
+    killed with -9 leaves the file behind), and the caller opens the store itself.
+    """
+    path = socket_path(Path(store_path))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            sock.connect(os.fsencode(path))
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+                return None
+            raise
+        request = {"v": PROTOCOL_VERSION, "argv": list(argv), "cwd": _client_cwd()}
+        _send_frame(sock, json.dumps(request).encode("ascii"))
+        header = json.loads(_recv_frame(sock))
+        out, err = _recv_frame(sock), _recv_frame(sock)
+    finally:
+        sock.close()
+    _write_bytes(stdout, out)
+    _write_bytes(stderr, err)
+    return int(header["code"])
+
+
+def _client_cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # deleted cwd: commands get absolute paths or none
+        return "/"
+
+
+def _send_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_LENGTH.pack(len(payload)) + payload)
+
+
+def _recv_frame(sock: socket.socket) -> bytes:
+    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size))
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise HelixError("the helix daemon closed the control connection mid-answer")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_bytes(stream: TextIO, data: bytes) -> None:
+    if not data:
+        return
+    stream.flush()
+    buffer: BinaryIO | None = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "surrogateescape"))
+
+
+# --- server ---------------------------------------------------------------------------
+
+
+# Commands that read or write files given on their command line. They run on a worker
+# thread: the file may be inside this very mount, and the kernel would wait for the trio
+# loop that the command was holding. Every other command runs on the trio thread, where
+# the filesystem's inode tables live, so the ref-move notifications it triggers are
+# handled where those tables are used.
+FILE_COMMANDS = frozenset({"import", "export", "demo"})
+
+
+class ControlServer:
+    """Serves `STORE/control.sock`, one command at a time.
+
+    A command runs with the daemon's working directory set to the client's (relative
+    paths mean what the user meant), and back to `/` afterwards, so the daemon never
+    keeps its own mount busy.
+    """
+
+    def __init__(self, store: Path, runner: CommandRunner) -> None:
+        self.path = socket_path(store)
+        self.runner = runner
+        self._lock = trio.Lock()
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        listener = await self._listen()
+        try:
+            task_status.started()
+            await trio.serve_listeners(self._handle, [listener])
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    async def _listen(self) -> trio.SocketListener:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # left by a daemon that died without cleaning up
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # born 0600: no window where others may connect
+        try:
+            await sock.bind(os.fsencode(self.path))
+        finally:
+            os.umask(old_umask)
+        sock.listen(16)
+        return trio.SocketListener(sock)
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            try:
+                request = json.loads(await _arecv_frame(stream))
+                code, out, err = await self._execute(request)
+            except (ValueError, KeyError, TypeError, trio.BrokenResourceError) as exc:
+                log.warning("bad control request: %s", exc)
+                return
+            header = json.dumps({"v": PROTOCOL_VERSION, "code": code}).encode()
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                for frame in (header, out, err):
+                    await stream.send_all(_LENGTH.pack(len(frame)) + frame)
+
+    async def _execute(self, request: dict[str, Any]) -> tuple[int, bytes, bytes]:
+        if request.get("v") != PROTOCOL_VERSION:
+            return 1, b"", b"helix: error: this helix CLI and the running daemon differ\n"
+        argv = [str(arg) for arg in request["argv"]]
+        cwd = str(request.get("cwd") or "/")
+        async with self._lock:
+            # chdir into the mount is a lookup this loop must answer: not on this thread.
+            await trio.to_thread.run_sync(_enter, cwd)
+            try:
+                if command_name(argv) in FILE_COMMANDS:
+                    result: tuple[int, bytes, bytes] = await trio.to_thread.run_sync(
+                        self.run_command, argv
+                    )
+                    return result
+                return self.run_command(argv)
+            finally:
+                os.chdir("/")
+
+    def run_command(self, argv: list[str]) -> tuple[int, bytes, bytes]:
+        out, err = _capture(), _capture()
+        try:
+            code = self.runner(argv, out, err)
+        except HelixError as exc:
+            err.write(f"helix: error: {exc}\n")
+            code = 1
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+        except Exception:  # a bug in one command must not take the mount down
+            log.exception("command %r failed in the daemon", argv)
+            err.write("helix: error: internal error in the helix daemon (see its log)\n")
+            code = 1
+        return code, _captured(out), _captured(err)
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The subcommand of a helix command line (global options come first)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _enter(cwd: str) -> None:
+    try:
+        os.chdir(cwd)
+    except OSError:
+        os.chdir("/")
+
+
+def _capture() -> io.TextIOWrapper:
+    """A text stream with a `.buffer`, so commands may write str or raw bytes."""
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def _captured(stream: io.TextIOWrapper) -> bytes:
+    stream.flush()
+    raw = stream.buffer
+    assert isinstance(raw, io.BytesIO)
+    return raw.getvalue()
+
+
+async def _arecv_frame(stream: trio.SocketStream) -> bytes:
+    (size,) = _LENGTH.unpack(await _arecv_exact(stream, _LENGTH.size))
+    if size > MAX_FRAME:
+        raise ValueError(f"control frame of {size} bytes is too large")
+    return await _arecv_exact(stream, size)
+
+
+async def _arecv_exact(stream: trio.SocketStream, size: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = await stream.receive_some(size - len(buf))
+        if not chunk:
+            raise ValueError("control connection closed mid-request")
+        buf += chunk
+    return bytes(buf)

@@ -1,0 +1,239 @@
+"""One mount, from lock to unmount: the daemon's whole life in one AsyncExitStack.
+
+Every resource registers its own teardown the moment it exists, so a failure half-way
+through startup undoes exactly what was done, in reverse:
+
+    mount lock -> Repository -> FUSE session -> saver flush -> open files stored ->
+    nursery (FUSE loop, saver timer, control socket, signal watcher)
+
+Shutdown is the same unwinding whatever started it (`fusermount3 -u`, `helix umount`,
+SIGTERM/SIGINT, a crash of one task): the nursery ends, pending saves are committed,
+the kernel connection is closed (unmounting if still mounted), the store is closed, and
+the lock is released last, so `helix umount` can wait on it to know everything is on
+disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import pyfuse3
+import trio
+
+from helixfs.daemon.control import ControlServer
+from helixfs.daemon.lock import MountLock
+from helixfs.errors import HelixError, InvalidInput, NotFound
+from helixfs.fs.saver import DEFAULT_WINDOW, Saver
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+log = logging.getLogger(__name__)
+
+RepoCommandRunner = Callable[[Sequence[str], "Repository", TextIO, TextIO], int]
+"""`helixfs.cli.main.run_in_process`, injected by the CLI: the daemon never imports it."""
+
+# Options we set ourselves; `-o` cannot override them (the fs relies on them).
+BASE_OPTIONS = frozenset({"subtype=helixfs", "default_permissions"})
+# Options that only mean something to mount(8)/fstab, never to FUSE.
+FSTAB_ONLY = frozenset(
+    {
+        "defaults",
+        "user",
+        "users",
+        "nouser",
+        "auto",
+        "noauto",
+        "_netdev",
+        "nofail",
+        "rw",
+        "exec",
+        "noexec",
+        "suid",
+        "nosuid",
+        "dev",
+        "nodev",
+    }
+)
+# Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
+HELIX_OPTIONS = ("quiet_window", "foreground")
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    """What to mount where. Paths are absolute and resolved before anything is mounted."""
+
+    store: Path
+    mountpoint: Path
+    quiet_window: float = DEFAULT_WINDOW  # seconds; 0 = a commit per operation
+    fuse_options: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def build(
+        cls,
+        store: str | os.PathLike[str],
+        mountpoint: str | os.PathLike[str],
+        quiet_window_ms: float | None = None,
+        options: Sequence[str] = (),
+    ) -> MountConfig:
+        """Validate the user's arguments; raises a HelixError naming what is wrong."""
+        store_path = Path(os.path.realpath(Path(store).expanduser()))
+        target = Path(os.path.realpath(Path(mountpoint).expanduser()))
+        if not store_path.is_dir():
+            raise NotFound(f"no HelixFS store at {store_path} (create one with: helix init)")
+        if not target.is_dir():
+            raise NotFound(f"mount point {target} does not exist or is not a directory")
+        if target == store_path or store_path in target.parents:
+            raise InvalidInput("the mount point cannot be inside the store folder")
+        fuse, helix = split_options(options)
+        window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
+        window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)
+        return cls(store_path, target, window, fuse)
+
+
+def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, float]]:
+    """`-o a,b=c` values -> (options for FUSE, HelixFS's own numeric options)."""
+    fuse: set[str] = set()
+    helix: dict[str, float] = {}
+    for group in options:
+        for option in filter(None, (o.strip() for o in group.split(","))):
+            name, _, value = option.partition("=")
+            if name in HELIX_OPTIONS:
+                helix[name] = _number(name, value or "1")
+            elif name not in FSTAB_ONLY and option not in BASE_OPTIONS:
+                fuse.add(option)
+    return frozenset(fuse), helix
+
+
+def _number(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInput(f"mount option {name} needs a number, not {value!r}") from None
+
+
+def _window(ms: float) -> float:
+    if ms < 0:
+        raise InvalidInput("--quiet-window cannot be negative")
+    return ms / 1000.0
+
+
+def fuse_options(config: MountConfig) -> set[str]:
+    options = set(pyfuse3.default_options) | BASE_OPTIONS | set(config.fuse_options)
+    # The store as the mount's source (what `mount` and `df` print); a bare "helixfs"
+    # would be resolved by fusermount against the caller's cwd if such a file exists.
+    if not any(option.startswith("fsname=") for option in options):
+        options.add("fsname=" + _escape_option(str(config.store)))
+    if os.getuid() == 0 and "allow_other" not in options and "noallow_other" not in options:
+        # root mounts for users too (CI, fstab without `user`): let them in, and
+        # default_permissions keeps the mode bits meaningful.
+        options.add("allow_other")
+    options.discard("noallow_other")
+    return options
+
+
+def _escape_option(value: str) -> str:
+    """libfuse splits -o on commas; a backslash protects one."""
+    return value.replace("\\", "\\\\").replace(",", "\\,")
+
+
+async def serve(
+    config: MountConfig,
+    runner: RepoCommandRunner,
+    ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Mount and serve until unmounted or signalled; `ready()` once the mount answers."""
+    async with AsyncExitStack() as stack:
+        lock = MountLock(config.store)
+        lock.acquire(config.mountpoint)
+        stack.callback(lock.release)
+
+        repo = await trio.to_thread.run_sync(_open_repository, config.store)
+        stack.callback(repo.close)
+
+        saver = Saver(config.quiet_window)
+        operations = _operations(repo, saver)
+        _mount(operations, config)
+        stack.callback(_close_fuse, config.mountpoint)
+        stack.callback(saver.flush_now)
+        stack.callback(_shutdown_operations, operations)  # its saves go into that flush
+
+        control = ControlServer(config.store, lambda argv, out, err: runner(argv, repo, out, err))
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        nursery.start_soon(saver.run)
+        nursery.start_soon(_watch_signals)
+        await nursery.start(control.serve)
+        ready()
+        log.info("serving %s at %s", config.store, config.mountpoint)
+        await pyfuse3.main()
+        log.info("FUSE loop ended: committing and closing")
+        nursery.cancel_scope.cancel()
+
+
+def _open_repository(store: Path) -> Repository:
+    from helixfs.vcs.repo import Repository
+
+    return Repository.open(store)  # recovery (a commit of pending state) happens here
+
+
+def _operations(repo: Repository, saver: Saver) -> Any:
+    from helixfs.fs.operations import Operations
+
+    return Operations(repo, saver=saver)
+
+
+def _mount(operations: Any, config: MountConfig) -> None:
+    try:
+        pyfuse3.init(operations, str(config.mountpoint), fuse_options(config))
+    except RuntimeError as exc:
+        raise HelixError(
+            f"cannot mount on {config.mountpoint}: {exc} (is /dev/fuse usable and the"
+            " mount point not already mounted?)"
+        ) from exc
+
+
+def _shutdown_operations(operations: Any) -> None:
+    """Let the fs layer store files still open (spools) before the store closes."""
+    for name in ("shutdown", "close"):
+        hook = getattr(operations, name, None)
+        if callable(hook):
+            hook()
+            return
+
+
+def _close_fuse(mountpoint: Path) -> None:
+    try:
+        pyfuse3.close(unmount=True)
+    except Exception:  # still mounted (busy) or already gone: make sure it is detached
+        log.warning("clean unmount of %s failed; detaching it lazily", mountpoint)
+        subprocess.run(
+            ["fusermount3", "-u", "-z", str(mountpoint)],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+async def _watch_signals() -> None:
+    """SIGTERM/SIGINT/SIGHUP end the FUSE loop; the exit stack then shuts down cleanly."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            log.info("signal %s: unmounting", signal.Signals(signum).name)
+            with contextlib.suppress(Exception):
+                pyfuse3.terminate()
+            return
+
+
+def run_foreground(
+    config: MountConfig, runner: RepoCommandRunner, ready: Callable[[], None] = lambda: None
+) -> None:
+    trio.run(serve, config, runner, ready)

@@ -1,0 +1,74 @@
+"""Finding and detaching HelixFS mounts, for `helix umount` and `mount.helixfs`."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from helixfs.daemon.lock import is_locked
+from helixfs.errors import HelixError, InvalidInput
+
+FS_TYPE = "fuse.helixfs"
+STORE_MARKER = Path(".helix") / "store"
+
+
+def helix_mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:
+    """Mount points of every HelixFS mount this process can see."""
+    found = []
+    for line in mountinfo.read_text().splitlines():
+        fields = line.split(" ")
+        try:
+            separator = fields.index("-")
+        except ValueError:
+            continue
+        if fields[separator + 1] == FS_TYPE:
+            found.append(Path(_unescape(fields[4])))
+    return found
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes."""
+    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(code, char)
+    return field
+
+
+def store_of(mountpoint: Path) -> Path | None:
+    """The store a live mount serves (its `.helix/store`), None if it does not answer."""
+    try:
+        text = (mountpoint / STORE_MARKER).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Path(text) if text else None
+
+
+def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Path | None:
+    """Detach a HelixFS mount and wait until its daemon has committed and let go.
+
+    Returns the store it served (when it could still tell). Raises a HelixError if the
+    path is not a HelixFS mount or the kernel refuses (busy without `lazy`).
+    """
+    if mountpoint not in helix_mounts():
+        raise InvalidInput(f"{mountpoint} is not a HelixFS mount")
+    store = store_of(mountpoint)
+    command = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        reason = done.stderr.strip() or f"fusermount3 exited with {done.returncode}"
+        hint = " (files are open in it: close them, or use --lazy)" if "busy" in reason else ""
+        raise HelixError(f"cannot unmount {mountpoint}: {reason}{hint}")
+    if store is not None and not lazy:  # lazily: the daemon lives until files are closed
+        wait_released(store, wait)
+    return store
+
+
+def wait_released(store: Path, timeout: float) -> None:
+    """Until the daemon of `store` has exited (its lock is released last)."""
+    deadline = time.monotonic() + timeout
+    while is_locked(store):
+        if time.monotonic() > deadline:
+            raise HelixError(
+                f"unmounted, but the daemon of {store} is still finishing after {timeout:.0f} s"
+            )
+        time.sleep(0.02)
