@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.transfer",  # import, export
     "helixfs.cli.demo",  # demo
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
+    "helixfs.cli.mount",  # mount, umount
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
