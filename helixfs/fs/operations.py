@@ -41,9 +41,8 @@ from helixfs.fs.spool import Spool, SpoolTable
 from helixfs.fs.views import Views
 
 if TYPE_CHECKING:
-    from helixfs.vcs.worktree import Node, Worktree
-
     from helixfs.vcs.repo import Repository
+    from helixfs.vcs.worktree import Node, Worktree
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, View
 from helixfs.fs.saver import Saver
 
 if TYPE_CHECKING:
-    from helixfs.vcs.worktree import Node, Worktree
-
     from helixfs.vcs.repo import Repository
+    from helixfs.vcs.worktree import Node, Worktree
 
 log = logging.getLogger(__name__)
 

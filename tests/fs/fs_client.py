@@ -27,7 +27,7 @@ class Ctx:
 
 
 @dataclass
-class Fields:
+class _Fields:
     """pyfuse3.SetattrFields has read-only attributes; this has the same names."""
 
     update_atime: bool = False
@@ -37,6 +37,10 @@ class Fields:
     update_uid: bool = False
     update_gid: bool = False
     update_size: bool = False
+
+
+def Fields(**updates: bool) -> Any:  # noqa: N802 (stands in for a class)
+    return _Fields(**updates)
 
 
 CTX: Any = Ctx()

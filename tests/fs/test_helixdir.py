@@ -1,0 +1,225 @@
+"""The virtual `.helix/` folder: HEAD, store, branches, snapshots, commits, log, stats."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pyfuse3
+from fs_client import CTX, ROOT, Client, expect_errno, make_ops
+
+from helixfs.fs.helixdir import QueryDir, TextFile
+from helixfs.vcs.repo import Repository
+
+
+async def read_virtual(client: Client, path: str) -> bytes:
+    fi = await client.ops.open(await client.ino(path), os.O_RDONLY, CTX)
+    assert fi.direct_io  # sizes of computed files are not trusted to the page cache
+    try:
+        return await client.read_fh(fi.fh)
+    finally:
+        await client.ops.release(fi.fh)
+
+
+async def write_virtual(client: Client, path: str, data: bytes) -> None:
+    ino = await client.ino(path)
+    fi = await client.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
+    await client.ops.write(fi.fh, 0, data)
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+
+
+async def test_listing_and_static_files(client: Client, store: Path) -> None:
+    names = await client.names(".helix")
+    assert names == sorted([b"HEAD", b"branches", b"commits", b"log", b"snapshots",
+                            b"stats", b"store"])
+    assert await read_virtual(client, ".helix/HEAD") == b"main\n"
+    assert await read_virtual(client, ".helix/store") == str(store.resolve()).encode() + b"\n"
+    attrs = await client.ops.getattr(await client.ino(".helix/HEAD"), CTX)
+    assert attrs.st_size == 5
+
+
+async def test_log_and_stats_render(client: Client) -> None:
+    await client.ops.setxattr(ROOT, b"user.helix.message", b"first file", CTX)
+    await client.write_file("a", b"1")
+    log = await read_virtual(client, ".helix/log")
+    assert b"first file" in log
+    assert len(log.splitlines()) >= 2
+    assert b":" in await read_virtual(client, ".helix/stats")
+
+
+async def test_helix_files_are_read_only_unless_meant(client: Client) -> None:
+    ino = await client.ino(".helix/log")
+    await expect_errno(errno.EPERM, client.ops.open(ino, os.O_WRONLY, CTX))
+    await expect_errno(errno.EPERM, client.ops.create(
+        await client.ino(".helix"), b"x", 0o644, os.O_WRONLY, CTX))
+    await expect_errno(errno.EPERM, client.ops.mkdir(await client.ino(".helix"), b"d", 0o755,
+                                                     CTX))
+
+
+async def test_mkdir_branch_is_isolated_and_writable(client: Client) -> None:
+    await client.write_file("shared.txt", b"base")
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"try", 0o755, CTX)
+    assert b"try" in await client.names(".helix/branches")
+    assert await client.read_file(".helix/branches/try/shared.txt") == b"base"
+    await client.write_file(".helix/branches/try/only-here.txt", b"branch")
+    await client.write_file(".helix/branches/try/shared.txt", b"changed on branch")
+    assert await client.names() == [b"shared.txt"]
+    assert await client.read_file("shared.txt") == b"base"
+    repo = client.ops.repo
+    assert repo.read("try", b"only-here.txt") == b"branch"
+    assert repo.read("main", b"shared.txt") == b"base"
+
+
+async def test_branch_of_uncommitted_state(repo: Repository) -> None:
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    await client.write_file("pending.txt", b"not yet committed")
+    await ops.mkdir(await client.ino(".helix/branches"), b"copy", 0o755, CTX)
+    assert repo.read("copy", b"pending.txt") == b"not yet committed"
+
+
+async def test_view_inodes_are_disjoint_from_the_root(client: Client) -> None:
+    root_file = await client.write_file("f", b"x")
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
+    branch_root = await client.ino(".helix/branches/b")
+    branch_file = await client.ino(".helix/branches/b/f")
+    main_view_file = await client.ino(".helix/branches/main/f")
+    assert len({root_file, branch_file, main_view_file, branch_root, ROOT}) == 5
+    assert root_file >> 32 != branch_file >> 32 != main_view_file >> 32
+
+
+async def test_rmdir_branch_and_refusal_for_current(client: Client) -> None:
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"tmp", 0o755, CTX)
+    await client.ops.rmdir(branches, b"tmp", CTX)
+    assert b"tmp" not in await client.names(".helix/branches")
+    await expect_errno(errno.EBUSY, client.ops.rmdir(branches, b"main", CTX))
+    await expect_errno(errno.ENOENT, client.ops.rmdir(branches, b"nope", CTX))
+
+
+async def test_rename_branch(client: Client) -> None:
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"old", 0o755, CTX)
+    await client.write_file(".helix/branches/old/f", b"kept")
+    await client.ops.rename(branches, b"old", branches, b"new", 0, CTX)
+    assert await client.names(".helix/branches") == [b"main", b"new"]
+    assert await client.read_file(".helix/branches/new/f") == b"kept"
+
+
+async def test_head_write_switches_the_root(client: Client) -> None:
+    await client.write_file("on-main", b"m")
+    ino_main_file = await client.ino("on-main")
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"other", 0o755, CTX)
+    await client.write_file(".helix/branches/other/on-other", b"o")
+    await write_virtual(client, ".helix/HEAD", b"other\n")
+    assert await read_virtual(client, ".helix/HEAD") == b"other\n"
+    assert client.ops.repo.head_branch() == "other"
+    assert sorted(await client.names()) == [b"on-main", b"on-other"]
+    assert await client.ino("on-main") == ino_main_file  # same path, same number
+    await client.write_file("written-after-switch", b"w")
+    assert client.ops.repo.read("other", b"written-after-switch") == b"w"
+    assert ("inode", ROOT) in client.ops.invalidator.recorded
+
+
+async def test_head_write_of_unknown_branch_fails_cleanly(client: Client) -> None:
+    ino = await client.ino(".helix/HEAD")
+    fi = await client.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
+    await client.ops.write(fi.fh, 0, b"no-such-branch\n")
+    await expect_errno(errno.ENOENT, client.ops.flush(fi.fh))
+    await client.ops.release(fi.fh)
+    assert client.ops.repo.head_branch() == "main"
+
+
+async def test_snapshot_is_read_only(client: Client) -> None:
+    await client.write_file("f", b"before")
+    snapshots = await client.ino(".helix/snapshots")
+    await client.ops.mkdir(snapshots, b"s1", 0o755, CTX)
+    await client.write_file("f", b"after")
+    assert await client.read_file(".helix/snapshots/s1/f") == b"before"
+    snap_root = await client.ino(".helix/snapshots/s1")
+    snap_file = await client.ino(".helix/snapshots/s1/f")
+    await expect_errno(errno.EROFS, client.ops.open(snap_file, os.O_WRONLY, CTX))
+    await expect_errno(errno.EROFS, client.ops.create(snap_root, b"n", 0o644, os.O_WRONLY,
+                                                      CTX))
+    await expect_errno(errno.EROFS, client.ops.unlink(snap_root, b"f", CTX))
+    await expect_errno(errno.EROFS, client.ops.mkdir(snap_root, b"d", 0o755, CTX))
+    await expect_errno(errno.EROFS, client.ops.setxattr(snap_file, b"user.x", b"1", CTX))
+    await client.ops.rmdir(snapshots, b"s1", CTX)
+    assert await client.names(".helix/snapshots") == []
+
+
+async def test_commits_by_prefix(client: Client) -> None:
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    assert await client.read_file(f".helix/commits/{first[:10]}/f") == b"v1"
+    listed = await client.names(".helix/commits")
+    assert first.encode() in listed
+    commits = await client.ino(".helix/commits")
+    await expect_errno(errno.ENOENT, client.ops.lookup(commits, b"zzzz", CTX))
+    view_file = await client.ino(f".helix/commits/{first[:10]}/f")
+    await expect_errno(errno.EROFS, client.ops.open(view_file, os.O_RDWR, CTX))
+
+
+async def test_daemon_entries_plug_in(repo: Repository) -> None:
+    extra = {
+        b"context": TextFile(lambda: "packed context\n"),
+        b"search": QueryDir(lambda query: f"results for {query}\n"),
+    }
+    client = Client(make_ops(repo, helix_entries=extra))
+    assert await read_virtual(client, ".helix/context") == b"packed context\n"
+    answer = await read_virtual(client, ".helix/search/refresh tokens")
+    assert answer == b"results for refresh tokens\n"
+    attrs = await client.ops.getattr(await client.ino(".helix/search/x"), CTX)
+    assert stat.S_ISREG(attrs.st_mode) and attrs.st_size == 0
+    client.ops.close()
+
+
+async def test_out_of_band_reset_shows_up(client: Client) -> None:
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    ino = await client.ino("f")
+    await client.write_file("new", b"later")
+    new_ino = await client.ino("new")
+    await client.write_file("f", b"v2")
+    client.ops.invalidator.recorded.clear()
+    client.ops.repo.reset_hard(first)  # what `helix reset --hard` does via the daemon
+    assert await client.read_file("f") == b"v1"
+    assert await client.ino("f") == ino
+    await expect_errno(errno.ENOENT, client.ops.lookup(ROOT, b"new", CTX))
+    recorded = client.ops.invalidator.recorded
+    assert ("inode", ino) in recorded
+    assert ("entry", ROOT, b"new", new_ino) in recorded
+
+
+async def test_open_file_survives_an_out_of_band_reset(client: Client) -> None:
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    fi = await client.ops.open(await client.ino("f"), os.O_RDONLY, CTX)
+    client.ops.repo.reset_hard(first)
+    assert await client.ops.read(fi.fh, 0, 10) == b"v2"
+    await client.ops.release(fi.fh)
+
+
+async def test_rename_across_views_is_exdev(client: Client) -> None:
+    await client.write_file("f", b"x")
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    await expect_errno(errno.EXDEV, client.ops.rename(
+        ROOT, b"f", await client.ino(".helix/branches/b"), b"f", 0, CTX))
+    await expect_errno(errno.EXDEV, client.ops.rename(ROOT, b"f", branches, b"f", 0, CTX))
+
+
+def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -> None:
+    ops = make_ops(repo)
+    assert not ops.invalidator.active
+    ops.invalidator.inode(ROOT)
+    assert ops.invalidator.recorded == [("inode", ROOT)]
+    assert isinstance(pyfuse3.ROOT_INODE, int)
+    ops.close()
