@@ -73,6 +73,29 @@ def _iso(time_ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time_ns / 1e9))
 
 
+def children_first(commits: list[Commit]) -> list[Commit]:
+    """Newest first, but never a parent before one of its children (clock skew happens)."""
+    listed = {c.id for c in commits}
+    waiting = {c.id: 0 for c in commits}
+    for commit in commits:
+        for parent in commit.parents:
+            if parent in listed:
+                waiting[parent] += 1
+    by_id = {c.id: c for c in commits}
+    ready = [c for c in commits if waiting[c.id] == 0]
+    ordered: list[Commit] = []
+    while ready:
+        ready.sort(key=lambda c: c.time_ns)
+        commit = ready.pop()
+        ordered.append(commit)
+        for parent in commit.parents:
+            if parent in listed:
+                waiting[parent] -= 1
+                if waiting[parent] == 0:
+                    ready.append(by_id[parent])
+    return ordered
+
+
 def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(commit.time_ns / 1e9))
@@ -80,7 +103,9 @@ def _log_line(commit: Commit) -> str:
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    commits = list(repo.log(args.rev, limit=args.limit))
+    commits = list(repo.log(args.rev, limit=args.limit, first_parent=not args.graph))
+    if args.graph:
+        commits = children_first(commits)
     if out.as_json:
         out.emit([commit_doc(c) for c in commits])
         return 0

@@ -101,6 +101,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _report(err: BaseException, stderr: TextIO) -> int:
+    if isinstance(err, BrokenPipeError):  # the reader went away: main() exits quietly
+        raise err
     message = str(err) or type(err).__name__
     stderr.write(f"helix: error: {message}\n")
     return EXIT_ERROR

@@ -103,8 +103,10 @@ class Progress:
                 self._last_draw = now
                 self._draw()
 
-    def set_total(self, total: int) -> None:
+    def update(self, done: int, total: int) -> None:
+        """The (done, total) callback style of the core API (gc, fsck, git import)."""
         self.total = total
+        self.advance(done - self.done)
 
     def _draw(self) -> None:
         if self.total:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import add_command
 from helixfs.cli.output import Output, table
-from helixfs.cli.repo import as_doc
-from helixfs.errors import InvalidInput
+from helixfs.errors import InvalidInput, MergeConflict
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -56,6 +56,11 @@ def register(subparsers: Any) -> None:
         help="three-way merge BRANCH into the current branch",
     )
     merge.add_argument("branch", metavar="BRANCH")
+    merge.add_argument(
+        "--allow-conflicts",
+        action="store_true",
+        help="commit conflicting files with markers instead of refusing (exit status 1)",
+    )
 
 
 def _ref_arguments(parser: argparse.ArgumentParser, *, rename: bool) -> None:
@@ -149,14 +154,22 @@ def cmd_reset(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    result = repo.merge(args.branch)
-    doc = as_doc(result)
-    conflicts = doc.get("conflicts") if isinstance(doc, dict) else None
-    if conflicts:
-        human = "merge has conflicts (markers written):\n" + "\n".join(f"  {c}" for c in conflicts)
-        out.emit(doc, human)
-        out.note(f"helix: error: merge of {args.branch}: {len(conflicts)} conflicting path(s)")
+    try:
+        result = repo.merge(args.branch, allow_conflicts=args.allow_conflicts)
+    except MergeConflict as err:
+        paths = [os.fsdecode(p) for p in getattr(err, "conflicts", [])]
+        out.emit(
+            {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False},
+            lambda: "\n".join(f"conflict: {p}" for p in paths),
+        )
+        out.note(f"helix: error: {err}")
         return 1
-    commit = doc.get("commit") if isinstance(doc, dict) else None
-    out.emit(doc, f"merged {args.branch}" + (f": {str(commit)[:12]}" if commit else ""))
+    paths = [os.fsdecode(p) for p in result.conflicts]
+    commit = hex_id(result.commit) if result.commit else None
+    doc = {"status": result.status, "commit": commit, "conflicts": paths, "committed": True}
+    if paths:
+        out.emit(doc, lambda: "\n".join(f"conflict (committed with markers): {p}" for p in paths))
+        out.note(f"helix: error: merge of {args.branch}: {len(paths)} conflicting path(s)")
+        return 1
+    out.emit(doc, f"{result.status}: {args.branch}" + (f" at {commit[:12]}" if commit else ""))
     return 0

@@ -93,8 +93,8 @@ def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    with out.progress("gc"):
-        result = repo.gc(dry_run=args.dry_run)
+    with out.progress("gc") as bar:
+        result = repo.gc(dry_run=args.dry_run, progress=bar.update)
     doc = as_doc(result)
     if isinstance(doc, dict):
         doc.setdefault("dry_run", bool(args.dry_run))
@@ -103,8 +103,8 @@ def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    with out.progress("fsck"):
-        report = repo.fsck()
+    with out.progress("fsck") as bar:
+        report = repo.fsck(progress=bar.update)
     doc = as_doc(report)
     out.emit(doc, lambda: _key_values(doc) if isinstance(doc, dict) else str(doc))
     problems = doc.get("problems") if isinstance(doc, dict) else None

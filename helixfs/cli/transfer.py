@@ -27,6 +27,9 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--from-git", metavar="REPO", help="git repository to import")
     imp.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
     imp.add_argument("-m", "--message", help="commit message (folder import)")
+    imp.add_argument(
+        "--prefix", default="", help="prefix for imported branch and snapshot names (git import)"
+    )
     exp = add_command(
         subparsers,
         "export",
@@ -45,7 +48,7 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         from helixfs.vcs.gitimport import import_git
 
         with out.progress("importing commits") as bar:
-            result = import_git(repo, Path(args.from_git), progress=bar.advance)
+            result = import_git(repo, Path(args.from_git), prefix=args.prefix, progress=bar.update)
         doc = as_doc(result)
         out.emit(doc, lambda: _git_summary(doc))
         return 0
@@ -56,10 +59,12 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
             repo, Path(args.dir), message=args.message, branch=args.branch, progress=bar.advance
         )
     doc = as_doc(summary)
+    verb = "imported" if doc["changed"] else "unchanged:"
     out.emit(
         doc,
         lambda: (
-            f"imported {doc['files']} files ({human_bytes(doc['bytes'])}) as {doc['commit'][:12]}"
+            f"{verb} {doc['files']} files ({human_bytes(doc['bytes'])}) "
+            f"on {doc['branch']} at {doc['commit'][:12]}"
         ),
     )
     return 0

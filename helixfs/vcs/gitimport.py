@@ -1,0 +1,347 @@
+"""`import_git`: every commit of a git repository, with messages, authors, times, merges.
+
+Reads git through one long-lived `git cat-file --batch` process (plumbing, streaming,
+no checkout). Git trees and blobs are content-addressed like ours, so each git object is
+converted once and memoised by its git id: a commit that changes one file converts one
+blob and the trees on its path, whatever the size of the project. Commits go in
+topological order (parents first); their ids are deterministic, so importing the same
+history twice yields the same commits and only moves refs.
+
+Branches become branches (`/` in a git name becomes `-`), tags become snapshots. A
+branch that already exists is only moved if it is the empty commit `helix init` made, or
+a fast-forward of an earlier import of the same git branch; otherwise the import is
+refused before anything is written (`prefix` imports side by side instead).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from helixfs.errors import AlreadyExists, CorruptObject, InvalidInput, InvalidName, NotFound
+from helixfs.ids import CommitId, ObjectId, object_id
+from helixfs.store import RefUpdate
+from helixfs.vcs.content import pack_bytes
+from helixfs.vcs.objects import MODE_DIR, MODE_FILE, MODE_LINK, Commit, TreeEntry, encode_commit
+from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
+from helixfs.vcs.transfer import _Batch
+from helixfs.vcs.treeops import EMPTY_TREE_ID
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+Progress = Callable[[int, int], None]
+_MODES = {b"100644": MODE_FILE, b"100755": MODE_FILE | 0o111, b"120000": MODE_LINK}
+_GITLINK = b"160000"
+_DIR = b"40000"
+
+
+@dataclass(frozen=True)
+class GitImportSummary:
+    commits: int  # converted by this import
+    skipped: int  # already in the store (an earlier import of the same history)
+    branches: list[str] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)
+    head: str | None = None
+    submodules_skipped: int = 0
+    refs_skipped: list[str] = field(default_factory=list)
+
+
+def _git(repo_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo_path), *args], capture_output=True, env=env, check=check
+        )
+    except FileNotFoundError:
+        raise InvalidInput(
+            "git is not installed: it is needed to import a git repository"
+        ) from None
+    except subprocess.CalledProcessError as exc:
+        detail = exc.stderr.decode(errors="replace").strip().splitlines()
+        raise InvalidInput(
+            f"git {args[0]} failed in {repo_path}: {detail[-1] if detail else exc}"
+        ) from None
+
+
+class _CatFile:
+    """One `git cat-file --batch` process: request an object, read exactly its bytes."""
+
+    def __init__(self, repo_path: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(repo_path), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in: IO[bytes] = self.proc.stdin
+        self._out: IO[bytes] = self.proc.stdout
+
+    def get(self, sha: str, expected: bytes) -> bytes:
+        self._in.write(sha.encode() + b"\n")
+        self._in.flush()
+        header = self._out.readline().split()
+        if len(header) != 3 or header[1] != expected:
+            raise CorruptObject(f"git object {sha} is missing or not a {expected.decode()}")
+        data = self._out.read(int(header[2]))
+        self._out.read(1)  # the newline after each object
+        return data
+
+    def close(self) -> None:
+        self._in.close()
+        self.proc.wait()
+
+
+class _Converter:
+    """Git objects -> HelixFS objects, memoised by git id."""
+
+    def __init__(self, repo: Repository, cat: _CatFile, id_size: int, batch: _Batch) -> None:
+        self.repo = repo
+        self.cat = cat
+        self.id_size = id_size
+        self.batch = batch
+        self.trees: dict[bytes, ObjectId] = {}
+        self.blobs: dict[bytes, tuple[ObjectId, int]] = {}
+        self.commits: dict[str, CommitId] = {}
+        self.submodules = 0
+
+    def blob(self, sha: bytes) -> tuple[ObjectId, int]:
+        found = self.blobs.get(sha)
+        if found is None:
+            stored = pack_bytes(self.cat.get(sha.hex(), b"blob"))
+            self.batch.add(stored.objects)
+            found = self.blobs[sha] = (stored.oid, stored.size)
+        return found
+
+    def tree(self, sha: bytes, time_ns: int) -> ObjectId:
+        found = self.trees.get(sha)
+        if found is not None:
+            return found
+        entries = [e for e in self._entries(self.cat.get(sha.hex(), b"tree"), time_ns) if e]
+        objects: dict[ObjectId, bytes] = {}
+        oid = self.trees[sha] = self.repo.trees.build(entries, objects)
+        self.batch.add(objects)
+        return oid
+
+    def _entries(self, raw: bytes, time_ns: int) -> list[TreeEntry | None]:
+        entries: list[TreeEntry | None] = []
+        pos = 0
+        while pos < len(raw):
+            space = raw.index(b" ", pos)
+            nul = raw.index(b"\0", space)
+            mode, name = raw[pos:space], raw[space + 1 : nul]
+            sha = raw[nul + 1 : nul + 1 + self.id_size]
+            pos = nul + 1 + self.id_size
+            entries.append(self._entry(mode, name, sha, time_ns))
+        return entries
+
+    def _entry(self, mode: bytes, name: bytes, sha: bytes, time_ns: int) -> TreeEntry | None:
+        if mode == _DIR:
+            return TreeEntry(name, MODE_DIR, self.tree(sha, time_ns), 0, time_ns)
+        if mode == _GITLINK:
+            self.submodules += 1
+            return None
+        oid, size = self.blob(sha)
+        return TreeEntry(name, _MODES.get(mode, MODE_FILE), oid, size, time_ns)
+
+    def commit(self, sha: str) -> tuple[CommitId, bool]:
+        headers, message = _parse_commit(self.cat.get(sha, b"commit"))
+        author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0])
+        parents = tuple(self.commits[p.decode()] for p in headers.get(b"parent", []))
+        tree = self.tree(bytes.fromhex(headers[b"tree"][0].decode()), author_ns)
+        meta: dict[str, Any] = {
+            "git": {
+                "commit": sha,
+                "author_date": author_date,
+                "committer": headers.get(b"committer", [b""])[0].decode("utf-8", "replace"),
+            }
+        }
+        record = encode_commit(Commit(tree, parents, author_ns, author, message, meta))
+        cid = CommitId(object_id(record))
+        existed = self.repo.store.contains(ObjectId(cid))
+        if not existed:
+            self.batch.add({ObjectId(cid): record})
+        self.commits[sha] = cid
+        return cid, existed
+
+
+def _parse_commit(raw: bytes) -> tuple[dict[bytes, list[bytes]], str]:
+    head, _, body = raw.partition(b"\n\n")
+    headers: dict[bytes, list[bytes]] = {}
+    for line in head.split(b"\n"):
+        if line.startswith(b" "):  # continuation of a multi-line header (gpgsig, mergetag)
+            continue
+        key, _, value = line.partition(b" ")
+        headers.setdefault(key, []).append(value)
+    if b"tree" not in headers:
+        raise CorruptObject("git commit without a tree")
+    return headers, body.decode("utf-8", "surrogateescape")
+
+
+def _parse_person(value: bytes) -> tuple[str, int, str]:
+    """`Name <email> 1700000000 +0100` -> ("Name <email>", time_ns, "1700000000 +0100")."""
+    who, _, when = value.rpartition(b"> ")
+    try:
+        seconds, _, tz = when.decode().partition(" ")
+        return who.decode("utf-8", "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
+    except ValueError:
+        return value.decode("utf-8", "surrogateescape"), 0, ""
+
+
+# -- refs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _GitRef:
+    kind: str  # "branch" or "snapshot"
+    name: str  # the HelixFS name
+    sha: str  # the git commit it points at
+    ref: str  # the helix ref name
+
+
+def _git_refs(path: Path, prefix: str, skipped: list[str]) -> list[_GitRef]:
+    out = _git(
+        path,
+        "for-each-ref",
+        "--format=%(refname) %(objecttype) %(objectname) %(*objectname)",
+        "refs/heads",
+        "refs/tags",
+    ).stdout.decode()
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        refname, kind, sha = parts[0], parts[1], parts[2]
+        peeled = parts[3] if len(parts) > 3 else None
+        is_branch = refname.startswith("refs/heads/")
+        short = refname.split("/", 2)[2]
+        target = peeled if kind == "tag" and peeled else sha
+        name = prefix + short.replace("/", "-")
+        try:
+            check_name(name, "branch" if is_branch else "snapshot")
+        except InvalidName:
+            skipped.append(refname)
+            continue
+        if (
+            not is_branch
+            and kind == "tag"
+            and _git(path, "cat-file", "-t", target).stdout.strip() != b"commit"
+        ):
+            skipped.append(refname)
+            continue
+        ref = branch_ref(name) if is_branch else snapshot_ref(name)
+        found.append(_GitRef("branch" if is_branch else "snapshot", name, target, ref))
+    return found
+
+
+def _check_ref(repo: Repository, path: Path, ref: _GitRef) -> None:
+    """Refuse, before writing anything, to move a ref that holds other work."""
+    current = repo.store.ref(ref.ref)
+    if current is None:
+        return
+    commit = repo.commit_info(CommitId(current))
+    if not commit.parents and commit.tree == EMPTY_TREE_ID:
+        return  # the empty commit `helix init` made
+    earlier = (
+        commit.meta.get("git", {}).get("commit")
+        if isinstance(commit.meta.get("git"), dict)
+        else None
+    )
+    if (
+        earlier
+        and _git(path, "merge-base", "--is-ancestor", earlier, ref.sha, check=False).returncode == 0
+    ):
+        return  # a fast-forward of an earlier import
+    raise AlreadyExists(
+        f"{ref.kind} {ref.name!r} already exists with other commits: "
+        "import into a fresh store, or give a prefix (helix import --from-git REPO --prefix git-)"
+    )
+
+
+def import_git(
+    repo: Repository, path: Path, *, prefix: str = "", progress: Progress | None = None
+) -> GitImportSummary:
+    """Import every commit reachable from the branches and tags of the git repo `path`."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NotFound(f"no such folder: {path}")
+    _git(path, "rev-parse", "--git-dir")
+    id_size = (
+        32
+        if _git(path, "rev-parse", "--show-object-format", check=False).stdout.strip() == b"sha256"
+        else 20
+    )
+    refs_skipped: list[str] = []
+    refs = _git_refs(path, prefix, refs_skipped)
+    for ref in refs:
+        _check_ref(repo, path, ref)
+    shas = (
+        _git(path, "rev-list", "--topo-order", "--reverse", *{r.sha for r in refs}).stdout.split()
+        if refs
+        else []
+    )
+    batch = _Batch(repo)
+    cat = _CatFile(path)
+    converter = _Converter(repo, cat, id_size, batch)
+    made = skipped = 0
+    try:
+        for done, sha in enumerate(shas, 1):
+            _, existed = converter.commit(sha.decode())
+            skipped += existed
+            made += not existed
+            if progress is not None:
+                progress(done, len(shas))
+    finally:
+        cat.close()
+    batch.flush()
+    head = _move_refs(repo, path, refs, converter.commits, prefix)
+    return GitImportSummary(
+        made,
+        skipped,
+        sorted(r.name for r in refs if r.kind == "branch"),
+        sorted(r.name for r in refs if r.kind == "snapshot"),
+        head,
+        converter.submodules,
+        refs_skipped,
+    )
+
+
+def _move_refs(
+    repo: Repository,
+    path: Path,
+    refs: list[_GitRef],
+    commits: dict[str, CommitId],
+    prefix: str,
+) -> str | None:
+    """All refs in one compare-and-swap write; then HEAD follows git's if it was empty."""
+    with repo.lock:
+        updates = []
+        for ref in refs:
+            if ref.kind == "branch":
+                repo._settle(ref.name)
+            current = repo.store.ref(ref.ref)
+            updates.append(RefUpdate(ref.ref, commits[ref.sha], expected=current))
+        repo.store.write({}, updates)
+        for ref in refs:
+            if ref.kind == "branch":
+                repo._moved(ref.name)
+    return _follow_git_head(repo, path, refs, prefix)
+
+
+def _follow_git_head(repo: Repository, path: Path, refs: list[_GitRef], prefix: str) -> str | None:
+    """Check out git's HEAD branch if the store's HEAD still shows the empty init commit."""
+    head = repo.head_branch()
+    git_head = (
+        _git(path, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
+    )
+    wanted = prefix + git_head.replace("/", "-")
+    match = [r.name for r in refs if r.kind == "branch" and git_head and r.name == wanted]
+    current = repo.commit_info(repo.resolve(head))
+    if match and head not in match and not current.parents and current.tree == EMPTY_TREE_ID:
+        repo.checkout(match[0])
+        return match[0]
+    return head

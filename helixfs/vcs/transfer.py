@@ -1,0 +1,303 @@
+"""Folders in and out of the store: `import_dir` (a folder becomes one commit) and
+`export` (a revision's tree becomes a folder).
+
+Both stream: file contents go to the store in batches of bounded size (large files
+through FastCDC chunks), so importing a big folder never holds it in memory. An import
+keeps what a checkout needs to look the same: bytes names, modes, symlinks, mtimes and
+`user.*` extended attributes. Sockets, fifos and devices are skipped and counted, as are
+`.git` and `.helix` folders (another VCS's internals and our own virtual folder).
+
+An export writes into a fresh sibling folder and renames it into place at the end, so a
+failure halfway leaves nothing behind where the user asked for the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs.errors import CorruptObject, InvalidInput, NotFound
+from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.vcs.content import pack_bytes, store_stream
+from helixfs.vcs.objects import MODE_DIR, TreeEntry
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+Progress = Callable[[int], None]
+FLUSH_BYTES = 32 << 20
+"""Objects are handed to the store every this many bytes: bounded memory, few batches."""
+SKIPPED_DIRS = frozenset({b".git", b".helix"})
+XATTR_NAMESPACE = b"user."
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    commit: str
+    branch: str
+    files: int
+    dirs: int
+    bytes: int
+    skipped: int
+    changed: bool
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    commit: str
+    path: str
+    files: int
+    dirs: int
+    bytes: int
+
+
+class _Batch:
+    """Objects waiting for one store write; flushed when they grow past FLUSH_BYTES."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self.objects: dict[ObjectId, bytes] = {}
+        self.size = 0
+
+    def add(self, objects: dict[ObjectId, bytes]) -> None:
+        for oid, record in objects.items():
+            if oid not in self.objects:
+                self.objects[oid] = record
+                self.size += len(record)
+        if self.size >= FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.objects:
+            self.repo.store.write(self.objects)
+            self.objects, self.size = {}, 0
+
+
+@dataclass
+class _Counts:
+    files: int = 0
+    dirs: int = 0
+    bytes: int = 0
+    skipped: int = 0
+
+
+# -- import -----------------------------------------------------------------------------
+
+
+def import_dir(
+    repo: Repository,
+    path: Path,
+    *,
+    message: str | None = None,
+    branch: str | None = None,
+    meta: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Commit the folder `path` as the whole tree of `branch` (default: HEAD's branch).
+
+    Paths absent from the folder are absent from the new commit. An unchanged tree makes
+    no commit (`changed=False`, the head is returned).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise NotFound(f"no such folder to import: {root}")
+    name = branch if branch is not None else repo.head_branch()
+    repo.resolve(name)  # an unknown branch fails before any object is written
+    batch = _Batch(repo)
+    counts = _Counts()
+    tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
+    info = dict(meta or {})
+    info.setdefault("imported_from", str(root.resolve()))
+    cid, changed = commit_tree(
+        repo, name, tree, message or f"import {root.name or root}", info, batch
+    )
+    return ImportSummary(
+        hex_id(cid), name, counts.files, counts.dirs, counts.bytes, counts.skipped, changed
+    )
+
+
+def _ignore(_: int) -> None:
+    return None
+
+
+def _import_tree(
+    repo: Repository, folder: bytes, batch: _Batch, counts: _Counts, progress: Progress
+) -> ObjectId:
+    entries: list[TreeEntry] = []
+    with os.scandir(folder) as listing:
+        items = sorted(listing, key=lambda e: e.name)
+    for item in items:
+        entry = _import_entry(repo, item, batch, counts, progress)
+        if entry is not None:
+            entries.append(entry)
+    objects: dict[ObjectId, bytes] = {}
+    oid = repo.trees.build(entries, objects)
+    batch.add(objects)
+    return oid
+
+
+def _import_entry(
+    repo: Repository,
+    item: os.DirEntry[bytes],
+    batch: _Batch,
+    counts: _Counts,
+    progress: Progress,
+) -> TreeEntry | None:
+    st = item.stat(follow_symlinks=False)
+    name = item.name
+    if stat.S_ISDIR(st.st_mode):
+        if name in SKIPPED_DIRS:
+            counts.skipped += 1
+            return None
+        counts.dirs += 1
+        sub = _import_tree(repo, item.path, batch, counts, progress)
+        return TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, _xattrs(item.path))
+    if stat.S_ISLNK(st.st_mode):
+        stored = pack_bytes(os.readlink(item.path))
+    elif stat.S_ISREG(st.st_mode):
+        with open(item.path, "rb") as source:
+            stored = store_stream(source, lambda objs: batch.add(dict(objs)))
+    else:
+        counts.skipped += 1
+        return None
+    batch.add(stored.objects)
+    counts.files += 1
+    counts.bytes += stored.size if stat.S_ISREG(st.st_mode) else 0
+    progress(1)
+    xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path)
+    return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
+
+
+def _xattrs(path: bytes) -> tuple[tuple[bytes, bytes], ...]:
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:  # a filesystem without xattrs: nothing to keep
+        return ()
+    found = []
+    for key in sorted(names):
+        raw = key.encode("utf-8", "surrogateescape")
+        if raw.startswith(XATTR_NAMESPACE):
+            try:
+                found.append((raw, os.getxattr(path, key, follow_symlinks=False)))
+            except OSError:
+                continue
+    return tuple(found)
+
+
+def commit_tree(
+    repo: Repository,
+    branch: str,
+    tree: ObjectId,
+    message: str,
+    meta: dict[str, Any],
+    batch: _Batch,
+) -> tuple[CommitId, bool]:
+    """Make `tree` the next commit of `branch` (objects of `batch` land with it).
+
+    Goes through the repository's own commit path (lock, settle a live worktree first,
+    compare-and-swap, notify the mount) so an import behaves like any other commit.
+    """
+    with repo.lock:
+        repo._settle(branch)
+        head = repo._branch_head(branch)
+        if tree == repo.commit_info(head).tree:
+            batch.flush()
+            return head, False
+        objects = batch.objects
+        batch.objects, batch.size = {}, 0
+        cid = repo._write_commit(branch, tree, [head], message, meta, objects)
+        repo._moved_if_live(branch)
+        return cid, True
+
+
+# -- export -----------------------------------------------------------------------------
+
+
+def export(
+    repo: Repository, rev: str, path: Path, *, progress: Progress | None = None
+) -> ExportSummary:
+    """Write the tree of `rev` as a new folder `path` (absent, or an empty folder)."""
+    target = Path(path)
+    commit = repo.commit_info(rev)  # unknown rev: NotFound before anything is created
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InvalidInput(f"{target} exists and is not an empty folder: not exporting there")
+    parent = target.absolute().parent
+    if not parent.is_dir():
+        raise NotFound(f"no such folder: {parent}")
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the tree's root is an ordinary folder
+    counts = _Counts()
+    try:
+        _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
+        if target.exists():
+            target.rmdir()
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ExportSummary(hex_id(commit.id), str(target), counts.files, counts.dirs, counts.bytes)
+
+
+def _safe_name(name: bytes) -> bytes:
+    """A tree entry name that stays inside its folder (a forged tree could say `..`)."""
+    if not name or b"/" in name or b"\0" in name or name in (b".", b".."):
+        raise CorruptObject(f"tree entry with an unsafe name {name!r:.80}: refusing to export")
+    return name
+
+
+def _export_tree(
+    repo: Repository, tree: ObjectId, folder: bytes, counts: _Counts, progress: Progress
+) -> None:
+    for entry in repo.trees.get(tree).entries:
+        target = os.path.join(folder, _safe_name(entry.name))
+        if entry.is_dir():
+            counts.dirs += 1
+            os.mkdir(target, 0o700)
+            _export_tree(repo, entry.oid, target, counts, progress)
+            _finish(target, entry, dir_mode=True)
+        elif entry.is_symlink():
+            os.symlink(repo.contents.read(entry.oid), target)
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
+            counts.files += 1
+        else:
+            counts.bytes += _write_file(repo, entry.oid, target)
+            _finish(target, entry, dir_mode=False)
+            counts.files += 1
+            progress(1)
+
+
+def _write_file(repo: Repository, oid: ObjectId, target: bytes) -> int:
+    written = 0
+    with open(target, "wb") as sink:
+        for piece in _pieces(repo, oid):
+            sink.write(piece)
+            written += len(piece)
+    return written
+
+
+def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes]:
+    """A content chunk by chunk, so a large file never sits in memory whole."""
+    index = repo.contents.chunks(oid)
+    if index is None:
+        yield repo.contents.read(oid)
+        return
+    starts = index[0]
+    for i in range(len(starts) - 1):
+        yield repo.contents.read(oid, starts[i], starts[i + 1] - starts[i])
+
+
+def _finish(target: bytes, entry: TreeEntry, *, dir_mode: bool) -> None:
+    for key, value in entry.xattrs:
+        try:
+            os.setxattr(target, key, value)
+        except OSError:  # the destination filesystem may refuse user xattrs
+            continue
+    mode = stat.S_IMODE(entry.mode) or (stat.S_IMODE(MODE_DIR) if dir_mode else 0o644)
+    os.chmod(target, mode)
+    os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
