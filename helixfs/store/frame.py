@@ -49,6 +49,10 @@ class Codec(IntEnum):
 
 
 _HEADERS = {codec: MAGIC + bytes((FRAME_VERSION, codec)) for codec in Codec}
+_DELTA_HEADER = _HEADERS[Codec.DELTA]
+_DEPTHS = [bytes((n,)) for n in range(256)]
+DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the varints
+TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
 
 
 @dataclass(frozen=True)
@@ -153,27 +157,34 @@ def encode_delta(
     "Small" is judged against the record itself: a delta over half its size usually
     means an unrelated base, and plain LZ4 is then the better, chain-free choice.
     """
-    prefix = common_prefix(base, record)
-    limit = min(len(base), len(record)) - prefix
-    suffix = common_suffix(base, record, limit) if limit else 0
-    middle = memoryview(record)[prefix : len(record) - suffix]
-    base_middle = memoryview(base)[prefix : len(base) - suffix][-LZ4_WINDOW:]
+    if len(record) >= TRIM_FROM and len(base) >= TRIM_FROM:
+        prefix = common_prefix(base, record)
+        limit = min(len(base), len(record)) - prefix
+        suffix = common_suffix(base, record, limit) if limit else 0
+    else:
+        prefix = suffix = 0
+    middle_size = len(record) - prefix - suffix
     block: bytes = (
-        lz4.block.compress(middle, store_size=False, dict=base_middle) if len(middle) else b""
-    )
-    head = b"".join(
-        (
-            _HEADERS[Codec.DELTA],
-            base_id,
-            bytes((base_depth + 1,)),
-            _varint(prefix),
-            _varint(suffix),
-            _varint(len(middle)),
+        lz4.block.compress(
+            memoryview(record)[prefix : len(record) - suffix],
+            store_size=False,
+            dict=memoryview(base)[prefix : len(base) - suffix][-LZ4_WINDOW:],
         )
+        if middle_size
+        else b""
     )
-    if len(head) + len(block) > len(record) // 2:
+    size = DELTA_FIXED + len(block) + _varint_size(prefix, suffix, middle_size)
+    if size > len(record) // 2:
         return None
-    return head + block
+    return (
+        _DELTA_HEADER
+        + base_id
+        + _DEPTHS[base_depth + 1]
+        + _varint(prefix)
+        + _varint(suffix)
+        + _varint(middle_size)
+        + block
+    )
 
 
 def parse_delta(oid: ObjectId, frame: bytes) -> Delta:
@@ -238,12 +249,21 @@ def common_suffix(a: bytes, b: bytes, limit: int) -> int:
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
+
+
+def _varint_size(*values: int) -> int:
+    return sum((value.bit_length() + 6) // 7 or 1 for value in values)
 
 
 def _read_varint(oid: ObjectId, frame: bytes, pos: int) -> tuple[int, int]:

@@ -155,7 +155,6 @@ class RocksStore:
             planned = plan_refs(refs, self.ref)
             batch = rocksdict.WriteBatch(raw_mode=True)
             fresh: dict[ObjectId, Known] = {}
-            frames: dict[ObjectId, bytes] = {}
             for oid, data in objects.items():
                 if self._exists(oid):
                     continue  # never re-encode a stored object: keeps delta chains acyclic
@@ -165,15 +164,15 @@ class RocksStore:
                 if encoded.base is not None:
                     batch.put(encoded.base + oid, b"", self._deps)
                 fresh[oid] = Known(record, encoded.depth)
-                frames[oid] = encoded.frame
             for name, value in planned.items():
                 if value is None:
                     batch.delete(name.encode(), self._refs)
                 else:
                     batch.put(name.encode(), value, self._refs)
             self._db.write(batch, self._sync_write if sync else None)
+            # Only the decoded record is cached: it is the likely base of this object's
+            # next version. Its frame sits in RocksDB's memtable, a cheap read away.
             for oid, known in fresh.items():
-                self._frames.put(oid, frames[oid], len(frames[oid]))
                 self._bases.put(oid, known, len(known.record))
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
@@ -303,8 +302,8 @@ class RocksStore:
             )
 
     def _exists(self, oid: ObjectId) -> bool:
-        if oid in self._frames:
-            return True
+        if oid in self._bases or oid in self._frames:
+            return True  # both caches hold stored objects only
         if not self._objects_cf.key_may_exist(oid):
             return False  # the bloom filter's "definitely not": no read needed
         return self._objects_cf.get(oid) is not None
