@@ -1,0 +1,182 @@
+"""The daemon's lifecycle: readiness, single writer, control socket, clean shutdown."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import HELIX, Mount, MountFactory, detach, helix, is_mounted, require_fuse
+
+from helixfs.daemon.control import forward
+from helixfs.daemon.lock import is_locked
+
+pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    helix("init", path)
+    return path
+
+
+def test_background_mount_returns_ready_and_umount_waits_for_the_daemon(
+    store: Path, tmp_path: Path
+) -> None:
+    require_fuse()
+    target = tmp_path / "work"
+    target.mkdir()
+    try:
+        done = helix("mount", "--quiet-window", "5000", store, target)
+        assert "mounted" in done.stdout
+        assert is_mounted(target)  # no sleep: returned only once the mount answers
+        (target / "file.txt").write_text("kept\n")  # pending: the window is 5 s
+        done = helix("umount", target)
+        assert not is_mounted(target)
+        assert not is_locked(store)  # umount returned once the daemon let go
+        assert helix("--store", store, "cat", "HEAD", "file.txt").stdout == "kept\n"
+    finally:
+        detach(target)
+
+
+def test_second_mount_of_a_store_is_refused(make_mount: MountFactory, tmp_path: Path) -> None:
+    first = make_mount(0)
+    other = tmp_path / "other"
+    other.mkdir()
+    for extra in ([], ["--foreground"]):
+        done = helix("mount", *extra, first.store, other, check=False)
+        assert done.returncode == 1
+        assert "already mounted at" in done.stderr
+        assert str(first.path) in done.stderr
+        assert not is_mounted(other)
+    (first.path / "still.txt").write_text("fine")  # the first mount is undisturbed
+    assert (first.path / "still.txt").read_text() == "fine"
+
+
+def test_mount_errors_are_reported_to_the_caller(store: Path, tmp_path: Path) -> None:
+    require_fuse()
+    missing = helix("mount", store, tmp_path / "nope", check=False)
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    not_a_store = tmp_path / "empty"
+    not_a_store.mkdir()
+    target = tmp_path / "t"
+    target.mkdir()
+    bad = helix("mount", not_a_store, target, check=False)
+    assert bad.returncode == 1 and "helix init" in bad.stderr
+    assert not is_mounted(target)
+    usage = helix("mount", store, target, "--quiet-window", "-5", check=False)
+    assert usage.returncode in (1, 2)
+    assert not is_mounted(target)
+
+
+def test_umount_of_something_else_is_a_clear_error(tmp_path: Path) -> None:
+    done = helix("umount", tmp_path, check=False)
+    assert done.returncode == 1
+    assert "not a HelixFS mount" in done.stderr
+
+
+def test_control_socket_is_private_and_forwards_commands(mnt: Mount) -> None:
+    sock = mnt.store / "control.sock"
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    (mnt.path / "a.txt").write_text("one\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = forward(mnt.store, ["cat", "HEAD", "a.txt"], out, err)
+    assert (code, out.getvalue(), err.getvalue()) == (0, "one\n", "")
+    code = forward(mnt.store, ["cat", "HEAD", "missing.txt"], out, err)
+    assert code == 1 and "helix: error" in err.getvalue()
+    code = forward(mnt.store, ["no-such-command"], io.StringIO(), io.StringIO())
+    assert code == 2
+
+
+def test_forward_without_a_daemon_returns_none(store: Path) -> None:
+    assert forward(store, ["log"], io.StringIO(), io.StringIO()) is None
+    (store / "control.sock").write_text("")  # stale leftover of a kill -9
+    assert forward(store, ["log"], io.StringIO(), io.StringIO()) is None
+
+
+def test_relative_paths_of_forwarded_commands_mean_the_callers_cwd(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    (mnt.path / "src.txt").write_text("exported\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    helix("--store", mnt.store, "export", "HEAD", "out", cwd=outside)
+    assert (outside / "out" / "src.txt").read_text() == "exported\n"
+    # ... and a path inside the mount itself works (no deadlock of the daemon).
+    helix("--store", mnt.store, "export", "HEAD", "copy", cwd=mnt.path)
+    assert (mnt.path / "copy" / "src.txt").read_text() == "exported\n"
+
+
+def test_out_of_band_reset_shows_in_the_mount_at_once(mnt: Mount) -> None:
+    (mnt.path / "f.txt").write_text("v1\n")
+    first = mnt.head()
+    (mnt.path / "f.txt").write_text("v2\n")
+    (mnt.path / "new.txt").write_text("new\n")
+    assert (mnt.path / "f.txt").read_text() == "v2\n"
+    mnt.helix("reset", "--hard", first)
+    assert (mnt.path / "f.txt").read_text() == "v1\n"
+    assert not (mnt.path / "new.txt").exists()
+    assert sorted(os.listdir(mnt.path)) == ["f.txt"]
+
+
+def test_out_of_band_checkout_and_merge_show_in_the_mount(mnt: Mount) -> None:
+    (mnt.path / "base.txt").write_text("base\n")
+    mnt.helix("branch", "feature")
+    mnt.helix("checkout", "feature")
+    assert (mnt.path / ".helix" / "HEAD").read_text().strip() == "feature"
+    (mnt.path / "feature.txt").write_text("feature work\n")
+    mnt.helix("checkout", "main")
+    assert not (mnt.path / "feature.txt").exists()
+    mnt.helix("merge", "feature")
+    assert (mnt.path / "feature.txt").read_text() == "feature work\n"
+
+
+def test_sigterm_commits_pending_saves_and_closes_the_store(make_mount: MountFactory) -> None:
+    mount = make_mount(60_000)  # nothing would be committed by the timer in this test
+    (mount.path / "pending.txt").write_text("saved before SIGTERM\n")
+    assert mount.proc is not None
+    mount.proc.send_signal(signal.SIGTERM)
+    assert mount.proc.wait(60) == 0
+    mount.proc = None
+    assert not is_mounted(mount.path)
+    assert not is_locked(mount.store)
+    assert not (mount.store / "control.sock").exists()
+    log = helix("--store", mount.store, "log", "--json").stdout
+    assert "pending.txt" in log
+    assert helix("--store", mount.store, "cat", "HEAD", "pending.txt").stdout.startswith("saved")
+
+
+def test_fusermount_unmount_ends_the_daemon_cleanly(make_mount: MountFactory) -> None:
+    mount = make_mount(60_000)
+    (mount.path / "x.txt").write_text("x")
+    assert mount.stop() == 0
+    assert helix("--store", mount.store, "cat", "HEAD", "x.txt").stdout == "x"
+    assert helix("--store", mount.store, "fsck").returncode == 0
+
+
+def test_foreground_ctrl_c_unmounts(store: Path, tmp_path: Path) -> None:
+    require_fuse()
+    target = tmp_path / "fg"
+    target.mkdir()
+    proc = subprocess.Popen(
+        [*HELIX, "mount", "-f", str(store), str(target)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("mounted")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+        assert not is_mounted(target)
+    finally:
+        detach(target)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
