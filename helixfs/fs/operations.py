@@ -76,7 +76,8 @@ class VirtualHandle:
 
     file: VirtualFile
     data: bytes
-    written: bytearray | None = None
+    written: bytearray | None = None  # None: opened read-only
+    unapplied: bool = False  # written since the last flush (a dup'ed fd flushes early)
 
 
 @dataclass(eq=False)
@@ -532,6 +533,7 @@ class Operations(pyfuse3.Operations):
             end = off + len(buf)
             handle.written.extend(b"\0" * max(0, end - len(handle.written)))
             handle.written[off:end] = buf
+            handle.unapplied = True
             return len(buf)
         handle = self._handle(fh, FileHandle)
         if not handle.writable:
@@ -570,11 +572,10 @@ class Operations(pyfuse3.Operations):
             self.inodes.release_if_unused(handle.entry)
 
     def _apply_virtual_write(self, handle: VirtualHandle) -> None:
-        if handle.written is None:
+        if handle.written is None or not handle.unapplied:
             return
-        data, handle.written = bytes(handle.written), None
-        if data:
-            handle.file.write(data)
+        handle.unapplied = False
+        handle.file.write(bytes(handle.written))
 
     def _spool(self, worktree: Worktree, node: Node) -> Spool:
         return self.spools.ensure(

@@ -223,3 +223,14 @@ def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -
     assert ops.invalidator.recorded == [("inode", ROOT)]
     assert isinstance(pyfuse3.ROOT_INODE, int)
     ops.close()
+
+
+async def test_head_write_through_a_dup_ed_fd(client: Client) -> None:
+    """`echo b > .helix/HEAD` in bash: open, dup2, close (a flush), write, close."""
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
+    fi = await client.ops.open(await client.ino(".helix/HEAD"), os.O_WRONLY | os.O_TRUNC, CTX)
+    await client.ops.flush(fi.fh)
+    await client.ops.write(fi.fh, 0, b"b\n")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert client.ops.repo.head_branch() == "b"
