@@ -149,9 +149,7 @@ def logical_size(oid: ObjectId, frame: bytes) -> int:
 # ---------------------------------------------------------------- delta
 
 
-def encode_delta(
-    record: bytes, base_id: ObjectId, base: bytes, base_depth: int
-) -> bytes | None:
+def encode_delta(record: bytes, base_id: ObjectId, base: bytes, base_depth: int) -> bytes | None:
     """A DELTA frame for `record` against `base`, or None when it would not be small.
 
     "Small" is judged against the record itself: a delta over half its size usually

@@ -66,7 +66,8 @@ def tree(entries: dict[str, tuple[ObjectId, int]], mtime: int) -> bytes:
     for name in sorted(entries):
         oid, size = entries[name]
         raw = name.encode()
-        parts.append(struct.pack("<H", len(raw)) + raw + struct.pack("<IQQ", 0o100644, size, mtime) + oid)
+        fixed = struct.pack("<IQQ", 0o100644, size, mtime)
+        parts.append(struct.pack("<H", len(raw)) + raw + fixed + oid)
     return b"".join(parts)
 
 

@@ -62,3 +62,12 @@ def rocks_backend(path: Path) -> Iterator[Backend]:
     backend = Backend(lambda: holder[0], reopen, tamper)
     yield backend
     holder[0].close()
+
+
+def raw_rows(path: Path, family: str) -> dict[bytes, bytes]:
+    """Every row of one column family, read straight from RocksDB (store closed)."""
+    families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
+    rows = dict(db.get_column_family(family).items())
+    db.close()
+    return rows

@@ -1,0 +1,299 @@
+"""RocksStore beyond the contract: locking, durability, delta chains and their gc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import rocksdict
+from store_backends import raw_rocks_edit, raw_rows
+
+from helixfs.errors import CorruptObject, InvalidInput, StoreLocked, UnsupportedVersion
+from helixfs.ids import ObjectId, object_id
+from helixfs.store import RefUpdate
+from helixfs.store.frame import Codec, codec_of, parse_delta
+from helixfs.store.rocks import COLUMN_FAMILIES, MAX_DELTA_DEPTH, RocksStore
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[RocksStore]:
+    opened = RocksStore(path)
+    yield opened
+    opened.close()
+
+
+def source_versions(count: int, lines: int = 300) -> list[bytes]:
+    """Successive versions of a source file, each a few lines away from the previous."""
+    text = [f"    value_{i} = compute({i}, name='item{i}')\n".encode() for i in range(lines)]
+    versions = []
+    for n in range(count):
+        text[(n * 53) % lines] = f"    # edit {n}: handle the edge case\n".encode()
+        if n % 3 == 0:
+            text.insert((n * 17) % lines, f"    extra_{n} = None\n".encode())
+        versions.append(b"".join(text))
+    return versions
+
+
+def write_chain(store: RocksStore, versions: list[bytes]) -> list[ObjectId]:
+    ids: list[ObjectId] = []
+    for data in versions:
+        oid = object_id(data)
+        store.write({oid: data}, delta_bases={oid: ids[-1]} if ids else None)
+        ids.append(oid)
+    return ids
+
+
+def frames(path: Path) -> dict[bytes, bytes]:
+    return raw_rows(path, "objects")
+
+
+def assert_no_dangling_delta(path: Path) -> None:
+    """The gc invariant: every delta's base is stored, and deps rows match the frames."""
+    objects = frames(path)
+    edges = set()
+    for key, frame in objects.items():
+        oid = ObjectId(key)
+        if codec_of(oid, frame) is Codec.DELTA:
+            base = parse_delta(oid, frame).base
+            assert base in objects, f"{oid.hex()} is a delta on missing {base.hex()}"
+            edges.add(base + oid)
+    assert set(raw_rows(path, "deps")) == edges
+
+
+# ---------------------------------------------------------------- locking
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from helixfs.store.rocks import RocksStore
+    store = RocksStore(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    store.close()
+    """
+)
+
+
+def test_second_opener_from_another_process_gets_store_locked(path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreLocked, match=f"process {holder.pid}"):
+            RocksStore(path)
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert holder.returncode == 0
+    RocksStore(path).close()  # released on exit: opens again
+
+
+def test_second_opener_in_the_same_process_gets_store_locked(store: RocksStore, path: Path) -> None:
+    with pytest.raises(StoreLocked, match="this process"):
+        RocksStore(path)
+
+
+def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "plain-file"
+    file.write_text("not a store")
+    with pytest.raises(InvalidInput):
+        RocksStore(file)
+
+
+# ---------------------------------------------------------------- durability
+
+CRASHER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from helixfs.ids import object_id
+    from helixfs.store import RefUpdate
+    from helixfs.store.rocks import RocksStore
+    store = RocksStore(sys.argv[1])
+    for n in range(50):
+        data = b"closed file %d " % n * 100
+        store.write({object_id(data): data}, [RefUpdate("branches/main", object_id(data))],
+                    sync=(sys.argv[2] == "sync"))
+    os.kill(os.getpid(), signal.SIGKILL)  # no close, no flush: a crash
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_writes_survive_kill_9(path: Path, mode: str) -> None:
+    crashed = subprocess.run([sys.executable, "-c", CRASHER, str(path), mode], timeout=60)
+    assert crashed.returncode == -9
+    with RocksStore(path) as reopened:
+        for n in range(50):
+            data = b"closed file %d " % n * 100
+            assert reopened.get(object_id(data)) == data
+        assert reopened.ref("branches/main") == object_id(b"closed file 49 " * 100)
+
+
+def test_reopen_keeps_objects_refs_and_deltas(path: Path) -> None:
+    versions = source_versions(20)
+    with RocksStore(path) as first:
+        ids = write_chain(first, versions)
+        first.write({}, [RefUpdate("HEAD", b"main")], sync=True)
+    with RocksStore(path) as second:
+        assert [second.get(oid) for oid in ids] == versions
+        assert second.ref("HEAD") == b"main"
+
+
+# ---------------------------------------------------------------- frames on disk
+
+
+def test_unknown_frame_version_is_refused_with_advice(store: RocksStore, path: Path) -> None:
+    oid = object_id(b"future")
+    store.write({oid: b"future"})
+    store.close()
+    raw_rocks_edit(path, oid, lambda frame: frame[:3] + b"\x09" + frame[4:])
+    with RocksStore(path) as reopened, pytest.raises(UnsupportedVersion, match="upgrade"):
+        reopened.get(oid)
+
+
+def test_unknown_codec_is_refused(store: RocksStore, path: Path) -> None:
+    oid = object_id(b"future codec")
+    store.write({oid: b"future codec"})
+    store.close()
+    raw_rocks_edit(path, oid, lambda frame: frame[:4] + b"\x07" + frame[5:])
+    with RocksStore(path) as reopened, pytest.raises(UnsupportedVersion, match="codec 7"):
+        reopened.get(oid)
+
+
+def test_foreign_value_is_corrupt(store: RocksStore, path: Path) -> None:
+    oid = object_id(b"mine")
+    store.write({oid: b"mine"})
+    store.close()
+    raw_rocks_edit(path, oid, lambda frame: b"PK\x03\x04 a zip file")
+    with RocksStore(path) as reopened, pytest.raises(CorruptObject, match=oid.hex()):
+        reopened.get(oid)
+
+
+def test_newer_store_layout_is_refused(store: RocksStore, path: Path) -> None:
+    store.close()
+    families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
+    meta = db.get_column_family("meta")
+    meta[b"format"] = b"2"
+    del meta
+    db.close()
+    with pytest.raises(UnsupportedVersion, match="upgrade"):
+        RocksStore(path)
+    with pytest.raises(UnsupportedVersion):  # and the failed open released the lock
+        RocksStore(path)
+
+
+# ---------------------------------------------------------------- deltas
+
+
+def test_chain_is_stored_as_small_deltas_and_reads_back(store: RocksStore, path: Path) -> None:
+    versions = source_versions(40)
+    ids = write_chain(store, versions)
+    assert [store.get(oid) for oid in ids] == versions
+    stats = store.stats()
+    assert stats.extra["delta_objects"] >= 30
+    assert stats.stored_bytes < sum(len(v) for v in versions) // 10
+    store.close()
+    stored = frames(path)
+    depths = [parse_delta(oid, stored[oid]).depth for oid in ids if stored[oid][4] == Codec.DELTA]
+    assert max(depths) <= MAX_DELTA_DEPTH
+
+
+def test_chain_depth_is_bounded(path: Path) -> None:
+    with RocksStore(path, max_delta_depth=4) as store:
+        ids = write_chain(store, source_versions(30))
+    stored = frames(path)
+    depths = [
+        parse_delta(oid, stored[oid]).depth if stored[oid][4] == Codec.DELTA else 0 for oid in ids
+    ]
+    assert max(depths) == 4
+    assert depths.count(0) >= 30 // 5  # a full frame at least every fifth version
+    with RocksStore(path) as reopened:
+        assert reopened.get(ids[-1]) == source_versions(30)[-1]
+
+
+def test_base_in_the_same_write(store: RocksStore) -> None:
+    old, new = source_versions(2)
+    old_id, new_id = object_id(old), object_id(new)
+    store.write({old_id: old, new_id: new}, delta_bases={new_id: old_id})
+    assert store.stats().extra["delta_objects"] == 1
+    assert store.get(new_id) == new
+
+
+def test_corrupt_base_is_reported_when_reading_its_dependent(store: RocksStore, path: Path) -> None:
+    ids = write_chain(store, source_versions(3))
+    store.close()
+    raw_rocks_edit(path, ids[0], lambda frame: frame[:-1] + bytes([frame[-1] ^ 1]))
+    with RocksStore(path) as reopened, pytest.raises(CorruptObject, match=ids[0].hex()):
+        reopened.get(ids[2])
+
+
+def test_gc_of_a_base_in_the_middle_re_encodes_its_dependent(store: RocksStore, path: Path) -> None:
+    versions = source_versions(10)
+    ids = write_chain(store, versions)
+    store.delete([ids[3]])
+    assert not store.contains(ids[3])
+    kept = [(oid, data) for oid, data in zip(ids, versions, strict=True) if oid != ids[3]]
+    assert all(store.get(oid) == data for oid, data in kept)
+    store.close()
+    stored = frames(path)
+    assert parse_delta(ids[4], stored[ids[4]]).base == ids[2]  # re-pointed, still a delta
+    assert_no_dangling_delta(path)
+    with RocksStore(path) as reopened:
+        assert all(reopened.get(oid) == data for oid, data in kept)
+
+
+def test_gc_of_all_but_the_newest(store: RocksStore, path: Path) -> None:
+    versions = source_versions(12)
+    ids = write_chain(store, versions)
+    store.delete(ids[:-1])
+    assert store.get(ids[-1]) == versions[-1]
+    assert list(store.ids()) == [ids[-1]]
+    store.close()
+    assert_no_dangling_delta(path)
+    assert raw_rows(path, "deps") == {}
+
+
+def test_gc_of_every_other_version(store: RocksStore, path: Path) -> None:
+    versions = source_versions(15)
+    ids = write_chain(store, versions)
+    store.delete(ids[::2])
+    for oid, data in list(zip(ids, versions, strict=True))[1::2]:
+        assert store.get(oid) == data
+    store.close()
+    assert_no_dangling_delta(path)
+
+
+def test_cache_counters_move(store: RocksStore, path: Path) -> None:
+    oid = object_id(b"cached" * 100)
+    store.write({oid: b"cached" * 100})
+    store.close()
+    with RocksStore(path) as fresh:
+        fresh.get(oid)
+        fresh.get(oid)
+        stats = fresh.stats()
+        assert stats.cache_misses >= 1 and stats.cache_hits >= 1
+
+
+def test_closed_store_refuses_work(store: RocksStore) -> None:
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(InvalidInput, match="closed"):
+        store.get(object_id(b"x"))
+    assert os.path.exists(store.path)
