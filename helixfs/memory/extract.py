@@ -128,6 +128,8 @@ def gate_score(text: str) -> float:
         score += 0.25
     if 4 <= len(words) <= 80:
         score += 0.15
+    if text.startswith("```") and re.search(r"(?m)^\s*\$ \S", text):
+        score += 0.25  # a fenced block of shell commands is a recipe worth keeping
     if text.rstrip().endswith("?"):
         score -= 0.5
     if _CHATTER.search(text):
