@@ -208,9 +208,13 @@ class Trees:
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")
             sub = self._apply(old.oid if old else EMPTY_TREE_ID, change, objects, now, path + b"/")
+            if old is not None and sub == old.oid:
+                return old
             mode = old.mode if old else MODE_DIR
             return TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
         objects.update(change.objects)
+        if old is not None and old.is_file() and old.oid == change.oid:
+            return old  # same content: keep the entry (and its mtime), so the tree is equal
         mode = old.mode if old is not None and old.is_file() else MODE_FILE
         xattrs = old.xattrs if old is not None and old.is_file() else ()
         return TreeEntry(name, mode, change.oid, change.size, now, xattrs)

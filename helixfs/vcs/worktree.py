@@ -267,7 +267,7 @@ class Worktree:
         if name in children:
             raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
         children[name] = node
-        parent.mtime_ns = node.mtime_ns
+        _bump(parent, name)
         self._touch(parent, self._join(parent, name), relisted=True)
         node.raw = None
         return node
@@ -341,7 +341,7 @@ class Worktree:
         node = children.pop(name)
         path = self._join(parent, name)
         node.parent = None
-        parent.mtime_ns = time.time_ns()
+        _bump(parent, name)
         self._touch(parent, path, relisted=True)
         return node
 
@@ -404,9 +404,9 @@ class Worktree:
         node.name = name
         node.parent = parent
         self._children(parent)[name] = node
-        parent.mtime_ns = time.time_ns()
+        _bump(parent, name)
         node.raw = None
-        node.ctime_ns = parent.mtime_ns
+        node.ctime_ns = time.time_ns()
         self._touch(parent, old_path, self._join(parent, name), relisted=True)
 
     def _exchange(
@@ -582,7 +582,7 @@ class Worktree:
                 self._changed.clear()
                 return None
             info = dict(meta or {})
-            changed = sorted(p for p in self._changed if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
+            changed = _leaf_paths(self._changed)
             info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
             text = message or self._next_message or _auto_message(changed, info)
             cid = self.repo._write_commit(
@@ -596,10 +596,24 @@ class Worktree:
             return cid
 
 
+def _bump(directory: Node, name: bytes) -> None:
+    """A directory's mtime follows its listing, except for editor temp files: their
+    coming and going must not make a commit of its own."""
+    if not is_ephemeral(name):
+        directory.mtime_ns = time.time_ns()
+
+
 def _entry_key(
     entry: TreeEntry | None,
 ) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
     return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+
+
+def _leaf_paths(paths: set[bytes]) -> list[bytes]:
+    """Changed paths worth reporting: no editor temp files, no parent of another one."""
+    kept = sorted(p for p in paths if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
+    parents = {p[:i] for p in kept for i in range(len(p)) if p[i : i + 1] == b"/"}
+    return [p for p in kept if p not in parents]
 
 
 def _auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:

@@ -1,0 +1,84 @@
+"""Large files are chunked by content: edits store few chunks, range reads fetch few."""
+
+from __future__ import annotations
+
+import io
+import random
+
+from helixfs.vcs import Repository
+from helixfs.vcs.content import CHUNK_THRESHOLD, ContentReader, pack_bytes, store_stream
+from helixfs.vcs.objects import KIND_CHUNKED, kind_of
+
+from .conftest import CountingStore
+
+
+def _random(size: int, seed: int = 1) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+def test_small_files_are_one_blob() -> None:
+    stored = pack_bytes(b"hello")
+    assert len(stored.objects) == 1 and stored.size == 5
+
+
+def test_mid_file_edit_of_a_big_file_stores_only_nearby_chunks(
+    repo: Repository, store: CountingStore
+) -> None:
+    data = _random(24 << 20)
+    repo.commit({b"big.bin": data}, "big")
+    before = set(store.ids())
+    middle = len(data) // 2
+    edited = data[:middle] + b"an edit in the middle" + data[middle + 5 :]
+    repo.commit({b"big.bin": edited}, "edit")
+    new = set(store.ids()) - before
+    # the index, at most a few chunks around the edit, the tree and the commit
+    assert len(new) <= 8, len(new)
+    assert repo.read("HEAD", "big.bin") == edited
+    assert repo.read("HEAD~1", "big.bin") == data
+
+
+def test_range_read_fetches_only_the_chunks_it_needs(
+    repo: Repository, store: CountingStore
+) -> None:
+    data = _random(8 << 20, seed=2)
+    repo.commit({b"big.bin": data}, "big")
+    oid = repo.entry("HEAD", "big.bin").oid  # type: ignore[union-attr]
+    reader = ContentReader(store)
+    starts, ids = reader.chunks(oid)  # type: ignore[misc]
+    assert len(ids) > 50
+    store.gets.clear()
+    offset = starts[10] + 100
+    assert reader.read(oid, offset, 1000) == data[offset : offset + 1000]
+    assert set(store.gets) <= {ids[10], ids[11]}
+    store.gets.clear()
+    assert reader.read(oid, starts[20], starts[23] - starts[20]) == data[starts[20] : starts[23]]
+    assert store.gets == ids[20:23]
+
+
+def test_streamed_store_equals_in_memory_store(store: CountingStore) -> None:
+    data = _random(3 * CHUNK_THRESHOLD + 12345, seed=3)
+    written: dict[bytes, bytes] = {}
+    streamed = store_stream(io.BytesIO(data), written.update)
+    assert streamed.oid == pack_bytes(data).oid
+    store.write({**written, **streamed.objects})
+    assert ContentReader(store).read(streamed.oid) == data
+    assert kind_of(streamed.objects[streamed.oid]) == KIND_CHUNKED
+
+
+def test_resize_truncates_and_extends_without_rewriting(store: CountingStore) -> None:
+    data = _random(4 << 20, seed=4)
+    stored = pack_bytes(data)
+    store.write(stored.objects)
+    reader = ContentReader(store)
+    for size in (0, 10, CHUNK_THRESHOLD, CHUNK_THRESHOLD + 7, 3 << 20, 9 << 20):
+        resized = reader.resize(stored.oid, len(data), size)
+        assert len(resized.objects) <= 3 + (size // (1 << 20))
+        store.write(resized.objects)
+        expect = data[:size] + bytes(max(0, size - len(data)))
+        assert resized.size == size
+        assert reader.read(resized.oid) == expect
+    small = pack_bytes(b"abc")
+    store.write(small.objects)
+    grown = reader.resize(small.oid, 3, 2 * CHUNK_THRESHOLD)
+    store.write(grown.objects)
+    assert reader.read(grown.oid) == b"abc" + bytes(2 * CHUNK_THRESHOLD - 3)

@@ -1,0 +1,93 @@
+"""gc keeps what refs reach and nothing else; fsck finds damage without crashing."""
+
+from __future__ import annotations
+
+from helixfs.ids import ObjectId, object_id
+from helixfs.vcs import Repository
+from helixfs.vcs.objects import encode_blob
+
+from .conftest import CountingStore
+
+
+def _orphan(store: CountingStore, data: bytes) -> ObjectId:
+    record = encode_blob(data)
+    oid = object_id(record)
+    store.write({oid: record})
+    return oid
+
+
+def test_gc_dry_run_changes_nothing(repo: Repository, store: CountingStore) -> None:
+    repo.commit({"a": b"1"}, "one")
+    orphan = _orphan(store, b"nobody points at me")
+    before = set(store.ids())
+    report = repo.gc(dry_run=True)
+    assert report.dry_run and report.unreachable == 1 and report.freed_bytes > 0
+    assert set(store.ids()) == before and store.contains(orphan)
+
+
+def test_gc_drops_unreachable_and_keeps_every_ref(repo: Repository, store: CountingStore) -> None:
+    repo.commit({"a": b"1", "d/b": b"2"}, "one")
+    repo.create_snapshot("snap")
+    repo.create_branch("feat")
+    repo.commit({"f": b"feat only"}, "feat", branch="feat")
+    repo.commit({"a": b"moved on"}, "two")
+    tree = repo.worktree("main")
+    tree.set_content(tree.create(tree.root, b"pending.txt"), b"saved, not committed")
+    tree.save()
+    orphan = _orphan(store, b"garbage")
+    calls: list[tuple[int, int]] = []
+    report = repo.gc(progress=lambda done, total: calls.append((done, total)))
+    assert not store.contains(orphan) and report.unreachable >= 1 and calls
+    assert repo.read("snap", "a") == b"1" and repo.read("feat", "f") == b"feat only"
+    assert repo.read("HEAD~1", "d/b") == b"2"
+    assert tree.read(tree.lookup(tree.root, b"pending.txt"), 0, 100) == b"saved, not committed"
+    assert repo.fsck().ok
+    assert repo.gc(dry_run=True).unreachable == 0
+
+
+def test_gc_after_reset_drops_abandoned_commits(repo: Repository, store: CountingStore) -> None:
+    repo.commit({"a": b"1"}, "one")
+    abandoned = repo.commit({"a": b"2" * 100}, "two")
+    repo.reset_hard("HEAD~1")
+    repo.gc()
+    assert not store.contains(ObjectId(abandoned))
+    assert repo.fsck().ok
+
+
+def test_fsck_clean_store(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    calls: list[tuple[int, int]] = []
+    report = repo.fsck(progress=lambda d, t: calls.append((d, t)))
+    assert report.ok and report.objects > 0 and calls[-1][0] == calls[-1][1]
+
+
+def test_fsck_detects_a_tampered_object(repo: Repository, store: CountingStore) -> None:
+    repo.commit({"a": b"precious"}, "one")
+    oid = repo.entry("HEAD", "a").oid  # type: ignore[union-attr]
+    store._objects[oid] = encode_blob(b"tampered")
+    report = repo.fsck()
+    assert not report.ok
+    assert any(oid.hex() in p and "corrupt" in p for p in report.problems)
+
+
+def test_fsck_detects_missing_objects_and_dangling_refs(
+    repo: Repository, store: CountingStore
+) -> None:
+    repo.commit({"a": b"1", "d/e": b"2"}, "one")
+    tree = repo.entry("HEAD", "d").oid  # type: ignore[union-attr]
+    store.delete([tree])
+    store._refs["snapshots/broken"] = bytes(32)
+    report = repo.fsck()
+    assert any("missing" in p for p in report.problems)
+    assert any("snapshots/broken" in p for p in report.problems)
+
+
+def test_stats(repo: Repository) -> None:
+    for i in range(5):
+        repo.commit({"a": b"x" * 1000, f"f{i}": b"y"}, f"c{i}")
+    repo.create_branch("copy")
+    stats = repo.stats()
+    assert stats.objects > 0 and stats.branches == 2 and stats.commits_measured == 5
+    assert stats.commit_p50_us is not None and stats.commit_p95_us is not None
+    assert stats.referenced_bytes == 2 * (1000 + 5)
+    assert stats.dedup_ratio > 0

@@ -1,0 +1,229 @@
+"""The Repository API: commits by path copying, revisions, log, diff, refs, restore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helixfs.errors import (
+    AlreadyExists,
+    AmbiguousRevision,
+    InvalidInput,
+    InvalidName,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    StoreLocked,
+)
+from helixfs.vcs import Repository
+
+from .conftest import CountingStore
+
+
+def _tree(dirs: int, files: int) -> dict[bytes, bytes]:
+    return {
+        f"d{d:03}/f{f:03}.txt".encode(): f"{d} {f}\n".encode()
+        for d in range(dirs)
+        for f in range(files)
+    }
+
+
+def test_commit_by_path_copying_writes_only_the_changed_path(
+    repo: Repository, store: CountingStore
+) -> None:
+    repo.commit(_tree(50, 40), "2000 files")
+    before = set(store.ids())
+    repo.commit({b"d007/f003.txt": b"changed\n" * 1000}, "one file")
+    new = set(store.ids()) - before
+    assert len(new) == 4  # blob, d007 tree, root tree, commit
+    assert repo.read("HEAD", "d007/f003.txt") == b"changed\n" * 1000
+    assert repo.read("HEAD", "d008/f003.txt") == b"8 3\n"
+    assert [c.path for c in repo.diff("HEAD~1", "HEAD")] == [b"d007/f003.txt"]
+
+
+def test_commit_records_changed_paths_latency_and_metadata(repo: Repository) -> None:
+    cid = repo.commit({"a.txt": b"1", "b/c.txt": b"2"}, "msg", {"agent": "claude", "exp": 3})
+    info = repo.commit_info(cid)
+    assert info.meta["changed"] == ["a.txt", "b/c.txt"]
+    assert info.meta["agent"] == "claude" and info.meta["exp"] == 3
+    assert isinstance(info.meta["latency_us"], int)
+    assert info.message == "msg" and info.id == cid
+
+
+def test_commit_deletes_and_rejects_bad_input_without_changing_anything(repo: Repository) -> None:
+    repo.commit({"a/b.txt": b"1", "c.txt": b"2"}, "one")
+    head = repo.resolve("HEAD")
+    repo.commit({"a/b.txt": None}, "delete")
+    assert repo.ls("HEAD", "a") == []
+    for bad in ({"nope.txt": None}, {"c.txt/x": b"1"}, {"../x": b"1"}, {}, {"x": 3}):
+        before = repo.resolve("HEAD")
+        with pytest.raises((NotFound, NotADirectory, InvalidInput)):
+            repo.commit(bad, "bad")  # type: ignore[arg-type]
+        assert repo.resolve("HEAD") == before
+    assert repo.resolve("HEAD~1") == head
+
+
+def test_unchanged_tree_does_not_make_a_commit(repo: Repository) -> None:
+    cid = repo.commit({"a": b"1"}, "one")
+    assert repo.commit({"a": b"1"}, "same again") == cid
+
+
+def test_names_are_bytes_end_to_end(repo: Repository) -> None:
+    name = b"caf\xe9 \xff.bin"
+    repo.commit({name: b"x"}, "latin-1 name")
+    assert repo.read("HEAD", name) == b"x"
+    assert [e.name for e in repo.ls()] == [name]
+    assert repo.commit_info("HEAD").meta["changed"] == [name.decode("utf-8", "surrogateescape")]
+
+
+def test_resolve_forms(repo: Repository) -> None:
+    first = repo.commit({"a": b"1"}, "one")
+    second = repo.commit({"a": b"2"}, "two")
+    repo.create_branch("feat", "HEAD~1")
+    repo.create_snapshot("snap", "HEAD")
+    assert repo.resolve("HEAD") == second
+    assert repo.resolve("HEAD~1") == first == repo.resolve("HEAD^") == repo.resolve("main~1")
+    assert repo.resolve("HEAD~2") == repo.resolve("feat~1")
+    assert repo.resolve("feat") == first
+    assert repo.resolve("snap") == second == repo.resolve("snapshots/snap")
+    assert repo.resolve(second.hex()) == second
+    assert repo.resolve(second.hex()[:10]) == second
+    assert repo.resolve(second.hex()[:10].upper()) == second
+
+
+def test_resolve_errors(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    for bad in ("nope", "HEAD~5", "HEAD^2", "zzzz", "0000000000", ""):
+        with pytest.raises((NotFound, InvalidInput)):
+            repo.resolve(bad)
+
+
+def test_ambiguous_prefix(repo: Repository) -> None:
+    seen: dict[str, bytes] = {}
+    for i in range(5000):
+        cid = repo.commit({"a": str(i).encode()}, f"c{i}")
+        prefix = cid.hex()[:4]
+        if prefix in seen:
+            with pytest.raises(AmbiguousRevision, match="matches 2 commits"):
+                repo.resolve(prefix)
+            assert repo.resolve(cid.hex()[:12]) == cid
+            return
+        seen[prefix] = cid
+    pytest.fail("no two commits shared a 4-digit prefix")
+
+
+def test_log_first_parent_and_full(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    repo.create_branch("feat")
+    repo.commit({"b": b"1"}, "feat work", branch="feat")
+    repo.commit({"c": b"1"}, "main work")
+    result = repo.merge("feat")
+    assert result.status == "merged"
+    first = [c.message for c in repo.log()]
+    assert first == ["merge feat into main", "main work", "one", "init"]
+    full = [c.message for c in repo.log(first_parent=False)]
+    assert set(full) == {*first, "feat work"} and full[0] == first[0]
+    assert len(repo.commit_info("HEAD").parents) == 2
+    assert [c.message for c in repo.log(limit=2)] == first[:2]
+
+
+def test_ls_read_errors(repo: Repository) -> None:
+    repo.commit({"d/f": b"1"}, "one")
+    with pytest.raises(IsADirectory):
+        repo.read("HEAD", "d")
+    with pytest.raises(NotFound):
+        repo.read("HEAD", "d/nope")
+    with pytest.raises(NotADirectory):
+        repo.ls("HEAD", "d/f")
+
+
+def test_diff_name_status_and_text(repo: Repository) -> None:
+    repo.commit(
+        {"keep": b"same\n", "mod.txt": b"a\nb\nc\n", "gone.txt": b"x\n", "bin": b"\0\1"}, "one"
+    )
+    repo.commit(
+        {"mod.txt": b"a\nB\nc\n", "gone.txt": None, "new.txt": b"n\n", "bin": b"\0\2"}, "two"
+    )
+    changes = {(c.status, c.path) for c in repo.diff("HEAD~1", "HEAD")}
+    assert changes == {("M", b"mod.txt"), ("D", b"gone.txt"), ("A", b"new.txt"), ("M", b"bin")}
+    text = repo.diff_text("HEAD~1", "HEAD")
+    assert "-b\n+B\n" in text
+    assert "Binary files a/bin and b/bin differ" in text
+    assert "--- /dev/null\n+++ b/new.txt" in text
+    assert "--- a/gone.txt\n+++ /dev/null" in text
+
+
+def test_branches_are_refs(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    repo.create_branch("feat")
+    assert {b.name for b in repo.branches()} == {"main", "feat"}
+    with pytest.raises(AlreadyExists):
+        repo.create_branch("feat")
+    for bad in ("", "a/b", "a b", ".hidden", "x~1", "HEAD", "a" * 300):
+        with pytest.raises(InvalidName):
+            repo.create_branch(bad)
+    repo.rename_branch("feat", "feature")
+    assert {b.name for b in repo.branches()} == {"main", "feature"}
+    with pytest.raises(NotFound):
+        repo.rename_branch("feat", "x")
+    with pytest.raises(AlreadyExists):
+        repo.rename_branch("feature", "main")
+    with pytest.raises(InvalidInput):
+        repo.delete_branch("main")
+    repo.delete_branch("feature")
+    with pytest.raises(NotFound):
+        repo.delete_branch("feature")
+    assert [b.name for b in repo.branches()] == ["main"]
+
+
+def test_renaming_the_head_branch_moves_head(repo: Repository) -> None:
+    repo.rename_branch("main", "trunk")
+    assert repo.head_branch() == "trunk"
+    repo.resolve("HEAD")
+
+
+def test_snapshots_are_immutable_names(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    snap = repo.create_snapshot("before")
+    repo.commit({"a": b"2"}, "two")
+    assert repo.read("before", "a") == b"1"
+    assert repo.resolve("before") == snap
+    with pytest.raises(AlreadyExists):
+        repo.create_snapshot("before")
+    assert [s.name for s in repo.snapshots()] == ["before"]
+    repo.delete_snapshot("before")
+    with pytest.raises(NotFound):
+        repo.delete_snapshot("before")
+
+
+def test_checkout_and_reset_hard(repo: Repository) -> None:
+    heard: list[str] = []
+    repo.subscribe(heard.append)
+    one = repo.commit({"a": b"1"}, "one")
+    repo.commit({"a": b"2"}, "two")
+    repo.create_branch("other", "HEAD~1")
+    repo.checkout("other")
+    assert repo.head_branch() == "other" and repo.read("HEAD", "a") == b"1"
+    with pytest.raises(NotFound):
+        repo.checkout("nope")
+    repo.checkout("main")
+    assert repo.reset_hard("HEAD~1") == one
+    assert repo.read("HEAD", "a") == b"1"
+    with pytest.raises(NotFound):
+        repo.reset_hard("nope")
+    assert repo.resolve("HEAD") == one
+    assert "main" in heard and "other" in heard
+
+
+def test_on_disk_init_open_and_single_writer(tmp_path: Path) -> None:
+    with Repository.init(tmp_path / "s") as repo:
+        cid = repo.commit({"a": b"1"}, "one")
+        with pytest.raises(StoreLocked):
+            Repository.open(tmp_path / "s")
+    with pytest.raises(AlreadyExists):
+        Repository.init(tmp_path / "s")
+    with Repository.open(tmp_path / "s") as again:
+        assert again.resolve("HEAD") == cid and again.read("HEAD", "a") == b"1"
+    with pytest.raises(NotFound):
+        Repository.open(tmp_path / "missing")

@@ -1,0 +1,314 @@
+"""The live branch state the filesystem drives: nodes, renames, saves, commits, views."""
+
+from __future__ import annotations
+
+import io
+import stat
+
+import pytest
+
+from helixfs.errors import (
+    AlreadyExists,
+    DirectoryNotEmpty,
+    InvalidInput,
+    InvalidName,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    ReadOnly,
+)
+from helixfs.ids import CommitId
+from helixfs.vcs import Repository, Worktree
+from helixfs.vcs.content import CHUNK_THRESHOLD
+
+from .conftest import CountingStore
+
+
+def _file(tree: Worktree, path: bytes, data: bytes) -> None:
+    *dirs, name = path.split(b"/")
+    node = tree.root
+    for part in dirs:
+        try:
+            node = tree.lookup(node, part)
+        except NotFound:
+            node = tree.mkdir(node, part)
+    tree.set_content(tree.create(node, name), data)
+
+
+@pytest.fixture
+def tree(repo: Repository) -> Worktree:
+    return repo.worktree("main")
+
+
+def test_create_write_read_commit(repo: Repository, tree: Worktree) -> None:
+    src = tree.mkdir(tree.root, b"src", 0o750)
+    node = tree.create(src, b"app.py", 0o640)
+    assert node.is_file() and node.size == 0 and stat.S_IMODE(node.mode) == 0o640
+    tree.set_content(node, b"print('hi')\n")
+    assert tree.read(node, 0, 100) == b"print('hi')\n" and tree.read(node, 6, 2) == b"'h"
+    assert tree.read(node, 100, 10) == b""
+    assert tree.dirty and tree.content_id(src) is None
+    cid = tree.commit(meta={"process": "vim", "pid": 42})
+    assert cid is not None and not tree.dirty
+    info = repo.commit_info("HEAD")
+    assert info.id == cid and info.message == "vim: save src/app.py"
+    assert info.meta["pid"] == 42 and "src/app.py" in info.meta["changed"]
+    assert repo.read("HEAD", "src/app.py") == b"print('hi')\n"
+    assert tree.commit() is None  # nothing changed since
+    assert tree.content_id(src) == repo.entry("HEAD", "src").oid  # type: ignore[union-attr]
+    assert tree.path_of(node) == b"src/app.py" and tree.path_of(tree.root) == b""
+
+
+def test_listdir_lookup_and_errors(tree: Worktree) -> None:
+    _file(tree, b"d/b", b"2")
+    _file(tree, b"d/a", b"1")
+    d = tree.lookup(tree.root, b"d")
+    assert [name for name, _ in tree.listdir(d)] == [b"a", b"b"]
+    with pytest.raises(NotFound):
+        tree.lookup(d, b"zz")
+    with pytest.raises(NotADirectory):
+        tree.lookup(tree.lookup(d, b"a"), b"x")
+    with pytest.raises(AlreadyExists):
+        tree.create(d, b"a")
+    for bad in (b"", b".", b"..", b"a/b", b"a\0"):
+        with pytest.raises(InvalidName):
+            tree.create(d, bad)
+    with pytest.raises(IsADirectory):
+        tree.read(d, 0, 1)
+    with pytest.raises(IsADirectory):
+        tree.unlink(tree.root, b"d")
+    with pytest.raises(DirectoryNotEmpty):
+        tree.rmdir(tree.root, b"d")
+    with pytest.raises(NotADirectory):
+        tree.rmdir(d, b"a")
+
+
+def test_symlinks(repo: Repository, tree: Worktree) -> None:
+    link = tree.symlink(tree.root, b"link", b"target/path")
+    assert link.is_symlink() and link.size == 11 and tree.readlink(link) == b"target/path"
+    tree.commit("link")
+    assert repo.entry("HEAD", "link").is_symlink()  # type: ignore[union-attr]
+    with pytest.raises(InvalidInput):
+        tree.symlink(tree.root, b"bad", b"")
+
+
+def test_unlink_then_read_the_detached_node(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"f", b"still here")
+    tree.commit()
+    node = tree.unlink(tree.root, b"f")
+    assert tree.read(node, 0, 100) == b"still here"
+    tree.set_content(node, b"written after unlink")  # an open handle keeps writing
+    assert tree.read(node, 0, 100) == b"written after unlink"
+    tree.commit()
+    assert [e.name for e in repo.ls()] == []
+
+
+def test_rename_moves_the_same_node(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a/f", b"1")
+    a = tree.lookup(tree.root, b"a")
+    f = tree.lookup(a, b"f")
+    b = tree.mkdir(tree.root, b"b")
+    assert tree.rename(a, b"f", b, b"g") is None
+    assert tree.lookup(b, b"g") is f and tree.path_of(f) == b"b/g"
+    with pytest.raises(NotFound):
+        tree.lookup(a, b"f")
+    tree.commit()
+    assert repo.read("HEAD", "b/g") == b"1" and repo.ls("HEAD", "a") == []
+
+
+def test_rename_over_a_file_returns_the_replaced_node(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"app.py", b"old")
+    tree.commit()
+    # an editor's atomic save: write a temp file, rename it over the original
+    _file(tree, b".app.py.tmp.1.2", b"new")
+    old = tree.lookup(tree.root, b"app.py")
+    replaced = tree.rename(tree.root, b".app.py.tmp.1.2", tree.root, b"app.py")
+    assert replaced is old and tree.read(old, 0, 10) == b"old"
+    tree.commit()
+    assert [e.name for e in repo.ls()] == [b"app.py"] and repo.read("HEAD", "app.py") == b"new"
+    assert repo.commit_info("HEAD").parents == (repo.resolve("HEAD~1"),)
+
+
+def test_rename_rules(tree: Worktree) -> None:
+    _file(tree, b"d/x", b"1")
+    _file(tree, b"f", b"2")
+    tree.mkdir(tree.root, b"empty")
+    d = tree.lookup(tree.root, b"d")
+    with pytest.raises(AlreadyExists):
+        tree.rename(tree.root, b"f", d, b"x", noreplace=True)
+    with pytest.raises(IsADirectory):
+        tree.rename(tree.root, b"f", tree.root, b"d")
+    with pytest.raises(NotADirectory):
+        tree.rename(tree.root, b"d", tree.root, b"f")
+    _file(tree, b"full/y", b"3")
+    with pytest.raises(DirectoryNotEmpty):
+        tree.rename(tree.root, b"d", tree.root, b"full")
+    with pytest.raises(InvalidInput):
+        tree.rename(tree.root, b"d", d, b"inside")
+    with pytest.raises(NotFound):
+        tree.rename(tree.root, b"nope", tree.root, b"x")
+    empty = tree.lookup(tree.root, b"empty")
+    assert tree.rename(tree.root, b"d", tree.root, b"empty") is empty
+    assert tree.lookup(tree.root, b"empty") is d
+
+
+def test_rename_exchange(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a", b"A")
+    _file(tree, b"d/b", b"B")
+    a = tree.lookup(tree.root, b"a")
+    d = tree.lookup(tree.root, b"d")
+    b = tree.lookup(d, b"b")
+    assert tree.rename(tree.root, b"a", d, b"b", exchange=True) is None
+    assert tree.lookup(tree.root, b"a") is b and tree.lookup(d, b"b") is a
+    with pytest.raises(NotFound):
+        tree.rename(tree.root, b"a", d, b"none", exchange=True)
+    tree.commit()
+    assert repo.read("HEAD", "a") == b"B" and repo.read("HEAD", "d/b") == b"A"
+
+
+def test_attrs_truncate_and_xattrs(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"f", b"hello world")
+    f = tree.lookup(tree.root, b"f")
+    tree.set_attrs(f, size=5)
+    assert f.size == 5 and tree.read(f, 0, 100) == b"hello"
+    tree.set_attrs(f, size=8, mode=0o600, mtime_ns=123)
+    assert tree.read(f, 0, 100) == b"hello\0\0\0"
+    assert stat.S_ISREG(f.mode) and stat.S_IMODE(f.mode) == 0o600 and f.mtime_ns == 123
+    tree.set_xattr(f, b"user.note", b"\xffvalue")
+    tree.commit()
+    entry = repo.entry("HEAD", "f")
+    assert entry.xattrs == ((b"user.note", b"\xffvalue"),) and entry.mtime_ns == 123  # type: ignore[union-attr]
+    tree.remove_xattr(f, b"user.note")
+    with pytest.raises(NotFound):
+        tree.remove_xattr(f, b"user.note")
+    tree.commit()
+    assert repo.entry("HEAD", "f").xattrs == ()  # type: ignore[union-attr]
+
+
+def test_big_file_streamed_from_a_spool_and_range_read(
+    repo: Repository, tree: Worktree, store: CountingStore
+) -> None:
+    data = bytes(range(256)) * (3 * CHUNK_THRESHOLD // 256) + b"tail"
+    node = tree.create(tree.root, b"big")
+    tree.set_content(node, io.BytesIO(data))
+    assert node.size == len(data)
+    store.gets.clear()
+    assert tree.read(node, len(data) - 10, 100) == data[-10:]
+    assert len(store.gets) <= 3
+    tree.set_attrs(node, size=len(data) + 5)
+    assert tree.read(node, len(data) - 4, 100) == b"tail" + bytes(5)
+    tree.commit()
+    assert repo.read("HEAD", "big") == data + bytes(5)
+
+
+def test_ephemeral_files_live_in_the_work_tree_but_not_in_commits(
+    repo: Repository, tree: Worktree
+) -> None:
+    _file(tree, b"src/app.py", b"v1")
+    tree.commit()
+    swap = tree.create(tree.lookup(tree.root, b"src"), b".app.py.swp")
+    tree.set_content(swap, b"vim state")
+    tree.create(tree.root, b"4913")
+    assert tree.commit() is None  # only editor droppings changed
+    _file(tree, b"notes~", b"backup")
+    tree.set_content(tree.lookup(tree.lookup(tree.root, b"src"), b"app.py"), b"v2")
+    cid = tree.commit()
+    assert cid is not None
+    assert [e.name for e in repo.ls("HEAD", "src")] == [b"app.py"]
+    assert [e.name for e in repo.ls()] == [b"src"]
+    assert repo.commit_info(cid).meta["changed"] == ["src/app.py"]
+    assert tree.lookup(tree.lookup(tree.root, b"src"), b".app.py.swp") is swap
+
+
+def test_readonly_views(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a", b"1")
+    tree.commit()
+    repo.create_snapshot("snap")
+    for view in (repo.snapshot_view("snap"), repo.commit_view("HEAD")):
+        assert view.readonly and view.read(view.lookup(view.root, b"a"), 0, 10) == b"1"
+        with pytest.raises(ReadOnly):
+            view.create(view.root, b"x")
+        with pytest.raises(ReadOnly):
+            view.set_content(view.lookup(view.root, b"a"), b"2")
+        with pytest.raises(ReadOnly):
+            view.commit()
+    with pytest.raises(NotFound):
+        repo.snapshot_view("nope")
+
+
+def test_reload_after_reset_and_subscribers(repo: Repository, tree: Worktree) -> None:
+    heard: list[str] = []
+    repo.subscribe(heard.append)
+    _file(tree, b"a", b"1")
+    tree.commit()
+    _file(tree, b"b", b"2")
+    tree.commit()
+    old_root = tree.root
+    repo.reset_hard("HEAD~1")
+    assert heard == ["main"]
+    assert tree.root is not old_root
+    assert [n for n, _ in tree.listdir(tree.root)] == [b"a"]
+    _file(tree, b"c", b"3")
+    tree.commit()
+    assert {e.name for e in repo.ls()} == {b"a", b"c"}
+
+
+def test_out_of_band_move_commits_pending_work_first(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a", b"1")
+    tree.commit()
+    _file(tree, b"unsaved", b"typed but not committed")
+    repo.reset_hard("HEAD~1")
+    assert [n for n, _ in tree.listdir(tree.root)] == []
+    commits = [CommitId(c) for c in repo.store.ids() if repo._is_commit(c)]
+    saved = [c for c in commits if b"unsaved" in {e.name for e in repo.ls(c.hex())}]
+    assert len(saved) == 1  # the typed work was committed before the move, never dropped
+    assert repo.read(saved[0].hex(), "unsaved") == b"typed but not committed"
+
+
+def test_api_commit_on_a_live_branch_reloads_it(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a", b"1")
+    repo.commit({"b": b"2"}, "from the API")
+    assert {e.name for e in repo.ls()} == {b"a", b"b"}
+    assert {n for n, _ in tree.listdir(tree.root)} == {b"a", b"b"}
+    assert [c.message for c in repo.log(limit=2)][0] == "from the API"
+
+
+def test_last_commit_of_a_path(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"a", b"1")
+    first = tree.commit()
+    _file(tree, b"b", b"2")
+    tree.commit()
+    tree.set_content(tree.lookup(tree.root, b"b"), b"3")
+    third = tree.commit()
+    assert tree.last_commit(b"a") == first
+    assert tree.last_commit(b"b") == third
+    assert tree.last_commit(b"zzz") is None
+
+
+def test_next_message(repo: Repository, tree: Worktree) -> None:
+    tree.set_next_message("explained by the agent")
+    _file(tree, b"a", b"1")
+    tree.commit()
+    assert repo.commit_info("HEAD").message == "explained by the agent"
+    _file(tree, b"b", b"1")
+    tree.commit()
+    assert repo.commit_info("HEAD").message == "save b"
+
+
+def test_node_identity_survives_saves_and_commits(tree: Worktree) -> None:
+    _file(tree, b"d/f", b"1")
+    d = tree.lookup(tree.root, b"d")
+    f = tree.lookup(d, b"f")
+    tree.save()
+    tree.commit()
+    assert tree.lookup(tree.root, b"d") is d and tree.lookup(d, b"f") is f
+
+
+def test_save_then_reopen_recovers_pending_changes(repo: Repository, store: CountingStore) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b"pending.txt", b"saved only")
+    tree.save()
+    again = Repository.wrap(store)
+    assert again.read("HEAD", "pending.txt") == b"saved only"
+    assert again.commit_info("HEAD").message == "recovered pending changes"
+    assert Repository.wrap(store).recover() == []
