@@ -32,7 +32,9 @@ def raw_rocks_edit(path: Path, oid: ObjectId, change: Callable[[bytes], bytes]) 
     families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
     db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
     objects = db.get_column_family("objects")
-    objects[oid] = change(objects[oid])
+    frame = objects.get(oid)
+    assert isinstance(frame, bytes), "tampering with an object that is not stored"
+    objects[oid] = change(frame)
     del objects
     db.close()
 
@@ -68,6 +70,9 @@ def raw_rows(path: Path, family: str) -> dict[bytes, bytes]:
     """Every row of one column family, read straight from RocksDB (store closed)."""
     families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
     db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
-    rows = dict(db.get_column_family(family).items())
+    rows = {
+        bytes(key): bytes(value)  # type: ignore[arg-type]  # raw mode: always bytes
+        for key, value in db.get_column_family(family).items()
+    }
     db.close()
     return rows
