@@ -13,12 +13,16 @@ import os
 import queue
 import stat
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
 
 from helixfs.errors import HelixError
+from helixfs.fs.helixdir import Entry, VirtualFile
+from helixfs.fs.inodes import ROOT_INODE, NodeInode, VirtualInode
+from helixfs.fs.spool import Spool
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +104,36 @@ def attributes(
     attrs.st_mtime_ns = mtime_ns
     attrs.st_ctime_ns = max(ctime_ns, mtime_ns)
     return attrs
+
+
+def node_attributes(
+    entry: NodeInode, spool: Spool | None, owner: tuple[int, int]
+) -> pyfuse3.EntryAttributes:
+    """A tree node as the kernel sees it: an open file's pending size and mtime win."""
+    node = entry.node
+    size, mtime = node.size, node.mtime_ns
+    if spool is not None:
+        size = spool.size
+        if spool.mtime_override is not None:
+            mtime = spool.mtime_override
+        elif spool.dirty:
+            mtime = spool.mtime_ns
+    timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
+    if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
+        timeout = 0  # a `.helix/` view root: its branch may be deleted any time
+    return attributes(entry.ino, node.mode, size, mtime, node.ctime_ns, owner=owner,
+                      timeout=timeout)
+
+
+def virtual_attributes(
+    entry: VirtualInode, owner: tuple[int, int], started_ns: int
+) -> pyfuse3.EntryAttributes:
+    """`.helix/` entries are never cached by the kernel: their content is computed."""
+    thing = entry.entry
+    mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
+    size = len(thing.render()) if isinstance(thing, VirtualFile) and thing.cheap else 0
+    return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner,
+                      timeout=0)
 
 
 def caller_meta(ctx: Any) -> dict[str, Any]:

@@ -11,16 +11,18 @@ is not thread-safe) sees one request at a time and no request sees another half 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pyfuse3
+import trio
 
 from helixfs.errors import (
     Busy,
@@ -28,12 +30,12 @@ from helixfs.errors import (
     InvalidInput,
     IsADirectory,
     NotADirectory,
-    NotFound,
     NotPermitted,
     ReadOnly,
 )
-from helixfs.fs import edge
+from helixfs.fs import edge, xattrs
 from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
+from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
 from helixfs.fs.saver import Saver
@@ -47,50 +49,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HELIX = b".helix"
-HASH_XATTR = b"user.helix.hash"
-COMMIT_XATTR = b"user.helix.commit"
-MESSAGE_XATTR = b"user.helix.message"
-VIRTUAL_XATTR_PREFIX = b"user.helix."
 
 ReaddirReply = Callable[[Any, bytes, pyfuse3.EntryAttributes, int], bool]
-
-
-@dataclass(eq=False)
-class FileHandle:
-    """An open file: the node it opened, even if the view has moved on since."""
-
-    entry: NodeInode
-    worktree: Worktree
-    node: Node
-    flags: int
-    meta: dict[str, Any]
-
-    @property
-    def writable(self) -> bool:
-        return (self.flags & os.O_ACCMODE) != os.O_RDONLY
-
-
-@dataclass(eq=False)
-class VirtualHandle:
-    """An open `.helix/` file: rendered once at open, written back at flush."""
-
-    file: VirtualFile
-    data: bytes
-    written: bytearray | None = None  # None: opened read-only
-    unapplied: bool = False  # written since the last flush (a dup'ed fd flushes early)
-
-
-@dataclass(eq=False)
-class DirHandle:
-    """An open directory: its listing as of opendir, so offsets stay meaningful."""
-
-    ino: int
-    names: list[bytes] = field(default_factory=list)
-    nodes: list[Node] | None = None
-
-
-Handle = FileHandle | VirtualHandle | DirHandle
-H = TypeVar("H", FileHandle, VirtualHandle, DirHandle)
 
 
 class Operations(pyfuse3.Operations):
@@ -120,22 +80,39 @@ class Operations(pyfuse3.Operations):
         self.views = Views(repo, self.inodes, self.invalidator, self.saver)
         self.helix = helix_root(self, self.store_path, helix_entries or {})
         self.readdir_reply: ReaddirReply = pyfuse3.readdir_reply
-        self._handles: dict[int, Handle] = {}
-        self._next_fh = 1
-        self._unsubscribe = repo.subscribe(self.views.ref_moved)
+        self._handles = HandleTable()
+        self._unsubscribe = repo.subscribe(self._ref_moved)
         self._started_ns = time.time_ns()
+        self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
 
     # -- lifecycle (called by the daemon) -----------------------------------------------
 
     def init(self) -> None:
         """The kernel connection is up: invalidations can now reach it."""
         self.invalidator.start()
+        with contextlib.suppress(RuntimeError):
+            self._loop = (threading.get_ident(), trio.lowlevel.current_trio_token())
+
+    def _ref_moved(self, branch: str) -> None:
+        """Repository.subscribe callback. A CLI command the daemon runs on a worker thread
+        calls it there, holding the repository lock: the views (not thread-safe) are
+        updated on the loop thread instead, soon, without waiting for it (the loop may
+        itself be waiting for that lock)."""
+        if self._loop is not None and threading.get_ident() != self._loop[0]:
+            self._loop[1].run_sync_soon(self._ref_moved_safely, branch)
+        else:
+            self.views.ref_moved(branch)
+
+    def _ref_moved_safely(self, branch: str) -> None:
+        try:
+            self.views.ref_moved(branch)
+        except Exception:  # an exception here would take the whole trio loop down
+            log.exception("following the move of branch %s failed", branch)
 
     def close(self) -> None:
         """Unmounted: store what open files still hold, commit everything pending."""
-        for handle in list(self._handles.values()):
-            if isinstance(handle, FileHandle):
-                self._store(handle)
+        for handle in self._handles.files():
+            self._store(handle)
         self.saver.flush_now()
         self.invalidator.stop()
         self._unsubscribe()
@@ -215,30 +192,10 @@ class Operations(pyfuse3.Operations):
     def _attrs(self, entry: NodeInode | VirtualInode) -> pyfuse3.EntryAttributes:
         if isinstance(entry, VirtualInode):
             return self._virtual_attrs(entry)
-        node = entry.node
-        size, mtime = node.size, node.mtime_ns
-        spool = self.spools.get(node)
-        if spool is not None:
-            size = spool.size
-            if spool.mtime_override is not None:
-                mtime = spool.mtime_override
-            elif spool.dirty:
-                mtime = spool.mtime_ns
-        timeout = edge.READONLY_TIMEOUT if entry.view.readonly else edge.WRITABLE_TIMEOUT
-        if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
-            timeout = 0  # a `.helix/` view root: the branch may be deleted any time
-        return edge.attributes(entry.ino, node.mode, size, mtime, node.ctime_ns,
-                               owner=self.owner, timeout=timeout)
+        return edge.node_attributes(entry, self.spools.get(entry.node), self.owner)
 
     def _virtual_attrs(self, entry: VirtualInode) -> pyfuse3.EntryAttributes:
-        thing = entry.entry
-        mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
-        size = 0
-        if isinstance(thing, VirtualFile) and thing.cheap:
-            size = len(thing.render())
-        now = time.time_ns()
-        return edge.attributes(entry.ino, mode, size, now, self._started_ns,
-                               owner=self.owner, timeout=0)
+        return edge.virtual_attributes(entry, self.owner, self._started_ns)
 
     @fuse_errors
     async def setattr(
@@ -298,19 +255,19 @@ class Operations(pyfuse3.Operations):
         if isinstance(entry, VirtualInode):
             if not isinstance(entry.entry, VirtualDir):
                 raise NotADirectory("not a directory")
-            return self._new_handle(DirHandle(inode, entry.entry.names()))
+            return self._handles.add(DirHandle(inode, entry.entry.names()))
         if not entry.node.is_dir():
             raise NotADirectory("not a directory")
         listing = entry.worktree.listdir(entry.node)
         if inode == ROOT_INODE:
             listing = [(name, node) for name, node in listing if name != HELIX]
-        return self._new_handle(
+        return self._handles.add(
             DirHandle(inode, [name for name, _ in listing], [node for _, node in listing])
         )
 
     @fuse_errors
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
-        handle = self._handle(fh, DirHandle)
+        handle = self._handles.typed(fh, DirHandle)
         parent = self.inodes.get(handle.ino)
         for index in range(start_id, len(handle.names)):
             name = handle.names[index]
@@ -332,11 +289,11 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:
-        self._handles.pop(fh, None)
+        self._handles.pop(fh)
 
     @fuse_errors
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
-        handle = self._handle(fh, DirHandle)
+        handle = self._handles.typed(fh, DirHandle)
         entry = self.inodes.get(handle.ino)
         if isinstance(entry, NodeInode) and not entry.worktree.readonly:
             self.saver.persist(entry.worktree)
@@ -477,7 +434,9 @@ class Operations(pyfuse3.Operations):
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
-            return self._open_virtual(entry, flags)
+            handle = VirtualHandle.open(entry.entry, flags)
+            return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True,
+                                    keep_cache=False)
         return self._open_node(entry, flags, ctx)
 
     def _open_node(self, entry: NodeInode, flags: int, ctx: Any) -> pyfuse3.FileInfo:
@@ -492,33 +451,18 @@ class Operations(pyfuse3.Operations):
         entry.cache_key = cache_key
         self.spools.opened(node)
         entry.opens += 1
-        fh = self._new_handle(handle)
+        fh = self._handles.add(handle)
         if handle.writable and flags & os.O_TRUNC:
             self._spool(handle.worktree, node).truncate(0)
             keep_cache = False
         return pyfuse3.FileInfo(fh=fh, direct_io=False, keep_cache=keep_cache)
 
-    def _open_virtual(self, entry: VirtualInode, flags: int) -> pyfuse3.FileInfo:
-        thing = entry.entry
-        if isinstance(thing, VirtualDir):
-            raise IsADirectory("cannot open a directory as a file")
-        if not isinstance(thing, VirtualFile):
-            raise NotFound("not a file")
-        handle = VirtualHandle(thing, b"")
-        if (flags & os.O_ACCMODE) != os.O_RDONLY:
-            if not thing.writable:
-                raise NotPermitted("this .helix file is read-only")
-            handle.written = bytearray()
-        if (flags & os.O_ACCMODE) != os.O_WRONLY:
-            handle.data = thing.render()
-        return pyfuse3.FileInfo(fh=self._new_handle(handle), direct_io=True, keep_cache=False)
-
     @fuse_errors
     async def read(self, fh: int, off: int, size: int) -> bytes:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
-            return handle.data[off : off + size]
-        handle = self._handle(fh, FileHandle)
+            return handle.read(off, size)
+        handle = self._handles.typed(fh, FileHandle)
         spool = self.spools.get(handle.node)
         if spool is not None:
             return spool.read(off, size)
@@ -528,14 +472,8 @@ class Operations(pyfuse3.Operations):
     async def write(self, fh: int, off: int, buf: bytes) -> int:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
-            if handle.written is None:
-                raise NotPermitted("opened read-only")
-            end = off + len(buf)
-            handle.written.extend(b"\0" * max(0, end - len(handle.written)))
-            handle.written[off:end] = buf
-            handle.unapplied = True
-            return len(buf)
-        handle = self._handle(fh, FileHandle)
+            return handle.write(off, buf)
+        handle = self._handles.typed(fh, FileHandle)
         if not handle.writable:
             raise BadHandle("the file was opened read-only")
         spool = self._spool(handle.worktree, handle.node)
@@ -545,7 +483,7 @@ class Operations(pyfuse3.Operations):
     async def flush(self, fh: int) -> None:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
-            self._apply_virtual_write(handle)
+            handle.apply()
         elif isinstance(handle, FileHandle):
             self._store(handle)
 
@@ -558,9 +496,9 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def release(self, fh: int) -> None:
-        handle = self._handles.pop(fh, None)
+        handle = self._handles.pop(fh)
         if isinstance(handle, VirtualHandle):
-            self._apply_virtual_write(handle)
+            handle.apply()
             return
         if not isinstance(handle, FileHandle):
             return
@@ -570,12 +508,6 @@ class Operations(pyfuse3.Operations):
             self.spools.closed(handle.node)
             handle.entry.opens -= 1
             self.inodes.release_if_unused(handle.entry)
-
-    def _apply_virtual_write(self, handle: VirtualHandle) -> None:
-        if handle.written is None or not handle.unapplied:
-            return
-        handle.unapplied = False
-        handle.file.write(bytes(handle.written))
 
     def _spool(self, worktree: Worktree, node: Node) -> Spool:
         return self.spools.ensure(
@@ -611,56 +543,31 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             raise NoAttr()
-        worktree, node = entry.worktree, entry.node
-        if name == HASH_XATTR:
-            oid = worktree.content_id(node)
-            if oid is None:
-                raise NoAttr()
-            return oid.hex().encode()
-        if name == COMMIT_XATTR:
-            cid = worktree.last_commit(worktree.path_of(node))
-            if cid is None:
-                raise NoAttr()
-            return cid.hex().encode()
-        try:
-            return node.xattrs[name]
-        except KeyError:
-            raise NoAttr() from None
+        return xattrs.get(entry.worktree, entry.node, name)
 
     @fuse_errors
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
         entry = self.inodes.get(inode)
-        if isinstance(entry, VirtualInode):
-            return []
-        return sorted(entry.node.xattrs)
+        return [] if isinstance(entry, VirtualInode) else xattrs.listed(entry.node)
 
     @fuse_errors
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
-        entry = self._xattr_target(inode, name)
-        if name == MESSAGE_XATTR:
-            entry.worktree.set_next_message(value.decode("utf-8", "replace"))
-            return
-        if name.startswith(VIRTUAL_XATTR_PREFIX):
-            raise NotPermitted(f"{name.decode(errors='replace')} is computed, not stored")
-        entry.worktree.set_xattr(entry.node, name, value)
-        self._saved(entry, edge.caller_meta(ctx))
+        entry = self._xattr_target(inode)
+        if xattrs.set_(entry.worktree, entry.node, name, value):
+            self._saved(entry, edge.caller_meta(ctx))
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        entry = self._xattr_target(inode, name)
-        if name not in entry.node.xattrs:
-            raise NoAttr()
-        entry.worktree.remove_xattr(entry.node, name)
+        entry = self._xattr_target(inode)
+        xattrs.remove(entry.worktree, entry.node, name)
         self._saved(entry, edge.caller_meta(ctx))
 
-    def _xattr_target(self, inode: int, name: bytes) -> NodeInode:
+    def _xattr_target(self, inode: int) -> NodeInode:
         entry = self.inodes.get(inode)
-        if isinstance(entry, VirtualInode) or not name.startswith(b"user."):
+        if isinstance(entry, VirtualInode):
             raise NotSupported()
-        if entry.worktree.readonly:
-            raise ReadOnly("snapshots and commits are read-only")
         return entry
 
     # -- whole filesystem ---------------------------------------------------------------
@@ -703,17 +610,3 @@ class Operations(pyfuse3.Operations):
     def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
-
-    def _new_handle(self, handle: Handle) -> int:
-        fh = self._next_fh
-        self._next_fh += 1
-        self._handles[fh] = handle
-        return fh
-
-    def _handle(self, fh: int, kind: type[H]) -> H:
-        handle = self._handles.get(fh)
-        if not isinstance(handle, kind):
-            raise BadHandle(f"file handle {fh} is not open")
-        return handle
-
-

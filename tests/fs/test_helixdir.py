@@ -234,3 +234,18 @@ async def test_head_write_through_a_dup_ed_fd(client: Client) -> None:
     await client.ops.flush(fi.fh)
     await client.ops.release(fi.fh)
     assert client.ops.repo.head_branch() == "b"
+
+
+async def test_ref_moves_from_a_worker_thread_are_applied_on_the_loop(client: Client) -> None:
+    """The daemon runs some CLI commands on a worker thread (holding the repo lock)."""
+    import threading
+
+    import trio
+
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    client.ops._loop = (threading.get_ident(), trio.lowlevel.current_trio_token())
+    await trio.to_thread.run_sync(client.ops.repo.reset_hard, first)
+    await trio.sleep(0.01)
+    assert await client.read_file("f") == b"v1"
