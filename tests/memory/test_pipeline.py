@@ -14,9 +14,7 @@ from helixfs.memory.extract import INJECTION_TAG, classify, extract, gate_score,
 
 
 @pytest.fixture(params=["lexical", "hybrid"])
-def any_mem(
-    request: pytest.FixtureRequest, db_path: Path, clock: Clock
-) -> Iterator[Memory]:
+def any_mem(request: pytest.FixtureRequest, db_path: Path, clock: Clock) -> Iterator[Memory]:
     """Consolidation must behave the same with and without vectors."""
     embedder: Embedder | None = None
     if request.param == "hybrid":

@@ -1,0 +1,170 @@
+"""Hybrid retrieval: tokenizer, vectors, graph expansion, weighting, MMR, packing, decay."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from conftest import Clock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helixfs.errors import InvalidInput
+from helixfs.memory import Memory, engine
+from helixfs.memory.tokens import estimate_tokens, fts_text, query_terms, split_identifier
+
+
+def test_identifiers_split_on_camel_and_snake_case() -> None:
+    assert split_identifier("parseHTTPResponse_v2") == ["parse", "http", "response", "v", "2"]
+    assert "parse http response" in fts_text("call parseHttpResponse here")
+    assert query_terms("max_retry_count") == ["max", "retry", "count", "maxretrycount"]
+
+
+@pytest.mark.parametrize(
+    "query", ["http response", "parse_http_response", "parseHttpResponse", "HttpResponse"]
+)
+def test_camel_case_identifiers_are_found_by_their_parts(mem: Memory, query: str) -> None:
+    target = mem.remember("parseHttpResponse handles chunked transfer encoding.")
+    mem.remember("The logger writes JSON lines to stderr.")
+    assert mem.recall(query)[0].id == target.id
+
+
+@pytest.mark.parametrize("query", ["maxRetryCount", "retry count", "max_retry_count"])
+def test_snake_case_identifiers_are_found_by_their_parts(mem: Memory, query: str) -> None:
+    target = mem.remember("max_retry_count defaults to 5 in settings.py")
+    mem.remember("The logger writes JSON lines to stderr.")
+    assert mem.recall(query)[0].id == target.id
+
+
+def test_vectors_find_meaning_without_shared_words(vmem: Memory) -> None:
+    target = vmem.remember("Our continuous integration is GitHub Actions, on every push.")
+    vmem.remember("The frontend is written in TypeScript with React.")
+    vmem.remember("Database migrations are managed by Alembic.")
+    assert vmem.recall("which CI provider builds the code")[0].id == target.id
+    assert vmem.recall("what UI framework do we use")[0].content.startswith("The frontend")
+
+
+def test_graph_expansion_brings_related_memories(mem: Memory) -> None:
+    billing = mem.remember("The billing service owns customer invoices.")
+    job = mem.remember("Nightly cron_invoice_job renders PDFs at 02:00 UTC.")
+    unrelated = mem.remember("The search page caches results for a minute.")
+    assert job.id not in [h.id for h in mem.recall("billing service owner")]
+    mem.relate(billing.id or "", job.id or "", "implemented_by")
+    ids = [h.id for h in mem.recall("billing service owner")]
+    assert ids[:2] == [billing.id, job.id]
+    assert unrelated.id not in ids
+
+
+def test_superseded_and_forgotten_are_excluded_by_default(mem: Memory) -> None:
+    old = mem.remember("The cache TTL is 60 seconds.")
+    new = mem.remember("The cache TTL is 300 seconds.")
+    gone = mem.remember("The cache warms up at boot from cache_seed.json.")
+    mem.forget(gone.id or "")
+    assert [h.id for h in mem.recall("cache")] == [new.id]
+    assert {h.id for h in mem.recall("cache", include_superseded=True)} == {new.id, old.id}
+    everything = mem.recall("cache", include_superseded=True, include_forgotten=True)
+    assert {h.id for h in everything} == {new.id, old.id, gone.id}
+
+
+def test_near_duplicates_are_dropped_by_mmr(mem: Memory) -> None:
+    mem.remember("Use ruff for linting and formatting.", scope="alpha")
+    mem.remember("Use ruff for linting and formatting.", scope="beta")
+    mem.remember("Use mypy --strict for type checking.", scope="beta")
+    hits = mem.recall("ruff linting formatting mypy")
+    assert len(hits) == 2
+    assert sum("ruff" in h.content for h in hits) == 1
+
+
+def test_recent_memories_outrank_stale_ones(mem: Memory, clock: Clock) -> None:
+    stale = mem.remember("We keep release notes in docs/releases.md")
+    clock.advance(365)
+    fresh = mem.remember("Drafts of release notes go to the wiki")
+    ids = [h.id for h in mem.recall("release notes")]
+    assert ids.index(fresh.id) < ids.index(stale.id)
+
+
+def test_low_confidence_sinks(mem: Memory) -> None:
+    doubtful = mem.remember("The staging password rotates weekly", confidence=0.2)
+    sure = mem.remember("The staging password rotates monthly")
+    ids = [h.id for h in mem.recall("staging password rotation")]
+    assert ids.index(sure.id) < ids.index(doubtful.id)
+
+
+def test_salience_decays_and_stale_memories_are_only_proposed(mem: Memory, clock: Clock) -> None:
+    idle = mem.remember("The legacy importer lives in tools/old_import.py")
+    used = mem.remember("The API gateway is Envoy")
+    clock.advance(120)
+    mem.recall("API gateway")  # use reinforces
+    proposed = [c.memory.id for c in mem.archive_candidates()]
+    assert proposed == [idle.id]
+    assert mem.get(idle.id or "").status == "active"  # proposed, never auto-archived
+    assert used.id not in proposed
+    assert mem.archive(proposed) == 1
+    assert mem.get(idle.id or "").status == "archived"
+    assert mem.recall("legacy importer") == []
+    assert [h.id for h in mem.recall("legacy importer", include_superseded=True)] == [idle.id]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    budget=st.integers(min_value=1, max_value=600),
+    texts=st.lists(st.text(min_size=1, max_size=300).filter(str.strip), min_size=1, max_size=8),
+)
+def test_context_never_exceeds_the_budget(tmp_path: Path, budget: int, texts: list[str]) -> None:
+    with Memory.open(tmp_path / f"ctx{budget}.db", None) as mem:
+        for text in texts:
+            if "\x00" not in text:
+                mem.remember(text)
+        block = mem.context(budget)
+        assert block.tokens <= budget
+        assert estimate_tokens(block.text) <= budget
+
+
+def test_context_packs_greedily_best_first(mem: Memory) -> None:
+    for i in range(40):
+        mem.remember(f"Service number {i} is owned by team_{i} and deployed with helm chart {i}.")
+    block = mem.context(200)
+    assert 0 < len(block.hits) < 40
+    assert block.tokens <= 200
+    assert block.text.startswith("# Memory context")
+    roomy = mem.context(100_000)
+    assert len(roomy.hits) == 40
+
+
+def test_context_with_a_query_includes_workspace_passages(mem: Memory) -> None:
+    mem.remember("Tokens are refreshed by the auth middleware.")
+    mem.index_workspace({"src/auth.py": b"def refresh_token(session):\n    return renew()\n"}, "c1")
+    block = mem.context(500, query="refresh token")
+    kinds = {h.kind for h in block.hits}
+    assert kinds == {"memory", "chunk"}
+    assert "src/auth.py:1-2" in block.text
+
+
+@pytest.mark.parametrize("budget", [0, -5, "100", 2_000_000])
+def test_bad_budget_is_refused(mem: Memory, budget: object) -> None:
+    with pytest.raises(InvalidInput):
+        mem.context(budget)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 5000])
+def test_bad_query_is_refused(mem: Memory, query: str) -> None:
+    with pytest.raises(InvalidInput):
+        mem.recall(query)
+
+
+def test_lexical_only_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    engine._warned_lexical.clear()
+    with caplog.at_level(logging.WARNING, logger="helixfs.memory"):
+        Memory.open(tmp_path / "a.db", None).close()
+        Memory.open(tmp_path / "b.db", None).close()
+    warnings = [r for r in caplog.records if "lexical" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_queries_with_fts_syntax_are_plain_text(mem: Memory) -> None:
+    target = mem.remember("The NEAR operator is not special here")
+    assert mem.recall('NEAR("x" OR) AND * ^ -"')  # no FTS syntax error
+    assert mem.recall("NEAR operator")[0].id == target.id
