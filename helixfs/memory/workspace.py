@@ -111,7 +111,9 @@ def index(
         n_added, n_removed, n_hits = _index_batch(conn, lock, batch, commit_id, vectors)
         added, chunks_removed, hits = added + n_added, chunks_removed + n_removed, hits + n_hits
     with lock, conn:
+        # every indexed passage is now the one of this commit (unchanged files included)
         conn.execute("UPDATE workspace_files SET commit_id=?", (commit_id,))
+        conn.execute("UPDATE chunks SET commit_id=? WHERE commit_id != ?", (commit_id, commit_id))
     return IndexReport(
         commit_id=commit_id,
         files_seen=seen,

@@ -1,0 +1,121 @@
+"""Workspace knowledge: chunking, indexing, search by passage, the BLAKE3 embedding cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from helixfs.errors import InvalidInput
+from helixfs.memory import Memory
+from helixfs.memory.workspace import MAX_LINES, chunk_text
+
+
+def _module(name: str, functions: int) -> bytes:
+    parts = [f'"""The {name} module."""\n']
+    for i in range(functions):
+        parts.append(
+            f"\n\ndef {name}_step_{i}(value):\n"
+            f"    # step {i} of the {name} pipeline\n"
+            f"    result = value + {i}\n"
+            f"    return result\n"
+        )
+    return "".join(parts).encode()
+
+
+BRANCH_MAIN = {
+    "src/auth.py": b'def refresh_token(session):\n    """Renew the OAuth token."""\n'
+    b"    return session.renew()\n",
+    "src/billing.py": _module("billing", 12),
+    "docs/setup.md": b"# Setup\n\nInstall with `pip install -e .` then run `helix init`.\n",
+}
+BRANCH_FEATURE = {
+    "src/auth.py": BRANCH_MAIN["src/auth.py"] + b"\n\ndef revoke(session):\n    pass\n",
+    "src/billing.py": BRANCH_MAIN["src/billing.py"],
+    "src/search.py": _module("search", 5),
+}
+
+
+def test_chunks_cover_the_file_with_true_line_ranges() -> None:
+    text = _module("alpha", 30).decode()
+    lines = text.splitlines()
+    chunks = chunk_text(text)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.end_line - chunk.start_line < MAX_LINES
+        body = "\n".join(lines[chunk.start_line - 1 : chunk.end_line]).strip("\n")
+        assert body == chunk.text
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    assert {i + 1 for i, line in enumerate(lines) if line.strip()} <= covered
+
+
+def test_search_finds_passages_with_path_and_lines(mem: Memory) -> None:
+    mem.index_workspace(BRANCH_MAIN, "c1")
+    hit = mem.search("refresh token")[0]
+    assert (hit.kind, hit.path, hit.start_line, hit.end_line) == ("chunk", "src/auth.py", 1, 3)
+    assert hit.commit_id == "c1"
+    assert mem.search("pip install")[0].path == "docs/setup.md"
+    assert mem.recall("refresh token") == []  # recall is memories only
+
+
+def test_search_by_meaning_with_vectors(vmem: Memory) -> None:
+    vmem.index_workspace(BRANCH_MAIN, "c1")
+    assert vmem.search("how do I renew an expired login credential")[0].path == "src/auth.py"
+
+
+def test_switching_branches_never_embeds_the_same_text_twice(vmem: Memory) -> None:
+    first = vmem.index_workspace(BRANCH_MAIN, "c1")
+    assert first.embedded == first.chunks_added > 0
+    feature = vmem.index_workspace(BRANCH_FEATURE, "c2")
+    assert feature.files_removed == 1  # docs/setup.md
+    assert feature.files_indexed == 2  # auth.py changed, search.py new; billing unchanged
+    back = vmem.index_workspace(BRANCH_MAIN, "c3")
+    assert back.embedded == 0
+    assert back.cache_hits == back.chunks_added
+    again = vmem.index_workspace(BRANCH_FEATURE, "c4")
+    assert again.embedded == 0
+    assert vmem.embed_count == first.embedded + feature.embedded
+
+
+def test_identical_text_in_two_files_is_embedded_once(vmem: Memory) -> None:
+    report = vmem.index_workspace({"a.py": b"print('same')\n", "b.py": b"print('same')\n"}, "c1")
+    assert (report.chunks_added, report.embedded) == (2, 1)
+
+
+def test_removed_files_leave_the_index(mem: Memory) -> None:
+    mem.index_workspace(BRANCH_MAIN, "c1")
+    mem.index_workspace(BRANCH_FEATURE, "c2")
+    assert all(h.path != "docs/setup.md" for h in mem.search("pip install helix init"))
+    assert mem.stats()["chunks"] > 0
+
+
+def test_unchanged_files_are_skipped(mem: Memory) -> None:
+    mem.index_workspace(BRANCH_MAIN, "c1")
+    report = mem.index_workspace(BRANCH_MAIN, "c2")
+    assert (report.files_indexed, report.chunks_added, report.chunks_removed) == (0, 0, 0)
+    assert mem.search("refresh token")[0].commit_id == "c2"
+
+
+def test_binary_and_non_utf8_files_are_not_indexed(mem: Memory) -> None:
+    report = mem.index_workspace(
+        {
+            "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00",
+            "latin1.txt": "café".encode("latin-1"),
+            "ok.txt": b"plain text file about caching\n",
+        },
+        "c1",
+    )
+    assert (report.files_seen, report.chunks_added) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("files", "commit"),
+    [
+        ([("a.py", b"x")], "c1"),
+        ({"a.py": "not bytes"}, "c1"),
+        ({"": b"x"}, "c1"),
+        ({"a.py": b"x"}, ""),
+    ],
+)
+def test_bad_workspace_input_is_refused(mem: Memory, files: object, commit: str) -> None:
+    with pytest.raises(InvalidInput):
+        mem.index_workspace(files, commit)  # type: ignore[arg-type]
+    assert mem.stats()["chunks"] == 0
