@@ -1,0 +1,127 @@
+"""`helix` memory commands, run through the real CLI entry point (lexical, for speed)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from helixfs.cli.main import run
+
+
+@pytest.fixture(autouse=True)
+def lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    import helixfs.cli.memory as cli_memory
+
+    monkeypatch.setattr(cli_memory, "_embedder", [])
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    path.mkdir()
+    return path
+
+
+def helix(store: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run(["--store", str(store), *argv], out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def helix_json(store: Path, *argv: str) -> object:
+    status, out, err = helix(store, *argv, "--json")
+    assert status == 0, err
+    return json.loads(out)
+
+
+def test_remember_recall_forget_history_rollback(store: Path) -> None:
+    added = helix_json(store, "remember", "The API listens on port 8443", "--tags", "net,api")
+    assert isinstance(added, dict) and added["action"] == "add"
+    memory_id = added["id"]
+    newer = helix_json(store, "remember", "The API listens on port 9000", "--type", "fact")
+    assert isinstance(newer, dict) and newer["superseded"] == [memory_id]
+    hits = helix_json(store, "recall", "api", "port", "--k", "5")
+    assert isinstance(hits, list) and [h["content"] for h in hits] == [
+        "The API listens on port 9000"
+    ]
+    status, out, _ = helix(store, "recall", "api port", "--all")
+    assert status == 0 and "(superseded)" in out
+    forgotten = helix_json(store, "forget", newer["id"])
+    assert forgotten == {"forgotten": [newer["id"]]}
+    history = helix_json(store, "history", newer["id"])
+    assert isinstance(history, list) and [e["op"] for e in history] == ["add", "forget"]
+    restored = helix_json(store, "rollback", newer["id"])
+    assert isinstance(restored, dict) and restored["status"] == "active"
+
+
+def test_memories_relate_context_brief(store: Path) -> None:
+    a = helix_json(store, "remember", "We decided to use trio for the daemon")
+    b = helix_json(store, "remember", "Beware: pyfuse3 needs trio, not asyncio")
+    assert isinstance(a, dict) and isinstance(b, dict)
+    edge = helix_json(store, "relate", a["id"], b["id"], "because_of")
+    assert isinstance(edge, dict) and edge["rel"] == "because_of"
+    listed = helix_json(store, "memories", "--type", "decision")
+    assert isinstance(listed, list) and [m["id"] for m in listed] == [a["id"]]
+    status, out, _ = helix(store, "memories")
+    assert status == 0 and out.startswith("ID")
+    block = helix_json(store, "context", "--budget", "100")
+    assert isinstance(block, dict) and block["tokens"] <= 100 and block["hits"]
+    status, out, _ = helix(store, "brief", "trio")
+    assert status == 0 and out.startswith("# Brief: trio")
+
+
+def test_checkpoint_and_resume(store: Path) -> None:
+    status, out, err = helix(
+        store,
+        "checkpoint",
+        "Fix the flaky test",
+        "--done",
+        "repro",
+        "--next",
+        "bisect",
+        "--file",
+        "tests/test_x.py",
+    )
+    assert status == 0, err
+    status, out, _ = helix(store, "resume")
+    assert status == 0
+    assert out.startswith("# Resume: Fix the flaky test")
+    assert "- bisect" in out and "`tests/test_x.py`" in out
+    doc = helix_json(store, "resume")
+    assert isinstance(doc, dict) and doc["next"] == ["bisect"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("remember", " "),
+        ("recall", "x", "--k", "0"),
+        ("history", "NOPE"),
+        ("forget", "nothing matches this at all"),
+        ("relate", "A", "B", "x"),
+        ("context", "--budget", "0"),
+        ("purge", "01ZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("resume",),
+        ("remember", "x", "--scope", "bad scope"),
+    ],
+)
+def test_bad_input_exits_1_with_one_line(store: Path, argv: tuple[str, ...]) -> None:
+    status, out, err = helix(store, *argv)
+    assert status == 1
+    assert out == ""
+    error_lines = [line for line in err.splitlines() if line.startswith("helix: error:")]
+    assert len(error_lines) == 1
+
+
+def test_usage_errors_exit_2(store: Path) -> None:
+    status, _, _ = helix(store, "remember", "x", "--type", "nonsense")
+    assert status == 2
+
+
+def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    status, _, err = helix(tmp_path / "nope", "recall", "x")
+    assert status == 1 and "no HelixFS store" in err
