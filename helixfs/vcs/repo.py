@@ -12,6 +12,7 @@ reloads, then subscribers hear the branch name: nothing a user saved is ever dro
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import os
@@ -328,10 +329,13 @@ class Repository:
         commit = self._commits.get(cid)
         if commit is None:
             commit = decode_commit(self.store.get(ObjectId(cid)), cid)
-            if len(self._commits) > 65536:
-                self._commits.clear()
-            self._commits[cid] = commit
+            self._remember(commit)
         return commit
+
+    def _remember(self, commit: Commit) -> None:
+        if len(self._commits) > 65536:
+            self._commits.clear()
+        self._commits[commit.id] = commit
 
     def branches(self) -> list[RefInfo]:
         return [RefInfo(n[len(BRANCHES) :], CommitId(v)) for n, v in self.store.refs(BRANCHES)]
@@ -524,6 +528,7 @@ class Repository:
         refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(objects, refs, delta_bases=bases or None)
         self.trees.mark_clean(tree)
+        self._remember(dataclasses.replace(commit, id=cid))
         return cid
 
     def _moved_if_live(self, branch: str) -> None:

@@ -88,12 +88,20 @@ class Trees:
                 del self._cache[stale]
         self._cache[oid] = tree
 
-    def encode(self, entries: list[TreeEntry], raws: list[bytes], objects: Objects) -> ObjectId:
+    def encode(
+        self,
+        entries: list[TreeEntry],
+        raws: list[bytes],
+        objects: Objects,
+        names: list[bytes] | None = None,
+    ) -> ObjectId:
         """Store a tree (into `objects`) from entries already sorted by name."""
         record = encode_tree_raw(raws)
         oid = object_id(record)
         objects[oid] = record
-        self.remember(oid, Tree(tuple(entries), tuple(e.name for e in entries), tuple(raws)))
+        if names is None:
+            names = [e.name for e in entries]
+        self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws)))
         return oid
 
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
@@ -193,7 +201,7 @@ class Trees:
             else:
                 entries[i] = new
                 raws[i] = encode_entry(new)
-        return self.encode(entries, raws, objects)
+        return self.encode(entries, raws, objects, names)
 
     def _new_entry(
         self,

@@ -63,6 +63,7 @@ class Node:
         "dirty",
         "pure",
         "raw",
+        "recheck",
         "__weakref__",
     )
 
@@ -88,6 +89,7 @@ class Node:
         self.dirty = False  # directory whose listing must be re-encoded
         self.pure = False  # directory known to hold no ephemeral file anywhere below
         self.raw: bytes | None = None  # cached encoding of this node's tree entry
+        self.recheck = False  # a child left: purity must be re-derived from all children
 
     def is_dir(self) -> bool:
         return stat.S_ISDIR(self.mode)
@@ -339,6 +341,7 @@ class Worktree:
     def _detach(self, parent: Node, name: bytes) -> Node:
         children = self._children(parent)
         node = children.pop(name)
+        parent.recheck = True
         path = self._join(parent, name)
         node.parent = None
         _bump(parent, name)
@@ -421,6 +424,7 @@ class Worktree:
         path_a, path_b = self._join(op, on), self._join(np, nn)
         self._children(op)[on] = dst
         self._children(np)[nn] = src
+        op.recheck = np.recheck = True
         src.name, src.parent, dst.name, dst.parent = nn, np, on, op
         src.raw = dst.raw = None
         self._touch(op, path_a, path_b, relisted=True)
@@ -505,21 +509,31 @@ class Worktree:
             return node.oid
         children = self._children(node)
         raws: list[bytes] = []
+        # Purity is re-derived from every child only when it may have been lost or
+        # regained (a child left, or the directory was impure); otherwise only the
+        # changed children can spoil it. Keeps a one-file save O(changed), not O(listing).
+        full = node.recheck or not node.pure
         pure = True
         for name in sorted(children):
             child = children[name]
+            raw = child.raw
+            if raw is None:
+                if child.dirty:
+                    self._encode(child, objects)
+                raw = child.raw = encode_entry(child.entry())
+            elif not full:
+                raws.append(raw)
+                continue
             if child.is_dir():
-                self._encode(child, objects)
                 pure = pure and child.pure
             elif is_ephemeral(name):
                 pure = False
-            if child.raw is None:
-                child.raw = encode_entry(child.entry())
-            raws.append(child.raw)
+            raws.append(raw)
         record = encode_tree_raw(raws)
         node.oid = object_id(record)
         objects[node.oid] = record
         node.dirty = False
+        node.recheck = False
         node.pure = pure
         if pure:
             self.repo.trees.mark_clean(node.oid)

@@ -218,6 +218,14 @@ def test_ephemeral_files_live_in_the_work_tree_but_not_in_commits(
     assert [e.name for e in repo.ls()] == [b"src"]
     assert repo.commit_info(cid).meta["changed"] == ["src/app.py"]
     assert tree.lookup(tree.lookup(tree.root, b"src"), b".app.py.swp") is swap
+    assert repo.store.ref("work/main") is not None  # the work tree holds more than HEAD
+    tree.unlink(tree.lookup(tree.root, b"src"), b".app.py.swp")
+    tree.unlink(tree.root, b"4913")
+    tree.unlink(tree.root, b"notes~")
+    tree.set_content(tree.lookup(tree.lookup(tree.root, b"src"), b"app.py"), b"v3")
+    tree.commit()
+    assert repo.store.ref("work/main") is None  # the same again: nothing pending
+    assert tree.root.pure
 
 
 def test_readonly_views(repo: Repository, tree: Worktree) -> None:
