@@ -50,10 +50,10 @@ class Saver:
 
     def saved(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
         """A save happened on `worktree`: persist it now, commit when quiet."""
-        worktree.save()
         if self.window == 0:
-            self._commit(worktree, meta or {})
+            self._commit(worktree, meta or {})  # a commit persists the work tree too
             return
+        worktree.save()
         entry = self._pending.get(id(worktree))
         deadline = trio.current_time() + self.window
         if entry is None:
@@ -112,6 +112,7 @@ class Saver:
             if worktree.commit(meta=meta or None) is not None:
                 self.commits += 1
         except HelixError:
-            # The state is saved (work/BRANCH), so nothing is lost: the next save, or
-            # the recovery on the next open, commits it.
+            # Saved (work/BRANCH), nothing is lost: the next save, or the recovery on the
+            # next open, commits it.
             log.exception("commit of branch %s failed; its state stays saved", worktree.branch)
+            worktree.save()

@@ -2,9 +2,9 @@
 
 A file written through the mount is stored only when it is closed (or fsynced): storing
 on every write() would re-chunk and re-hash it per 128 KiB. Until then its bytes live in
-a spool: an unnamed temporary file (O_TMPFILE where available, so `kill -9` leaves no
-garbage) in STORE/tmp/, on the store's own disk, never in memory, so a 1 GB write costs
-1 GB of disk, not of RAM. Sparse writes stay sparse there.
+a spool: memory while small, then an unnamed temporary file (O_TMPFILE where available,
+so `kill -9` leaves no garbage) in STORE/tmp/, on the store's own disk, so a 1 GB write
+costs 1 GB of disk, not of RAM. Sparse writes stay sparse there.
 
 There is one spool per node, shared by every handle and view that has it open, so a read
 through one descriptor (or a shared mmap) sees writes made through another.
@@ -24,16 +24,23 @@ from pathlib import Path
 from typing import BinaryIO
 
 COPY_BLOCK = 1 << 20
+SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
 
 ReadBase = Callable[[int, int], bytes]
 
 
 class Spool:
-    """The pending content of one open file."""
+    """The pending content of one open file: in memory while small, then in a file.
+
+    Most saves are small (source files, configs), and an unlinked temp file costs a few
+    milliseconds to create and free on ext4, more than the whole save otherwise: so a
+    spool starts as a bytearray and moves to STORE/tmp/ once it passes SPILL_AT.
+    """
 
     def __init__(self, tmp_dir: Path, read_base: ReadBase, base_size: int) -> None:
-        self._file: BinaryIO = tempfile.TemporaryFile(dir=tmp_dir)  # noqa: SIM115
-        self._fd = self._file.fileno()
+        self._tmp_dir = tmp_dir
+        self._memory: bytearray | None = bytearray()
+        self._file: BinaryIO | None = None
         self._read_base = read_base
         self._base_size = base_size
         self.size = base_size
@@ -42,28 +49,48 @@ class Spool:
         self.mtime_override: int | None = None  # an explicit utimens while dirty
         self.mtime_ns = time.time_ns()  # of the last write, shown until stored
 
+    @property
+    def on_disk(self) -> bool:
+        return self._file is not None
+
     def read(self, offset: int, size: int) -> bytes:
         if offset >= self.size or size <= 0:
             return b""
         size = min(size, self.size - offset)
         if not self.materialized:
             return self._read_base(offset, size)
+        if self._memory is not None:
+            return bytes(self._memory[offset : offset + size])
         return os.pread(self._fd, size, offset)
 
     def write(self, offset: int, data: bytes) -> int:
         self.materialize()
-        written = 0
-        while written < len(data):
-            written += os.pwrite(self._fd, data[written:], offset + written)
-        self.size = max(self.size, offset + len(data))
+        end = offset + len(data)
+        self._make_room(end)
+        if self._memory is not None:
+            if end > len(self._memory):
+                self._memory.extend(bytes(end - len(self._memory)))
+            self._memory[offset:end] = data
+        else:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(self._fd, data[written:], offset + written)
+        self.size = max(self.size, end)
         self._touched()
-        return written
+        return len(data)
 
     def truncate(self, size: int) -> None:
         if size == 0:
             self.materialized = True
         self.materialize()
-        os.ftruncate(self._fd, size)
+        self._make_room(size)
+        if self._memory is not None:
+            if size < len(self._memory):
+                del self._memory[size:]
+            else:
+                self._memory.extend(bytes(size - len(self._memory)))
+        else:
+            os.ftruncate(self._fd, size)
         self.size = size
         self._touched()
 
@@ -71,18 +98,25 @@ class Spool:
         """Copy the stored content in before the first change."""
         if self.materialized:
             return
+        self._make_room(self._base_size)
         offset = 0
         while offset < self._base_size:
             block = self._read_base(offset, min(COPY_BLOCK, self._base_size - offset))
             if not block:
                 break
-            os.pwrite(self._fd, block, offset)
+            self._put(offset, block)
             offset += len(block)
-        os.ftruncate(self._fd, self._base_size)
+        if self._memory is None:
+            os.ftruncate(self._fd, self._base_size)
+        elif len(self._memory) < self._base_size:
+            self._memory.extend(bytes(self._base_size - len(self._memory)))
         self.materialized = True
 
-    def source(self) -> BinaryIO:
-        """The content as a file positioned at 0, for Worktree.set_content."""
+    def source(self) -> BinaryIO | bytes:
+        """The content for Worktree.set_content: bytes, or a file positioned at 0."""
+        if self._memory is not None:
+            return bytes(self._memory)
+        assert self._file is not None
         self._file.seek(0)
         return self._file
 
@@ -92,7 +126,33 @@ class Spool:
         self.mtime_override = None
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+        self._memory = None
+
+    @property
+    def _fd(self) -> int:
+        assert self._file is not None
+        return self._file.fileno()
+
+    def _put(self, offset: int, data: bytes) -> None:
+        if self._memory is not None:
+            end = offset + len(data)
+            if end > len(self._memory):
+                self._memory.extend(bytes(end - len(self._memory)))
+            self._memory[offset:end] = data
+        else:
+            os.pwrite(self._fd, data, offset)
+
+    def _make_room(self, end: int) -> None:
+        """Move to a file in tmp/ before memory would pass SPILL_AT (sparse stays sparse)."""
+        if self._memory is None or end <= SPILL_AT:
+            return
+        self._file = tempfile.TemporaryFile(dir=self._tmp_dir)  # noqa: SIM115
+        if self._memory:
+            os.pwrite(self._file.fileno(), self._memory, 0)
+        os.ftruncate(self._file.fileno(), len(self._memory))
+        self._memory = None
 
     def _touched(self) -> None:
         self.dirty = True

@@ -7,8 +7,10 @@ import os
 import stat
 
 import pyfuse3
+import pytest
 from fs_client import CTX, ROOT, Client, Fields, expect_errno
 
+from helixfs.fs import spool
 from helixfs.fs.operations import Operations
 
 
@@ -272,3 +274,25 @@ async def test_two_handles_share_pending_writes(client: Client) -> None:
 async def test_statfs_reports_the_store_disk(ops: Operations) -> None:
     data = await ops.statfs(CTX)
     assert data.f_bsize > 0 and data.f_namemax == 255
+
+
+async def test_large_writes_spill_from_memory_to_the_store_tmp(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool, "SPILL_AT", 4096)
+    await client.write_file("small", b"s" * 100)
+    fi, attrs = await client.ops.create(ROOT, b"big", 0o644, os.O_RDWR, CTX)
+    payload = os.urandom(3000)
+    for index in range(10):
+        await client.ops.write(fi.fh, index * 3000, payload)
+        if index == 1:
+            found = client.ops.spools.get(client.ops.inodes.node(attrs.st_ino).node)
+            assert found is not None and found.on_disk
+    assert await client.ops.read(fi.fh, 3000, 3000) == payload
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("big") == payload * 10
+    fi = await client.ops.open(attrs.st_ino, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, 29_999, b"!")  # copies the stored content in first
+    await client.ops.release(fi.fh)
+    assert await client.read_file("big") == payload * 9 + payload[:-1] + b"!"
