@@ -1,0 +1,164 @@
+"""Real workloads inside the mount give the same result as on a local disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import Mount, MountFactory, sh, wait_until
+
+pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
+
+GIT_ENV = (
+    "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e"
+    " GIT_AUTHOR_DATE='2001-01-01T00:00:00Z' GIT_COMMITTER_DATE='2001-01-01T00:00:00Z';"
+)
+
+
+def need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"missing tools for this workload: {missing} (see .ci/run's apt line)")
+
+
+def top_names(mount: Mount) -> list[str]:
+    """The names at the top of the committed tree (what the store has, not the kernel)."""
+    return sorted(e["name"] for e in json.loads(mount.helix("ls", "HEAD", "--json").stdout))
+
+
+def make_source_tree(root: Path, files: int = 300) -> None:
+    for i in range(files):
+        folder = root / f"pkg{i % 7}" / f"mod{i % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"file{i}.py").write_text(f"# file {i}\nVALUE = {i}\n" * (i % 13 + 1))
+    (root / "bin").mkdir(exist_ok=True)
+    (root / "bin" / "tool").write_text("#!/bin/sh\necho tool\n")
+    (root / "bin" / "tool").chmod(0o755)
+    (root / "link").symlink_to("bin/tool")
+
+
+def git_session(workdir: Path) -> str:
+    """The same git session anywhere; its observable output."""
+    script = (
+        GIT_ENV + "git init -q -b main . && mkdir src && echo 'print(1)' > src/app.py"
+        " && echo notes > README && git add -A && git commit -q -m first"
+        " && echo 'print(2)' >> src/app.py && echo tmp > untracked.txt"
+        " && git status --porcelain && git add -A && git commit -q -m second"
+        " && git status --porcelain && git log --format='%H %s' && git fsck --strict 2>&1"
+    )
+    return sh(script, workdir).stdout
+
+
+def test_git_init_add_commit_status_match_local_disk(mnt: Mount, tmp_path: Path) -> None:
+    need("git")
+    local = tmp_path / "local"
+    local.mkdir()
+    work = mnt.path / "repo"
+    work.mkdir()
+    assert git_session(work) == git_session(local)
+    assert sh("git status --porcelain", work).stdout == ""
+
+
+def test_git_clone_of_a_local_repository(mnt: Mount, tmp_path: Path) -> None:
+    need("git")
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    make_source_tree(origin, 120)
+    sh(GIT_ENV + "git init -q -b main . && git add -A && git commit -q -m import", origin)
+    sh(GIT_ENV + "echo more >> pkg0/mod0/file0.py && git commit -qam more", origin)
+    sh(f"git clone -q {origin} clone", mnt.path)
+    clone = mnt.path / "clone"
+    assert sh("git log --format=%H", clone).stdout == sh("git log --format=%H", origin).stdout
+    assert sh("git status --porcelain", clone).stdout == ""
+    sh("git fsck --strict", clone)
+    assert sh("diff -r --exclude=.git . " + str(clone), origin).returncode == 0
+
+
+def test_tar_extract_and_rm_rf(mnt: Mount, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    make_source_tree(source, 400)
+    archive = tmp_path / "tree.tar"
+    sh(f"tar cf {archive} -C {source} .", tmp_path)
+    native = tmp_path / "native"
+    native.mkdir()
+    sh(f"tar xf {archive}", native)
+    sh(f"mkdir x && tar xf {archive} -C x", mnt.path)
+    assert sh(f"diff -r --no-dereference {native} x", mnt.path).stdout == ""
+    # directory sizes are filesystem-specific (4096 on ext4/tmpfs): compared for files only
+    listing = "find . \\( -type f -printf '%m %s %P\\n' \\) -o -printf '%y %m %P\\n' | sort"
+    assert sh(listing, mnt.path / "x").stdout == sh(listing, native).stdout
+    sh("rm -rf x", mnt.path)
+    assert not (mnt.path / "x").exists()
+    assert "x" not in top_names(mnt)
+
+
+def test_python_venv_and_pytest_inside(mnt: Mount) -> None:
+    project = mnt.path / "proj"
+    project.mkdir()
+    (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (project / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    sh("python3 -m venv --system-site-packages --without-pip .venv", project)
+    done = sh(".venv/bin/python -m pytest -q -p no:cacheprovider test_calc.py", project)
+    assert "1 passed" in done.stdout
+    assert (project / ".venv" / "bin" / "python").exists()
+
+
+def test_make_j2_builds_and_respects_mtimes(mnt: Mount) -> None:
+    need("gcc", "make")
+    project = mnt.path / "cproj"
+    project.mkdir()
+    (project / "util.h").write_text("int twice(int x);\nint thrice(int x);\n")
+    (project / "twice.c").write_text('#include "util.h"\nint twice(int x) { return 2 * x; }\n')
+    (project / "thrice.c").write_text('#include "util.h"\nint thrice(int x) { return 3 * x; }\n')
+    (project / "main.c").write_text(
+        '#include <stdio.h>\n#include "util.h"\n'
+        'int main(void) { printf("%d\\n", twice(3) + thrice(2)); return 0; }\n'
+    )
+    (project / "Makefile").write_text(
+        "prog: main.o twice.o thrice.o\n\t$(CC) -o $@ $^\n%.o: %.c util.h\n\t$(CC) -c -o $@ $<\n"
+    )
+    sh("make -j2", project)
+    assert sh("./prog", project).stdout == "12\n"
+    assert sh("make -q", project, check=False).returncode == 0  # up to date: mtimes kept
+    sh("sleep 1.1 && touch twice.c", project)  # 1 s: make compares whole-second mtimes
+    rebuilt = sh("make -j2", project).stdout
+    assert "-o twice.o twice.c" in rebuilt and "-o thrice.o" not in rebuilt
+
+
+def test_sed_in_place_is_one_commit_without_temp_file(make_mount: MountFactory) -> None:
+    mount = make_mount(300)
+    mount.sh("printf 'old line\\nkeep\\n' > conf.txt")
+    wait_until(lambda: "conf.txt" in str(mount.log(limit=1)[0]["meta"]), what="first commit")
+    before, count = mount.head(), len(mount.log())
+    mount.sh("sed -i 's/old/new/' conf.txt")
+    wait_until(lambda: mount.head() != before, what="sed's commit")
+    assert len(mount.log()) == count + 1
+    assert top_names(mount) == ["conf.txt"]
+    assert mount.helix("cat", "HEAD", "conf.txt").stdout == "new line\nkeep\n"
+    # The temp file sed wrote and renamed away is no changed path of this save.
+    # (Fails at the time of writing: the Worktree's changed set keeps "sedXXXXXX".)
+    assert mount.log(limit=1)[0]["meta"]["changed"] == ["conf.txt"]
+
+
+def test_vim_save_is_one_commit_without_swap_or_backup(make_mount: MountFactory) -> None:
+    need("vim")
+    mount = make_mount(300)
+    mount.sh("printf 'alpha\\nbeta\\n' > notes.txt")
+    wait_until(lambda: "notes.txt" in str(mount.log(limit=1)[0]["meta"]), what="first commit")
+    before, count = mount.head(), len(mount.log())
+    # backup + writebackup + backupcopy=no: vim's rename-over save, with a backup file,
+    # a swap file and its "4913" probe file along the way.
+    mount.sh(
+        "vim -es -N -i NONE -c 'set backup writebackup backupcopy=no swapfile'"
+        " -c '%s/beta/gamma/' -c 'wq' notes.txt",
+        env=None,
+    )
+    wait_until(lambda: mount.head() != before, what="vim's commit")
+    assert mount.helix("cat", "HEAD", "notes.txt").stdout == "alpha\ngamma\n"
+    assert len(mount.log()) == count + 1
+    assert top_names(mount) == ["notes.txt"]
+    assert mount.log(limit=1)[0]["meta"]["changed"] == ["notes.txt"]
