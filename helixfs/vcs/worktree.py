@@ -16,6 +16,7 @@ filtered out of commit trees.
 
 from __future__ import annotations
 
+import itertools
 import stat
 import time
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from helixfs.errors import (
     NotADirectory,
     NotFound,
     ReadOnly,
+    RefConflict,
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
@@ -156,11 +158,17 @@ class Worktree:
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()
             self._unsaved = False
+            # Saved state that is not committed yet (after a lost CAS, or an open that
+            # skipped recovery): the next commit must include it.
+            self._pending = root_tree != head_tree
+            # Trees encoded but not yet in the store: a failed write (a lost CAS) must
+            # not lose them, since the nodes that produced them are no longer dirty.
+            self._unwritten: Objects = {}
             self._next_message: str | None = None
 
     @property
     def dirty(self) -> bool:
-        return bool(self._changed) or self._unsaved
+        return bool(self._changed) or self._unsaved or self._pending
 
     @property
     def head(self) -> CommitId:
@@ -566,17 +574,17 @@ class Worktree:
                 if sync:
                     self.repo.store.sync()
                 return
-            objects: Objects = {}
-            self._persist(objects, self._encode(self.root, objects), sync)
+            self._persist(self._encode(self.root, self._unwritten), sync)
 
-    def _persist(self, objects: Objects, root: ObjectId, sync: bool = False) -> None:
+    def _persist(self, root: ObjectId, sync: bool = False) -> None:
         self.repo.store.write(
-            objects,
+            self._unwritten,
             [RefUpdate(work_ref(self.branch), root, expected=self._work_value)],
             sync=sync,
         )
         self._work_value = root
         self._unsaved = False
+        self._unwritten = {}
 
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
@@ -587,25 +595,35 @@ class Worktree:
             if not self.dirty:
                 return None
             started = time.perf_counter_ns()
-            objects: Objects = {}
+            objects = self._unwritten
             root = self._encode(self.root, objects)
             tree = self._commit_tree(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
             if tree == head_tree:
-                self._persist(objects, root)
+                self._persist(root)
                 self._changed.clear()
+                self._pending = False
                 return None
             info = dict(meta or {})
-            changed = _leaf_paths(self._changed)
+            changed = _leaf_paths(self._changed) or [
+                c.path for c in itertools.islice(self.repo.trees.diff(head_tree, tree), 1000)
+            ]
             info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
             text = message or self._next_message or _auto_message(changed, info)
-            cid = self.repo._write_commit(
-                self.branch, tree, [self._head], text, info, objects, started=started, work=root
-            )
+            try:
+                cid = self.repo._write_commit(
+                    self.branch, tree, [self._head], text, info, objects, started=started, work=root
+                )
+            except RefConflict:
+                # Someone else moved the branch: keep our state saved (nothing lost), let
+                # the caller reload; the reload shows the saved state over the new head.
+                self._persist(root)
+                raise
             self._head = cid
+            self._unwritten = {}
             self._work_value = root if root != tree else None
             self._changed.clear()
-            self._unsaved = False
+            self._unsaved = self._pending = False
             self._next_message = None
             return cid
 

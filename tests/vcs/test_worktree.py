@@ -16,6 +16,7 @@ from helixfs.errors import (
     NotADirectory,
     NotFound,
     ReadOnly,
+    RefConflict,
 )
 from helixfs.ids import CommitId
 from helixfs.vcs import Repository, Worktree
@@ -320,3 +321,27 @@ def test_save_then_reopen_recovers_pending_changes(repo: Repository, store: Coun
     assert again.read("HEAD", "pending.txt") == b"saved only"
     assert again.commit_info("HEAD").message == "recovered pending changes"
     assert Repository.wrap(store).recover() == []
+
+
+def test_lost_cas_keeps_the_work_saved_and_the_other_commit(
+    repo: Repository, tree: Worktree
+) -> None:
+    _file(tree, b"a", b"1")
+    tree.commit()
+    other = repo.commit_info("HEAD")
+    # another writer moves the branch behind this worktree's back (no notification)
+    from helixfs.ids import object_id
+    from helixfs.store import RefUpdate
+    from helixfs.vcs.objects import Commit, encode_commit
+
+    record = encode_commit(Commit(other.tree, (other.id,), 1, "x", "elsewhere", {}))
+    theirs = object_id(record)
+    repo.store.write({theirs: record}, [RefUpdate("branches/main", theirs, expected=other.id)])
+    _file(tree, b"mine", b"2")
+    with pytest.raises(RefConflict):
+        tree.commit()
+    assert repo.store.ref("branches/main") == theirs
+    tree.reload()
+    assert tree.commit() is not None
+    assert repo.read("HEAD", "mine") == b"2"
+    assert repo.resolve("HEAD~1") == theirs
