@@ -296,3 +296,17 @@ async def test_large_writes_spill_from_memory_to_the_store_tmp(
     await client.ops.write(fi.fh, 29_999, b"!")  # copies the stored content in first
     await client.ops.release(fi.fh)
     assert await client.read_file("big") == payload * 9 + payload[:-1] + b"!"
+
+
+async def test_sequential_and_random_reads_of_a_chunked_file(client: Client) -> None:
+    payload = os.urandom(3 << 20)
+    await client.write_file("chunked", payload)
+    assert await client.read_file("chunked") == payload
+    ino = await client.ino("chunked")
+    reader = await client.ops.open(ino, os.O_RDONLY, CTX)
+    assert await client.ops.read(reader.fh, 0, 131072) == payload[:131072]
+    assert await client.ops.read(reader.fh, 2_000_000, 4096) == payload[2_000_000:2_004_096]
+    assert await client.ops.read(reader.fh, (3 << 20) - 10, 4096) == payload[-10:]
+    await client.write_file("chunked", b"replaced")  # another handle changes the content
+    assert await client.ops.read(reader.fh, 0, 100) == b"replaced"
+    await client.ops.release(reader.fh)
