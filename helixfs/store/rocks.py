@@ -4,12 +4,15 @@ Column families, each with its own key space so no prefix can ever collide:
 
 * ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py).
 * ``refs``    - key: ref name (utf-8); value: the ref's bytes.
-* ``deps``    - key: base id + dependent id (64 bytes); value: empty. One row per DELTA
-  frame, so gc finds every object encoded against a base it is about to drop.
 * ``meta``    - key ``format``: the store layout version (b"1"). A newer layout is refused.
 
 Next to RocksDB's own LOCK file we keep ``OWNER`` (the holder's pid), so a second opener
 is told which process holds the store, not just that a lock failed.
+
+Which objects are deltas on a given base is not stored: a 64-byte row per delta cost
+~12% of a delta-heavy store on disk and a put per write. gc, the only reader, builds that
+index once per process by scanning the frames' headers (it walks the whole store anyway),
+and writes keep it current from then on.
 
 Writes are one WriteBatch each. A ref compare-and-swap reads and writes under one
 in-process lock; RocksDB's LOCK keeps other processes out entirely, so the lock is enough.
@@ -37,6 +40,7 @@ from helixfs.ids import ObjectId, hex_id
 from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
+    HEADER_SIZE,
     Codec,
     apply_delta,
     codec_of,
@@ -54,7 +58,7 @@ OWNER_FILE = "OWNER"
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
-COLUMN_FAMILIES = ("objects", "refs", "deps", "meta")
+COLUMN_FAMILIES = ("objects", "refs", "meta")
 
 
 class Known(NamedTuple):
@@ -93,10 +97,9 @@ class RocksStore:
         self._db = _open_db(self.path)
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
-        self._deps = self._db.get_column_family_handle("deps")
         self._objects_cf = self._db.get_column_family("objects")
         self._refs_cf = self._db.get_column_family("refs")
-        self._deps_cf = self._db.get_column_family("deps")
+        self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._sync_write = rocksdict.WriteOptions()
         self._sync_write.sync = True
         self._closed = False
@@ -155,6 +158,7 @@ class RocksStore:
             planned = plan_refs(refs, self.ref)
             batch = rocksdict.WriteBatch(raw_mode=True)
             fresh: dict[ObjectId, Known] = {}
+            edges: list[tuple[ObjectId, ObjectId]] = []
             for oid, data in objects.items():
                 if self._exists(oid):
                     continue  # never re-encode a stored object: keeps delta chains acyclic
@@ -162,7 +166,7 @@ class RocksStore:
                 encoded = self._encode(record, hints.get(oid), fresh)
                 batch.put(oid, encoded.frame, self._objects)
                 if encoded.base is not None:
-                    batch.put(encoded.base + oid, b"", self._deps)
+                    edges.append((encoded.base, oid))
                 fresh[oid] = Known(record, encoded.depth)
             for name, value in planned.items():
                 if value is None:
@@ -174,6 +178,9 @@ class RocksStore:
             # next version. Its frame sits in RocksDB's memtable, a cheap read away.
             for oid, known in fresh.items():
                 self._bases.put(oid, known, len(known.record))
+            if self._dependents is not None:
+                for base, oid in edges:
+                    self._dependents.setdefault(base, set()).add(oid)
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
         """Drop objects; every surviving delta on a dropped base is re-encoded first."""
@@ -182,38 +189,52 @@ class RocksStore:
             doomed = {oid for oid in map(check_oid, oids) if self._exists(oid)}
             if not doomed:
                 return
+            dependents = self._dependents_index()
+            self._dependents = None  # until the batch lands, the index may be wrong
             batch = rocksdict.WriteBatch(raw_mode=True)
             rescued: dict[ObjectId, Known] = {}
             for oid in doomed:
-                self._unlink_deps(oid, doomed, batch, rescued)
+                self._rescue_dependents(oid, doomed, dependents, batch, rescued)
             for oid in doomed:
                 batch.delete(oid, self._objects)
             self._db.write(batch)
+            self._dependents = dependents
             for oid in doomed | rescued.keys():
                 self._frames.discard(oid)
                 self._bases.discard(oid)
 
-    def _unlink_deps(
+    def _rescue_dependents(
         self,
         oid: ObjectId,
         doomed: set[ObjectId],
+        dependents: dict[ObjectId, set[ObjectId]],
         batch: rocksdict.WriteBatch,
         rescued: dict[ObjectId, Known],
     ) -> None:
-        """Queue the removal of `oid`'s dependency rows and re-encode its survivors."""
+        """Re-encode the surviving deltas on `oid` and drop `oid` from the index."""
         own_base = self._base_of(oid)
         if own_base is not None:
-            batch.delete(own_base + oid, self._deps)
-        for dependent in self._dependents(oid):
-            batch.delete(oid + dependent, self._deps)
+            dependents.get(own_base, set()).discard(oid)
+        for dependent in dependents.pop(oid, set()):
             if dependent in doomed:
                 continue
             known = self._load(dependent, self._frame(dependent))
             encoded = self._encode(known.record, self._surviving_ancestor(oid, doomed), rescued)
             batch.put(dependent, encoded.frame, self._objects)
             if encoded.base is not None:
-                batch.put(encoded.base + dependent, b"", self._deps)
+                dependents.setdefault(encoded.base, set()).add(dependent)
             rescued[dependent] = Known(known.record, encoded.depth)
+
+    def _dependents_index(self) -> dict[ObjectId, set[ObjectId]]:
+        """base -> the objects stored as deltas on it; built by one scan, then maintained."""
+        if self._dependents is None:
+            index: dict[ObjectId, set[ObjectId]] = {}
+            for key, frame in _scan(self._objects_cf, b""):
+                if len(frame) > HEADER_SIZE and frame[4] == Codec.DELTA:
+                    oid = ObjectId(key)
+                    index.setdefault(parse_delta(oid, frame).base, set()).add(oid)
+            self._dependents = index
+        return self._dependents
 
     def _surviving_ancestor(self, oid: ObjectId, doomed: set[ObjectId]) -> ObjectId | None:
         """The nearest base up `oid`'s chain that gc keeps: the best base for its orphans."""
@@ -270,8 +291,7 @@ class RocksStore:
             self._closed = True
             # RocksDB's LOCK is released only when the last handle on the DB is gone,
             # column-family handles included: drop them all, then close.
-            del self._objects, self._refs, self._deps
-            del self._objects_cf, self._refs_cf, self._deps_cf
+            del self._objects, self._refs, self._objects_cf, self._refs_cf
             self._db.close()
             del self._db
             _forget_owner(self.path)
@@ -354,17 +374,42 @@ class RocksStore:
         self, record: bytes, base_id: ObjectId | None, pending: Mapping[ObjectId, Known]
     ) -> Encoded:
         """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4."""
-        base = self._delta_base(base_id, pending) if base_id is not None else None
-        if base_id is not None and base is not None and base.depth < self.max_delta_depth:
-            frame = encode_delta(record, base_id, base.record, base.depth)
-            if frame is not None:
-                if len(frame) * CLEARLY_SMALL <= len(record):
-                    return Encoded(frame, base_id, base.depth + 1)
-                plain = encode_plain(record)
-                if len(frame) < len(plain):
-                    return Encoded(frame, base_id, base.depth + 1)
+        if base_id is None:
+            return Encoded(encode_plain(record), None, 0)
+        base = self._delta_base(base_id, pending)
+        if base is not None and base.depth >= self.max_delta_depth:
+            base_id, base = self._skip_back(base_id, pending)
+        if base is None:
+            return Encoded(encode_plain(record), None, 0)
+        frame = encode_delta(record, base_id, base.record, base.depth)
+        if frame is not None and len(frame) * CLEARLY_SMALL > len(record):
+            plain = encode_plain(record)
+            if len(plain) <= len(frame):
                 return Encoded(plain, None, 0)
-        return Encoded(encode_plain(record), None, 0)
+        if frame is None:
+            return Encoded(encode_plain(record), None, 0)
+        return Encoded(frame, base_id, base.depth + 1)
+
+    def _skip_back(
+        self, base_id: ObjectId, pending: Mapping[ObjectId, Known]
+    ) -> tuple[ObjectId, Known | None]:
+        """An older base, half the depth limit up the chain, for a chain that is full.
+
+        Starting a new full frame every `max_delta_depth` versions would store a whole
+        copy of a hot file (a directory tree, say) every few saves. Skipping back instead
+        (as Subversion's skip-deltas do) keeps depth bounded, and the delta against a
+        version a few saves older is still small.
+        """
+        ancestor = base_id
+        for _ in range(self.max_delta_depth // 2 + 1):
+            parent = self._base_of(ancestor) if ancestor not in pending else None
+            if parent is None:
+                return base_id, None
+            ancestor = parent
+        older = self._delta_base(ancestor, pending)
+        if older is None or older.depth >= self.max_delta_depth:
+            return base_id, None
+        return ancestor, older
 
     def _delta_base(self, base_id: ObjectId, pending: Mapping[ObjectId, Known]) -> Known | None:
         """The hinted base, decoded; None if it is absent or unreadable (a hint, not a must)."""
@@ -384,9 +429,6 @@ class RocksStore:
             return None
         return parse_delta(oid, frame).base
 
-    def _dependents(self, base: ObjectId) -> list[ObjectId]:
-        return [ObjectId(key[len(base) :]) for key, _ in _scan(self._deps_cf, base)]
-
 
 # ---------------------------------------------------------------------- opening
 
@@ -398,7 +440,11 @@ def _open_db(path: Path) -> rocksdict.Rdict:
     except OSError as err:
         raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
     options = _db_options()
-    families = {name: _db_options() for name in COLUMN_FAMILIES}
+    try:  # RocksDB refuses to open unless every existing family is named
+        existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}
+    except Exception:  # a new, empty directory has none
+        existing = set()
+    families = {name: _db_options() for name in existing.union(COLUMN_FAMILIES)}
     try:
         return rocksdict.Rdict(str(path), options, column_families=families)
     except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
