@@ -65,7 +65,7 @@ FSTAB_ONLY = frozenset(
     }
 )
 # Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
-HELIX_OPTIONS = ("quiet_window", "foreground")
+HELIX_OPTIONS = ("quiet_window",)
 
 
 @dataclass(frozen=True)
