@@ -263,9 +263,8 @@ class BranchesDir(VirtualDir):
         self._host.forget_view("branch", branch)
 
     def rename(self, old: bytes, new: bytes) -> None:
+        """Renaming the current branch moves HEAD with it (the root keeps showing it)."""
         old_name, new_name = _name(old), _name(new)
-        if old_name == self._host.current_branch():
-            raise Busy(f"{old_name!r} is the branch this mount shows; switch HEAD first")
         self._host.repo.rename_branch(old_name, new_name)
         self._host.rename_view("branch", old_name, new_name)
 

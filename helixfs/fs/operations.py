@@ -404,11 +404,15 @@ class Operations(pyfuse3.Operations):
     def _follow_move(self, parent: NodeInode, name: bytes) -> None:
         """The moved node keeps its inode; record where the kernel now sees it."""
         node = parent.worktree.lookup(parent.node, name)
-        for view in self.views.sharing(parent.worktree):
+        for view in self.views.sharing(parent.worktree):  # the root and branches/HEAD
             known = self.inodes.known(view, node)
-            if known is not None:
-                known.parent = parent.ino if view is parent.view else known.parent
-                known.name = name
+            if known is None:
+                continue
+            where = parent if view is parent.view else self.inodes.known(view, parent.node)
+            if where is None:
+                known.detached = True  # its new parent is unknown there: not by path
+            else:
+                known.parent, known.name = where.ino, name
 
     @fuse_errors
     async def link(

@@ -73,6 +73,8 @@ class Views:
         view = self._views.pop((kind, name), None)
         if view is None:
             return
+        if not view.readonly and not self._is_live(view.worktree):
+            self.saver.forget(view.worktree)  # a late commit would resurrect work/NAME
         for entry in self.inodes.drop_view_generation(view):
             self.invalidator.entry(entry.parent, entry.name, entry.ino)
         self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
@@ -81,9 +83,8 @@ class Views:
         """Show `branch` at the mount root (inode 1 stays the root)."""
         if branch == self.root.name:
             return
-        worktree = self.repo.worktree(branch)
         self.root.name = branch
-        self.regenerate(self.root, worktree)
+        self._rebind(self.root, self.repo.worktree(branch))
 
     def ref_moved(self, branch: str) -> None:
         """Repository.subscribe callback: a ref moved by some other core-API call."""
@@ -96,19 +97,27 @@ class Views:
             log.exception("could not follow the move of branch %s", branch)
 
     def _reload_branch(self, branch: str) -> None:
+        """The repository already reloaded (or replaced) the branch's Worktree."""
         if branch not in self._branch_names():
             self.forget("branch", branch)
             return
-        views = [v for v in (self.root, *self._views.values())
-                 if v.kind in ("root", "branch") and v.name == branch]
-        reloaded: set[int] = set()
-        for view in views:
-            worktree = view.worktree
-            if id(worktree) not in reloaded:
-                self.saver.forget(worktree)
-                worktree.reload()
-                reloaded.add(id(worktree))
-            self.regenerate(view, worktree)
+        worktree = self.repo.worktree(branch)
+        for view in [self.root, *self._views.values()]:
+            if view.kind in ("root", "branch") and view.name == branch:
+                self._rebind(view, worktree)
+
+    def _rebind(self, view: View, worktree: Worktree) -> None:
+        old = view.worktree
+        self.regenerate(view, worktree)
+        if old is not worktree and not old.readonly and not self._is_live(old):
+            self.saver.forget(old)  # renamed or dropped: a late commit would fail
+
+    def _is_live(self, worktree: Worktree) -> bool:
+        """Still the repository's worktree of its branch (e.g. main after a HEAD switch)."""
+        try:
+            return self.repo.worktree(worktree.branch) is worktree
+        except HelixError:
+            return False
 
     def _branch_names(self) -> set[str]:
         names = set()

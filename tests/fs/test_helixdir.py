@@ -249,3 +249,29 @@ async def test_ref_moves_from_a_worker_thread_are_applied_on_the_loop(client: Cl
     await trio.to_thread.run_sync(client.ops.repo.reset_hard, first)
     await trio.sleep(0.01)
     assert await client.read_file("f") == b"v1"
+
+
+async def test_rename_of_the_current_branch_moves_head(client: Client) -> None:
+    ino = await client.write_file("f", b"x")
+    branches = await client.ino(".helix/branches")
+    await client.ops.rename(branches, b"main", branches, b"trunk", 0, CTX)
+    assert client.ops.repo.head_branch() == "trunk"
+    assert await read_virtual(client, ".helix/HEAD") == b"trunk\n"
+    assert await client.ino("f") == ino
+    await client.write_file("g", b"after")
+    assert client.ops.repo.read("trunk", b"g") == b"after"
+
+
+async def test_deleting_a_branch_with_pending_saves_leaves_no_work_ref(
+    repo: Repository,
+) -> None:
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    branches = await client.ino(".helix/branches")
+    await ops.mkdir(branches, b"gone", 0o755, CTX)
+    await client.write_file(".helix/branches/gone/f", b"x")
+    await ops.rmdir(branches, b"gone", CTX)
+    ops.saver.flush_now()
+    assert repo.store.ref("work/gone") is None
+    assert b"gone" not in await client.names(".helix/branches")
+    ops.close()
