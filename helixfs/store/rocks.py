@@ -59,6 +59,7 @@ MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets 
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 COLUMN_FAMILIES = ("objects", "refs", "meta")
+BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 
 
 class Known(NamedTuple):
@@ -439,12 +440,13 @@ def _open_db(path: Path) -> rocksdict.Rdict:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
-    options = _db_options()
+    cache = rocksdict.Cache(BLOCK_CACHE_BYTES)  # one block cache shared by every family
+    options = _db_options(cache)
     try:  # RocksDB refuses to open unless every existing family is named
         existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}
     except Exception:  # a new, empty directory has none
         existing = set()
-    families = {name: _db_options() for name in existing.union(COLUMN_FAMILIES)}
+    families = {name: _db_options(cache) for name in existing.union(COLUMN_FAMILIES)}
     try:
         return rocksdict.Rdict(str(path), options, column_families=families)
     except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
@@ -467,26 +469,31 @@ def _locked_message(path: Path) -> str:
     )
 
 
-def _db_options() -> rocksdict.Options:
-    """Options tuned for a small footprint; values arrive already LZ4-framed.
+def _db_options(cache: rocksdict.Cache) -> rocksdict.Options:
+    """Options for a small footprint, measured on 1,000 AI-style variants of a project.
 
-    RocksDB's own block compression stays off: frames are LZ4 or tiny deltas with
-    random 32-byte keys, and measuring it saved little (see docs/decisions or the
-    store report) while costing CPU on every flush and compaction.
+    Frames arrive LZ4-compressed (fast, so the commit path stays cheap), yet ZSTD block
+    compression on top still took the SST files from 2.42 to 1.98 MB: it entropy-codes
+    what LZ4 leaves, plus the delta headers and commit text. It runs only in RocksDB's
+    background flush/compaction threads, never in `write`. 16 KiB blocks (vs 4 KiB)
+    gave ZSTD more context for 4% more, at the price of inflating 16 KiB on a cold
+    point read (the L1 and block caches absorb the hot ones). The info LOG is capped:
+    uncapped it outgrew a small store's data.
     """
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
-    options.set_compression_type(rocksdict.DBCompressionType.none())
+    options.set_compression_type(rocksdict.DBCompressionType.zstd())
     options.set_write_buffer_size(16 << 20)
     options.set_max_write_buffer_number(2)
     options.set_keep_log_file_num(2)
-    options.set_max_log_file_size(1 << 20)
+    options.set_max_log_file_size(128 << 10)
     options.set_max_total_wal_size(64 << 20)
     options.set_max_background_jobs(2)
     table = rocksdict.BlockBasedOptions()
     table.set_bloom_filter(10, False)
-    table.set_block_cache(rocksdict.Cache(8 << 20))
+    table.set_block_size(16 << 10)
+    table.set_block_cache(cache)
     options.set_block_based_table_factory(table)
     return options
 
