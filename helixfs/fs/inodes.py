@@ -33,7 +33,7 @@ SLOT_BITS = 32
 VIRTUAL_FIRST = 2
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class View:
     """A Worktree shown somewhere in the mount: the root, or a `.helix/` folder."""
 
@@ -49,7 +49,7 @@ class View:
         return self.worktree.readonly
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NodeInode:
     """A Node the kernel knows by number, and where the kernel last saw it."""
 
@@ -70,7 +70,7 @@ class NodeInode:
         return self.view.worktree
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class VirtualInode:
     """A `.helix/` entry; `entry` is whatever helixdir resolved the path to."""
 
