@@ -31,6 +31,7 @@ import trio
 
 from helixfs.daemon.control import ControlServer
 from helixfs.daemon.lock import MountLock
+from helixfs.daemon.memoryfiles import MemoryFiles
 from helixfs.errors import HelixError, InvalidInput, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
@@ -160,8 +161,10 @@ async def serve(
         repo = await trio.to_thread.run_sync(_open_repository, config.store)
         stack.callback(repo.close)
 
+        memory_files = MemoryFiles(config.store)
+        stack.callback(memory_files.close)
         saver = Saver(config.quiet_window)
-        operations = _operations(repo, saver)
+        operations = _operations(repo, saver, memory_files)
         _mount(operations, config)
         stack.callback(_close_fuse, config.mountpoint)
         stack.callback(saver.flush_now)
@@ -185,10 +188,10 @@ def _open_repository(store: Path) -> Repository:
     return Repository.open(store)  # recovery (a commit of pending state) happens here
 
 
-def _operations(repo: Repository, saver: Saver) -> Any:
+def _operations(repo: Repository, saver: Saver, memory_files: MemoryFiles) -> Any:
     from helixfs.fs.operations import Operations
 
-    return Operations(repo, saver=saver)
+    return Operations(repo, saver=saver, helix_entries=memory_files.entries())
 
 
 def _mount(operations: Any, config: MountConfig) -> None:

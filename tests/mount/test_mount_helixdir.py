@@ -6,6 +6,7 @@ import os
 
 import blake3
 import pytest
+from conftest import HELIX as HELIX_CMD
 from conftest import Mount, MountFactory, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
@@ -139,3 +140,18 @@ def test_editor_atomic_save_is_one_commit_without_the_temp_file(
     tree = mount.helix("ls", "HEAD").stdout
     assert ".app.py.tmp" not in tree
     assert mount.helix("cat", "HEAD", "app.py").stdout == "v2\n"
+
+
+def test_search_and_context_files_answer_from_memory(mnt: Mount) -> None:
+    env = {**os.environ, "HELIX_MEMORY_LEXICAL": "1"}
+    remembered = mnt.sh(
+        f"{' '.join(HELIX_CMD)} remember 'tokens are refreshed by the auth worker every hour'"
+        " --type fact",
+        env=env,
+        check=False,
+    )
+    assert remembered.returncode == 0, remembered.stderr
+    answer = (mnt.path / ".helix" / "search" / "how are tokens refreshed").read_text()
+    assert "auth worker" in answer
+    assert "auth worker" in (mnt.path / ".helix" / "context").read_text()
+    assert "search" not in os.listdir(mnt.path / ".helix" / "search")  # queries not listed
