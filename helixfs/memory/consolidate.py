@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from helixfs.memory.annindex import VectorIndex
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.extract import Candidate
 from helixfs.memory.retrieval import Filters, cosine, lexical_memories, load_vectors
@@ -45,6 +46,7 @@ def decide(
     vector: Sequence[float] | None,
     scope: str,
     flagged: bool,
+    index: VectorIndex | None = None,
 ) -> Decision:
     norm = normalize(cand.content)
     twin = fetch_one(
@@ -60,7 +62,7 @@ def decide(
         decision = _by_slot(conn, cand, scope)
         if decision is not None:
             return decision
-    return _by_neighbours(conn, cand, vector, scope)
+    return _by_neighbours(conn, cand, vector, scope, index)
 
 
 def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | None:
@@ -95,10 +97,14 @@ def _refines(old: str, new: str) -> bool:
 
 
 def _by_neighbours(
-    conn: apsw.Connection, cand: Candidate, vector: Sequence[float] | None, scope: str
+    conn: apsw.Connection,
+    cand: Candidate,
+    vector: Sequence[float] | None,
+    scope: str,
+    index: VectorIndex | None,
 ) -> Decision:
     new_words = word_set(cand.content)
-    for memory_id, content, sim in _neighbours(conn, cand, vector, scope):
+    for memory_id, content, sim in _neighbours(conn, cand, vector, scope, index):
         old_words = word_set(content)
         lexical = jaccard(old_words, new_words)
         if sim >= NOOP_COSINE or lexical >= NOOP_JACCARD:
@@ -110,10 +116,16 @@ def _by_neighbours(
 
 
 def _neighbours(
-    conn: apsw.Connection, cand: Candidate, vector: Sequence[float] | None, scope: str
+    conn: apsw.Connection,
+    cand: Candidate,
+    vector: Sequence[float] | None,
+    scope: str,
+    index: VectorIndex | None,
 ) -> list[tuple[str, str, float]]:
     """Nearest active memories of the scope: by vector when we have one, else by BM25."""
-    if vector is not None and table_exists(conn, "memory_vec"):
+    if vector is not None and index is not None:
+        sims = {r: 1.0 - d for r, d in index.search(vector, NEIGHBOURS * 2, active_only=True)}
+    elif vector is not None and table_exists(conn, "memory_vec"):
         found = fetch_all(
             conn,
             "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "

@@ -20,7 +20,17 @@ from typing import Any
 import apsw
 
 from helixfs.errors import InvalidInput, NotFound
-from helixfs.memory import consolidate, notes, ranking, records, retrieval, workspace
+from helixfs.memory import (
+    consolidate,
+    notes,
+    ranking,
+    records,
+    retrieval,
+    validate,
+    workspace,
+    writer,
+)
+from helixfs.memory.annindex import IndexCache, Indexes
 from helixfs.memory.db import (
     connect,
     create_vector_tables,
@@ -33,9 +43,9 @@ from helixfs.memory.db import (
 )
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
-from helixfs.memory.tokens import normalize
 from helixfs.memory.types import (
     MEMORY_TYPES,
+    SEARCH_MODES,
     STATUSES,
     ArchiveCandidate,
     Checkpoint,
@@ -46,6 +56,7 @@ from helixfs.memory.types import (
     Hit,
     IndexReport,
     MemoryRecord,
+    SearchMode,
     Source,
     WriteResult,
 )
@@ -54,45 +65,12 @@ from helixfs.memory.vectors import EmbedderRunner
 log = logging.getLogger("helixfs.memory")
 _warned_lexical = threading.Event()
 
-MAX_CONTENT = 20_000
 MAX_K = 1000
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,99}$")
 _REL = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 RESERVED_RELS = frozenset({"supersedes", "reasserts"})
-CONFIRM_BOOST = 0.1
 RECALL_BOOST = 0.05
 ARCHIVE_IDLE_DAYS = 60.0
 ARCHIVE_SALIENCE = 0.1
-
-
-def _check_name(kind: str, value: str) -> str:
-    if not isinstance(value, str) or not _NAME.match(value):
-        raise InvalidInput(
-            f"invalid {kind} {value!r}: use letters, digits and _.:/@+- (max 100 chars)"
-        )
-    return value
-
-
-def _check_tags(tags: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(tags, str):
-        raise InvalidInput("tags must be a list of strings, not one string")
-    return tuple(dict.fromkeys(_check_name("tag", t) for t in tags))
-
-
-def _check_text(kind: str, text: str, limit: int = MAX_CONTENT) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInput(f"{kind} is empty")
-    if len(text) > limit:
-        raise InvalidInput(f"{kind} is {len(text)} characters; the limit is {limit}")
-    if "\x00" in text:
-        raise InvalidInput(f"{kind} contains a NUL character")
-    return text
-
-
-def _check_unit(kind: str, value: float) -> float:
-    if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise InvalidInput(f"{kind} must be between 0 and 1, got {value!r}")
-    return float(value)
 
 
 class Memory:
@@ -105,6 +83,8 @@ class Memory:
         self._clock = clock
         self._lock = threading.RLock()
         self._vectors = EmbedderRunner(embedder) if embedder is not None else None
+        # In-RAM vector indexes for long-lived processes (annindex.IndexCache).
+        self._index_cache = IndexCache(conn, self._vectors.dim if self._vectors else 0)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -139,6 +119,17 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def warm(self) -> None:
+        """Build the in-RAM vector indexes now (a daemon calls this once at start)."""
+        if self._vectors is not None:
+            with self._lock:
+                self._index_cache.warm()
+
+    def _current_indexes(self) -> Indexes:
+        if self._vectors is None:
+            return retrieval.NO_INDEXES
+        return self._index_cache.current()
 
     @property
     def lexical_only(self) -> bool:
@@ -195,6 +186,7 @@ class Memory:
                 for row, vector in zip(batch, vectors, strict=True):
                     records.set_vector(self._conn, int(row[0]), vector, row[2] == "active")
         workspace.backfill_chunk_vectors(self._conn, self._vectors, self._lock)
+        self._index_cache.drop()
 
     # -- writes ------------------------------------------------------------------------
 
@@ -210,15 +202,15 @@ class Memory:
         salience: float = 0.5,
     ) -> WriteResult:
         """An explicit write: always passes the gate; still redacted and consolidated."""
-        _check_text("memory content", content)
+        validate.check_text("memory content", content)
         if type is not None and type not in MEMORY_TYPES:
             raise InvalidInput(
                 f"unknown memory type {type!r}; use one of {', '.join(MEMORY_TYPES)}"
             )
-        _check_name("scope", scope)
-        tag_tuple = _check_tags(tags)
-        _check_unit("confidence", confidence)
-        _check_unit("salience", salience)
+        validate.check_name("scope", scope)
+        tag_tuple = validate.check_tags(tags)
+        validate.check_unit("confidence", confidence)
+        validate.check_unit("salience", salience)
         scrubbed = redact(content)
         cand = candidate(scrubbed.text, type_hint=type, explicit=True)
         return self._write(
@@ -240,9 +232,9 @@ class Memory:
         tags: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Non-explicit text (transcript, notes): only slices that pass the gate are kept."""
-        _check_text("text", text, limit=10 * MAX_CONTENT)
-        _check_name("scope", scope)
-        tag_tuple = _check_tags(tags)
+        validate.check_text("text", text, limit=10 * validate.MAX_CONTENT)
+        validate.check_name("scope", scope)
+        tag_tuple = validate.check_tags(tags)
         scrubbed = redact(text)
         results = []
         for cand in extract(scrubbed.text):
@@ -274,18 +266,10 @@ class Memory:
         vector = self._vectors.embed([cand.content])[0] if self._vectors else None
         now = self._clock()
         with self._lock, self._conn:
-            decision = consolidate.decide(self._conn, cand, vector, scope, flagged)
-            if decision.action == "noop":
-                assert decision.target is not None
-                memory_id = self._confirm(decision.target, all_tags, source, cand.content, now)
-            elif decision.action == "update":
-                assert decision.target is not None
-                memory_id = self._refine(decision.target, cand, all_tags, source, vector, now)
-            else:
-                memory_id = self._add(
-                    cand, all_tags, scope, source, confidence, salience, vector, now
-                )
-                self._retire(memory_id, decision, now)
+            index = self._current_indexes().memories if vector is not None else None
+            decision = consolidate.decide(self._conn, cand, vector, scope, flagged, index)
+            fact = writer.NewFact(cand, all_tags, scope, source, confidence, salience, vector)
+            memory_id = writer.apply(self._conn, decision, fact, now)
             record = records.to_record(records.fetch(self._conn, memory_id))
         return WriteResult(
             action=decision.action,  # type: ignore[arg-type]
@@ -296,111 +280,6 @@ class Memory:
             flagged=flagged,
             reason=decision.reason,
         )
-
-    def _add(
-        self,
-        cand: Candidate,
-        tags: tuple[str, ...],
-        scope: str,
-        source: Source,
-        confidence: float,
-        salience: float,
-        vector: Sequence[float] | None,
-        now: float,
-    ) -> str:
-        memory_id = new_id(now)
-        data = {
-            "id": memory_id,
-            "type": cand.type,
-            "content": cand.content,
-            "scope": scope,
-            "tags": json.dumps(list(tags)),
-            "source_agent": source.agent,
-            "source_file": source.file,
-            "source_line": source.line,
-            "source_time": source.when if source.when is not None else now,
-            "confidence": confidence,
-            "salience": salience,
-            "valid_from": now,
-            "valid_to": None,
-            "created": now,
-            "updated": now,
-            "last_seen": now,
-            "status": "active",
-            "subject": cand.subject,
-            "value": cand.value,
-            "norm": normalize(cand.content),
-        }
-        rowid = records.insert(self._conn, data, now)
-        if vector is not None:
-            records.set_vector(self._conn, rowid, vector, True)
-        records.add_provenance(self._conn, memory_id, "add", source, now, cand.content)
-        return memory_id
-
-    def _retire(self, new: str, decision: consolidate.Decision, now: float) -> None:
-        for old in decision.retire:
-            records.update(
-                self._conn,
-                old,
-                {"status": "superseded", "valid_to": now, "updated": now},
-                "supersede",
-                now,
-                f"superseded by {new}",
-            )
-            records.add_edge(self._conn, new, old, "supersedes", now)
-        for old in decision.reasserts:
-            records.add_edge(self._conn, new, old, "reasserts", now)
-
-    def _confirm(
-        self, memory_id: str, tags: tuple[str, ...], source: Source, excerpt: str, now: float
-    ) -> str:
-        row = records.fetch(self._conn, memory_id)
-        salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
-        merged = json.dumps(list(dict.fromkeys((*json.loads(row["tags"]), *tags))))
-        records.update(
-            self._conn,
-            memory_id,
-            {"salience": min(1.0, salience + CONFIRM_BOOST), "last_seen": now, "tags": merged},
-            "confirm",
-            now,
-            "equivalent fact asserted again",
-        )
-        records.add_provenance(self._conn, memory_id, "noop", source, now, excerpt)
-        return memory_id
-
-    def _refine(
-        self,
-        memory_id: str,
-        cand: Candidate,
-        tags: tuple[str, ...],
-        source: Source,
-        vector: Sequence[float] | None,
-        now: float,
-    ) -> str:
-        row = records.fetch(self._conn, memory_id)
-        merged = json.dumps(list(dict.fromkeys((*json.loads(row["tags"]), *tags))))
-        salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
-        records.update(
-            self._conn,
-            memory_id,
-            {
-                "content": cand.content,
-                "norm": normalize(cand.content),
-                "subject": cand.subject or row["subject"],
-                "value": cand.value or row["value"],
-                "tags": merged,
-                "updated": now,
-                "last_seen": now,
-                "salience": min(1.0, salience + CONFIRM_BOOST),
-            },
-            "update",
-            now,
-            "refined",
-        )
-        if vector is not None:
-            records.set_vector(self._conn, records.rowid_of(self._conn, memory_id), vector, True)
-        records.add_provenance(self._conn, memory_id, "update", source, now, cand.content)
-        return memory_id
 
     # -- reads -------------------------------------------------------------------------
 
@@ -430,7 +309,7 @@ class Memory:
             raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
         if type is not None and type not in MEMORY_TYPES:
             raise InvalidInput(f"unknown memory type {type!r}")
-        _check_limit(limit)
+        validate.check_limit(limit)
         clauses, params = [], []
         for column, value in (("status", status), ("type", type), ("scope", scope)):
             if value is not None:
@@ -455,6 +334,7 @@ class Memory:
         include_superseded: bool = False,
         include_forgotten: bool = False,
         reinforce: bool = True,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
         """Memories only, best first. Returned memories are reinforced (salience up)."""
         statuses = ["active"]
@@ -462,8 +342,8 @@ class Memory:
             statuses += ["superseded", "archived"]
         if include_forgotten:
             statuses.append("forgotten")
-        filters = retrieval.Filters(tuple(statuses), scope, _check_types(types))
-        return self._retrieve(query, k, filters, chunks=False, reinforce=reinforce)
+        filters = retrieval.Filters(tuple(statuses), scope, validate.check_types(types))
+        return self._retrieve(query, k, filters, chunks=False, reinforce=reinforce, mode=mode)
 
     def search(
         self,
@@ -473,21 +353,35 @@ class Memory:
         types: Sequence[str] | None = None,
         scope: str | None = None,
         reinforce: bool = True,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
-        """Memories and workspace passages together, best first."""
-        filters = retrieval.Filters(("active",), scope, _check_types(types))
-        return self._retrieve(query, k, filters, chunks=True, reinforce=reinforce)
+        """Memories and workspace passages together, best first.
+
+        `mode` is hybrid (default), or lexical / vector alone (for evaluation)."""
+        filters = retrieval.Filters(("active",), scope, validate.check_types(types))
+        return self._retrieve(query, k, filters, chunks=True, reinforce=reinforce, mode=mode)
 
     def _retrieve(
-        self, query: str, k: int, filters: retrieval.Filters, *, chunks: bool, reinforce: bool
+        self,
+        query: str,
+        k: int,
+        filters: retrieval.Filters,
+        *,
+        chunks: bool,
+        reinforce: bool,
+        mode: SearchMode = "hybrid",
     ) -> list[Hit]:
-        _check_text("query", query, limit=4000)
-        _check_limit(k, MAX_K)
+        validate.check_text("query", query, limit=4000)
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
+        validate.check_limit(k, MAX_K)
         if filters.scope is not None:
-            _check_name("scope", filters.scope)
-        qvec = self._vectors.embed_query(query) if self._vectors else None
+            validate.check_name("scope", filters.scope)
+        wants_vector = self._vectors is not None and mode != "lexical"
+        qvec = self._vectors.embed_query(query) if self._vectors and wants_vector else None
         with self._lock:
-            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, self._clock())
+            indexes = self._current_indexes() if qvec is not None else retrieval.NO_INDEXES
+            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, self._clock(), indexes)
             if reinforce:
                 self._reinforce([h.id for h in hits if h.kind == "memory"])
         return hits
@@ -518,7 +412,7 @@ class Memory:
             hits = self.search(query, k=50, scope=scope)
         else:
             if scope is not None:
-                _check_name("scope", scope)
+                validate.check_name("scope", scope)
             with self._lock:
                 hits = ranking.top_memories(self._conn, scope, 200, self._clock())
         return ranking.pack(hits, budget_tokens)
@@ -527,7 +421,7 @@ class Memory:
 
     def forget(self, id_or_query: str, *, reason: str = "") -> list[str]:
         """Soft delete (status forgotten, in history). A query must match exactly one."""
-        _check_text("memory id or query", id_or_query, limit=4000)
+        validate.check_text("memory id or query", id_or_query, limit=4000)
         with self._lock, self._conn:
             memory_id = records.resolve_id(self._conn, id_or_query) or notes.single_match(
                 self._conn, id_or_query
@@ -572,7 +466,7 @@ class Memory:
         limit: int = 50,
     ) -> list[ArchiveCandidate]:
         """Active memories that decayed unused: proposals only, nothing is changed."""
-        _check_limit(limit)
+        validate.check_limit(limit)
         now = self._clock()
         cutoff = now - idle_days * 86400.0
         with self._lock:
@@ -686,8 +580,8 @@ class Memory:
         files: Sequence[str] = (),
         scope: str = "global",
     ) -> Checkpoint:
-        _check_text("task", task, limit=4000)
-        _check_name("scope", scope)
+        validate.check_text("task", task, limit=4000)
+        validate.check_name("scope", scope)
         with self._lock, self._conn:
             saved = notes.save_checkpoint(
                 self._conn,
@@ -759,19 +653,3 @@ class Memory:
 def _count(conn: apsw.Connection, table: str) -> int:
     row = fetch_one(conn, f"SELECT count(*) FROM {table}")
     return int(row[0]) if row else 0
-
-
-def _check_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
-    if types is None:
-        return None
-    if isinstance(types, str):
-        types = [types]
-    bad = [t for t in types if t not in MEMORY_TYPES]
-    if bad:
-        raise InvalidInput(f"unknown memory type(s) {bad}; use {', '.join(MEMORY_TYPES)}")
-    return tuple(types) or None
-
-
-def _check_limit(value: int, upper: int = 100_000) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
-        raise InvalidInput(f"limit must be a whole number in 1..{upper}, got {value!r}")

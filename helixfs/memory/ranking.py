@@ -9,6 +9,7 @@ from typing import Any
 import apsw
 
 from helixfs.memory import records, retrieval
+from helixfs.memory.annindex import Indexes
 from helixfs.memory.retrieval import Candidate, Filters
 from helixfs.memory.tokens import estimate_tokens
 from helixfs.memory.types import ContextBlock, Hit
@@ -24,21 +25,21 @@ def rank(
     filters: Filters,
     chunks: bool,
     now: float,
+    indexes: Indexes = retrieval.NO_INDEXES,
+    mode: str = "hybrid",
 ) -> list[Hit]:
+    """Fused, weighted, diversified hits. `mode` lexical/vector drops the other retriever
+    (for evaluation: hybrid must beat both)."""
     pool = max(POOL_MIN, 5 * k)
-    lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
-    lists = [
-        retrieval.merged(
-            retrieval.lexical_memories(conn, query, filters, pool), lexical_chunks, pool
-        )
-    ]
-    if qvec is not None:
-        vector_chunks = retrieval.vector_chunks(conn, qvec, pool) if chunks else []
-        lists.append(
-            retrieval.merged(
-                retrieval.vector_memories(conn, qvec, filters, pool), vector_chunks, pool
-            )
-        )
+    lists = []
+    if mode != "vector":
+        lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
+        lexical = retrieval.lexical_memories(conn, query, filters, pool)
+        lists.append(retrieval.merged(lexical, lexical_chunks, pool))
+    if qvec is not None and mode != "lexical":
+        vector_chunks = retrieval.vector_chunks(conn, qvec, pool, indexes.chunks) if chunks else []
+        vector = retrieval.vector_memories(conn, qvec, filters, pool, indexes.memories)
+        lists.append(retrieval.merged(vector, vector_chunks, pool))
     fused = retrieval.expand_graph(conn, retrieval.fuse(lists), hops=2)
     candidates = _weighted(conn, fused, filters, now)
     candidates.sort(key=lambda c: c.score, reverse=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
 from helixfs.memory.tokens import fts_query, jaccard, word_set
 
@@ -38,6 +39,9 @@ class Candidate:
     score: float = 0.0
     row: dict[str, Any] = field(default_factory=dict)
     vector: list[float] | None = None
+
+
+NO_INDEXES = Indexes()
 
 
 @dataclass(frozen=True)
@@ -80,19 +84,25 @@ def lexical_memories(conn: apsw.Connection, query: str, filters: Filters, limit:
 
 
 def vector_memories(
-    conn: apsw.Connection, qvec: Sequence[float], filters: Filters, limit: int
+    conn: apsw.Connection,
+    qvec: Sequence[float],
+    filters: Filters,
+    limit: int,
+    index: VectorIndex | None = None,
 ) -> Scored:
-    if not table_exists(conn, "memory_vec"):
-        return []
     active_only = filters.statuses == ("active",)
-    overfetch = limit * (2 if filters.scope is None and not filters.types else 4)
-    sql = "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?"
-    if active_only:
-        sql += " AND active = 1"
-    found = [
-        (int(r[0]), float(r[1]))
-        for r in conn.execute(sql, (pack_vector(qvec), min(overfetch, 4096)))
-    ]
+    overfetch = min(4096, limit * (2 if filters.scope is None and not filters.types else 4))
+    if index is not None:
+        found = index.search(qvec, overfetch, active_only=active_only)
+    elif table_exists(conn, "memory_vec"):
+        sql = "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?"
+        if active_only:
+            sql += " AND active = 1"
+        found = [
+            (int(r[0]), float(r[1])) for r in conn.execute(sql, (pack_vector(qvec), overfetch))
+        ]
+    else:
+        return []
     if not found:
         return []
     rowids = [r for r, _ in found]
@@ -116,7 +126,11 @@ def lexical_chunks(conn: apsw.Connection, query: str, limit: int) -> Scored:
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, limit))]
 
 
-def vector_chunks(conn: apsw.Connection, qvec: Sequence[float], limit: int) -> Scored:
+def vector_chunks(
+    conn: apsw.Connection, qvec: Sequence[float], limit: int, index: VectorIndex | None = None
+) -> Scored:
+    if index is not None:
+        return index.search(qvec, limit, active_only=False)
     if not table_exists(conn, "chunk_vec"):
         return []
     sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"

@@ -24,6 +24,9 @@ MEMORY_TYPES: tuple[str, ...] = (
 )
 STATUSES: tuple[str, ...] = ("active", "superseded", "archived", "forgotten")
 
+SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
+
+SearchMode = Literal["hybrid", "lexical", "vector"]
 Status = Literal["active", "superseded", "archived", "forgotten"]
 HitKind = Literal["memory", "chunk"]
 WriteAction = Literal["add", "update", "supersede", "noop", "dropped"]

@@ -1,0 +1,85 @@
+"""The in-RAM vector index of long-lived processes: same answers as sqlite-vec, kept fresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from conftest import Clock
+
+from helixfs.memory import Embedder, Memory
+from helixfs.memory.annindex import VectorIndex
+
+FACTS = [
+    "Our continuous integration is GitHub Actions, on every push.",
+    "The frontend is written in TypeScript with React.",
+    "Database migrations are managed by Alembic.",
+    "Logs are shipped to Loki through promtail.",
+    "Feature flags are served by Unleash.",
+    "The mobile app uses Kotlin Multiplatform.",
+]
+
+
+def test_index_matches_exact_cosine_ranking(real_embedder: Embedder) -> None:
+    texts = FACTS + [
+        f"Service s{i} handles {w} requests"
+        for i, w in enumerate(["billing", "search", "auth", "upload", "export"] * 40)
+    ]
+    matrix = np.asarray(real_embedder.embed(texts), dtype=np.float32)
+    index = VectorIndex(matrix.shape[1])
+    for rowid, vector in enumerate(matrix, 1):
+        index.upsert(rowid, vector, True)
+    query = np.asarray(real_embedder.embed(["which CI runs our builds"])[0], dtype=np.float32)
+    exact = list(np.argsort(-(matrix @ query))[:5] + 1)
+    assert [r for r, _ in index.search(query, 5, active_only=True)] == exact
+
+
+def test_hamming_prefilter_keeps_the_true_neighbours(real_embedder: Embedder) -> None:
+    rng = np.random.default_rng(7)
+    words = ["cache", "queue", "token", "deploy", "schema", "index", "retry", "socket"]
+    texts = [" ".join(rng.choice(words, 6)) + f" module_{i}" for i in range(1000)]
+    matrix = np.asarray(real_embedder.embed(texts), dtype=np.float32)
+    index = VectorIndex(matrix.shape[1])
+    index.fill(np.arange(1, len(texts) + 1), matrix, np.ones(len(texts), dtype=bool))
+    overlap = []
+    for probe in range(20):
+        query = matrix[probe * 50] + 0.02 * rng.standard_normal(matrix.shape[1]).astype("f4")
+        exact = set(np.argsort(-(matrix @ query))[:10] + 1)
+        found = {r for r, _ in index.search(query, 10, active_only=True, rescore=100)}
+        overlap.append(len(exact & found) / 10)
+    assert np.mean(overlap) >= 0.9
+
+
+def test_engine_index_follows_writes_status_changes_and_purge(
+    db_path: Path, clock: Clock, real_embedder: Embedder
+) -> None:
+    with Memory.open(db_path, real_embedder, clock=clock) as mem:
+        ids = [mem.remember(fact).id for fact in FACTS]
+        mem.warm()
+        assert mem.recall("what runs our continuous integration builds")[0].id == ids[0]
+        newer = mem.remember("Our continuous integration moved to Buildkite.")
+        mem.forget(ids[0] or "")
+        assert mem.recall("what runs our continuous integration builds")[0].id == newer.id
+        mem.purge(newer.id or "")
+        assert all(
+            h.id != newer.id for h in mem.recall("what runs our continuous integration builds")
+        )
+        mem.rollback(ids[0] or "")  # un-forget: back in the index as active
+        assert mem.recall("what runs our continuous integration builds")[0].id == ids[0]
+
+
+def test_engine_index_sees_other_processes_writes(db_path: Path, real_embedder: Embedder) -> None:
+    with Memory.open(db_path, real_embedder) as daemon:
+        daemon.remember(FACTS[1])
+        daemon.warm()
+        with Memory.open(db_path, real_embedder) as cli:
+            written = cli.remember(FACTS[0])
+        assert daemon.recall("what runs our continuous integration builds")[0].id == written.id
+
+
+def test_engine_index_follows_workspace_reindex(vmem: Memory) -> None:
+    vmem.index_workspace({"auth.py": b"def refresh_token(session):\n    return renew()\n"}, "c1")
+    vmem.warm()
+    assert vmem.search("renew an expired login credential")[0].path == "auth.py"
+    vmem.index_workspace({"login.py": b"def refresh_token(session):\n    return renew()\n"}, "c2")
+    assert vmem.search("renew an expired login credential")[0].path == "login.py"
