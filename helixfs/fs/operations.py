@@ -81,6 +81,7 @@ class Operations(pyfuse3.Operations):
         self.helix = helix_root(self, self.store_path, helix_entries or {})
         self.readdir_reply: ReaddirReply = pyfuse3.readdir_reply
         self._handles = HandleTable()
+        self._digests = xattrs.ContentDigests()
         self._unsubscribe = repo.subscribe(self._ref_moved)
         self._started_ns = time.time_ns()
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
@@ -549,7 +550,7 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             raise NoAttr()
-        return xattrs.get(entry.worktree, entry.node, name)
+        return xattrs.get(entry.worktree, entry.node, name, self._digests)
 
     @fuse_errors
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:

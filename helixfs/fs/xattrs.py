@@ -1,6 +1,8 @@
 """Extended attributes: `user.*` stored in the tree entry; `user.helix.*` computed.
 
-`user.helix.hash` (content BLAKE3) and `user.helix.commit` (last commit that changed
+`user.helix.hash` (the BLAKE3 of the file's bytes: what `b3sum` prints, so an agent can
+check a file against a hash it computed itself; not the id of the stored record, which
+hashes a header too) and `user.helix.commit` (last commit that changed
 the path) are readable but never listed, so `cp -a`, `rsync -X` and `tar --xattrs` do
 not copy them onto other files where they would lie. `user.helix.message` is write-only:
 it sets the message of the branch's next commit.
@@ -8,7 +10,10 @@ it sets the message of the branch's next commit.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING
+
+import blake3
 
 from helixfs.errors import NotPermitted, ReadOnly
 from helixfs.fs.edge import NoAttr, NotSupported
@@ -22,12 +27,43 @@ MESSAGE = b"user.helix.message"
 COMPUTED_PREFIX = b"user.helix."
 
 
-def get(worktree: Worktree, node: Node, name: bytes) -> bytes:
-    if name == HASH:
+HASH_BLOCK = 4 << 20
+DIGESTS_KEPT = 4096
+
+
+class ContentDigests:
+    """BLAKE3 of file contents by content id: hashing a 1 GB file is done once."""
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[bytes, bytes] = OrderedDict()
+
+    def of(self, worktree: Worktree, node: Node) -> bytes:
         oid = worktree.content_id(node)
-        if oid is None:
+        if oid is None or node.is_dir():
             raise NoAttr()
-        return oid.hex().encode()
+        digest = self._known.get(oid)
+        if digest is None:
+            digest = self._compute(worktree, node)
+            self._known[oid] = digest
+            if len(self._known) > DIGESTS_KEPT:
+                self._known.popitem(last=False)
+        else:
+            self._known.move_to_end(oid)
+        return digest
+
+    @staticmethod
+    def _compute(worktree: Worktree, node: Node) -> bytes:
+        if node.is_symlink():
+            return blake3.blake3(worktree.readlink(node)).hexdigest().encode()
+        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        for offset in range(0, node.size, HASH_BLOCK):
+            hasher.update(worktree.read(node, offset, HASH_BLOCK))
+        return str(hasher.hexdigest()).encode()
+
+
+def get(worktree: Worktree, node: Node, name: bytes, digests: ContentDigests) -> bytes:
+    if name == HASH:
+        return digests.of(worktree, node)
     if name == COMMIT:
         cid = worktree.last_commit(worktree.path_of(node))
         if cid is None:

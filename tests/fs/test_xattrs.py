@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import os
 
+import blake3
 from fs_client import CTX, ROOT, Client, expect_errno, make_ops
 
 from helixfs.vcs.repo import Repository
@@ -60,3 +62,15 @@ async def test_other_namespaces_and_virtual_names_are_refused(client: Client) ->
     await expect_errno(errno.ENOTSUP, client.ops.setxattr(ino, b"trusted.x", b"1", CTX))
     await expect_errno(errno.EPERM, client.ops.setxattr(ino, b"user.helix.hash", b"1", CTX))
     await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"security.capability", CTX))
+
+
+async def test_hash_is_the_blake3_of_the_bytes(client: Client) -> None:
+    """What `b3sum` prints, for a one-blob file and a chunked one alike."""
+    small = await client.write_file("small", b"content")
+    assert (await client.ops.getxattr(small, b"user.helix.hash", CTX)
+            == blake3.blake3(b"content").hexdigest().encode())
+    payload = os.urandom(5 << 20)
+    big = await client.write_file("big", payload)
+    assert (await client.ops.getxattr(big, b"user.helix.hash", CTX)
+            == blake3.blake3(payload).hexdigest().encode())
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ROOT, b"user.helix.hash", CTX))
