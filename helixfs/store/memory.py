@@ -12,7 +12,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import RefUpdate, StoreStats
-from helixfs.store.validate import check_delta_bases, check_objects, check_oid, plan_refs
+from helixfs.store.validate import (
+    check_delta_bases,
+    check_objects,
+    check_oid,
+    check_ref_name,
+    check_ref_prefix,
+    plan_refs,
+)
 
 
 class MemoryStore:
@@ -56,9 +63,10 @@ class MemoryStore:
                     self._refs[name] = value
 
     def ref(self, name: str) -> bytes | None:
-        return self._refs.get(name)
+        return self._refs.get(check_ref_name(name))
 
     def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
+        check_ref_prefix(prefix)
         with self._lock:
             items = sorted((n, v) for n, v in self._refs.items() if n.startswith(prefix))
         return iter(items)

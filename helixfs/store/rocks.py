@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import rocksdict
 
@@ -51,7 +51,14 @@ from helixfs.store.frame import (
     parse_delta,
     verify,
 )
-from helixfs.store.validate import check_delta_bases, check_objects, check_oid, plan_refs
+from helixfs.store.validate import (
+    check_delta_bases,
+    check_objects,
+    check_oid,
+    check_ref_name,
+    check_ref_prefix,
+    plan_refs,
+)
 
 STORE_FORMAT = b"1"
 OWNER_FILE = "OWNER"
@@ -60,6 +67,13 @@ CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cycl
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 COLUMN_FAMILIES = ("objects", "refs", "meta")
 BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
+
+
+V = TypeVar("V")
+
+
+class _BaseGone(CorruptObject):
+    """A delta's base is missing: corruption, or a gc that re-encoded it as we read."""
 
 
 class Known(NamedTuple):
@@ -95,6 +109,7 @@ class RocksStore:
         # of the next write, kept decoded so the hot path never inflates a chain.
         self._bases: ByteLRU[Known] = ByteLRU(base_cache_bytes)
         self._lock = threading.RLock()
+        self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._db = _open_db(self.path)
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
@@ -116,8 +131,13 @@ class RocksStore:
     def get(self, oid: ObjectId) -> bytes:
         check_oid(oid)
         self._check_open()
-        known = self._load(oid, self._frame(oid))
-        self._bases.put(oid, known, len(known.record))
+        try:
+            known = self._load(oid, self._frame(oid))
+        except _BaseGone:
+            # A gc re-encoded this chain while we walked it: walk it again, settled.
+            with self._lock:
+                known = self._load(oid, self._frame(oid))
+        self._remember(self._bases, oid, known, len(known.record))
         return known.record
 
     def contains(self, oid: ObjectId) -> bool:
@@ -127,12 +147,12 @@ class RocksStore:
 
     def ref(self, name: str) -> bytes | None:
         self._check_open()
-        value: bytes | None = self._refs_cf.get(name.encode())
+        value: bytes | None = self._refs_cf.get(check_ref_name(name).encode())
         return value
 
     def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
         self._check_open()
-        start = prefix.encode()
+        start = check_ref_prefix(prefix).encode()
         found = [(key.decode(), value) for key, value in _scan(self._refs_cf, start)]
         return iter(found)
 
@@ -198,11 +218,15 @@ class RocksStore:
                 self._rescue_dependents(oid, doomed, dependents, batch, rescued)
             for oid in doomed:
                 batch.delete(oid, self._objects)
-            self._db.write(batch)
-            self._dependents = dependents
-            for oid in doomed | rescued.keys():
-                self._frames.discard(oid)
-                self._bases.discard(oid)
+            self._epoch += 1  # odd: caches may not learn anything until this settles
+            try:
+                self._db.write(batch)
+                self._dependents = dependents
+            finally:
+                for oid in doomed | rescued.keys():
+                    self._frames.discard(oid)
+                    self._bases.discard(oid)
+                self._epoch += 1
 
     def _rescue_dependents(
         self,
@@ -335,8 +359,21 @@ class RocksStore:
             frame = self._objects_cf.get(oid)
             if frame is None:
                 raise NotFound(f"object {hex_id(oid)} is not in the store")
-            self._frames.put(oid, frame, len(frame))
+            self._remember(self._frames, oid, frame, len(frame))
         return frame
+
+    def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:
+        """Cache what a read found, unless a gc ran meanwhile (it may be stale then).
+
+        Reads take no lock. A read that raced a gc could otherwise put back a frame the
+        gc just dropped, and `_exists` would then skip re-storing that object for good.
+        Checking the epoch after the put closes the window: a gc that ends before our
+        check changed the epoch; one that ends after it discards our entry itself.
+        """
+        epoch = self._epoch
+        cache.put(oid, value, size)
+        if epoch & 1 or self._epoch != epoch:
+            cache.discard(oid)
 
     def _load(self, oid: ObjectId, frame: bytes) -> Known:
         """Decode and verify `oid`, walking its delta chain iteratively (no recursion)."""
@@ -366,7 +403,7 @@ class RocksStore:
         try:
             return self._frame(base)
         except NotFound:
-            raise CorruptObject(
+            raise _BaseGone(
                 f"object {hex_id(dependent)} is a delta on {hex_id(base)}, which is missing "
                 "(run `helix fsck`)"
             ) from None
@@ -421,7 +458,7 @@ class RocksStore:
             known = self._load(base_id, self._frame(base_id))
         except HelixError:
             return None
-        self._bases.put(base_id, known, len(known.record))
+        self._remember(self._bases, base_id, known, len(known.record))
         return known
 
     def _base_of(self, oid: ObjectId) -> ObjectId | None:

@@ -46,6 +46,12 @@ def check_ref_name(name: object) -> str:
     return name
 
 
+def check_ref_prefix(prefix: object) -> str:
+    if not isinstance(prefix, str):
+        raise InvalidInput(f"ref prefix must be a string, got {prefix!r:.80}")
+    return prefix
+
+
 def plan_refs(
     updates: Sequence[RefUpdate], current: Callable[[str], bytes | None]
 ) -> dict[str, bytes | None]:

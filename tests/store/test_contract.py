@@ -232,3 +232,37 @@ def test_sync_write_and_sync(backend: Backend) -> None:
     reopened = backend.reopen()
     assert reopened.get(oid) == data
     assert reopened.ref("HEAD") == b"main"
+
+
+def test_ref_lookups_refuse_non_strings(backend: Backend) -> None:
+    with pytest.raises(InvalidInput):
+        backend.store.ref(b"HEAD")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        list(backend.store.refs(b"branches/"))  # type: ignore[arg-type]
+
+
+def test_racing_compare_and_swap_loses_no_update(backend: Backend) -> None:
+    """Threads increment one ref by CAS; every increment lands exactly once."""
+    import threading
+
+    store = backend.store
+    store.write({}, [RefUpdate("counter", b"0", expected=None)])
+    per_thread, threads = 50, 4
+
+    def bump() -> None:
+        done = 0
+        while done < per_thread:
+            current = store.ref("counter")
+            assert current is not None
+            try:
+                store.write({}, [RefUpdate("counter", b"%d" % (int(current) + 1), current)])
+            except RefConflict:
+                continue
+            done += 1
+
+    workers = [threading.Thread(target=bump) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert store.ref("counter") == b"%d" % (per_thread * threads)
