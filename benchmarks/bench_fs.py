@@ -1,0 +1,436 @@
+"""Filesystem benchmarks: HelixFS through a real mount, native tmpfs side by side.
+
+    python benchmarks/bench_fs.py            # the sizes of issue 3 (1 GB, 100,000 files)
+    python benchmarks/bench_fs.py --quick    # small sizes, a minute or two
+
+Prints a table and writes JSON to benchmarks/results/. The store lives on the local disk
+(--store-dir), the native baseline on tmpfs (--native-dir, default /dev/shm), which is
+the upper bound any disk filesystem is compared against. Every figure is measured in the
+same run; nothing is asserted (tests never assert on timing, and neither does this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HELIX = [sys.executable, "-m", "helixfs.cli.main"]
+RESULTS = Path(__file__).resolve().parent / "results"
+MiB = 1 << 20
+
+
+@dataclass
+class Row:
+    name: str
+    helix: float
+    native: float | None
+    unit: str
+    target: str = ""
+    met: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    saves: int
+    branch_trees: tuple[int, ...]
+    big_file_mb: int
+    random_reads: int
+    tar_files: int
+    rss_files: int
+
+
+FULL = Sizes(500, (1_000, 100_000), 1024, 20_000, 5_000, 100_000)
+QUICK = Sizes(100, (1_000, 10_000), 128, 2_000, 1_000, 10_000)
+
+
+# -- mounting ---------------------------------------------------------------------------
+
+
+def helix(*args: str | Path, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        [*HELIX, *map(str, args)], capture_output=True, text=True, cwd=cwd, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"helix {args}: {done.stderr}")
+    return done.stdout
+
+
+@dataclass
+class Mount:
+    store: Path
+    path: Path
+    proc: subprocess.Popen[str]
+
+
+@contextmanager
+def mounted(
+    base: Path, name: str, quiet_window_ms: int = 0, populate: Path | None = None
+) -> Iterator[Mount]:
+    store, target = base / f"{name}-store", base / f"{name}-mnt"
+    helix("init", store)
+    if populate is not None:
+        helix("--store", store, "import", populate, "-m", "populate")
+    target.mkdir()
+    proc = subprocess.Popen(
+        [
+            *HELIX,
+            "mount",
+            "--foreground",
+            "--quiet-window",
+            str(quiet_window_ms),
+            str(store),
+            str(target),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait_ready(proc)
+        yield Mount(store, target, proc)
+    finally:
+        subprocess.run(["fusermount3", "-u", str(target)], capture_output=True, check=False)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            subprocess.run(
+                ["fusermount3", "-u", "-z", str(target)], capture_output=True, check=False
+            )
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def _wait_ready(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    lines = []
+    while time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("mounted "):
+                return
+    raise RuntimeError("mount did not come up: " + "".join(lines))
+
+
+def drop_caches() -> None:
+    """Cold reads where we can (root); warm otherwise, for both sides alike."""
+    os.sync()
+    with suppress(OSError):
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+# -- measurements ---------------------------------------------------------------------
+
+
+def percentile(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def save_latencies(folder: Path, count: int, fsync: bool, watch: bool) -> list[float]:
+    """ms from open() until the save's commit is visible, for `count` 10 KB saves.
+
+    Visible = the file's `user.helix.commit` xattr names a new commit (read through the
+    mount, so it is what any client would see). Natively (watch=False) there is no
+    commit: the figure is open() to close() returned.
+    """
+    payload = os.urandom(10 * 1024)
+    samples = []
+    for i in range(count):
+        path = folder / f"save{i % 20}.bin"
+        before = _last_commit(path) if watch else b""
+        data = payload[:-8] + i.to_bytes(8, "little")
+        start = time.perf_counter()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        if fsync:
+            os.fsync(fd)
+        os.close(fd)
+        while watch and _last_commit(path) == before:
+            pass
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def _last_commit(path: Path) -> bytes:
+    try:
+        return os.getxattr(path, "user.helix.commit")
+    except OSError:
+        return b""
+
+
+def bench_saves(base: Path, native: Path, sizes: Sizes) -> list[Row]:
+    rows = []
+    with mounted(base, "saves", 0) as mount:
+        for fsync in (False, True):
+            label = "write+fsync+close" if fsync else "write+close"
+            helix_ms = save_latencies(mount.path, sizes.saves, fsync, watch=True)
+            native_ms = save_latencies(native, sizes.saves, fsync, watch=False)
+            target = "p50 <= 2 ms" if fsync else ""
+            p50 = percentile(helix_ms, 50)
+            rows.append(
+                Row(
+                    f"save->commit 10 KB {label} p50",
+                    p50,
+                    percentile(native_ms, 50),
+                    "ms",
+                    target,
+                    (p50 <= 2.0) if fsync else None,
+                )
+            )
+            rows.append(
+                Row(
+                    f"save->commit 10 KB {label} p95",
+                    percentile(helix_ms, 95),
+                    percentile(native_ms, 95),
+                    "ms",
+                )
+            )
+        commits = len(json.loads(helix("--store", mount.store, "log", "--json")))
+        rows[-1].extra["commits"] = commits
+    return rows
+
+
+def make_tree(root: Path, files: int) -> None:
+    per_dir = 100
+    for i in range(files):
+        folder = root / f"d{i // (per_dir * 50)}" / f"s{(i // per_dir) % 50}"
+        if i % per_dir == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_bytes(b"x%d\n" % i)
+
+
+def bench_branches(base: Path, sizes: Sizes) -> list[Row]:
+    rows = []
+    for files in sizes.branch_trees:
+        tree = base / f"tree{files}"
+        make_tree(tree, files)
+        with mounted(base, f"branch{files}", 0, populate=tree) as mount:
+            samples = []
+            for i in range(20):
+                start = time.perf_counter()
+                os.mkdir(mount.path / ".helix" / "branches" / f"b{i}")
+                samples.append((time.perf_counter() - start) * 1000)
+            p50 = percentile(samples, 50)
+            rows.append(
+                Row(
+                    f"mkdir .helix/branches/X, {files:,} files",
+                    p50,
+                    None,
+                    "ms",
+                    "<= 5 ms, flat",
+                    p50 <= 5.0,
+                    {"p95": percentile(samples, 95)},
+                )
+            )
+        shutil.rmtree(tree)
+    return rows
+
+
+def sequential(path: Path, size_mb: int) -> tuple[float, float]:
+    """(write MB/s, read MB/s) of one file of size_mb, 1 MiB blocks."""
+    block = os.urandom(MiB)
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        for i in range(size_mb):
+            f.write(block[:-8] + i.to_bytes(8, "little"))
+    write_s = time.perf_counter() - start
+    drop_caches()
+    start = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while f.read(MiB):
+            pass
+    read_s = time.perf_counter() - start
+    return size_mb / write_s, size_mb / read_s
+
+
+def random_reads(path: Path, count: int) -> float:
+    """4 KiB reads at random aligned offsets: IOPS."""
+    size = path.stat().st_size
+    rng = random.Random(7)
+    offsets = [rng.randrange(0, size // 4096) * 4096 for _ in range(count)]
+    drop_caches()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.perf_counter()
+        for offset in offsets:
+            os.pread(fd, 4096, offset)
+        return count / (time.perf_counter() - start)
+    finally:
+        os.close(fd)
+
+
+def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
+    with mounted(base, "big", 0) as mount:
+        h_write, h_read = sequential(mount.path / "big.bin", sizes.big_file_mb)
+        h_iops = random_reads(mount.path / "big.bin", sizes.random_reads)
+    n_write, n_read = sequential(native / "big.bin", sizes.big_file_mb)
+    n_iops = random_reads(native / "big.bin", sizes.random_reads)
+    (native / "big.bin").unlink()
+    label = f"{sizes.big_file_mb} MB"
+    return [
+        Row(f"sequential write {label}", h_write, n_write, "MB/s"),
+        Row(
+            f"sequential read {label}",
+            h_read,
+            n_read,
+            "MB/s",
+            ">= 50% native",
+            h_read >= 0.5 * n_read,
+        ),
+        Row("random 4 KB reads", h_iops, n_iops, "IOPS"),
+    ]
+
+
+def timed(command: str, cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", command], cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def bench_metadata(base: Path, native: Path, sizes: Sizes) -> list[Row]:
+    source = base / "tarsrc"
+    make_tree(source, sizes.tar_files)
+    archive = base / "tree.tar"
+    subprocess.run(["tar", "cf", str(archive), "-C", str(source), "."], check=True)
+    steps = [
+        (f"tar x of {sizes.tar_files:,} files", f"mkdir t && tar xf {archive} -C t"),
+        (
+            "git status in it",
+            "cd t && git init -q . && git add -A && git status --porcelain > /dev/null",
+        ),
+        ("rm -rf of it", "rm -rf t"),
+    ]
+    results: dict[str, list[float]] = {}
+    with mounted(base, "meta", 300) as mount:
+        results["helix"] = [timed(cmd, mount.path) for _, cmd in steps]
+    results["native"] = [timed(cmd, native) for _, cmd in steps]
+    shutil.rmtree(source)
+    rows = []
+    for (name, _), h, n in zip(steps, results["helix"], results["native"], strict=True):
+        rows.append(
+            Row(
+                name,
+                h * 1000,
+                n * 1000,
+                "ms",
+                "<= 3x native",
+                h <= 3 * n,
+                {"ratio": h / n if n else None},
+            )
+        )
+    return rows
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench_rss(base: Path, sizes: Sizes) -> list[Row]:
+    tree = base / "rsstree"
+    make_tree(tree, sizes.rss_files)
+    with mounted(base, "rss", 300, populate=tree) as mount:
+        idle = rss_mb(mount.proc.pid)
+        subprocess.run(
+            ["find", str(mount.path), "-type", "f", "-name", "*.txt"],
+            capture_output=True,
+            check=True,
+        )  # the whole tree walked and stat'ed
+        walked = rss_mb(mount.proc.pid)
+    shutil.rmtree(tree)
+    return [
+        Row(
+            f"daemon RSS, {sizes.rss_files:,} files mounted and walked",
+            walked,
+            None,
+            "MB",
+            "<= 300 MB",
+            walked <= 300,
+            {"rss_after_mount_mb": idle},
+        )
+    ]
+
+
+# -- report ---------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    lines = [f"{'benchmark':52} {'helixfs':>10} {'native':>10}  unit   target"]
+    for r in rows:
+        native = f"{r.native:10.2f}" if r.native is not None else f"{'-':>10}"
+        verdict = "" if r.met is None else (" ok" if r.met else " MISSED")
+        lines.append(f"{r.name:52} {r.helix:10.2f} {native}  {r.unit:5}  {r.target}{verdict}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--store-dir", type=Path, default=None, help="where stores go (disk)")
+    parser.add_argument("--native-dir", type=Path, default=Path("/dev/shm"))
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        choices=["saves", "branches", "throughput", "metadata", "rss"],
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    benches: dict[str, Callable[[Path, Path], list[Row]]] = {
+        "saves": lambda b, n: bench_saves(b, n, sizes),
+        "branches": lambda b, n: bench_branches(b, sizes),
+        "throughput": lambda b, n: bench_throughput(b, n, sizes),
+        "metadata": lambda b, n: bench_metadata(b, n, sizes),
+        "rss": lambda b, n: bench_rss(b, sizes),
+    }
+    rows: list[Row] = []
+    with (
+        tempfile.TemporaryDirectory(dir=args.store_dir, prefix="helix-bench-") as base_dir,
+        tempfile.TemporaryDirectory(dir=args.native_dir, prefix="helix-native-") as nat,
+    ):
+        for name, bench in benches.items():
+            if args.only and name not in args.only:
+                continue
+            print(f"... {name}", file=sys.stderr, flush=True)
+            rows.extend(bench(Path(base_dir), Path(nat)))
+    print(table(rows))
+    RESULTS.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = RESULTS / f"bench_fs-{'quick-' if args.quick else ''}{stamp}.json"
+    doc = {
+        "quick": args.quick,
+        "sizes": asdict(sizes),
+        "time": stamp,
+        "rows": [asdict(r) for r in rows],
+    }
+    out.write_text(json.dumps(doc, indent=2))
+    print(f"\nJSON: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
