@@ -16,9 +16,11 @@ disk.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import signal
+import stat
 import subprocess
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
@@ -32,7 +34,7 @@ import trio
 from helixfs.daemon.control import ControlServer
 from helixfs.daemon.lock import MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
-from helixfs.errors import HelixError, InvalidInput, NotFound
+from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
 if TYPE_CHECKING:
@@ -91,14 +93,29 @@ class MountConfig:
         target = Path(os.path.realpath(Path(mountpoint).expanduser()))
         if not store_path.is_dir():
             raise NotFound(f"no HelixFS store at {store_path} (create one with: helix init)")
-        if not target.is_dir():
-            raise NotFound(f"mount point {target} does not exist or is not a directory")
+        _check_mountpoint(target)
         if target == store_path or store_path in target.parents:
             raise InvalidInput("the mount point cannot be inside the store folder")
         fuse, helix = split_options(options)
         window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
         window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)
         return cls(store_path, target, window, fuse)
+
+
+def _check_mountpoint(target: Path) -> None:
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        raise NotFound(f"mount point {target} does not exist") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTCONN:  # the mount of a daemon that died (kill -9)
+            raise Busy(
+                f"{target} still holds the mount of a daemon that died;"
+                f" detach it first with: helix umount {target}"
+            ) from None
+        raise
+    if not stat.S_ISDIR(mode):
+        raise NotADirectory(f"mount point {target} is not a directory")
 
 
 def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, float]]:

@@ -175,14 +175,15 @@ class Mount:
             proc.stdout.close()
         return code
 
-    def kill9(self) -> None:
+    def kill9(self, *, leave_dead_mount: bool = False) -> None:
         assert self.proc is not None
         self.proc.kill()
         self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.proc = None
-        detach(self.path)
+        if not leave_dead_mount:
+            detach(self.path)
 
 
 MountFactory = Callable[..., Mount]

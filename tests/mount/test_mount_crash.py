@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import MountFactory, helix
+from conftest import MountFactory, helix, is_mounted
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
 
@@ -72,3 +72,18 @@ def test_kill9_during_write_storm_keeps_every_closed_file(
     remounted.stop()
     fsck = helix("--store", mount.store, "fsck", check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_dead_mount_after_kill9_is_reported_and_umount_clears_it(
+    make_mount: MountFactory,
+) -> None:
+    mount = make_mount(0)
+    (mount.path / "kept.txt").write_text("kept\n")
+    mount.kill9(leave_dead_mount=True)
+    again = helix("mount", mount.store, mount.path, check=False)
+    assert again.returncode == 1
+    assert "helix umount" in again.stderr
+    helix("umount", mount.path)
+    assert not is_mounted(mount.path)
+    mount.start("--quiet-window", "0")
+    assert (mount.path / "kept.txt").read_text() == "kept\n"
