@@ -257,7 +257,11 @@ class RocksStore:
             for key, frame in _scan(self._objects_cf, b""):
                 if len(frame) > HEADER_SIZE and frame[4] == Codec.DELTA:
                     oid = ObjectId(key)
-                    index.setdefault(parse_delta(oid, frame).base, set()).add(oid)
+                    try:
+                        base = parse_delta(oid, frame).base
+                    except CorruptObject:
+                        continue  # unreadable either way; fsck reports it
+                    index.setdefault(base, set()).add(oid)
             self._dependents = index
         return self._dependents
 
@@ -285,10 +289,13 @@ class RocksStore:
     def stats(self) -> StoreStats:
         """A full scan of the objects: exact figures, meant for `helix stats`, not loops."""
         self._check_open()
-        count = logical = stored = deltas = delta_bytes = 0
+        count = logical = stored = deltas = delta_bytes = unreadable = 0
         for key, frame in _scan(self._objects_cf, b""):
             count += 1
-            logical += logical_size(ObjectId(key), frame)
+            try:
+                logical += logical_size(ObjectId(key), frame)
+            except HelixError:
+                unreadable += 1  # stats still answer; fsck names the culprits
             stored += len(key) + len(frame)
             if frame[4] == Codec.DELTA:
                 deltas += 1
@@ -302,6 +309,7 @@ class RocksStore:
             cache_misses=self._frames.misses,
             extra={
                 "delta_objects": deltas,
+                "unreadable_frames": unreadable,
                 "delta_bytes": delta_bytes,
                 "cache_bytes": self._frames.size_bytes,
                 "base_cache_hits": self._bases.hits,
@@ -462,10 +470,18 @@ class RocksStore:
         return known
 
     def _base_of(self, oid: ObjectId) -> ObjectId | None:
+        """The base `oid` is a delta on; None for plain, missing or unreadable frames.
+
+        Tolerant on purpose: gc must be able to drop a corrupt object, and a write
+        looking for an older base simply stores a full frame when it finds none.
+        """
         frame = self._objects_cf.get(oid)
-        if frame is None or codec_of(oid, frame) is not Codec.DELTA:
+        try:
+            if frame is None or codec_of(oid, frame) is not Codec.DELTA:
+                return None
+            return parse_delta(oid, frame).base
+        except HelixError:
             return None
-        return parse_delta(oid, frame).base
 
 
 # ---------------------------------------------------------------------- opening

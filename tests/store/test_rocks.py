@@ -373,3 +373,17 @@ def test_reads_racing_gc_never_fail_and_never_resurrect(path: Path) -> None:
     store.close()
     with RocksStore(path) as reopened:
         assert [reopened.get(oid) for oid in ids] == versions
+
+
+def test_corrupt_objects_can_still_be_counted_and_deleted(store: RocksStore, path: Path) -> None:
+    ids = write_chain(store, source_versions(4))
+    store.close()
+    raw_rocks_edit(path, ids[1], lambda frame: frame[:7])  # a truncated delta frame
+    with RocksStore(path) as reopened:
+        assert reopened.stats().extra["unreadable_frames"] == 1
+        with pytest.raises(CorruptObject):  # its dependents cannot be rescued: refuse
+            reopened.delete([ids[1]])
+        assert reopened.contains(ids[1])
+        reopened.delete(ids[1:])  # the corrupt frame and everything lost with it
+        assert list(reopened.ids()) == [ids[0]]
+        assert reopened.get(ids[0]) == source_versions(4)[0]
