@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from helixfs.vcs.node import Node
 from helixfs.vcs.repo import MergeResult, RefInfo, Repository
-from helixfs.vcs.worktree import Node, Worktree
+from helixfs.vcs.worktree import Worktree
 
 __all__ = ["MergeResult", "Node", "RefInfo", "Repository", "Worktree"]

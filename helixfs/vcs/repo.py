@@ -13,7 +13,6 @@ reloads, then subscribers hear the branch name: nothing a user saved is ever dro
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import os
 import re
@@ -26,23 +25,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from helixfs.errors import (
     AlreadyExists,
-    AmbiguousRevision,
     CorruptObject,
     InvalidInput,
     InvalidName,
     NotFound,
 )
-from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id, object_id
+from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
-from helixfs.vcs import maint, merge
+from helixfs.vcs import history, maint, merge, revisions
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
-    KIND_COMMIT,
     Commit,
     TreeEntry,
     decode_commit,
     encode_commit,
-    kind_of,
 )
 from helixfs.vcs.refs import (
     BRANCHES,
@@ -261,68 +257,7 @@ class Repository:
 
     def resolve(self, rev: str = "HEAD") -> CommitId:
         """A commit id from HEAD, NAME (branch, then snapshot), an id prefix, plus ~N / ^N."""
-        if not isinstance(rev, str) or not rev.strip():
-            raise InvalidInput("empty revision")
-        match = _REV.match(rev.strip())
-        if match is None:
-            raise NotFound(f"unknown revision {rev!r}")
-        cid = self._resolve_base(match["base"])
-        for step in re.findall(r"[~^]\d*", match["suffix"]):
-            cid = self._walk_back(rev, cid, step)
-        return cid
-
-    def _walk_back(self, rev: str, cid: CommitId, step: str) -> CommitId:
-        count = int(step[1:]) if len(step) > 1 else 1
-        if step[0] == "^":
-            parents = self.commit_info(cid).parents
-            if count == 0:
-                return cid
-            if count > len(parents):
-                raise NotFound(f"{rev!r}: commit {hex_id(cid)[:12]} has no parent {count}")
-            return parents[count - 1]
-        for _ in range(count):
-            parents = self.commit_info(cid).parents
-            if not parents:
-                raise NotFound(f"{rev!r} goes back past the first commit")
-            cid = parents[0]
-        return cid
-
-    def _resolve_base(self, base: str) -> CommitId:
-        if base in (HEAD, "@"):
-            return self._branch_head(self.head_branch())
-        for prefix in (BRANCHES, SNAPSHOTS):
-            if base.startswith(prefix):
-                value = self.store.ref(base)
-                if value is None:
-                    raise NotFound(f"unknown revision {base!r}")
-                return CommitId(value)
-        for ref in (branch_ref(base), snapshot_ref(base)):
-            value = self.store.ref(ref) if "\0" not in base else None
-            if value is not None:
-                return CommitId(value)
-        if _HEX.fullmatch(base):
-            return self._resolve_hex(base.lower())
-        raise NotFound(f"unknown revision {base!r}: not a branch, snapshot or commit id")
-
-    def _resolve_hex(self, prefix: str) -> CommitId:
-        if len(prefix) == 2 * ID_SIZE:
-            oid = ObjectId(bytes.fromhex(prefix))
-            if self.store.contains(oid) and self._is_commit(oid):
-                return CommitId(oid)
-            raise NotFound(f"no commit {prefix}")
-        found = [o for o in self.store.ids() if o.hex().startswith(prefix) and self._is_commit(o)]
-        if not found:
-            raise NotFound(f"unknown revision {prefix!r}: no commit id starts with it")
-        if len(found) > 1:
-            shown = ", ".join(hex_id(o)[:12] for o in sorted(found)[:5])
-            raise AmbiguousRevision(f"{prefix!r} matches {len(found)} commits: {shown}")
-        return CommitId(found[0])
-
-    def _is_commit(self, oid: ObjectId) -> bool:
-        try:
-            return kind_of(self.store.get(oid)) == KIND_COMMIT
-        except (CorruptObject, NotFound):
-            return False
+        return revisions.resolve(self, rev)
 
     def commit_info(self, rev: str | CommitId) -> Commit:
         cid = self.resolve(rev) if isinstance(rev, str) else rev
@@ -350,32 +285,8 @@ class Repository:
     ) -> Iterator[Commit]:
         """Commits from `rev` back: first parents only, or every ancestor newest first."""
         start = self.resolve(rev)
-        walk = self._first_parent(start) if first_parent else self._ancestors(start)
+        walk = history.first_parent(self, start) if first_parent else history.ancestors(self, start)
         return itertools.islice(walk, limit)
-
-    def _first_parent(self, cid: CommitId) -> Iterator[Commit]:
-        current: CommitId | None = cid
-        while current is not None:
-            commit = self.commit_info(current)
-            yield commit
-            current = commit.parents[0] if commit.parents else None
-
-    def _ancestors(self, cid: CommitId) -> Iterator[Commit]:
-        import heapq
-
-        seen = {cid}
-        first = self.commit_info(cid)
-        heap = [(-first.time_ns, 0, first)]
-        tick = 1
-        while heap:
-            _, _, commit = heapq.heappop(heap)
-            yield commit
-            for parent in commit.parents:
-                if parent not in seen:
-                    seen.add(parent)
-                    info = self.commit_info(parent)
-                    heapq.heappush(heap, (-info.time_ns, tick, info))
-                    tick += 1
 
     def ls(self, rev: str = "HEAD", path: bytes | str = b"") -> list[TreeEntry]:
         return list(self.trees.listing(self.commit_info(rev).tree, path).entries)
@@ -392,32 +303,7 @@ class Repository:
 
     def diff_text(self, a: str, b: str, context: int = 3) -> str:
         """A unified diff; files that are not UTF-8 text show as `Binary files ... differ`."""
-        out: list[str] = []
-        for change in self.diff(a, b):
-            out.extend(self._file_diff(change, context))
-        return "".join(out)
-
-    def _file_diff(self, change: Change, context: int) -> list[str]:
-        name = show_path(change.path)
-        old = self.contents.read(change.old.oid) if change.old else b""
-        new = self.contents.read(change.new.oid) if change.new else b""
-        src = f"a/{name}" if change.old else "/dev/null"
-        dst = f"b/{name}" if change.new else "/dev/null"
-        header = f"diff --helix a/{name} b/{name}\n"
-        old_text, new_text = merge.as_text(old), merge.as_text(new)
-        if old_text is None or new_text is None:
-            return [header, f"Binary files {src} and {dst} differ\n"]
-        lines = difflib.unified_diff(
-            old_text.splitlines(keepends=True),
-            new_text.splitlines(keepends=True),
-            src,
-            dst,
-            n=context,
-        )
-        return [
-            header,
-            *(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines),
-        ]
+        return history.unified_diff(self, self.diff(a, b), context)
 
     # -- writing ------------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ from helixfs.errors import (
     AlreadyExists,
     DirectoryNotEmpty,
     InvalidInput,
-    InvalidName,
     IsADirectory,
     NotADirectory,
     NotFound,
@@ -37,6 +36,15 @@ from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.content import EMPTY, Stored, pack_bytes, store_stream
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.node import (
+    Node,
+    auto_message,
+    bump,
+    check_entry_name,
+    entry_key,
+    leaf_paths,
+    node_from_entry,
+)
 from helixfs.vcs.objects import TreeEntry, encode_entry, encode_tree_raw
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import show_path
@@ -47,86 +55,6 @@ if TYPE_CHECKING:
 Objects = dict[ObjectId, bytes]
 _PERM = 0o7777
 _CHANGED_LIMIT = 1000
-
-
-class Node:
-    """One file, directory or symlink of a live branch state."""
-
-    __slots__ = (
-        "name",
-        "parent",
-        "mode",
-        "size",
-        "mtime_ns",
-        "ctime_ns",
-        "xattrs",
-        "oid",
-        "children",
-        "dirty",
-        "pure",
-        "raw",
-        "recheck",
-        "__weakref__",
-    )
-
-    def __init__(
-        self,
-        name: bytes,
-        parent: Node | None,
-        mode: int,
-        oid: ObjectId | None,
-        size: int = 0,
-        mtime_ns: int = 0,
-        xattrs: dict[bytes, bytes] | None = None,
-    ) -> None:
-        self.name = name
-        self.parent = parent
-        self.mode = mode
-        self.size = size
-        self.mtime_ns = mtime_ns
-        self.ctime_ns = mtime_ns
-        self.xattrs: dict[bytes, bytes] = xattrs if xattrs is not None else {}
-        self.oid = oid  # content id; for a directory, its tree id when not dirty
-        self.children: dict[bytes, Node] | None = None  # None: not loaded yet
-        self.dirty = False  # directory whose listing must be re-encoded
-        self.pure = False  # directory known to hold no ephemeral file anywhere below
-        self.raw: bytes | None = None  # cached encoding of this node's tree entry
-        self.recheck = False  # a child left: purity must be re-derived from all children
-
-    def is_dir(self) -> bool:
-        return stat.S_ISDIR(self.mode)
-
-    def is_file(self) -> bool:
-        return stat.S_ISREG(self.mode)
-
-    def is_symlink(self) -> bool:
-        return stat.S_ISLNK(self.mode)
-
-    def entry(self) -> TreeEntry:
-        assert self.oid is not None, "a dirty directory has no entry until it is encoded"
-        size = 0 if self.is_dir() else self.size
-        xattrs = tuple(sorted(self.xattrs.items()))
-        return TreeEntry(self.name, self.mode, self.oid, size, self.mtime_ns, xattrs)
-
-    def __repr__(self) -> str:
-        return f"<Node {self.name!r} mode={self.mode:o} size={self.size}>"
-
-
-def _node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
-    node = Node(
-        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, dict(entry.xattrs)
-    )
-    node.raw = raw
-    node.pure = parent.pure
-    return node
-
-
-def check_entry_name(name: object) -> bytes:
-    if not isinstance(name, bytes):
-        raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
-    if not name or len(name) > 255 or b"/" in name or b"\0" in name or name in (b".", b".."):
-        raise InvalidName(f"invalid file name {name!r:.80}")
-    return name
 
 
 class Worktree:
@@ -185,7 +113,7 @@ class Worktree:
             assert node.oid is not None
             tree = self.repo.trees.get(node.oid)
             node.children = {
-                entry.name: _node_from_entry(entry, node, raw)
+                entry.name: node_from_entry(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
         return node.children
@@ -263,7 +191,7 @@ class Worktree:
                 entry = trees.entry(commit.tree, path)
             except (NotFound, NotADirectory):
                 entry = None
-            if previous is not None and _entry_key(entry) != _entry_key(previous_entry):
+            if previous is not None and entry_key(entry) != entry_key(previous_entry):
                 return previous
             if entry is None:
                 return None
@@ -277,7 +205,7 @@ class Worktree:
         if name in children:
             raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
         children[name] = node
-        _bump(parent, name)
+        bump(parent, name)
         self._touch(parent, self._join(parent, name), relisted=True)
         node.raw = None
         return node
@@ -352,7 +280,7 @@ class Worktree:
         parent.recheck = True
         path = self._join(parent, name)
         node.parent = None
-        _bump(parent, name)
+        bump(parent, name)
         self._touch(parent, path, relisted=True)
         return node
 
@@ -415,7 +343,7 @@ class Worktree:
         node.name = name
         node.parent = parent
         self._children(parent)[name] = node
-        _bump(parent, name)
+        bump(parent, name)
         node.raw = None
         node.ctime_ns = time.time_ns()
         self._touch(parent, old_path, self._join(parent, name), relisted=True)
@@ -605,11 +533,11 @@ class Worktree:
                 self._pending = False
                 return None
             info = dict(meta or {})
-            changed = _leaf_paths(self._changed) or [
+            changed = leaf_paths(self._changed) or [
                 c.path for c in itertools.islice(self.repo.trees.diff(head_tree, tree), 1000)
             ]
             info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
-            text = message or self._next_message or _auto_message(changed, info)
+            text = message or self._next_message or auto_message(changed, info)
             try:
                 cid = self.repo._write_commit(
                     self.branch, tree, [self._head], text, info, objects, started=started, work=root
@@ -628,27 +556,4 @@ class Worktree:
             return cid
 
 
-def _bump(directory: Node, name: bytes) -> None:
-    """A directory's mtime follows its listing, except for editor temp files: their
-    coming and going must not make a commit of its own."""
-    if not is_ephemeral(name):
-        directory.mtime_ns = time.time_ns()
-
-
-def _entry_key(
-    entry: TreeEntry | None,
-) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
-    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
-
-
-def _leaf_paths(paths: set[bytes]) -> list[bytes]:
-    """Changed paths worth reporting: no editor temp files, no parent of another one."""
-    kept = sorted(p for p in paths if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
-    parents = {p[:i] for p in kept for i in range(len(p)) if p[i : i + 1] == b"/"}
-    return [p for p in kept if p not in parents]
-
-
-def _auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
-    what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
-    process = meta.get("process")
-    return f"{process}: save {what}" if isinstance(process, str) else f"save {what}"
+__all__ = ["Node", "Worktree", "check_entry_name"]

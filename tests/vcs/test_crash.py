@@ -97,5 +97,32 @@ def test_sigkill_after_save_recovers_and_commits_it(tmp_path: Path) -> None:
         for i in saved:
             assert f"w{i}.txt".encode() in names
             assert repo.read("HEAD", f"w{i}.txt") == f"worktree {i}\n".encode() * 100
-        if printed[-1].startswith("saved"):  # the last thing it did was save, not commit
-            assert repo.commit_info("HEAD").message == "recovered pending changes"
+        assert repo.recover() == []  # the open left nothing pending
+        if printed[-1].startswith("saved"):
+            # saved work is committed on open, unless a commit slipped in before the kill
+            assert repo.commit_info("HEAD").message in ("recovered pending changes", "save 3 paths")
+
+
+SAVE_THEN_WAIT = """
+import sys, time
+from helixfs.vcs import Repository
+repo = Repository.open(sys.argv[1])
+tree = repo.worktree("main")
+docs = tree.mkdir(tree.root, b"docs")
+tree.set_content(tree.create(docs, b"plan.md"), b"saved, never committed")
+tree.save()
+print("saved", flush=True)
+time.sleep(600)
+"""
+
+
+def test_sigkill_right_after_save_commits_it_on_open(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    _run_then_kill(SAVE_THEN_WAIT, store, 1)
+    with Repository.open(store) as repo:
+        head = repo.commit_info("HEAD")
+        assert head.message == "recovered pending changes" and head.meta["recovered"] is True
+        assert head.meta["changed"] == ["docs/plan.md"]
+        assert repo.read("HEAD", "docs/plan.md") == b"saved, never committed"
+        assert repo.fsck().ok

@@ -21,6 +21,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId
 from helixfs.vcs import Repository, Worktree
 from helixfs.vcs.content import CHUNK_THRESHOLD
+from helixfs.vcs.revisions import is_commit
 
 from .conftest import CountingStore
 
@@ -268,7 +269,7 @@ def test_out_of_band_move_commits_pending_work_first(repo: Repository, tree: Wor
     _file(tree, b"unsaved", b"typed but not committed")
     repo.reset_hard("HEAD~1")
     assert [n for n, _ in tree.listdir(tree.root)] == []
-    commits = [CommitId(c) for c in repo.store.ids() if repo._is_commit(c)]
+    commits = [CommitId(c) for c in repo.store.ids() if is_commit(repo, c)]
     saved = [c for c in commits if b"unsaved" in {e.name for e in repo.ls(c.hex())}]
     assert len(saved) == 1  # the typed work was committed before the move, never dropped
     assert repo.read(saved[0].hex(), "unsaved") == b"typed but not committed"

@@ -1,0 +1,72 @@
+"""Walking history and showing changes: log orders and the unified text diff."""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from helixfs.ids import CommitId
+from helixfs.vcs.merge import as_text
+from helixfs.vcs.objects import Commit
+from helixfs.vcs.treeops import Change, show_path
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+
+def first_parent(repo: Repository, cid: CommitId) -> Iterator[Commit]:
+    """The branch's own line: what `log` shows by default."""
+    current: CommitId | None = cid
+    while current is not None:
+        commit = repo.commit_info(current)
+        yield commit
+        current = commit.parents[0] if commit.parents else None
+
+
+def ancestors(repo: Repository, cid: CommitId) -> Iterator[Commit]:
+    """Every ancestor once, newest first (by commit time): what `log --graph` draws."""
+    first = repo.commit_info(cid)
+    seen = {cid}
+    heap = [(-first.time_ns, 0, first)]
+    tick = 1
+    while heap:
+        _, _, commit = heapq.heappop(heap)
+        yield commit
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                info = repo.commit_info(parent)
+                heapq.heappush(heap, (-info.time_ns, tick, info))
+                tick += 1
+
+
+def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) -> str:
+    out: list[str] = []
+    for change in changes:
+        out.extend(_file_diff(repo, change, context))
+    return "".join(out)
+
+
+def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
+    name = show_path(change.path)
+    old = repo.contents.read(change.old.oid) if change.old else b""
+    new = repo.contents.read(change.new.oid) if change.new else b""
+    src = f"a/{name}" if change.old else "/dev/null"
+    dst = f"b/{name}" if change.new else "/dev/null"
+    header = f"diff --helix a/{name} b/{name}\n"
+    old_text, new_text = as_text(old), as_text(new)
+    if old_text is None or new_text is None:
+        return [header, f"Binary files {src} and {dst} differ\n"]
+    lines = difflib.unified_diff(
+        old_text.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        src,
+        dst,
+        n=context,
+    )
+    return [
+        header,
+        *(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines),
+    ]

@@ -1,0 +1,124 @@
+"""Nodes of a live work tree, and the small rules about names and messages they follow.
+
+A Node is one file, directory or symlink. Identity matters: the filesystem maps inode
+numbers to Node objects, so a rename moves the object and never copies it.
+"""
+
+from __future__ import annotations
+
+import stat
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from helixfs.errors import InvalidName
+from helixfs.ids import ObjectId
+from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.treeops import show_path
+
+
+class Node:
+    """One file, directory or symlink of a live branch state."""
+
+    __slots__ = (
+        "name",
+        "parent",
+        "mode",
+        "size",
+        "mtime_ns",
+        "ctime_ns",
+        "xattrs",
+        "oid",
+        "children",
+        "dirty",
+        "pure",
+        "raw",
+        "recheck",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        name: bytes,
+        parent: Node | None,
+        mode: int,
+        oid: ObjectId | None,
+        size: int = 0,
+        mtime_ns: int = 0,
+        xattrs: dict[bytes, bytes] | None = None,
+    ) -> None:
+        self.name = name
+        self.parent = parent
+        self.mode = mode
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = mtime_ns
+        self.xattrs: dict[bytes, bytes] = xattrs if xattrs is not None else {}
+        self.oid = oid  # content id; for a directory, its tree id when not dirty
+        self.children: dict[bytes, Node] | None = None  # None: not loaded yet
+        self.dirty = False  # directory whose listing must be re-encoded
+        self.pure = False  # directory known to hold no ephemeral file anywhere below
+        self.raw: bytes | None = None  # cached encoding of this node's tree entry
+        self.recheck = False  # a child left: purity must be re-derived from all children
+
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+    def entry(self) -> TreeEntry:
+        assert self.oid is not None, "a dirty directory has no entry until it is encoded"
+        size = 0 if self.is_dir() else self.size
+        xattrs = tuple(sorted(self.xattrs.items()))
+        return TreeEntry(self.name, self.mode, self.oid, size, self.mtime_ns, xattrs)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name!r} mode={self.mode:o} size={self.size}>"
+
+
+def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
+    node = Node(
+        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, dict(entry.xattrs)
+    )
+    node.raw = raw
+    node.pure = parent.pure
+    return node
+
+
+def check_entry_name(name: object) -> bytes:
+    if not isinstance(name, bytes):
+        raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
+    if not name or len(name) > 255 or b"/" in name or b"\0" in name or name in (b".", b".."):
+        raise InvalidName(f"invalid file name {name!r:.80}")
+    return name
+
+
+def bump(directory: Node, name: bytes) -> None:
+    """A directory's mtime follows its listing, except for editor temp files: their
+    coming and going must not make a commit of its own."""
+    if not is_ephemeral(name):
+        directory.mtime_ns = time.time_ns()
+
+
+def entry_key(
+    entry: TreeEntry | None,
+) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
+    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+
+
+def leaf_paths(paths: set[bytes]) -> list[bytes]:
+    """Changed paths worth reporting: no editor temp files, no parent of another one."""
+    kept = sorted(p for p in paths if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
+    parents = {p[:i] for p in kept for i in range(len(p)) if p[i : i + 1] == b"/"}
+    return [p for p in kept if p not in parents]
+
+
+def auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
+    what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
+    process = meta.get("process")
+    return f"{process}: save {what}" if isinstance(process, str) else f"save {what}"

@@ -1,0 +1,108 @@
+"""Revision syntax: which commit a user means by `HEAD~2`, `feat`, `snap^2` or `3fa9c1`.
+
+Grammar: BASE then any number of `~N` (N first parents back, default 1) and `^N` (the Nth
+parent, default 1; `^0` is the commit itself). BASE is `HEAD`/`@` (the branch HEAD
+names), `branches/NAME`, `snapshots/NAME`, a bare NAME (branch first, then snapshot), or
+a commit id in hex: all 64 digits, or a prefix of at least 4 that only one commit has.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from helixfs.errors import AmbiguousRevision, CorruptObject, InvalidInput, NotFound
+from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id
+from helixfs.vcs.objects import KIND_COMMIT, kind_of
+from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, branch_ref, snapshot_ref
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+_REV = re.compile(r"^(?P<base>[^~^]+)(?P<suffix>(?:[~^]\d*)*)$")
+_STEP = re.compile(r"[~^]\d*")
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+def resolve(repo: Repository, rev: str) -> CommitId:
+    if not isinstance(rev, str) or not rev.strip():
+        raise InvalidInput("empty revision")
+    match = _REV.match(rev.strip())
+    if match is None:
+        raise NotFound(f"unknown revision {rev!r}")
+    cid = _resolve_base(repo, match["base"])
+    for step in _STEP.findall(match["suffix"]):
+        cid = _walk_back(repo, rev, cid, step)
+    return cid
+
+
+def _walk_back(repo: Repository, rev: str, cid: CommitId, step: str) -> CommitId:
+    count = int(step[1:]) if len(step) > 1 else 1
+    if step[0] == "^":
+        if count == 0:
+            return cid
+        parents = repo.commit_info(cid).parents
+        if count > len(parents):
+            raise NotFound(f"{rev!r}: commit {hex_id(cid)[:12]} has no parent {count}")
+        return parents[count - 1]
+    for _ in range(count):
+        parents = repo.commit_info(cid).parents
+        if not parents:
+            raise NotFound(f"{rev!r} goes back past the first commit")
+        cid = parents[0]
+    return cid
+
+
+def _resolve_base(repo: Repository, base: str) -> CommitId:
+    if base in (HEAD, "@"):
+        return repo._branch_head(repo.head_branch())
+    if "\0" in base:
+        raise InvalidInput("a revision cannot contain NUL")
+    if base.startswith((BRANCHES, SNAPSHOTS)):
+        value = repo.store.ref(base)
+        if value is None:
+            raise NotFound(f"unknown revision {base!r}")
+        return CommitId(value)
+    for ref in (branch_ref(base), snapshot_ref(base)):
+        value = repo.store.ref(ref)
+        if value is not None:
+            return CommitId(value)
+    if _HEX.fullmatch(base):
+        return _resolve_hex(repo, base.lower())
+    raise NotFound(f"unknown revision {base!r}: not a branch, snapshot or commit id")
+
+
+def _resolve_hex(repo: Repository, prefix: str) -> CommitId:
+    if len(prefix) == 2 * ID_SIZE:
+        oid = ObjectId(bytes.fromhex(prefix))
+        if repo.store.contains(oid) and is_commit(repo, oid):
+            return CommitId(oid)
+        raise NotFound(f"no commit {prefix}")
+    found = [oid for oid in _ids_with_prefix(repo, prefix) if is_commit(repo, oid)]
+    if not found:
+        raise NotFound(f"unknown revision {prefix!r}: no commit id starts with it")
+    if len(found) > 1:
+        shown = ", ".join(hex_id(o)[:12] for o in sorted(found)[:5])
+        raise AmbiguousRevision(
+            f"{prefix!r} matches {len(found)} commits: {shown}; give more digits"
+        )
+    return CommitId(found[0])
+
+
+def _ids_with_prefix(repo: Repository, prefix: str) -> list[ObjectId]:
+    """Every stored id starting with a hex prefix (a full scan: bytes compares only)."""
+    whole = bytes.fromhex(prefix[: len(prefix) // 2 * 2])
+    odd = int(prefix[-1], 16) if len(prefix) % 2 else None
+    size = len(whole)
+    return [
+        oid
+        for oid in repo.store.ids()
+        if oid.startswith(whole) and (odd is None or oid[size] >> 4 == odd)
+    ]
+
+
+def is_commit(repo: Repository, oid: ObjectId) -> bool:
+    try:
+        return kind_of(repo.store.get(oid)) == KIND_COMMIT
+    except (CorruptObject, NotFound):
+        return False
