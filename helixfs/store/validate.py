@@ -41,8 +41,12 @@ def check_delta_bases(
 
 
 def check_ref_name(name: object) -> str:
-    if not isinstance(name, str) or not name or "\x00" in name:
-        raise InvalidInput(f"ref name must be a non-empty string without NUL, got {name!r:.80}")
+    if not isinstance(name, str) or not name or "\x00" in name or not name.isprintable():
+        raise InvalidInput(f"ref name must be printable text without NUL, got {name!r:.80}")
+    try:
+        name.encode()
+    except UnicodeEncodeError:  # lone surrogates: not storable as UTF-8
+        raise InvalidInput(f"ref name is not valid text: {name!r:.80}") from None
     return name
 
 

@@ -152,9 +152,17 @@ def test_refs_prefix_listing_is_sorted(backend: Backend) -> None:
     assert list(store.refs("nothing/")) == []
 
 
-def test_bad_ref_name_is_refused(backend: Backend) -> None:
+@pytest.mark.parametrize("name", ["", "a\x00b", "line\nbreak", "bad\udcff"])
+def test_bad_ref_name_is_refused(backend: Backend, name: str) -> None:
     with pytest.raises(InvalidInput):
-        backend.store.write({}, [RefUpdate("", b"x")])
+        backend.store.write({}, [RefUpdate(name, b"x")])
+    assert list(backend.store.refs()) == []
+
+
+def test_unicode_ref_names_roundtrip(backend: Backend) -> None:
+    names = ["branches/café", "branches/ветка", "branches/分支", "snapshots/🚀"]
+    backend.store.write({}, [RefUpdate(n, n.encode()) for n in names])
+    assert [n for n, _ in backend.reopen().refs()] == sorted(names)
 
 
 # ---------------------------------------------------------------- objects
