@@ -235,6 +235,16 @@ class Repository:
         if tree is not None and tree.dirty:
             tree.commit("pending changes before an out-of-band update")
 
+    def _settle_rev(self, rev: str) -> None:
+        """A branch or snapshot made from a live branch includes its latest saves."""
+        base = rev.split("~", 1)[0].split("^", 1)[0]
+        if base in ("HEAD", "@"):
+            base = self.head_branch()
+        if base.startswith(BRANCHES):
+            base = base[len(BRANCHES) :]
+        if base in self._worktrees:
+            self._settle(base)
+
     def _moved(self, branch: str) -> None:
         tree = self._worktrees.get(branch)
         if tree is not None:
@@ -426,6 +436,7 @@ class Repository:
     def create_branch(self, name: str, rev: str = "HEAD") -> CommitId:
         check_name(name)
         with self.lock:
+            self._settle_rev(rev)
             cid = self.resolve(rev)
             self._create_ref(branch_ref(name), cid, f"branch {name!r} already exists")
             self._notify(name)
@@ -485,9 +496,7 @@ class Repository:
     def create_snapshot(self, name: str, rev: str = "HEAD") -> CommitId:
         check_name(name, "snapshot")
         with self.lock:
-            branch = self.head_branch() if rev in ("HEAD", "@") else rev
-            if branch in self._worktrees:
-                self._settle(branch)
+            self._settle_rev(rev)
             cid = self.resolve(rev)
             self._create_ref(snapshot_ref(name), cid, f"snapshot {name!r} already exists")
             return cid

@@ -376,12 +376,18 @@ class Worktree:
             self.repo.store.write(stored.objects, delta_bases=bases)
         return stored
 
+    def _regular(self, node: Node) -> None:
+        """Content belongs to regular files: EISDIR for a directory, EINVAL otherwise."""
+        if node.is_dir():
+            raise IsADirectory(f"{show_path(self.path_of(node))} is a directory")
+        if not node.is_file():
+            raise InvalidInput(f"{show_path(self.path_of(node))} is not a regular file")
+
     def set_content(self, node: Node, source: BinaryIO | bytes) -> None:
         """Store the file's full new content; large sources are streamed in chunks."""
         with self._lock:
             self._writable()
-            if not node.is_file():
-                raise IsADirectory(f"{show_path(self.path_of(node))} is not a regular file")
+            self._regular(node)
             if isinstance(source, bytes | bytearray | memoryview):
                 stored = pack_bytes(source)
             else:
@@ -402,8 +408,7 @@ class Worktree:
         with self._lock:
             self._writable()
             if size is not None and size != node.size:
-                if not node.is_file():
-                    raise IsADirectory(f"{show_path(self.path_of(node))} is not a regular file")
+                self._regular(node)
                 assert node.oid is not None
                 stored = self.repo.contents.resize(node.oid, node.size, size)
                 self._write_content(stored, node.oid)

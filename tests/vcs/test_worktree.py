@@ -346,3 +346,15 @@ def test_lost_cas_keeps_the_work_saved_and_the_other_commit(
     assert tree.commit() is not None
     assert repo.read("HEAD", "mine") == b"2"
     assert repo.resolve("HEAD~1") == theirs
+
+
+def test_branch_and_snapshot_from_a_live_branch_include_its_saves(
+    repo: Repository, tree: Worktree
+) -> None:
+    _file(tree, b"draft", b"saved, not committed yet")
+    tree.save()
+    repo.create_branch("copy")
+    repo.create_snapshot("snap")
+    assert repo.read("copy", "draft") == b"saved, not committed yet"
+    assert repo.read("snap", "draft") == b"saved, not committed yet"
+    assert not tree.dirty
