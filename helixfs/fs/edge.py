@@ -40,6 +40,12 @@ class CrossDevice(HelixError):
     errno = errno.EXDEV
 
 
+class Stale(HelixError):
+    """An open file whose branch state was replaced under it (reset, merge)."""
+
+    errno = errno.ESTALE
+
+
 class BadHandle(HelixError):
     errno = errno.EBADF
 

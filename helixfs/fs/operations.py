@@ -34,7 +34,7 @@ from helixfs.errors import (
     ReadOnly,
 )
 from helixfs.fs import edge, xattrs
-from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
+from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, Stale, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
@@ -526,9 +526,12 @@ class Operations(pyfuse3.Operations):
         spool = self.spools.get(handle.node)
         if spool is None or not spool.dirty:
             return
-        if handle.entry.detached and handle.entry.node is handle.node:
-            spool.stored()  # unlinked while open: readable through the fd, not saved
-            return
+        if not _attached(handle.worktree, handle.node):
+            spool.stored()
+            if handle.entry.detached and handle.entry.node is handle.node:
+                return  # unlinked while open: readable through the fd, never saved
+            raise Stale("the branch was reset or merged while this file was open: "
+                        "these writes were not saved")
         self._store_spool(handle.worktree, handle.node, spool, handle.meta)
         # The kernel's pages of this inode saw every write: they may stay cached.
         handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
@@ -617,3 +620,12 @@ class Operations(pyfuse3.Operations):
     def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
+
+
+def _attached(worktree: Worktree, node: Node) -> bool:
+    """Still part of the worktree's current state (not unlinked, not from before a
+    reload that replaced every node)."""
+    top: Node = node
+    while top.parent is not None:
+        top = top.parent
+    return top is worktree.root

@@ -275,3 +275,15 @@ async def test_deleting_a_branch_with_pending_saves_leaves_no_work_ref(
     assert repo.store.ref("work/gone") is None
     assert b"gone" not in await client.names(".helix/branches")
     ops.close()
+
+
+async def test_writes_to_a_file_held_across_a_reset_fail_cleanly(client: Client) -> None:
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    fi = await client.ops.open(await client.ino("f"), os.O_RDWR, CTX)
+    client.ops.repo.reset_hard(first)
+    await client.ops.write(fi.fh, 0, b"lost")
+    await expect_errno(errno.ESTALE, client.ops.flush(fi.fh))
+    await client.ops.release(fi.fh)
+    assert await client.read_file("f") == b"v1"
