@@ -109,10 +109,21 @@ EMPTY = pack_bytes(b"")
 class ContentReader:
     """Reads contents from a store, keeping decoded chunk indexes (they are immutable)."""
 
-    def __init__(self, store: ObjectStore, index_cache: int = 256) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        index_cache: int = 256,
+        pending: Mapping[ObjectId, bytes] | None = None,
+    ) -> None:
+        """`pending`: records not written yet (a worktree's next batch), read first."""
         self._store = store
+        self._pending = pending if pending is not None else {}
         self._indexes: dict[ObjectId, tuple[list[int], list[ObjectId]]] = {}
         self._limit = index_cache
+
+    def _get(self, oid: ObjectId) -> bytes:
+        record = self._pending.get(oid)
+        return record if record is not None else self._store.get(oid)
 
     def _index(self, oid: ObjectId, record: bytes) -> tuple[list[int], list[ObjectId]]:
         cached = self._indexes.get(oid)
@@ -135,7 +146,7 @@ class ContentReader:
         cached = self._indexes.get(oid)
         if cached is not None:
             return cached
-        record = self._store.get(oid)
+        record = self._get(oid)
         if kind_of(record) == KIND_BLOB:
             return None
         return self._index(oid, record)
@@ -146,7 +157,7 @@ class ContentReader:
             raise InvalidInput(f"negative read offset {offset}")
         cached = self._indexes.get(oid)
         if cached is None:
-            record = self._store.get(oid)
+            record = self._get(oid)
             kind = kind_of(record)
             if kind == KIND_BLOB:
                 data = decode_blob(record)
@@ -163,7 +174,7 @@ class ContentReader:
         end = starts[-1] if size < 0 else min(starts[-1], offset + size)
         i = max(0, bisect.bisect_right(starts, offset) - 1)
         while i < len(ids) and starts[i] < end:
-            data = decode_blob(self._store.get(ids[i]))
+            data = decode_blob(self._get(ids[i]))
             lo = max(0, offset - starts[i])
             hi = min(len(data), end - starts[i])
             yield data[lo:hi]
@@ -198,7 +209,7 @@ class ContentReader:
                 refs.append((chunk_id, starts[i + 1] - starts[i]))
                 continue
             if starts[i] < new_size:
-                data = decode_blob(self._store.get(chunk_id))[: new_size - starts[i]]
+                data = decode_blob(self._get(chunk_id))[: new_size - starts[i]]
                 refs.append(_add_chunk(objects, data))
             break
         return _finish_index(objects, refs)
@@ -206,7 +217,7 @@ class ContentReader:
     def _extend(self, base: Stored, new_size: int) -> Stored:
         """`base` followed by zeros up to `new_size`, as a chunked file."""
         objects = dict(base.objects)
-        record = objects.pop(base.oid, None) or self._store.get(base.oid)
+        record = objects.pop(base.oid, None) or self._get(base.oid)
         if kind_of(record) == KIND_BLOB:
             data = decode_blob(record)
             refs = [_add_chunk(objects, data)] if data else []

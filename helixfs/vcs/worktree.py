@@ -34,7 +34,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
-from helixfs.vcs.content import EMPTY, Stored, pack_bytes, store_stream
+from helixfs.vcs.content import EMPTY, ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.node import (
     Node,
@@ -92,6 +92,8 @@ class Worktree:
             # Trees encoded but not yet in the store: a failed write (a lost CAS) must
             # not lose them, since the nodes that produced them are no longer dirty.
             self._unwritten: Objects = {}
+            self._bases: dict[ObjectId, ObjectId] = {}
+            self._reader = ContentReader(self.repo.store, pending=self._unwritten)
             self._next_message: str | None = None
 
     @property
@@ -157,13 +159,13 @@ class Worktree:
         if offset >= node.size or size == 0:
             return b""
         assert node.oid is not None
-        return self.repo.contents.read(node.oid, offset, min(size, node.size - offset))
+        return self._reader.read(node.oid, offset, min(size, node.size - offset))
 
     def readlink(self, node: Node) -> bytes:
         if not node.is_symlink():
             raise InvalidInput(f"{show_path(self.path_of(node))} is not a symlink")
         assert node.oid is not None
-        return self.repo.contents.read(node.oid)
+        return self._reader.read(node.oid)
 
     def content_id(self, node: Node) -> ObjectId | None:
         if node.is_dir() and node.dirty:
@@ -369,11 +371,12 @@ class Worktree:
     # -- content and attributes -------------------------------------------------------------
 
     def _write_content(self, stored: Stored, previous: ObjectId | None) -> Stored:
-        bases = None
+        """Queue a content's records for the next save's batch (one write per save, not
+        two); streamed chunks of big files went to the store already. Reads see the
+        queue, and the filesystem saves before a close returns."""
+        self._unwritten.update(stored.objects)
         if previous is not None and previous != stored.oid and stored.oid in stored.objects:
-            bases = {stored.oid: previous}
-        if stored.objects:
-            self.repo.store.write(stored.objects, delta_bases=bases)
+            self._bases[stored.oid] = previous
         return stored
 
     def _regular(self, node: Node) -> None:
@@ -410,7 +413,7 @@ class Worktree:
             if size is not None and size != node.size:
                 self._regular(node)
                 assert node.oid is not None
-                stored = self.repo.contents.resize(node.oid, node.size, size)
+                stored = self._reader.resize(node.oid, node.size, size)
                 self._write_content(stored, node.oid)
                 node.oid, node.size = stored.oid, stored.size
                 node.mtime_ns = time.time_ns()
@@ -513,11 +516,17 @@ class Worktree:
         self.repo.store.write(
             self._unwritten,
             [RefUpdate(work_ref(self.branch), root, expected=self._work_value)],
+            delta_bases=self._bases or None,
             sync=sync,
         )
         self._work_value = root
         self._unsaved = False
-        self._unwritten = {}
+        self._written()
+
+    def _written(self) -> None:
+        """The queued records are in the store: start a new queue (the reader follows)."""
+        self._unwritten.clear()
+        self._bases.clear()
 
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
@@ -545,7 +554,15 @@ class Worktree:
             text = message or self._next_message or auto_message(changed, info)
             try:
                 cid = self.repo._write_commit(
-                    self.branch, tree, [self._head], text, info, objects, started=started, work=root
+                    self.branch,
+                    tree,
+                    [self._head],
+                    text,
+                    info,
+                    objects,
+                    self._bases,
+                    started=started,
+                    work=root,
                 )
             except RefConflict:
                 # Someone else moved the branch: keep our state saved (nothing lost), let
@@ -553,7 +570,7 @@ class Worktree:
                 self._persist(root)
                 raise
             self._head = cid
-            self._unwritten = {}
+            self._written()
             self._work_value = root if root != tree else None
             self._changed.clear()
             self._unsaved = self._pending = False
