@@ -171,8 +171,7 @@ class RocksStore:
         sync: bool = False,
     ) -> None:
         self._check_open()
-        if self._verify_writes:
-            check_objects(objects)
+        check_objects(objects, rehash=self._verify_writes)
         check_delta_bases(objects, delta_bases)
         hints = delta_bases or {}
         with self._lock:

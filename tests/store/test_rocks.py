@@ -387,3 +387,12 @@ def test_corrupt_objects_can_still_be_counted_and_deleted(store: RocksStore, pat
         reopened.delete(ids[1:])  # the corrupt frame and everything lost with it
         assert list(reopened.ids()) == [ids[0]]
         assert reopened.get(ids[0]) == source_versions(4)[0]
+
+
+def test_unverified_writes_still_refuse_malformed_input(path: Path) -> None:
+    with RocksStore(path, verify_writes=False) as store:
+        with pytest.raises(InvalidInput):
+            store.write({ObjectId(b"short id"): b"x"})
+        with pytest.raises(InvalidInput):
+            store.write({object_id(b"x"): "not bytes"})  # type: ignore[dict-item]
+        assert list(store.ids()) == []
