@@ -34,13 +34,14 @@ from helixfs.errors import (
     ReadOnly,
 )
 from helixfs.fs import edge, xattrs
-from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, Stale, fuse_errors
+from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
 from helixfs.fs.saver import Saver
-from helixfs.fs.spool import Spool, SpoolTable
+from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
+from helixfs.fs.writes import Writes
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -76,6 +77,7 @@ class Operations(pyfuse3.Operations):
         self.owner = owner if owner is not None else (os.getuid(), os.getgid())
         self.inodes = InodeTable()
         self.spools = SpoolTable(self.store_path / "tmp")
+        self.writes = Writes(self.spools, self.saver)
         self.invalidator = edge.Invalidator()
         self.views = Views(repo, self.inodes, self.invalidator, self.saver)
         self.helix = helix_root(self, self.store_path, helix_entries or {})
@@ -113,7 +115,7 @@ class Operations(pyfuse3.Operations):
     def close(self) -> None:
         """Unmounted: store what open files still hold, commit everything pending."""
         for handle in self._handles.files():
-            self._store(handle)
+            self.writes.store(handle)
         self.saver.flush_now()
         self.invalidator.stop()
         self._unsubscribe()
@@ -214,7 +216,7 @@ class Operations(pyfuse3.Operations):
         if worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
         if fields.update_size:
-            self._truncate(entry, attr.st_size, by_handle=fh is not None)
+            self.writes.truncate(entry, attr.st_size, by_handle=fh is not None)
         if fields.update_mode:
             worktree.set_attrs(node, mode=stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode))
         if fields.update_mtime:
@@ -234,19 +236,6 @@ class Operations(pyfuse3.Operations):
         if not (isinstance(thing, VirtualFile) and thing.writable):
             raise NotPermitted("this .helix entry cannot be changed")
         return self._virtual_attrs(entry)
-
-    def _truncate(self, entry: NodeInode, size: int, *, by_handle: bool) -> None:
-        """ftruncate on an open file is part of its write session (stored at close);
-        truncate(path) is a save of its own, like any other."""
-        spool = self.spools.get(entry.node)
-        if spool is None and by_handle:
-            spool = self._spool(entry.worktree, entry.node)
-        if spool is None:
-            entry.worktree.set_attrs(entry.node, size=size)
-            return
-        spool.truncate(size)
-        if not by_handle:
-            self._store_spool(entry.worktree, entry.node, spool)
 
     # -- directories --------------------------------------------------------------------
 
@@ -458,7 +447,7 @@ class Operations(pyfuse3.Operations):
         entry.opens += 1
         fh = self._handles.add(handle)
         if handle.writable and flags & os.O_TRUNC:
-            self._spool(handle.worktree, node).truncate(0)
+            self.writes.spool(handle.worktree, node).truncate(0)
             keep_cache = False
         return pyfuse3.FileInfo(fh=fh, direct_io=False, keep_cache=keep_cache)
 
@@ -483,7 +472,7 @@ class Operations(pyfuse3.Operations):
         handle = self._handles.typed(fh, FileHandle)
         if not handle.writable:
             raise BadHandle("the file was opened read-only")
-        spool = self._spool(handle.worktree, handle.node)
+        spool = self.writes.spool(handle.worktree, handle.node)
         return spool.write(spool.size if handle.flags & os.O_APPEND else off, buf)
 
     @fuse_errors
@@ -492,13 +481,13 @@ class Operations(pyfuse3.Operations):
         if isinstance(handle, VirtualHandle):
             handle.apply()
         elif isinstance(handle, FileHandle):
-            self._store(handle)
+            self.writes.store(handle)
 
     @fuse_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
         handle = self._handles.get(fh)
         if isinstance(handle, FileHandle) and not handle.worktree.readonly:
-            self._store(handle)
+            self.writes.store(handle)
             self.saver.persist(handle.worktree)
 
     @fuse_errors
@@ -510,41 +499,11 @@ class Operations(pyfuse3.Operations):
         if not isinstance(handle, FileHandle):
             return
         try:
-            self._store(handle)  # writes after the last flush: a shared mmap's pages
+            self.writes.store(handle)  # writes after the last flush: a shared mmap's pages
         finally:
             self.spools.closed(handle.node)
             handle.entry.opens -= 1
             self.inodes.release_if_unused(handle.entry)
-
-    def _spool(self, worktree: Worktree, node: Node) -> Spool:
-        return self.spools.ensure(
-            node, lambda off, size: worktree.read(node, off, size), node.size
-        )
-
-    def _store(self, handle: FileHandle) -> None:
-        """Close/fsync: a written file goes into the store and becomes a save."""
-        spool = self.spools.get(handle.node)
-        if spool is None or not spool.dirty:
-            return
-        if not _attached(handle.worktree, handle.node):
-            spool.stored()
-            if handle.entry.detached and handle.entry.node is handle.node:
-                return  # unlinked while open: readable through the fd, never saved
-            raise Stale("the branch was reset or merged while this file was open: "
-                        "these writes were not saved")
-        self._store_spool(handle.worktree, handle.node, spool, handle.meta)
-        # The kernel's pages of this inode saw every write: they may stay cached.
-        handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
-
-    def _store_spool(
-        self, worktree: Worktree, node: Node, spool: Spool, meta: dict[str, Any] | None = None
-    ) -> None:
-        override = spool.mtime_override
-        worktree.set_content(node, spool.source())
-        if override is not None:
-            worktree.set_attrs(node, mtime_ns=override)
-        spool.stored()
-        self.saver.saved(worktree, meta or {})
 
     # -- extended attributes ------------------------------------------------------------
 
@@ -621,11 +580,3 @@ class Operations(pyfuse3.Operations):
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
 
-
-def _attached(worktree: Worktree, node: Node) -> bool:
-    """Still part of the worktree's current state (not unlinked, not from before a
-    reload that replaced every node)."""
-    top: Node = node
-    while top.parent is not None:
-        top = top.parent
-    return top is worktree.root

@@ -1,0 +1,77 @@
+"""When spooled content becomes a save: close, fsync, release, truncate.
+
+The write half of the Operations class: it owns no state of its own beyond the spools
+and the saver, and decides which kernel event stores a file's bytes (see spool.py for
+where they wait until then).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from helixfs.fs.edge import Stale
+from helixfs.fs.handles import FileHandle
+from helixfs.fs.inodes import NodeInode
+from helixfs.fs.saver import Saver
+from helixfs.fs.spool import Spool, SpoolTable
+
+if TYPE_CHECKING:
+    from helixfs.vcs.worktree import Node, Worktree
+
+
+class Writes:
+    def __init__(self, spools: SpoolTable, saver: Saver) -> None:
+        self.spools = spools
+        self.saver = saver
+
+    def truncate(self, entry: NodeInode, size: int, *, by_handle: bool) -> None:
+        """ftruncate on an open file is part of its write session (stored at close);
+        truncate(path) is a save of its own, like any other."""
+        spool = self.spools.get(entry.node)
+        if spool is None and by_handle:
+            spool = self.spool(entry.worktree, entry.node)
+        if spool is None:
+            entry.worktree.set_attrs(entry.node, size=size)
+            return
+        spool.truncate(size)
+        if not by_handle:
+            self.store_spool(entry.worktree, entry.node, spool)
+
+    def spool(self, worktree: Worktree, node: Node) -> Spool:
+        return self.spools.ensure(
+            node, lambda off, size: worktree.read(node, off, size), node.size
+        )
+
+    def store(self, handle: FileHandle) -> None:
+        """Close/fsync: a written file goes into the store and becomes a save."""
+        spool = self.spools.get(handle.node)
+        if spool is None or not spool.dirty:
+            return
+        if not _attached(handle.worktree, handle.node):
+            spool.stored()
+            if handle.entry.detached and handle.entry.node is handle.node:
+                return  # unlinked while open: readable through the fd, never saved
+            raise Stale("the branch was reset or merged while this file was open: "
+                        "these writes were not saved")
+        self.store_spool(handle.worktree, handle.node, spool, handle.meta)
+        # The kernel's pages of this inode saw every write: they may stay cached.
+        handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
+
+    def store_spool(
+        self, worktree: Worktree, node: Node, spool: Spool, meta: dict[str, Any] | None = None
+    ) -> None:
+        override = spool.mtime_override
+        worktree.set_content(node, spool.source())
+        if override is not None:
+            worktree.set_attrs(node, mtime_ns=override)
+        spool.stored()
+        self.saver.saved(worktree, meta or {})
+
+
+def _attached(worktree: Worktree, node: Node) -> bool:
+    """Still part of the worktree's current state (not unlinked, not from before a
+    reload that replaced every node)."""
+    top: Node = node
+    while top.parent is not None:
+        top = top.parent
+    return top is worktree.root
