@@ -547,9 +547,11 @@ class Worktree:
                 self._pending = False
                 return None
             info = dict(meta or {})
-            changed = leaf_paths(self._changed) or [
-                c.path for c in itertools.islice(self.repo.trees.diff(head_tree, tree), 1000)
-            ]
+            changed = leaf_paths(self._changed)
+            if not changed:  # state from before a reload: diff it (its trees must be stored)
+                self._persist(root)
+                diff = self.repo.trees.diff(head_tree, tree)
+                changed = [c.path for c in itertools.islice(diff, 1000)]
             info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
             text = message or self._next_message or auto_message(changed, info)
             try:

@@ -1,0 +1,132 @@
+"""Random operation sequences against a plain dict model: the tree a commit records is
+always exactly the model (minus editor temp files), and reopening changes nothing."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from helixfs.errors import HelixError
+from helixfs.store.memory import MemoryStore
+from helixfs.vcs import Node, Repository, Worktree
+from helixfs.vcs.ephemeral import is_ephemeral
+
+SEEDS = int(os.environ.get("HELIX_MODEL_SEEDS", "12"))  # raise it to hunt for bugs
+NAMES = [b"a", b"b", b"c.txt", b".c.txt.swp", b"d", b"\xff\xfe", b"4913", b"e~"]
+
+
+class Model:
+    """Files (path -> bytes) and directories (paths) the worktree should hold."""
+
+    def __init__(self) -> None:
+        self.files: dict[bytes, bytes] = {}
+        self.dirs: set[bytes] = set()
+
+    def committed(self) -> dict[bytes, bytes]:
+        return {p: d for p, d in self.files.items() if not is_ephemeral(p.rsplit(b"/", 1)[-1])}
+
+    def below(self, path: bytes) -> bool:
+        return any(p.startswith(path + b"/") for p in [*self.files, *self.dirs])
+
+
+def _join(parent: bytes, name: bytes) -> bytes:
+    return parent + b"/" + name if parent else name
+
+
+def _node(tree: Worktree, path: bytes) -> Node:
+    node = tree.root
+    for part in path.split(b"/") if path else []:
+        node = tree.lookup(node, part)
+    return node
+
+
+def _step(rng: random.Random, tree: Worktree, model: Model) -> None:
+    parent = rng.choice([b"", *sorted(model.dirs)])
+    name = rng.choice(NAMES)
+    path = _join(parent, name)
+    taken = path in model.files or path in model.dirs
+    op = rng.choice(["write", "write", "mkdir", "unlink", "rmdir", "rename", "truncate"])
+    p = _node(tree, parent)
+    if op == "write" and path not in model.dirs:
+        data = rng.randbytes(rng.choice([0, 5, 300]))
+        node = tree.lookup(p, name) if taken else tree.create(p, name)
+        tree.set_content(node, data)
+        model.files[path] = data
+    elif op == "truncate" and path in model.files:
+        size = rng.choice([0, 2, 400])
+        tree.set_attrs(tree.lookup(p, name), size=size)
+        old = model.files[path]
+        model.files[path] = old[:size] + bytes(max(0, size - len(old)))
+    elif op == "mkdir" and not taken:
+        tree.mkdir(p, name)
+        model.dirs.add(path)
+    elif op == "unlink" and path in model.files:
+        tree.unlink(p, name)
+        del model.files[path]
+    elif op == "rmdir" and path in model.dirs and not model.below(path):
+        tree.rmdir(p, name)
+        model.dirs.discard(path)
+    elif op == "rename" and taken:
+        _rename(rng, tree, model, p, name, path)
+
+
+def _rename(
+    rng: random.Random, tree: Worktree, model: Model, p: Node, name: bytes, path: bytes
+) -> None:
+    new_parent = rng.choice([b"", *sorted(model.dirs)])
+    new_name = rng.choice(NAMES)
+    target = _join(new_parent, new_name)
+    try:
+        tree.rename(p, name, _node(tree, new_parent), new_name)
+    except HelixError:
+        return  # refused (into itself, over a non-empty dir, type clash): model unchanged
+    if target == path:
+        return
+    moved_files = {k: v for k, v in model.files.items() if k == path or k.startswith(path + b"/")}
+    moved_dirs = {d for d in model.dirs if d == path or d.startswith(path + b"/")}
+    model.files.pop(target, None)
+    model.dirs.discard(target)
+    for k in moved_files:
+        del model.files[k]
+    model.dirs -= moved_dirs
+    for k, v in moved_files.items():
+        model.files[target + k[len(path) :]] = v
+    model.dirs |= {target + d[len(path) :] for d in moved_dirs}
+
+
+def _check(repo: Repository, model: Model) -> None:
+    files = {}
+    dirs = set()
+    for path, entry in repo.trees.walk(repo.commit_info("HEAD").tree):
+        if entry.is_dir():
+            dirs.add(path)
+        else:
+            files[path] = repo.contents.read(entry.oid)
+    assert files == model.committed()
+    assert dirs == model.dirs
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_random_operations_match_the_model(seed: int) -> None:
+    rng = random.Random(seed)
+    store = MemoryStore()
+    repo = Repository.create(store)
+    tree = repo.worktree("main")
+    model = Model()
+    for i in range(400):
+        _step(rng, tree, model)
+        roll = rng.random()
+        if roll < 0.15:
+            tree.commit()
+            _check(repo, model)
+        elif roll < 0.2:
+            tree.save()
+        elif roll < 0.22:
+            tree.commit()
+            tree.reload()
+    tree.save()
+    reopened = Repository.wrap(store)  # recovery commits what was only saved
+    _check(reopened, model)
+    assert reopened.fsck().ok
