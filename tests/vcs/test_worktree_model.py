@@ -115,7 +115,7 @@ def test_random_operations_match_the_model(seed: int) -> None:
     repo = Repository.create(store)
     tree = repo.worktree("main")
     model = Model()
-    for i in range(400):
+    for _ in range(400):
         _step(rng, tree, model)
         roll = rng.random()
         if roll < 0.15:
