@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helixfs.errors import MergeConflict
 from helixfs.vcs import Repository
@@ -97,3 +99,22 @@ def test_modify_delete_is_a_conflict(repo: Repository) -> None:
     repo.commit({"f": b"2"}, "main edits")
     with pytest.raises(MergeConflict):
         repo.merge("feat")
+
+
+lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"d\n", b"e"]), max_size=12).map(b"".join)
+
+
+@given(lines, lines)
+def test_merge_lines_one_sided_edits_are_taken_as_is(base: bytes, edited: bytes) -> None:
+    assert merge_lines(base, edited, base) == (edited, True)
+    assert merge_lines(base, base, edited) == (edited, True)
+    assert merge_lines(base, edited, edited) == (edited, True)
+
+
+@given(lines, lines, lines)
+def test_merge_lines_conflicts_carry_markers(base: bytes, ours: bytes, theirs: bytes) -> None:
+    merged, clean = merge_lines(base, ours, theirs)
+    if clean:
+        assert b"<<<<<<<" not in merged
+    else:
+        assert b"<<<<<<< ours\n" in merged and b">>>>>>> theirs\n" in merged
