@@ -336,7 +336,7 @@ def test_reads_racing_gc_never_fail_and_never_resurrect(path: Path) -> None:
     import sys
     import threading
 
-    store = RocksStore(path, base_cache_bytes=0)  # every read walks its chain's frames
+    store = RocksStore(path, record_cache_bytes=0)  # every read walks its chain's frames
     versions = source_versions(10)
     ids = write_chain(store, versions)
     stop = threading.Event()
@@ -396,3 +396,16 @@ def test_unverified_writes_still_refuse_malformed_input(path: Path) -> None:
         with pytest.raises(InvalidInput):
             store.write({object_id(b"x"): "not bytes"})  # type: ignore[dict-item]
         assert list(store.ids()) == []
+
+
+@pytest.mark.parametrize("flip_at", [-1, -3, 45])
+def test_damaged_link_in_a_chain_is_named(store: RocksStore, path: Path, flip_at: int) -> None:
+    ids = write_chain(store, source_versions(5))
+    store.close()
+    raw_rocks_edit(
+        path, ids[2], lambda f: f[:flip_at] + bytes([f[flip_at] ^ 0x21]) + f[flip_at:][1:]
+    )
+    with RocksStore(path) as reopened:
+        with pytest.raises(CorruptObject, match=ids[2].hex()):
+            reopened.get(ids[4])
+        assert reopened.get(ids[1]) == source_versions(5)[1]
