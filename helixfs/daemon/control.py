@@ -27,7 +27,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -50,6 +50,25 @@ def socket_path(store: Path) -> Path:
     return store / SOCKET_NAME
 
 
+@contextlib.contextmanager
+def addressable(path: Path) -> Iterator[bytes]:
+    """An address for a unix socket at `path`, even past the 107-byte sun_path limit.
+
+    A long store path (deep home folders, pytest tmp dirs) would make bind/connect fail;
+    the socket is then reached through its folder opened as /proc/self/fd/N, which is
+    short and resolves to the same inode.
+    """
+    raw = os.fsencode(path)
+    if len(raw) < 100:
+        yield raw
+        return
+    folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{folder}/".encode() + os.fsencode(path.name)
+    finally:
+        os.close(folder)
+
+
 # --- client ---------------------------------------------------------------------------
 
 
@@ -65,7 +84,8 @@ def forward(
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         try:
-            sock.connect(os.fsencode(path))
+            with addressable(path) as address:
+                sock.connect(address)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
                 return None
@@ -159,7 +179,8 @@ class ControlServer:
         sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # born 0600: no window where others may connect
         try:
-            await sock.bind(os.fsencode(self.path))
+            with addressable(self.path) as address:
+                await sock.bind(address)
         finally:
             os.umask(old_umask)
         sock.listen(16)

@@ -189,6 +189,19 @@ class Mount:
 MountFactory = Callable[..., Mount]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_mount_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Belt and braces: whatever a test did, no HelixFS mount under pytest's tmp outlives
+    the session (a stuck one would hang the next `rm -rf` of the tmp dir)."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    with open("/proc/self/mountinfo") as info:
+        targets = [line.split(" ")[4] for line in info if " fuse.helixfs " in line]
+    for target in targets:
+        if target.startswith(base):
+            subprocess.run(["fusermount3", "-u", "-z", target], capture_output=True, check=False)
+
+
 @pytest.fixture
 def make_mount(tmp_path: Path) -> Iterator[MountFactory]:
     """`make_mount(quiet_window_ms=0, *extra_args)`: a fresh store, mounted for real."""

@@ -180,3 +180,15 @@ def test_foreground_ctrl_c_unmounts(store: Path, tmp_path: Path) -> None:
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_control_socket_works_for_a_store_with_a_very_long_path(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / ("and-another-one-" * 3) / "store"
+    deep.parent.mkdir(parents=True)
+    helix("init", deep)
+    mount = make_mount(0, store=deep)
+    assert len(str(mount.store / "control.sock")) > 108
+    (mount.path / "f.txt").write_text("deep\n")
+    assert mount.helix("cat", "HEAD", "f.txt").stdout == "deep\n"

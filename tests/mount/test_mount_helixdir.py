@@ -155,3 +155,22 @@ def test_search_and_context_files_answer_from_memory(mnt: Mount) -> None:
     assert "auth worker" in answer
     assert "auth worker" in (mnt.path / ".helix" / "context").read_text()
     assert "search" not in os.listdir(mnt.path / ".helix" / "search")  # queries not listed
+
+
+def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
+    mnt.sh("echo on-main > f.txt && mkdir .helix/branches/b")
+    mnt.sh("echo on-b > .helix/branches/b/f.txt")
+    done = mnt.sh(
+        'python3 -c "\n'
+        "import os\n"
+        "fd = os.open('f.txt', os.O_RDONLY)\n"
+        "open('.helix/HEAD', 'w').write('b')\n"
+        "try:\n"
+        "    print(os.pread(fd, 100, 0).decode().strip())\n"
+        "except OSError as exc:\n"
+        "    print('error', exc.errno)\n"
+        "print(open('f.txt').read().strip())\n\"",
+    )
+    old_fd, new_open = done.stdout.splitlines()
+    assert old_fd in ("on-main", "error 5", "error 116")  # its old content, or a clean error
+    assert new_open == "on-b"
