@@ -35,6 +35,7 @@ class Node:
         "pure",
         "raw",
         "recheck",
+        "listing",
         "__weakref__",
     )
 
@@ -60,6 +61,7 @@ class Node:
         self.dirty = False  # directory whose listing must be re-encoded
         self.pure = False  # directory known to hold no ephemeral file anywhere below
         self.raw: bytes | None = None  # cached encoding of this node's tree entry
+        self.listing: list[tuple[bytes, Node]] | None = None  # children sorted by name
         self.recheck = False  # a child left: purity must be re-derived from all children
 
     def is_dir(self) -> bool:

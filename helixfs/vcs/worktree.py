@@ -118,6 +118,7 @@ class Worktree:
                 entry.name: node_from_entry(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
+            node.listing = list(node.children.items())  # trees are stored in name order
         return node.children
 
     def _touch(self, node: Node, *paths: bytes, relisted: bool = False) -> None:
@@ -125,6 +126,8 @@ class Worktree:
         ancestors for re-encoding."""
         node.raw = None
         node.ctime_ns = time.time_ns()
+        if relisted:
+            node.listing = None
         if node is not self.root and node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
         self._unsaved = True
@@ -149,7 +152,14 @@ class Worktree:
 
     def listdir(self, parent: Node) -> list[tuple[bytes, Node]]:
         with self._lock:
-            return sorted(self._children(parent).items())
+            return list(self._sorted(parent))
+
+    def _sorted(self, node: Node) -> list[tuple[bytes, Node]]:
+        """Children in name order, cached until the listing changes (readdir is called
+        once per chunk of a big directory, and every save walks dirty listings)."""
+        if node.listing is None:
+            node.listing = sorted(self._children(node).items())
+        return node.listing
 
     def read(self, node: Node, offset: int, size: int) -> bytes:
         if node.is_dir():
@@ -451,15 +461,13 @@ class Worktree:
         if not node.dirty:
             assert node.oid is not None
             return node.oid
-        children = self._children(node)
         raws: list[bytes] = []
         # Purity is re-derived from every child only when it may have been lost or
         # regained (a child left, or the directory was impure); otherwise only the
         # changed children can spoil it. Keeps a one-file save O(changed), not O(listing).
         full = node.recheck or not node.pure
         pure = True
-        for name in sorted(children):
-            child = children[name]
+        for name, child in self._sorted(node):
             raw = child.raw
             if raw is None:
                 if child.dirty:
@@ -491,8 +499,7 @@ class Worktree:
         if node.children is None:
             return self.repo.trees.without_ephemeral(node.oid, objects)
         entries = []
-        for name in sorted(node.children):
-            child = node.children[name]
+        for name, child in self._sorted(node):
             if is_ephemeral(name) and not child.is_dir():
                 continue
             entry = child.entry()
