@@ -100,11 +100,16 @@ def test_fsck_on_disk_finds_bytes_flipped_under_rocksdb(tmp_path: Path) -> None:
         repo.commit({"a": b"precious data " * 10}, "one")
         oid = repo.entry("HEAD", "a").oid  # type: ignore[union-attr]
         assert repo.fsck().ok
-    # tamper below the store: a valid RAW frame holding other bytes under the same key
-    from helixfs.store.frame import encode_plain
-    from helixfs.store.rocks import _open_db
+    # tamper below the store, with rocksdict only: a valid RAW frame of other bytes
+    import rocksdict
 
-    db = _open_db(tmp_path / "s" / "objects")
+    from helixfs.store.frame import encode_plain
+
+    path = str(tmp_path / "s" / "objects")
+    options = rocksdict.Options(raw_mode=True)
+    names = set(rocksdict.Rdict.list_cf(path, options)) - {"default"}
+    families = {name: rocksdict.Options(raw_mode=True) for name in names}
+    db = rocksdict.Rdict(path, options, column_families=families)
     objects = db.get_column_family("objects")
     objects[oid] = encode_plain(encode_blob(b"tampered!"))
     del objects  # RocksDB's LOCK goes only with the last column-family handle
