@@ -33,7 +33,6 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     NotFound,
-    StoreLocked,
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id, object_id
@@ -52,6 +51,14 @@ from helixfs.store.frame import (
     parse_delta,
     verify,
 )
+from helixfs.store.rocksdb_open import (
+    COLUMN_FAMILIES,
+    claim_owner,
+    disk_usage,
+    forget_owner,
+    open_db,
+    scan,
+)
 from helixfs.store.validate import (
     check_delta_bases,
     check_objects,
@@ -61,13 +68,11 @@ from helixfs.store.validate import (
     plan_refs,
 )
 
+_open_db = open_db  # tests elsewhere (tests/vcs) open the raw DB through this name
 STORE_FORMAT = b"1"
-OWNER_FILE = "OWNER"
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
-COLUMN_FAMILIES = ("objects", "refs", "meta")
-BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 
 
 V = TypeVar("V")
@@ -112,7 +117,7 @@ class RocksStore:
         self._lock = threading.RLock()
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
-        self._db = _open_db(self.path)
+        self._db = open_db(self.path)
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
         self._objects_cf = self._db.get_column_family("objects")
@@ -126,7 +131,7 @@ class RocksStore:
         except BaseException:
             self.close()
             raise
-        (self.path / OWNER_FILE).write_text(f"{os.getpid()}\n")
+        claim_owner(self.path)
 
     # ------------------------------------------------------------------ reads
 
@@ -163,12 +168,12 @@ class RocksStore:
     def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
         self._check_open()
         start = check_ref_prefix(prefix).encode()
-        found = [(key.decode(), value) for key, value in _scan(self._refs_cf, start)]
+        found = [(key.decode(), value) for key, value in scan(self._refs_cf, start)]
         return iter(found)
 
     def ids(self) -> Iterator[ObjectId]:
         self._check_open()
-        return iter([ObjectId(key) for key, _ in _scan(self._objects_cf, b"")])
+        return iter([ObjectId(key) for key, _ in scan(self._objects_cf, b"")])
 
     # ------------------------------------------------------------------ writes
 
@@ -263,7 +268,7 @@ class RocksStore:
         """base -> the objects stored as deltas on it; built by one scan, then maintained."""
         if self._dependents is None:
             index: dict[ObjectId, set[ObjectId]] = {}
-            for key, frame in _scan(self._objects_cf, b""):
+            for key, frame in scan(self._objects_cf, b""):
                 if len(frame) > HEADER_SIZE and frame[4] == Codec.DELTA:
                     oid = ObjectId(key)
                     try:
@@ -299,7 +304,7 @@ class RocksStore:
         """A full scan of the objects: exact figures, meant for `helix stats`, not loops."""
         self._check_open()
         count = logical = stored = deltas = delta_bytes = unreadable = 0
-        for key, frame in _scan(self._objects_cf, b""):
+        for key, frame in scan(self._objects_cf, b""):
             count += 1
             try:
                 logical += logical_size(ObjectId(key), frame)
@@ -313,7 +318,7 @@ class RocksStore:
             objects=count,
             logical_bytes=logical,
             stored_bytes=stored,
-            disk_bytes=_disk_usage(self.path),
+            disk_bytes=disk_usage(self.path),
             cache_hits=self._hits,
             cache_misses=self._misses,
             extra={
@@ -339,7 +344,7 @@ class RocksStore:
             del self._objects, self._refs, self._objects_cf, self._refs_cf
             self._db.close()
             del self._db
-            _forget_owner(self.path)
+            forget_owner(self.path)
             self._frames.clear()
             self._bases.clear()
 
@@ -504,99 +509,3 @@ class RocksStore:
             return parse_delta(oid, frame).base
         except HelixError:
             return None
-
-
-# ---------------------------------------------------------------------- opening
-
-
-def _open_db(path: Path) -> rocksdict.Rdict:
-    """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
-    cache = rocksdict.Cache(BLOCK_CACHE_BYTES)  # one block cache shared by every family
-    options = _db_options(cache)
-    try:  # RocksDB refuses to open unless every existing family is named
-        existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}
-    except Exception:  # a new, empty directory has none
-        existing = set()
-    families = {name: _db_options(cache) for name in existing.union(COLUMN_FAMILIES)}
-    try:
-        return rocksdict.Rdict(str(path), options, column_families=families)
-    except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
-        text = str(err)
-        if "LOCK" in text and ("lock" in text.lower() or "unavailable" in text):
-            raise StoreLocked(_locked_message(path)) from None
-        raise InvalidInput(f"cannot open store at {path}: {text}") from err
-
-
-def _locked_message(path: Path) -> str:
-    try:
-        pid = int((path / OWNER_FILE).read_text().strip())
-    except (OSError, ValueError):
-        holder = "another process"
-    else:
-        holder = "this process" if pid == os.getpid() else f"process {pid}"
-    return (
-        f"store {path} is in use by {holder} (one writer per store): stop that process "
-        "(`helix umount`) or talk to its daemon instead of opening the store directly"
-    )
-
-
-def _db_options(cache: rocksdict.Cache) -> rocksdict.Options:
-    """Options for a small footprint, measured on 1,000 AI-style variants of a project.
-
-    Frames arrive LZ4-compressed (fast, so the commit path stays cheap), yet ZSTD block
-    compression on top still took the SST files from 2.42 to 1.98 MB: it entropy-codes
-    what LZ4 leaves, plus the delta headers and commit text. It runs only in RocksDB's
-    background flush/compaction threads, never in `write`. 16 KiB blocks (vs 4 KiB)
-    gave ZSTD more context for 4% more, at the price of inflating 16 KiB on a cold
-    point read (the L1 and block caches absorb the hot ones). The info LOG is capped:
-    uncapped it outgrew a small store's data.
-    """
-    options = rocksdict.Options(raw_mode=True)
-    options.create_if_missing(True)
-    options.create_missing_column_families(True)
-    options.set_compression_type(rocksdict.DBCompressionType.zstd())
-    options.set_write_buffer_size(16 << 20)
-    options.set_max_write_buffer_number(2)
-    options.set_keep_log_file_num(2)
-    options.set_max_log_file_size(128 << 10)
-    options.set_max_total_wal_size(64 << 20)
-    options.set_max_background_jobs(2)
-    table = rocksdict.BlockBasedOptions()
-    table.set_bloom_filter(10, False)
-    table.set_block_size(16 << 10)
-    table.set_block_cache(cache)
-    options.set_block_based_table_factory(table)
-    return options
-
-
-def _scan(family: rocksdict.Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """Rows whose key starts with `prefix`, in key order."""
-    cursor = family.iter()
-    cursor.seek(prefix)
-    while cursor.valid():
-        key = cursor.key()
-        if not key.startswith(prefix):
-            break
-        yield key, cursor.value()
-        cursor.next()
-
-
-def _forget_owner(path: Path) -> None:
-    owner = path / OWNER_FILE
-    try:
-        if int(owner.read_text().strip()) == os.getpid():
-            owner.unlink()
-    except (OSError, ValueError):
-        pass  # never ours, or already gone: nothing to undo
-
-
-def _disk_usage(path: Path) -> int:
-    total = 0
-    for entry in os.scandir(path):
-        if entry.is_file(follow_symlinks=False):
-            total += entry.stat().st_size
-    return total

@@ -1,0 +1,117 @@
+"""Opening the RocksDB behind RocksStore: options, column families, the owner file.
+
+Kept apart from the store's logic: this is the part that knows RocksDB's knobs and error
+texts, measured and chosen once, while rocks.py is about frames, deltas and refs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import rocksdict
+
+from helixfs.errors import InvalidInput, StoreLocked
+
+OWNER_FILE = "OWNER"
+COLUMN_FAMILIES = ("objects", "refs", "meta")
+BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
+
+
+def open_db(path: Path) -> rocksdict.Rdict:
+    """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
+    cache = rocksdict.Cache(BLOCK_CACHE_BYTES)  # one block cache shared by every family
+    options = db_options(cache)
+    try:  # RocksDB refuses to open unless every existing family is named
+        existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}
+    except Exception:  # a new, empty directory has none
+        existing = set()
+    families = {name: db_options(cache) for name in existing.union(COLUMN_FAMILIES)}
+    try:
+        return rocksdict.Rdict(str(path), options, column_families=families)
+    except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
+        text = str(err)
+        if "LOCK" in text and ("lock" in text.lower() or "unavailable" in text):
+            raise StoreLocked(locked_message(path)) from None
+        raise InvalidInput(f"cannot open store at {path}: {text}") from err
+
+
+def locked_message(path: Path) -> str:
+    try:
+        pid = int((path / OWNER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        holder = "another process"
+    else:
+        holder = "this process" if pid == os.getpid() else f"process {pid}"
+    return (
+        f"store {path} is in use by {holder} (one writer per store): stop that process "
+        "(`helix umount`) or talk to its daemon instead of opening the store directly"
+    )
+
+
+def db_options(cache: rocksdict.Cache) -> rocksdict.Options:
+    """Options for a small footprint, measured on 1,000 AI-style variants of a project.
+
+    Frames arrive LZ4-compressed (fast, so the commit path stays cheap), yet ZSTD block
+    compression on top still took the SST files from 2.42 to 1.98 MB: it entropy-codes
+    what LZ4 leaves, plus the delta headers and commit text. It runs only in RocksDB's
+    background flush/compaction threads, never in `write`. 16 KiB blocks (vs 4 KiB)
+    gave ZSTD more context for 4% more, at the price of inflating 16 KiB on a cold
+    point read (the L1 and block caches absorb the hot ones). The info LOG is capped:
+    uncapped it outgrew a small store's data.
+    """
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    options.set_compression_type(rocksdict.DBCompressionType.zstd())
+    options.set_write_buffer_size(16 << 20)
+    options.set_max_write_buffer_number(2)
+    options.set_keep_log_file_num(2)
+    options.set_max_log_file_size(128 << 10)
+    options.set_max_total_wal_size(64 << 20)
+    options.set_max_background_jobs(2)
+    table = rocksdict.BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    table.set_block_size(16 << 10)
+    table.set_block_cache(cache)
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def scan(family: rocksdict.Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Rows whose key starts with `prefix`, in key order."""
+    cursor = family.iter()
+    cursor.seek(prefix)
+    while cursor.valid():
+        key = cursor.key()
+        if not key.startswith(prefix):
+            break
+        yield key, cursor.value()
+        cursor.next()
+
+
+def claim_owner(path: Path) -> None:
+    """Record our pid beside RocksDB's LOCK, for the next opener's error message."""
+    (path / OWNER_FILE).write_text(f"{os.getpid()}\n")
+
+
+def forget_owner(path: Path) -> None:
+    owner = path / OWNER_FILE
+    try:
+        if int(owner.read_text().strip()) == os.getpid():
+            owner.unlink()
+    except (OSError, ValueError):
+        pass  # never ours, or already gone: nothing to undo
+
+
+def disk_usage(path: Path) -> int:
+    total = 0
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            total += entry.stat().st_size
+    return total
