@@ -71,8 +71,9 @@ def db_options(cache: rocksdict.Cache) -> rocksdict.Options:
     options.set_compression_type(rocksdict.DBCompressionType.zstd())
     options.set_write_buffer_size(16 << 20)
     options.set_max_write_buffer_number(2)
-    options.set_keep_log_file_num(2)
-    options.set_max_log_file_size(128 << 10)
+    options.set_keep_log_file_num(1)  # RocksDB's info LOG: one file, capped, no stat dumps
+    options.set_max_log_file_size(64 << 10)
+    options.set_stats_dump_period_sec(0)
     options.set_max_total_wal_size(64 << 20)
     options.set_max_background_jobs(2)
     table = rocksdict.BlockBasedOptions()
