@@ -202,6 +202,8 @@ def apply_delta(oid: ObjectId, delta: Delta, base: bytes) -> bytes:
     """The record a delta describes, given its base's record (result not yet verified)."""
     if delta.prefix + delta.suffix > len(base):
         raise CorruptObject(f"object {hex_id(oid)} is corrupt: delta overruns its base")
+    if delta.middle_size > len(delta.block) * MAX_LZ4_RATIO + 64:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: impossible delta size")
     base_middle = memoryview(base)[delta.prefix : len(base) - delta.suffix][-LZ4_WINDOW:]
     try:
         middle = (

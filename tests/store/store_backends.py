@@ -11,7 +11,8 @@ import rocksdict
 from helixfs.ids import ObjectId
 from helixfs.store import ObjectStore
 from helixfs.store.memory import MemoryStore
-from helixfs.store.rocks import COLUMN_FAMILIES, RocksStore
+from helixfs.store.rocks import RocksStore
+from helixfs.store.rocksdb_open import COLUMN_FAMILIES
 
 
 @dataclass

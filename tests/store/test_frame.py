@@ -140,3 +140,15 @@ def test_damaged_delta_never_passes_verification(record: bytes, flip: int) -> No
     if result != record:
         with pytest.raises(CorruptObject):
             verify(oid, result)
+
+
+def test_absurd_sizes_in_a_delta_are_corrupt_not_a_huge_allocation() -> None:
+    base = b"".join(b"line %d\n" % i for i in range(2000))
+    record = base.replace(b"line 1000\n", b"edited\n")
+    oid = object_id(record)
+    frame = encode_delta(record, BASE_ID, base, 0)
+    assert frame is not None
+    delta = parse_delta(oid, frame)
+    huge = type(delta)(delta.base, delta.depth, delta.prefix, delta.suffix, 1 << 40, delta.block)
+    with pytest.raises(CorruptObject):
+        apply_delta(oid, huge, base)

@@ -17,7 +17,8 @@ from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, U
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.frame import Codec, codec_of, parse_delta
-from helixfs.store.rocks import COLUMN_FAMILIES, MAX_DELTA_DEPTH, RocksStore
+from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
+from helixfs.store.rocksdb_open import COLUMN_FAMILIES
 
 pytestmark = pytest.mark.timeout(60)
 
