@@ -65,11 +65,13 @@ def register(subparsers: Any) -> None:
 
 def _ref_arguments(parser: argparse.ArgumentParser, *, rename: bool) -> None:
     parser.add_argument("name", metavar="NAME", nargs="?")
-    parser.add_argument("rev", metavar="REV", nargs="?", default="HEAD")
+    parser.add_argument("rev", metavar="REV", nargs="?", help="start point (default HEAD)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-d", "--delete", action="store_true", help="delete NAME")
     if rename:
-        group.add_argument("-m", "--rename", metavar="NEW", help="rename NAME to NEW")
+        group.add_argument(
+            "-m", "--rename", action="store_true", help="rename NAME to the second argument"
+        )
 
 
 def _named_ids(refs: Mapping[str, bytes] | Iterable[Any]) -> list[tuple[str, str]]:
@@ -104,13 +106,14 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         repo.delete_branch(args.name)
         out.emit({"deleted": args.name}, f"deleted branch {args.name}")
     elif args.rename:
-        repo.rename_branch(args.name, args.rename)
+        if not args.rev:
+            raise InvalidInput("usage: helix branch -m OLD NEW")
+        repo.rename_branch(args.name, args.rev)
         out.emit(
-            {"renamed": args.name, "to": args.rename},
-            f"renamed branch {args.name} to {args.rename}",
+            {"renamed": args.name, "to": args.rev}, f"renamed branch {args.name} to {args.rev}"
         )
     else:
-        cid = repo.create_branch(args.name, args.rev)
+        cid = repo.create_branch(args.name, args.rev or "HEAD")
         _created(out, "branch", args.name, cid if isinstance(cid, bytes) else None, repo)
     return 0
 
@@ -130,7 +133,7 @@ def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int
         repo.delete_snapshot(args.name)
         out.emit({"deleted": args.name}, f"deleted snapshot {args.name}")
         return 0
-    cid = repo.create_snapshot(args.name, args.rev)
+    cid = repo.create_snapshot(args.name, args.rev or "HEAD")
     if not isinstance(cid, bytes):
         cid = dict(_named_ids(repo.snapshots())).get(args.name)
         cid = bytes.fromhex(cid) if cid else None

@@ -244,7 +244,7 @@ def _check_ref(repo: Repository, path: Path, ref: _GitRef) -> None:
     if current is None:
         return
     commit = repo.commit_info(CommitId(current))
-    if not commit.parents and commit.tree == EMPTY_TREE_ID:
+    if _is_init_commit(commit):
         return  # the empty commit `helix init` made
     earlier = (
         commit.meta.get("git", {}).get("commit")
@@ -298,7 +298,9 @@ def import_git(
     finally:
         cat.close()
     batch.flush()
-    head = _move_refs(repo, path, refs, converter.commits, prefix)
+    head_was_empty = _is_init_commit(repo.commit_info("HEAD"))
+    _move_refs(repo, refs, converter.commits)
+    head = _follow_git_head(repo, path, refs, prefix) if head_was_empty else repo.head_branch()
     return GitImportSummary(
         made,
         skipped,
@@ -310,14 +312,8 @@ def import_git(
     )
 
 
-def _move_refs(
-    repo: Repository,
-    path: Path,
-    refs: list[_GitRef],
-    commits: dict[str, CommitId],
-    prefix: str,
-) -> str | None:
-    """All refs in one compare-and-swap write; then HEAD follows git's if it was empty."""
+def _move_refs(repo: Repository, refs: list[_GitRef], commits: dict[str, CommitId]) -> None:
+    """All refs in one compare-and-swap write."""
     with repo.lock:
         updates = []
         for ref in refs:
@@ -329,19 +325,21 @@ def _move_refs(
         for ref in refs:
             if ref.kind == "branch":
                 repo._moved(ref.name)
-    return _follow_git_head(repo, path, refs, prefix)
 
 
-def _follow_git_head(repo: Repository, path: Path, refs: list[_GitRef], prefix: str) -> str | None:
-    """Check out git's HEAD branch if the store's HEAD still shows the empty init commit."""
+def _is_init_commit(commit: Commit) -> bool:
+    return not commit.parents and commit.tree == EMPTY_TREE_ID
+
+
+def _follow_git_head(repo: Repository, path: Path, refs: list[_GitRef], prefix: str) -> str:
+    """Check out git's HEAD branch: the store's HEAD showed nothing but `helix init`."""
     head = repo.head_branch()
     git_head = (
         _git(path, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.decode().strip()
     )
     wanted = prefix + git_head.replace("/", "-")
     match = [r.name for r in refs if r.kind == "branch" and git_head and r.name == wanted]
-    current = repo.commit_info(repo.resolve(head))
-    if match and head not in match and not current.parents and current.tree == EMPTY_TREE_ID:
+    if match and head not in match:
         repo.checkout(match[0])
         return match[0]
     return head

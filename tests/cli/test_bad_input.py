@@ -1,0 +1,131 @@
+"""Bad input gets one clear line, exit 1, and changes nothing in the store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import Helix, fails, make_tree, ok, store_state
+
+
+@pytest.fixture
+def populated(helix: Helix, tmp_path: Path) -> Path:
+    make_tree(tmp_path / "proj", {"a.txt": "a\n", "dir/b.txt": "b\n"})
+    ok(helix("import", "proj"))
+    ok(helix("branch", "side"))
+    ok(helix("snapshot", "snap"))
+    return tmp_path
+
+
+BAD_COMMANDS = [
+    (["log", "nosuchrev"], "unknown revision"),
+    (["cat", "HEAD", "missing.txt"], "no such path"),
+    (["cat", "HEAD", "dir"], "is a directory"),
+    (["ls", "HEAD", "a.txt"], "not a directory"),
+    (["ls", "HEAD~5"], "past the first commit"),
+    (["rev-parse", "ffffffffffff"], "unknown revision"),
+    (["diff", "HEAD", "nope"], "unknown revision"),
+    (["branch", "x", "nope"], "unknown revision"),
+    (["branch", "-d", "nope"], "no branch"),
+    (["branch", "-m", "nope", "other"], "no branch"),
+    (["branch", "-m", "side", "main"], "already exists"),
+    (["branch", ".hidden"], "may not start"),
+    (["snapshot", "snap"], "already exists"),
+    (["snapshot", "-d", "nope"], "no snapshot"),
+    (["checkout", "nope"], "no branch"),
+    (["reset", "--hard", "nope"], "unknown revision"),
+    (["merge", "nope"], "nope"),
+    (["import", "no-such-folder"], "no such folder"),
+    (["import", "--from-git", "proj"], "git"),
+    (["import", "proj", "--branch", "nope"], "unknown revision"),
+    (["export", "nope", "out"], "unknown revision"),
+    (["export", "HEAD", "proj"], "not an empty folder"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), BAD_COMMANDS, ids=[" ".join(a) for a, _ in BAD_COMMANDS]
+)
+def test_bad_input_changes_nothing(
+    helix: Helix, store: Path, populated: Path, argv: list[str], message: str
+) -> None:
+    before = store_state(store)
+    fails(helix(*argv), says=message)
+    assert store_state(store) == before
+    assert not (populated / "out").exists()
+
+
+def test_import_without_a_source_is_a_usage_problem(helix: Helix, populated: Path) -> None:
+    fails(helix("import"), says="either DIR or --from-git")
+    fails(helix("import", "proj", "--from-git", "proj"), says="either DIR or --from-git")
+
+
+def _corrupt_file(store: Path, path: str) -> None:
+    """Below the store, with rocksdict only: a valid frame of other bytes under its id."""
+    import rocksdict
+
+    from helixfs.store.frame import encode_plain
+    from helixfs.vcs.objects import encode_blob
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        entry = repo.entry("HEAD", path)
+        assert entry is not None
+        db_path = str(getattr(repo.store, "path", store / "objects"))
+    if not Path(db_path, "CURRENT").exists():
+        db_path = str(Path(db_path) / "objects")
+    options = rocksdict.Options(raw_mode=True)
+    names = set(rocksdict.Rdict.list_cf(db_path, options)) - {"default"}
+    families = {name: rocksdict.Options(raw_mode=True) for name in names}
+    db = rocksdict.Rdict(db_path, options, column_families=families)
+    objects = db.get_column_family("objects")
+    objects[entry.oid] = encode_plain(encode_blob(b"tampered bytes\n"))
+    del objects  # RocksDB's LOCK goes only with the last column-family handle
+    db.close()
+    del db
+
+
+def test_corrupt_object_is_reported_not_returned(
+    helix: Helix, store: Path, populated: Path
+) -> None:
+    _corrupt_file(store, "dir/b.txt")
+    before = store_state(store)
+    fails(helix("cat", "HEAD", "dir/b.txt"), says="corrupt")
+    assert ok(helix("cat", "HEAD", "a.txt")).out == "a\n"
+    result = helix("fsck", "--json")
+    assert result.code == 1 and result.json()["problems"]
+    assert "fsck found" in result.err
+    fails(helix("export", "HEAD", "out"), says="corrupt")
+    assert not (populated / "out").exists()
+    assert store_state(store) == before
+
+
+LOCK_HOLDER = """
+import sys, time
+from helixfs.vcs.repo import Repository
+repo = Repository.open(sys.argv[1])
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_locked_store_fails_cleanly(helix: Helix, store: Path, populated: Path) -> None:
+    before = store_state(store)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        fails(helix("log"), says="in use")
+        fails(helix("branch", "new"), says="in use")
+        fails(helix("import", "proj"), says="in use")
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert store_state(store) == before
+    ok(helix("log"))

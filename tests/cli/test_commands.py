@@ -1,0 +1,200 @@
+"""Every repository command through the real `helix` process, human and --json forms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import Helix, fails, make_tree, ok
+
+PROJECT = {
+    "README.md": "hello\n",
+    "src/app.py": "def main():\n    return 1\n",
+    "src/util.py": "X = 1\n",
+}
+
+
+def _imported(helix: Helix, tmp_path: Path) -> str:
+    make_tree(tmp_path / "proj", PROJECT)
+    doc = ok(helix("import", "--json", "proj")).json()
+    assert doc["files"] == 3 and doc["changed"] is True
+    return str(doc["commit"])
+
+
+def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
+    cid = _imported(helix, tmp_path)
+    assert ok(helix("rev-parse", "HEAD")).out.strip() == cid
+    listing = ok(helix("ls", "HEAD")).out.splitlines()
+    assert [line.split()[-1] for line in listing] == ["README.md", "src/"]
+    entries = ok(helix("ls", "--json", "HEAD", "src")).json()
+    assert [e["name"] for e in entries] == ["app.py", "util.py"]
+    assert entries[0]["type"] == "file" and entries[0]["size"] == len(PROJECT["src/app.py"])
+    assert ok(helix("cat", "HEAD", "src/app.py")).out == PROJECT["src/app.py"]
+    assert ok(helix("cat", "--json", "HEAD", "README.md")).json()["content"] == "hello\n"
+    log = ok(helix("log", "--json")).json()
+    assert [c["message"] for c in log] == ["import proj", "init"]
+    assert log[0]["id"] == cid and log[0]["author"] == "tester"
+    assert len(ok(helix("log", "-n", "1")).out.splitlines()) == 1
+
+
+def test_reimport_of_the_same_folder_makes_no_commit(helix: Helix, tmp_path: Path) -> None:
+    cid = _imported(helix, tmp_path)
+    doc = ok(helix("import", "--json", "proj")).json()
+    assert doc["changed"] is False and doc["commit"] == cid
+    assert "unchanged" in ok(helix("import", "proj")).out
+
+
+def test_import_replaces_the_tree(helix: Helix, tmp_path: Path) -> None:
+    _imported(helix, tmp_path)
+    (tmp_path / "proj" / "src" / "util.py").unlink()
+    (tmp_path / "proj" / "README.md").write_text("changed\n")
+    ok(helix("import", "-m", "second", "proj"))
+    status = ok(helix("diff", "--name-status", "HEAD~1", "HEAD")).out.splitlines()
+    assert [s.split() for s in status] == [["M", "README.md"], ["D", "src/util.py"]]
+    doc = ok(helix("diff", "--json", "HEAD~1", "HEAD")).json()
+    assert {c["path"]: c["status"] for c in doc["changes"]} == {
+        "README.md": "M",
+        "src/util.py": "D",
+    }
+    assert "-hello" in doc["text"] and "+changed" in doc["text"]
+    unified = ok(helix("diff", "HEAD~1", "HEAD")).out
+    assert "--- a/README.md" in unified and "+changed" in unified
+    assert ok(helix("log", "-n", "1")).out.split()[-1] == "second"
+
+
+def test_branches(helix: Helix, tmp_path: Path) -> None:
+    cid = _imported(helix, tmp_path)
+    created = ok(helix("branch", "--json", "feature")).json()
+    assert created == {"branch": "feature", "id": cid}
+    ok(helix("branch", "old", "HEAD~1"))
+    listed = ok(helix("branch", "--json")).json()["branches"]
+    assert [(b["name"], b["current"]) for b in listed] == [
+        ("feature", False),
+        ("main", True),
+        ("old", False),
+    ]
+    human = ok(helix("branch")).out.splitlines()
+    assert human[1].startswith("*") and "main" in human[1]
+    ok(helix("branch", "-m", "feature", "renamed"))
+    ok(helix("branch", "-d", "old"))
+    names = [b["name"] for b in ok(helix("branch", "--json")).json()["branches"]]
+    assert names == ["main", "renamed"]
+    fails(helix("branch", "-d", "main"), says="current branch")
+    fails(helix("branch", "renamed"), says="already exists")
+    fails(helix("branch", "bad name"), says="may not contain")
+
+
+def test_snapshots_checkout_and_reset(helix: Helix, tmp_path: Path) -> None:
+    first = _imported(helix, tmp_path)
+    ok(helix("snapshot", "before"))
+    (tmp_path / "proj" / "new.txt").write_text("new\n")
+    second = ok(helix("import", "--json", "proj")).json()["commit"]
+    snaps = ok(helix("snapshot", "--json")).json()["snapshots"]
+    assert [(s["name"], s["id"]) for s in snaps] == [("before", first)]
+    assert ok(helix("rev-parse", "before")).out.strip() == first
+    assert ok(helix("rev-parse", "--json", second[:10])).json()["id"] == second
+    ok(helix("branch", "side", "before"))
+    doc = ok(helix("checkout", "--json", "side")).json()
+    assert doc == {"branch": "side", "id": first}
+    ok(helix("checkout", "main"))
+    doc = ok(helix("reset", "--json", "--hard", "HEAD~1")).json()
+    assert doc == {"branch": "main", "id": first}
+    fails(helix("cat", "HEAD", "new.txt"), says="no such path")
+    assert ok(helix("cat", second, "new.txt")).out == "new\n"
+    ok(helix("snapshot", "-d", "before"))
+    assert ok(helix("snapshot", "--json")).json() == {"snapshots": []}
+    fails(helix("reset", "HEAD"), 2)
+
+
+def test_merge_clean_and_conflicting(helix: Helix, tmp_path: Path) -> None:
+    base = _imported(helix, tmp_path)
+    ok(helix("branch", "feature"))
+    ok(helix("checkout", "feature"))
+    (tmp_path / "proj" / "src" / "app.py").write_text("def main():\n    return 2\n")
+    ok(helix("import", "proj"))
+    ok(helix("checkout", "main"))
+    (tmp_path / "proj" / "src" / "app.py").write_text(PROJECT["src/app.py"])
+    (tmp_path / "proj" / "README.md").write_text("hello there\n")
+    ok(helix("import", "proj"))
+    doc = ok(helix("merge", "--json", "feature")).json()
+    assert doc["status"] == "merged" and doc["conflicts"] == []
+    assert ok(helix("cat", "HEAD", "src/app.py")).out.endswith("return 2\n")
+    assert ok(helix("cat", "HEAD", "README.md")).out == "hello there\n"
+    graph = ok(helix("log", "--graph")).out.splitlines()
+    assert graph[0].startswith("*") and graph[1] == "|\\"
+
+    ok(helix("branch", "other", base))
+    ok(helix("checkout", "other"))
+    (tmp_path / "proj" / "README.md").write_text("other text\n")
+    ok(helix("import", "proj"))
+    ok(helix("checkout", "main"))
+    head = ok(helix("rev-parse", "HEAD")).out
+    result = helix("merge", "--json", "other")
+    assert result.code == 1 and result.json()["conflicts"] == ["README.md"]
+    assert "conflict" in result.err
+    assert ok(helix("rev-parse", "HEAD")).out == head
+    result = helix("merge", "--allow-conflicts", "other")
+    assert result.code == 1 and "README.md" in result.out
+    assert "<<<<<<<" in ok(helix("cat", "HEAD", "README.md")).out
+
+
+def test_gc_fsck_stats(helix: Helix, tmp_path: Path) -> None:
+    _imported(helix, tmp_path)
+    ok(helix("branch", "tmp"))
+    (tmp_path / "proj" / "big.bin").write_bytes(bytes(range(256)) * 400)
+    ok(helix("checkout", "tmp"))
+    ok(helix("import", "proj"))
+    ok(helix("checkout", "main"))
+    ok(helix("branch", "-d", "tmp"))
+    dry = ok(helix("gc", "--json", "--dry-run")).json()
+    assert dry["dry_run"] is True and dry["unreachable"] > 0
+    done = ok(helix("gc", "--json")).json()
+    assert done["unreachable"] == dry["unreachable"]
+    assert ok(helix("gc", "--json")).json()["unreachable"] == 0
+    fsck = ok(helix("fsck", "--json")).json()
+    assert fsck["problems"] == [] and fsck["objects"] > 0
+    stats = ok(helix("stats", "--json")).json()
+    for key in ("objects", "logical_bytes", "stored_bytes", "dedup_ratio", "cache_hit_ratio"):
+        assert key in stats
+    assert "commit_p50_us" in stats
+    assert "objects" in ok(helix("stats")).out
+
+
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    from .conftest import run_helix
+
+    store = tmp_path / "demo-store"
+    out = ok(run_helix("demo", store=store)).out
+    assert "merge" in out and "|\\" in out and "try-refresh" in out
+    branches = ok(run_helix("branch", "--json", store=store)).json()["branches"]
+    assert {b["name"] for b in branches} == {"main", "try-refresh"}
+    doc = ok(run_helix("demo", "--json", store=store)).json()
+    assert doc["store"] != str(store) and [s["step"] for s in doc["steps"]][-1] == "merge"
+
+
+def test_every_data_command_prints_one_json_document(helix: Helix, tmp_path: Path) -> None:
+    _imported(helix, tmp_path)
+    commands = [
+        ["log"],
+        ["log", "--graph"],
+        ["ls", "HEAD"],
+        ["cat", "HEAD", "README.md"],
+        ["diff", "HEAD~1", "HEAD"],
+        ["diff", "--name-status", "HEAD~1", "HEAD"],
+        ["rev-parse", "HEAD"],
+        ["branch"],
+        ["snapshot"],
+        ["stats"],
+        ["fsck"],
+        ["gc", "--dry-run"],
+        ["branch", "b2"],
+        ["snapshot", "s2"],
+        ["checkout", "main"],
+        ["reset", "--hard", "HEAD"],
+        ["merge", "b2"],
+        ["export", "HEAD", str(tmp_path / "exported")],
+        ["import", "proj"],
+    ]
+    for i, argv in enumerate(commands):
+        # both spellings: `helix CMD --json ...` and `helix --json CMD ...`
+        form = [*argv[:1], "--json", *argv[1:]] if i % 2 else ["--json", *argv]
+        ok(helix(*form)).json()  # one document, nothing else on stdout

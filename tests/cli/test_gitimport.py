@@ -1,0 +1,160 @@
+"""`helix import --from-git`: every commit, message, author, time, merge and tag."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import Helix, fails, ok, run_helix, store_state
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str, date: int | None = None) -> str:
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    env.update(GIT_AUTHOR_NAME="Ada Lovelace", GIT_AUTHOR_EMAIL="ada@example.org")
+    env.update(GIT_COMMITTER_NAME="Committer", GIT_COMMITTER_EMAIL="c@example.org")
+    if date is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{date} +0200"
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode()
+
+
+def _write(repo: Path, name: str, text: str) -> None:
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """main: 3 commits + a merge of `feature/x` (2 commits); a tag and an annotated tag."""
+    repo = tmp_path / "gitrepo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _write(repo, "README.md", "one\n")
+    _write(repo, "src/app.py", "print('hi')\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first\n\nwith a body", date=1_600_000_000)
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    _write(repo, "src/feature.py", "F = 1\n")
+    os.chmod(repo / "src" / "feature.py", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "feature: start", date=1_600_000_100)
+    _write(repo, "src/feature.py", "F = 2\n")
+    git(repo, "commit", "-q", "-am", "feature: more", date=1_600_000_200)
+    git(repo, "checkout", "-q", "main")
+    _write(repo, "README.md", "one\ntwo\n")
+    os.symlink("README.md", repo / "link")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "main: two", date=1_600_000_300)
+    git(repo, "tag", "v0.1", "HEAD~1")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature/x", date=1_600_000_400)
+    git(repo, "tag", "-a", "-m", "release", "v1.0")
+    return repo
+
+
+def _git_files(repo: Path, sha: str) -> dict[str, tuple[str, str]]:
+    files = {}
+    for line in git(repo, "ls-tree", "-r", sha).splitlines():
+        meta, path = line.split("\t", 1)
+        mode, _, blob = meta.split()
+        files[path] = (mode, git(repo, "cat-file", "blob", blob))
+    return files
+
+
+def _helix_files(helix: Helix, rev: str, scratch: Path) -> dict[str, tuple[str, str]]:
+    """The tree of `rev` as git would list it, read from a `helix export` of it."""
+    target = scratch / rev
+    ok(helix("export", rev, str(target)))
+    files = {}
+    for path in sorted(target.rglob("*")):
+        rel = str(path.relative_to(target))
+        if path.is_symlink():
+            files[rel] = ("120000", os.readlink(path))
+        elif path.is_file():
+            mode = "100755" if path.stat().st_mode & 0o111 else "100644"
+            files[rel] = (mode, path.read_text())
+    return files
+
+
+def test_every_commit_is_imported_faithfully(helix: Helix, git_repo: Path, tmp_path: Path) -> None:
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert doc["commits"] == 5 and doc["skipped"] == 0
+    assert doc["branches"] == ["feature-x", "main"]
+    assert doc["snapshots"] == ["v0.1", "v1.0"]
+    log = ok(helix("log", "--json", "--graph")).json()
+    git_log = git(git_repo, "log", "--topo-order", "--format=%H %at %an <%ae>", "main")
+    expected = [line.split(" ", 2) for line in git_log.splitlines()]
+    imported = {c["meta"]["git"]["commit"]: c for c in log if c["meta"].get("git")}
+    assert set(imported) == {sha for sha, _, _ in expected}
+    by_sha = {sha: c["id"] for sha, c in imported.items()}
+    for sha, at, author in expected:
+        commit = imported[sha]
+        assert commit["author"] == author
+        assert commit["time_ns"] == int(at) * 10**9
+        message = git(git_repo, "cat-file", "commit", sha).split("\n\n", 1)[1]
+        assert commit["message"] == message
+        parents = git(git_repo, "rev-parse", f"{sha}^@").split()
+        assert commit["parents"] == [by_sha[p] for p in parents]
+        assert _helix_files(helix, commit["id"], tmp_path) == _git_files(git_repo, sha)
+    tagged = git(git_repo, "rev-parse", "v0.1").strip()
+    assert ok(helix("rev-parse", "v0.1")).out.strip() == by_sha[tagged]
+    tagged = git(git_repo, "rev-parse", "v1.0^{commit}").strip()
+    assert ok(helix("rev-parse", "v1.0")).out.strip() == by_sha[tagged]
+    feature = git(git_repo, "rev-parse", "feature/x").strip()
+    assert ok(helix("rev-parse", "feature-x")).out.strip() == by_sha[feature]
+    assert "merge feature" in ok(helix("log", "--graph")).out.splitlines()[0]
+
+
+def test_reimport_is_idempotent_and_fast_forwards(helix: Helix, git_repo: Path) -> None:
+    ok(helix("import", "--from-git", str(git_repo)))
+    heads = ok(helix("branch", "--json")).json()
+    again = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert again["commits"] == 0 and again["skipped"] == 5
+    assert ok(helix("branch", "--json")).json() == heads
+    _write(git_repo, "new.txt", "new\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "later", date=1_600_000_500)
+    third = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert third["commits"] == 1
+    assert ok(helix("cat", "main", "new.txt")).out == "new\n"
+
+
+def test_import_into_a_store_with_other_work_is_refused(
+    helix: Helix, store: Path, git_repo: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "x").write_text("mine")
+    ok(helix("import", "mine"))
+    before = store_state(store)
+    fails(helix("import", "--from-git", str(git_repo)), says="already exists")
+    assert store_state(store) == before
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo), "--prefix", "git-")).json()
+    assert doc["branches"] == ["git-feature-x", "git-main"]
+    assert ok(helix("cat", "main", "x")).out == "mine"
+
+
+def test_empty_and_non_git_folders(helix: Helix, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    fails(helix("import", "--from-git", str(empty)), says="git")
+    git(empty, "init", "-q")
+    doc = ok(helix("import", "--json", "--from-git", str(empty))).json()
+    assert doc["commits"] == 0 and doc["branches"] == []
+
+
+def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> None:
+    store = tmp_path / "fresh"
+    ok(run_helix("init", store=store))
+    git(git_repo, "checkout", "-q", "-b", "trunk")
+    ok(run_helix("import", "--from-git", str(git_repo), store=store))
+    current = [
+        b for b in ok(run_helix("branch", "--json", store=store)).json()["branches"] if b["current"]
+    ]
+    assert current[0]["name"] == "trunk"

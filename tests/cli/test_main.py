@@ -1,0 +1,102 @@
+"""The `helix` front end: exit codes, usage errors, store resolution, in-process runs."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helixfs.cli.main import run_in_process
+from helixfs.cli.store_path import resolve_store
+from helixfs.vcs.repo import Repository
+
+from .conftest import fails, ok, run_helix
+
+
+def test_help_and_version_exit_0(tmp_path: Path) -> None:
+    assert "usage: helix" in ok(run_helix("--help", store=None)).out
+    assert ok(run_helix("--version", store=None)).out.startswith("helix ")
+    assert "REV" in ok(run_helix("log", "--help", store=None)).out
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    fails(run_helix("no-such-command", store=None), 2, says="invalid choice")
+    fails(run_helix("cat", "HEAD", store=tmp_path / "s"), 2, says="required")
+    fails(run_helix("log", "-n", "zero", store=tmp_path / "s"), 2)
+    fails(run_helix(store=None), 2)
+
+
+def test_missing_store_is_one_clear_line(tmp_path: Path) -> None:
+    result = fails(run_helix("log", store=tmp_path / "nowhere"), says="no HelixFS store")
+    assert "helix init" in result.err
+
+
+def test_init_twice_fails_and_keeps_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    ok(run_helix("init", store=store))
+    head = ok(run_helix("rev-parse", "HEAD", store=store)).out
+    fails(run_helix("init", store=store), says="already exists")
+    assert ok(run_helix("rev-parse", "HEAD", store=store)).out == head
+
+
+def test_init_takes_a_path_argument(tmp_path: Path) -> None:
+    doc = ok(run_helix("init", "--json", tmp_path / "here", store=None)).json()
+    assert Path(doc["store"]) == (tmp_path / "here").resolve()
+    ok(run_helix("log", store=tmp_path / "here"))
+
+
+def test_console_script_is_installed(tmp_path: Path) -> None:
+    helix = shutil.which("helix")
+    assert helix, "the `helix` console script is not on PATH (pip install -e .)"
+    proc = subprocess.run([helix, "--store", str(tmp_path / "x"), "init"], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_store_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mp = monkeypatch
+    mp.setenv("HOME", str(tmp_path / "home"))
+    mp.delenv("HELIX_STORE", raising=False)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert resolve_store(None, plain) == tmp_path / "home" / ".helix" / "default"
+    mount = tmp_path / "mnt"
+    (mount / ".helix").mkdir(parents=True)
+    (mount / ".helix" / "store").write_text(str(tmp_path / "mounted") + "\n")
+    (mount / "deep" / "er").mkdir(parents=True)
+    assert resolve_store(None, mount / "deep" / "er") == tmp_path / "mounted"
+    mp.setenv("HELIX_STORE", str(tmp_path / "env"))
+    assert resolve_store(None, mount) == tmp_path / "env"
+    assert resolve_store(str(tmp_path / "flag"), mount) == tmp_path / "flag"
+
+
+def test_default_store_under_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ok(run_helix("init", store=None, home=home, cwd=tmp_path))
+    assert (home / ".helix" / "default").is_dir()
+    ok(run_helix("log", store=None, home=home, cwd=tmp_path))
+
+
+def test_env_store_is_used(tmp_path: Path) -> None:
+    store = tmp_path / "envstore"
+    ok(run_helix("init", store=store))
+    out = ok(run_helix("branch", store=None, env={"HELIX_STORE": str(store)}, cwd=tmp_path)).out
+    assert "main" in out
+
+
+def test_run_in_process_captures_output_and_errors(tmp_path: Path) -> None:
+    with Repository.init(tmp_path / "s") as repo:
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["rev-parse", "HEAD"], repo, out, err) == 0
+        assert out.getvalue().strip() == repo.resolve("HEAD").hex()
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["cat", "HEAD", "missing.txt"], repo, out, err) == 1
+        assert err.getvalue().startswith("helix: error: ") and out.getvalue() == ""
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["bogus"], repo, out, err) == 2
+        assert "invalid choice" in err.getvalue()
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["--help"], repo, out, err) == 0
+        assert "usage: helix" in out.getvalue()

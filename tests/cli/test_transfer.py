@@ -1,0 +1,115 @@
+"""Folder import and export: what goes in comes out, byte for byte and mode for mode."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from .conftest import Helix, fails, make_tree, ok, store_state
+
+ODD_NAME = b"caf\xc3\xa9 \xff\xfe name\twith tab"
+
+
+def _describe(root: Path) -> dict[bytes, tuple[str, bytes, int]]:
+    """Every path below `root`: (kind, content or link target, permission bits)."""
+    found: dict[bytes, tuple[str, bytes, int]] = {}
+    base = os.fsencode(root)
+    for folder, dirs, files in os.walk(base):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, base)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                found[rel] = ("link", os.readlink(path), 0)
+            elif os.path.isdir(path):
+                found[rel] = ("dir", b"", st.st_mode & 0o777)
+            else:
+                with open(path, "rb") as f:
+                    found[rel] = ("file", f.read(), st.st_mode & 0o777)
+    return found
+
+
+def _odd_project(root: Path) -> Path:
+    rng = random.Random(7)
+    make_tree(
+        root,
+        {
+            "README.md": "readme\n",
+            "src/pkg/mod.py": "x = 1\n",
+            "bin/blob.bin": bytes(rng.getrandbits(8) for _ in range(3000)),
+            "big/large.bin": rng.randbytes(3 << 20),  # chunked by FastCDC
+            "empty.txt": b"",
+        },
+    )
+    (root / "emptydir").mkdir()
+    os.chmod(root / "src" / "pkg" / "mod.py", 0o755)
+    os.symlink("README.md", root / "link-to-readme")
+    os.symlink("does/not/exist", root / "dangling")
+    with open(os.path.join(os.fsencode(root), ODD_NAME), "wb") as f:
+        f.write(b"odd\n")
+    return root
+
+
+def test_export_of_an_import_is_identical(helix: Helix, tmp_path: Path) -> None:
+    source = _odd_project(tmp_path / "src-tree")
+    doc = ok(helix("import", "--json", "src-tree")).json()
+    assert doc["files"] == 8 and doc["bytes"] == sum(
+        len(c) for k, c, _ in _describe(source).values() if k == "file"
+    )
+    exported = ok(helix("export", "--json", "HEAD", "copy")).json()
+    assert exported["files"] == 8
+    assert _describe(tmp_path / "copy") == _describe(source)
+    mtime = (source / "README.md").stat().st_mtime_ns
+    assert (tmp_path / "copy" / "README.md").stat().st_mtime_ns == mtime
+    names = ok(helix("ls", "--json", "HEAD")).json()
+    assert os.fsdecode(ODD_NAME) in [n["name"] for n in names]
+    assert ok(helix("cat", "HEAD", os.fsdecode(ODD_NAME))).out == "odd\n"
+
+
+def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> None:
+    source = make_tree(tmp_path / "x", {"f.txt": "f\n"})
+    try:
+        os.setxattr(source / "f.txt", "user.agent", b"claude")
+    except OSError:
+        return  # the tmp filesystem has no user xattrs: nothing to check here
+    ok(helix("import", "x"))
+    ok(helix("export", "HEAD", "y"))
+    assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
+
+
+def test_export_into_an_empty_folder_is_allowed(helix: Helix, tmp_path: Path) -> None:
+    make_tree(tmp_path / "p", {"a": "a"})
+    ok(helix("import", "p"))
+    (tmp_path / "dest").mkdir()
+    ok(helix("export", "HEAD", "dest"))
+    assert (tmp_path / "dest" / "a").read_text() == "a"
+    leftovers = [p.name for p in tmp_path.iterdir() if "helix-export" in p.name]
+    assert leftovers == []
+
+
+def test_import_skips_git_internals_and_counts_them(helix: Helix, tmp_path: Path) -> None:
+    make_tree(tmp_path / "p", {"a": "a", ".git/config": "x", "sub/.helix/x": "y"})
+    doc = ok(helix("import", "--json", "p")).json()
+    assert doc["files"] == 1 and doc["skipped"] == 2
+
+
+def test_import_to_another_branch(helix: Helix, tmp_path: Path) -> None:
+    make_tree(tmp_path / "p", {"a": "a"})
+    ok(helix("branch", "incoming"))
+    doc = ok(helix("import", "--json", "--branch", "incoming", "-m", "drop", "p")).json()
+    assert doc["branch"] == "incoming"
+    fails(helix("cat", "main", "a"), says="no such path")
+    assert ok(helix("cat", "incoming", "a")).out == "a"
+
+
+def test_failed_export_leaves_nothing(helix: Helix, store: Path, tmp_path: Path) -> None:
+    make_tree(tmp_path / "p", {"a": "a"})
+    ok(helix("import", "p"))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep")
+    before = store_state(store)
+    fails(helix("export", "HEAD", "full"), says="not an empty folder")
+    fails(helix("export", "HEAD", "no/such/parent/dir"), says="no such folder")
+    assert (tmp_path / "full" / "x").read_text() == "keep"
+    assert store_state(store) == before
