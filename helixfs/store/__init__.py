@@ -3,7 +3,7 @@
 Everything above sees the `ObjectStore` protocol: objects are opaque records keyed by the
 BLAKE3 of their bytes, refs are small named values updated by compare-and-swap, and one
 `write` lands objects and ref updates atomically. A second backend (an S3-compatible
-store, say) is one new module that passes tests/test_store_contract.py.
+store, say) is one new module that passes tests/store/test_contract.py.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class StoreStats:
     logical_bytes: int  # sum of record sizes before compression and deltas
     stored_bytes: int  # bytes the backend holds for them (keys and framing included)
     disk_bytes: int  # bytes the backend's files take on disk (0 for memory)
-    cache_hits: int
-    cache_misses: int
+    cache_hits: int  # gets answered from memory (any in-process cache)
+    cache_misses: int  # gets that had to read the backend
     extra: dict[str, int] = field(default_factory=dict)
 
     @property
