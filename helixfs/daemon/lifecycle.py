@@ -34,6 +34,7 @@ import trio
 from helixfs.daemon.control import ControlServer
 from helixfs.daemon.lock import MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
+from helixfs.daemon.mounts import tune_readahead
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
@@ -192,6 +193,7 @@ async def serve(
         nursery.start_soon(saver.run)
         nursery.start_soon(_watch_signals)
         await nursery.start(control.serve)
+        nursery.start_soon(_tune_once_answering, config.mountpoint)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
         await pyfuse3.main()
@@ -219,6 +221,18 @@ def _mount(operations: Any, config: MountConfig) -> None:
             f"cannot mount on {config.mountpoint}: {exc} (is /dev/fuse usable and the"
             " mount point not already mounted?)"
         ) from exc
+
+
+async def _tune_once_answering(mountpoint: Path) -> None:
+    """The kernel sets the mount's read-ahead when FUSE INIT is answered, so tune it
+    after that: stat() the mount from a thread (this loop answers it), then write sysfs."""
+
+    def stat_then_tune() -> None:
+        with contextlib.suppress(OSError):
+            os.stat(mountpoint)
+            tune_readahead(mountpoint)
+
+    await trio.to_thread.run_sync(stat_then_tune, cancellable=True)
 
 
 def _shutdown_operations(operations: Any) -> None:
