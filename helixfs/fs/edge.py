@@ -147,8 +147,18 @@ def caller_meta(ctx: Any) -> dict[str, Any]:
     pid = int(getattr(ctx, "pid", 0) or 0)
     if pid <= 0:
         return {}
-    name = process_name(pid)
+    now = time.monotonic()
+    known = _NAMES.get(pid)
+    if known is None or now - known[0] > NAME_TTL:
+        if len(_NAMES) > 1024:
+            _NAMES.clear()
+        known = _NAMES[pid] = (now, process_name(pid))
+    name = known[1]
     return {"process": name, "pid": pid} if name else {"pid": pid}
+
+
+NAME_TTL = 1.0  # a pid is reused only after the process exits: seconds of trust are safe
+_NAMES: dict[int, tuple[float, str | None]] = {}  # pid -> (read at, /proc/PID/comm)
 
 
 class Invalidator:

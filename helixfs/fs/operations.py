@@ -215,18 +215,31 @@ class Operations(pyfuse3.Operations):
         worktree, node = entry.worktree, entry.node
         if worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
+        save = touched = False  # a save is persisted before the reply; a touch is not
         if fields.update_size:
             self.writes.truncate(entry, attr.st_size, by_handle=fh is not None)
-        if fields.update_mode:
-            worktree.set_attrs(node, mode=stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode))
+            save = fh is None  # ftruncate belongs to its write session, saved at close
+        mode = stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode)
+        if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
+            worktree.set_attrs(node, mode=mode)
+            save = True
         if fields.update_mtime:
-            worktree.set_attrs(node, mtime_ns=attr.st_mtime_ns)
-            spool = self.spools.get(node)
-            if spool is not None and spool.dirty:
-                spool.mtime_override = attr.st_mtime_ns  # outlives the store at close
-        if fields.update_size or fields.update_mode or fields.update_mtime:
+            self._set_mtime(entry, attr.st_mtime_ns)
+            touched = True
+        if save:
             self._saved(entry, edge.caller_meta(ctx))
+        elif touched:
+            self.saver.touched(worktree, edge.caller_meta(ctx))
         return self._attrs(entry)
+
+    def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
+        """utimens is metadata, not a namespace change: committed with the save around
+        it (tar and cp -p set times right after close), persisted by the next one."""
+        if mtime_ns != entry.node.mtime_ns:
+            entry.worktree.set_attrs(entry.node, mtime_ns=mtime_ns)
+        spool = self.spools.get(entry.node)
+        if spool is not None and spool.dirty:
+            spool.mtime_override = mtime_ns  # outlives the store at close
 
     def _virtual_setattr(
         self, entry: VirtualInode, fields: pyfuse3.SetattrFields

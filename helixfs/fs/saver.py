@@ -54,6 +54,9 @@ class Saver:
             self._commit(worktree, meta or {})  # a commit persists the work tree too
             return
         worktree.save()
+        self._schedule(worktree, meta)
+
+    def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
         entry = self._pending.get(id(worktree))
         deadline = trio.current_time() + self.window
         if entry is None:
@@ -62,6 +65,14 @@ class Saver:
             entry.deadline = deadline
             entry.meta.update(meta or {})
         self._wakeup.set()
+
+    def touched(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
+        """A metadata change (utimens): committed when quiet like a save, but not
+        persisted on its own; the commit, or the next save, persists it."""
+        if self.window == 0:
+            self._commit(worktree, meta or {})
+            return
+        self._schedule(worktree, meta)
 
     def persist(self, worktree: Worktree) -> None:
         """fsync: durable against power loss, without cutting the commit early."""

@@ -118,3 +118,39 @@ async def test_ops_close_commits_pending(repo: Repository) -> None:
     await Client(ops).write_file("late.txt", b"x")
     ops.close()
     assert repo.read("HEAD", b"late.txt") == b"x"
+
+
+async def test_same_mode_and_owner_changes_are_not_saves(repo: Repository) -> None:
+    """tar and cp re-apply the mode a file already has, and chown as root: no commit."""
+    import pyfuse3
+    from fs_client import Fields
+
+    client = Client(make_ops(repo, window=0))
+    ino = await client.write_file("f", b"x")
+    before = commits(repo)
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_mode = 0o100644
+    await client.ops.setattr(ino, attrs, Fields(update_mode=True, update_uid=True), None, CTX)
+    assert commits(repo) == before
+    attrs.st_mode = 0o100600
+    await client.ops.setattr(ino, attrs, Fields(update_mode=True), None, CTX)
+    assert commits(repo) == before + 1
+
+
+async def test_utimens_is_committed_with_the_quiet_window(repo: Repository) -> None:
+    import pyfuse3
+    from fs_client import Fields
+
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    ino = await client.write_file("f", b"x")
+    ops.saver.flush_now()
+    before = commits(repo)
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_mtime_ns = 1_500_000_000_000_000_000
+    await ops.setattr(ino, attrs, Fields(update_mtime=True), None, CTX)
+    assert ops.saver.pending == 1 and commits(repo) == before
+    ops.saver.flush_now()
+    assert commits(repo) == before + 1
+    entry = repo.entry("HEAD", b"f")
+    assert entry is not None and entry.mtime_ns == 1_500_000_000_000_000_000
