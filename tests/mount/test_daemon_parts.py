@@ -1,0 +1,178 @@
+"""The daemon's parts that need no FUSE: options, config checks, lock, control socket.
+
+The control socket is exercised for real: a ControlServer on a trio loop in a thread,
+running the CLI's own `run_in_process` against a real Repository, reached through the
+same `forward` the CLI uses.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from helixfs.cli.main import run_in_process
+from helixfs.daemon.control import ControlServer, command_name, forward
+from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
+from helixfs.daemon.lock import MountLock, is_locked, read_holder
+from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.vcs.repo import Repository
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    Repository.init(path).close()
+    return path
+
+
+def test_split_options_keeps_fuse_drops_fstab_and_reads_helix_ones() -> None:
+    fuse, helix = split_options(["defaults,user,noauto,allow_other", "quiet_window=150,ro"])
+    assert fuse == {"allow_other", "ro"}
+    assert helix == {"quiet_window": 150.0}
+    with pytest.raises(InvalidInput, match="quiet_window"):
+        split_options(["quiet_window=soon"])
+
+
+def test_config_validates_before_anything_is_mounted(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "mnt"
+    target.mkdir()
+    config = MountConfig.build(store, target, None, ["quiet_window=0"])
+    assert config.quiet_window == 0.0 and config.mountpoint == target
+    assert MountConfig.build(store, target, 250, ["quiet_window=0"]).quiet_window == 0.25
+    with pytest.raises(NotFound):
+        MountConfig.build(tmp_path / "nope", target)
+    with pytest.raises(NotFound, match="does not exist"):
+        MountConfig.build(store, tmp_path / "nope")
+    with pytest.raises(HelixError, match="not a directory"):
+        (tmp_path / "file").write_text("")
+        MountConfig.build(store, tmp_path / "file")
+    with pytest.raises(InvalidInput, match="negative"):
+        MountConfig.build(store, target, -1)
+    with pytest.raises(InvalidInput, match="inside the store"):
+        (store / "inner").mkdir()
+        MountConfig.build(store, store / "inner")
+
+
+def test_fuse_options_name_the_store_and_keep_permissions(store: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "a,b"
+    odd.mkdir()
+    options = fuse_options(MountConfig.build(store, odd, None, ["ro"]))
+    assert {"default_permissions", "subtype=helixfs", "ro"} <= options
+    assert f"fsname={store}" in options
+    with_comma = fuse_options(MountConfig(odd, odd))
+    assert "fsname=" + str(odd).replace(",", "\\,") in with_comma
+
+
+def test_mount_lock_is_exclusive_and_names_its_holder(store: Path) -> None:
+    first = MountLock(store)
+    first.acquire(Path("/mnt/work"))
+    try:
+        assert is_locked(store)
+        holder = read_holder(store)
+        assert holder is not None and holder.pid == os.getpid()
+        with pytest.raises(StoreLocked, match="already mounted at /mnt/work"):
+            MountLock(store).acquire(Path("/elsewhere"))
+    finally:
+        first.release()
+    assert not is_locked(store) and read_holder(store) is None
+    again = MountLock(store)
+    again.acquire(Path("/elsewhere"))
+    again.release()
+
+
+def test_command_name_skips_global_options() -> None:
+    assert command_name(["--json", "log", "-n", "3"]) == "log"
+    assert command_name(["--version"]) is None
+
+
+class ServedStore:
+    """A ControlServer for `store` on a trio loop in a background thread."""
+
+    def __init__(self, store: Path) -> None:
+        self.repo = Repository.open(store)
+        self.server = ControlServer(
+            store, lambda argv, out, err: run_in_process(argv, self.repo, out, err)
+        )
+        self._started = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._cancel: trio.CancelScope | None = None
+        self._thread = threading.Thread(target=trio.run, args=(self._main,), daemon=True)
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        with trio.CancelScope() as scope:
+            self._cancel = scope
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.server.serve)
+                self._started.set()
+
+    def __enter__(self) -> ServedStore:
+        self._thread.start()
+        assert self._started.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None and self._cancel is not None
+        trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
+        self._thread.join(10)
+        self.repo.close()
+
+
+@pytest.fixture
+def served(store: Path) -> Iterator[ServedStore]:
+    with ServedStore(store) as running:
+        yield running
+
+
+def test_forwarded_commands_run_in_the_daemon_process(served: ServedStore, store: Path) -> None:
+    served.repo.commit({b"a.txt": b"one\n"}, "add a")
+    out, err = io.StringIO(), io.StringIO()
+    assert forward(store, ["cat", "HEAD", "a.txt"], out, err) == 0
+    assert out.getvalue() == "one\n" and err.getvalue() == ""
+    assert forward(store, ["log", "--json"], out := io.StringIO(), io.StringIO()) == 0
+    assert '"add a"' in out.getvalue()
+
+
+def test_forwarded_errors_and_usage_keep_their_exit_codes(served: ServedStore, store: Path) -> None:
+    err = io.StringIO()
+    assert forward(store, ["cat", "HEAD", "missing"], io.StringIO(), err) == 1
+    assert err.getvalue().startswith("helix: error:")
+    assert forward(store, ["bogus-command"], io.StringIO(), io.StringIO()) == 2
+
+
+def test_forwarded_ref_moves_reach_the_daemons_repository(served: ServedStore, store: Path) -> None:
+    first = served.repo.commit({b"f": b"1"}, "one")
+    served.repo.commit({b"f": b"2"}, "two")
+    moved: list[str] = []
+    served.repo.subscribe(moved.append)
+    served.repo.worktree()  # a live worktree, as the mount has
+    assert forward(store, ["reset", "--hard", first.hex()], io.StringIO(), io.StringIO()) == 0
+    assert served.repo.read("HEAD", b"f") == b"1"
+    assert moved == ["main"]
+
+
+def test_binary_output_survives_the_socket(served: ServedStore, store: Path) -> None:
+    blob = bytes(range(256))
+    served.repo.commit({b"bin": blob}, "binary")
+
+    class Binary(io.TextIOWrapper):
+        pass
+
+    raw = io.BytesIO()
+    out = Binary(raw, encoding="utf-8")
+    assert forward(store, ["cat", "HEAD", "bin"], out, io.StringIO()) == 0
+    out.flush()
+    assert raw.getvalue() == blob
+
+
+def test_socket_is_removed_when_the_server_stops(store: Path) -> None:
+    with ServedStore(store):
+        assert (store / "control.sock").exists()
+    assert not (store / "control.sock").exists()
+    assert forward(store, ["log"], io.StringIO(), io.StringIO()) is None
