@@ -113,12 +113,17 @@ class Operations(pyfuse3.Operations):
             log.exception("following the move of branch %s failed", branch)
 
     def close(self) -> None:
-        """Unmounted: store what open files still hold, commit everything pending."""
+        """Unmounted: store what open files still hold, commit everything pending.
+        Idempotent; one file that cannot be stored does not stop the others."""
         for handle in self._handles.files():
-            self.writes.store(handle)
+            try:
+                self.writes.store(handle)
+            except HelixError:
+                log.exception("could not store an open file at unmount")
         self.saver.flush_now()
         self.invalidator.stop()
         self._unsubscribe()
+        self._unsubscribe = lambda: None
 
     # -- helixdir.Host ------------------------------------------------------------------
 

@@ -154,3 +154,12 @@ async def test_utimens_is_committed_with_the_quiet_window(repo: Repository) -> N
     assert commits(repo) == before + 1
     entry = repo.entry("HEAD", b"f")
     assert entry is not None and entry.mtime_ns == 1_500_000_000_000_000_000
+
+
+async def test_close_stores_files_still_open_and_is_idempotent(repo: Repository) -> None:
+    ops = make_ops(repo, window=3600)
+    fi, attrs = await ops.create(ROOT, b"open.txt", 0o644, os.O_WRONLY, CTX)
+    await ops.write(fi.fh, 0, b"unflushed")
+    ops.close()
+    ops.close()
+    assert repo.read("HEAD", b"open.txt") == b"unflushed"
