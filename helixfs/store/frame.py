@@ -25,8 +25,8 @@ this measured ~10 us and ~110 bytes, against ~24 us and ~5.9 KB for plain LZ4.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple, cast
 
 import lz4.block
 
@@ -55,9 +55,12 @@ DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the 
 TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
 
 
-@dataclass(frozen=True)
-class Delta:
-    """A parsed DELTA payload; `block` is a view into the frame, not a copy."""
+class Delta(NamedTuple):
+    """A parsed DELTA payload; `block` is a view into the frame, not a copy.
+
+    A NamedTuple, not a dataclass: one is built per link of every chain read, and a
+    frozen dataclass's constructor cost as much as the rest of the parse.
+    """
 
     base: ObjectId
     depth: int
@@ -190,7 +193,7 @@ def parse_delta(oid: ObjectId, frame: bytes) -> Delta:
     pos = HEADER_SIZE + ID_SIZE + 1
     if len(frame) < pos + 3:
         raise CorruptObject(f"object {hex_id(oid)} is corrupt: truncated delta frame")
-    base = ObjectId(bytes(view[HEADER_SIZE : HEADER_SIZE + ID_SIZE]))
+    base = cast(ObjectId, frame[HEADER_SIZE : HEADER_SIZE + ID_SIZE])
     depth = frame[pos - 1]
     prefix, pos = _read_varint(oid, frame, pos)
     suffix, pos = _read_varint(oid, frame, pos)
@@ -267,6 +270,8 @@ def _varint_size(*values: int) -> int:
 
 
 def _read_varint(oid: ObjectId, frame: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(frame) and frame[pos] < 0x80:
+        return frame[pos], pos + 1  # one byte: the common case for prefix/suffix/middle
     value = shift = 0
     while pos < len(frame) and shift < 64:
         byte = frame[pos]
