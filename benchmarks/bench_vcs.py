@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import dir_bytes, print_table, summary, write_results  # noqa: E402
 
-from helixfs.vcs.repo import Repository  # noqa: E402
+from helixfs.vcs.repo import Content, Repository  # noqa: E402
 
 COMMIT_TARGET_P50_US = 100.0
 BRANCH_TARGET_US = 50.0
@@ -83,6 +83,11 @@ def shell_timed(command: str, cwd: Path) -> float:
     start = time.perf_counter_ns()
     subprocess.run(command, shell=True, cwd=cwd, env=env, check=True, capture_output=True)
     return (time.perf_counter_ns() - start) / 1000
+
+
+def as_changes(files: dict[str, bytes]) -> dict[bytes | str, Content]:
+    """The same mapping, typed as `Repository.commit` takes it (str or bytes paths)."""
+    return dict(files.items())
 
 
 def timed_us(action: Callable[[], object]) -> float:
@@ -158,7 +163,7 @@ def fast_import(repo: Path, commits: list[dict[str, bytes]], start_ts: int = 1_7
 
 def project_of(rng: random.Random, files: int, hot: int) -> tuple[dict[str, bytes], list[str]]:
     tree: dict[str, bytes] = {}
-    hot_paths = []
+    hot_paths: list[str] = []
     for i in range(files):
         path = f"pkg{i % 100:02d}/sub{(i // 100) % 10}/mod_{i}.py"
         size = 10_240 if i % (files // hot) == 0 and len(hot_paths) < hot else 1024
@@ -173,13 +178,13 @@ def bench_commit(work: Path, quick: bool) -> dict[str, Any]:
     tree, hot = project_of(rng, 10_000, 100)
     rounds, git_rounds = (60, 8) if quick else (400, 30)
     with Repository.init(work / "commit-store") as repo:
-        repo.commit(tree, "the 10,000-file project")
+        repo.commit(as_changes(tree), "the 10,000-file project")
         samples = []
         for n in range(rounds + 10):
             path = rng.choice(hot)
             tree[path] = edit_lines(rng, tree[path], 1)
             change, message = {path: tree[path]}, f"edit {n}"
-            took = timed_us(lambda: repo.commit(change, message))  # noqa: B023 (called at once)
+            took = timed_us(lambda: repo.commit(as_changes(change), message))  # noqa: B023 (called at once)
             if n >= 10:  # the first commits warm the caches, like a running daemon's
                 samples.append(took)
     gitdir = work / "commit-git"
@@ -208,7 +213,7 @@ def bench_branch(work: Path, quick: bool) -> list[dict[str, Any]]:
     for size in sizes:
         files = {f"d{i % 97}/f{i}.txt": f"file {i}\n".encode() for i in range(size)}
         with Repository.init(work / f"branch-{size}") as repo:
-            repo.commit(files, f"{size} files")
+            repo.commit(as_changes(files), f"{size} files")
             for n in range(10):
                 repo.create_branch(f"warm{n}")
             samples = [timed_us(partial(repo.create_branch, f"b{n}")) for n in range(rounds)]
@@ -257,9 +262,9 @@ def bench_storage_and_reset(work: Path, quick: bool) -> dict[str, Any]:
     raw_unique = sum(len(data) for data in unique)
     store = work / "variants-store"
     with Repository.init(store) as repo:
-        repo.commit(base, "base project")
+        repo.commit(as_changes(base), "base project")
         for n, changes in enumerate(history):
-            repo.commit(changes, f"variant {n}", meta={"agent": "bench", "variant": n})
+            repo.commit(as_changes(changes), f"variant {n}", meta={"agent": "bench", "variant": n})
         stats = repo.stats()
         compact = getattr(repo.store, "compact", None)
         if compact is not None:

@@ -106,9 +106,11 @@ def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     with out.progress("fsck") as bar:
         report = repo.fsck(progress=bar.update)
     doc = as_doc(report)
-    out.emit(doc, lambda: _key_values(doc) if isinstance(doc, dict) else str(doc))
-    problems = doc.get("problems") if isinstance(doc, dict) else None
+    problems = list(doc.get("problems") or [])
+    verified = f"{doc.get('objects', 0)} objects and {doc.get('refs', 0)} refs"
+    human = "\n".join([f"problem: {p}" for p in problems] or [f"ok: {verified} verified"])
+    out.emit(doc, human)
     if problems:
-        out.note(f"helix: error: fsck found {len(problems)} problem(s)")
+        out.note(f"helix: error: fsck found {len(problems)} problem(s) in {verified}")
         return 1
     return 0
