@@ -25,6 +25,7 @@ import pyfuse3
 import trio
 
 from helixfs.errors import (
+    AlreadyExists,
     Busy,
     HelixError,
     InvalidInput,
@@ -389,6 +390,10 @@ class Operations(pyfuse3.Operations):
         for parent, name in ((old_parent, name_old), (new_parent, name_new)):
             self._refuse_helix_name(parent, name)
         worktree = old_parent.worktree
+        if (flags & pyfuse3.RENAME_NOREPLACE and old_parent is new_parent
+                and name_old == name_new):
+            worktree.lookup(old_parent.node, name_old)  # ENOENT first, as the VFS does
+            raise AlreadyExists("rename onto itself with RENAME_NOREPLACE")
         replaced = worktree.rename(
             old_parent.node, name_old, new_parent.node, name_new,
             noreplace=bool(flags & pyfuse3.RENAME_NOREPLACE),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from helixfs.errors import InvalidInput, IsADirectory
 from helixfs.fs.edge import Stale
 from helixfs.fs.handles import FileHandle
 from helixfs.fs.inodes import NodeInode
@@ -27,6 +28,10 @@ class Writes:
     def truncate(self, entry: NodeInode, size: int, *, by_handle: bool) -> None:
         """ftruncate on an open file is part of its write session (stored at close);
         truncate(path) is a save of its own, like any other."""
+        if entry.node.is_dir():
+            raise IsADirectory("a directory has no size to change")
+        if not entry.node.is_file():
+            raise InvalidInput("only regular files have a size to change")
         spool = self.spools.get(entry.node)
         if spool is None and by_handle:
             spool = self.spool(entry.worktree, entry.node)
