@@ -7,7 +7,9 @@ import ctypes
 import errno
 import os
 import random
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pyfuse3
 import pytest
@@ -42,21 +44,24 @@ class Pair:
         return ino, name
 
 
-async def outcome(coro: object) -> object:
+Outcome = tuple[str, Any]  # ("ok", result) or ("err", errno)
+
+
+async def outcome(coro: Awaitable[Any]) -> Outcome:
     try:
-        return ("ok", await coro)  # type: ignore[misc]
+        return ("ok", await coro)
     except pyfuse3.FUSEError as exc:
         return ("err", exc.errno)
 
 
-def native_outcome(fn: object, *args: object) -> object:
+def native_outcome(fn: Callable[..., Any], *args: Any) -> Outcome:
     try:
-        return ("ok", fn(*args))  # type: ignore[operator]
+        return ("ok", fn(*args))
     except OSError as exc:
         return ("err", exc.errno)
 
 
-async def write_at(pair: Pair, path: bytes, offset: int, data: bytes) -> tuple[object, object]:
+async def write_at(pair: Pair, path: bytes, offset: int, data: bytes) -> tuple[Outcome, Outcome]:
     def native() -> None:
         fd = os.open(pair.real(path), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
@@ -83,7 +88,7 @@ async def write_at(pair: Pair, path: bytes, offset: int, data: bytes) -> tuple[o
     return native_outcome(native), await outcome(ours())
 
 
-async def truncate(pair: Pair, path: bytes, size: int) -> tuple[object, object]:
+async def truncate(pair: Pair, path: bytes, size: int) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         attrs = pyfuse3.EntryAttributes()
         attrs.st_size = size
@@ -93,21 +98,21 @@ async def truncate(pair: Pair, path: bytes, size: int) -> tuple[object, object]:
     return native_outcome(os.truncate, pair.real(path), size), await outcome(ours())
 
 
-async def unlink(pair: Pair, path: bytes) -> tuple[object, object]:
+async def unlink(pair: Pair, path: bytes) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         await pair.client.ops.unlink(*await pair.split(path), CTX)
 
     return native_outcome(os.unlink, pair.real(path)), await outcome(ours())
 
 
-async def mkdir(pair: Pair, path: bytes) -> tuple[object, object]:
+async def mkdir(pair: Pair, path: bytes) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         await pair.client.ops.mkdir(*await pair.split(path), 0o755, CTX)
 
     return native_outcome(os.mkdir, pair.real(path)), await outcome(ours())
 
 
-async def rmdir(pair: Pair, path: bytes) -> tuple[object, object]:
+async def rmdir(pair: Pair, path: bytes) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         await pair.client.ops.rmdir(*await pair.split(path), CTX)
 
@@ -123,7 +128,7 @@ def renameat2(old: bytes, new: bytes, flags: int) -> None:
         raise OSError(code, os.strerror(code))
 
 
-async def rename(pair: Pair, old: bytes, new: bytes, flags: int) -> tuple[object, object]:
+async def rename(pair: Pair, old: bytes, new: bytes, flags: int) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         old_parent, old_name = await pair.split(old)
         new_parent, new_name = await pair.split(new)
@@ -133,7 +138,7 @@ async def rename(pair: Pair, old: bytes, new: bytes, flags: int) -> tuple[object
     return native, await outcome(ours())
 
 
-async def symlink(pair: Pair, path: bytes, target: bytes) -> tuple[object, object]:
+async def symlink(pair: Pair, path: bytes, target: bytes) -> tuple[Outcome, Outcome]:
     async def ours() -> None:
         await pair.client.ops.symlink(*await pair.split(path), target, CTX)
 
@@ -183,8 +188,8 @@ def _nested(a: bytes, b: bytes) -> bool:
     return a != b and (a.startswith(b + b"/") or b.startswith(a + b"/"))
 
 
-def comparable(result: object) -> object:
-    kind, value = result  # type: ignore[misc]
+def comparable(result: Outcome) -> Outcome:
+    kind, value = result
     return (kind, value if kind == "err" else None)
 
 
@@ -195,7 +200,7 @@ class Held:
         self.native_fd, self.fh = native_fd, fh
 
 
-async def hold(pair: Pair, path: bytes, held: list[Held]) -> tuple[object, object]:
+async def hold(pair: Pair, path: bytes, held: list[Held]) -> tuple[Outcome, Outcome]:
     native = native_outcome(os.open, pair.real(path), os.O_RDWR)
 
     async def ours() -> int:
@@ -203,12 +208,12 @@ async def hold(pair: Pair, path: bytes, held: list[Held]) -> tuple[object, objec
         return int(fi.fh)
 
     mine = await outcome(ours())
-    if native[0] == "ok" and mine[0] == "ok":  # type: ignore[index]
-        held.append(Held(native[1], mine[1]))  # type: ignore[index]
-    elif native[0] == "ok":  # type: ignore[index]
-        os.close(native[1])  # type: ignore[index]
-    elif mine[0] == "ok":  # type: ignore[index]
-        await pair.client.ops.release(mine[1])  # type: ignore[index]
+    if native[0] == "ok" and mine[0] == "ok":
+        held.append(Held(native[1], mine[1]))
+    elif native[0] == "ok":
+        os.close(native[1])
+    elif mine[0] == "ok":
+        await pair.client.ops.release(mine[1])
     return native, mine
 
 
