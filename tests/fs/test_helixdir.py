@@ -287,3 +287,17 @@ async def test_writes_to_a_file_held_across_a_reset_fail_cleanly(client: Client)
     await expect_errno(errno.ESTALE, client.ops.flush(fi.fh))
     await client.ops.release(fi.fh)
     assert await client.read_file("f") == b"v1"
+
+
+async def test_open_file_keeps_its_branch_across_a_head_switch(client: Client) -> None:
+    await client.write_file("f", b"main v1")
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"other", 0o755, CTX)
+    fi = await client.ops.open(await client.ino("f"), os.O_RDWR | os.O_TRUNC, CTX)
+    await write_virtual(client, ".helix/HEAD", b"other\n")
+    await client.ops.write(fi.fh, 0, b"main v2")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    repo = client.ops.repo
+    assert repo.read("main", b"f") == b"main v2"
+    assert repo.read("other", b"f") == b"main v1"
+    assert await client.read_file("f") == b"main v1"  # the root shows other now
