@@ -179,7 +179,7 @@ async def serve(
         repo = await trio.to_thread.run_sync(_open_repository, config.store)
         stack.callback(repo.close)
 
-        memory_files = MemoryFiles(config.store)
+        memory_files = MemoryFiles(config.store, repo)
         stack.callback(memory_files.close)
         saver = Saver(config.quiet_window)
         operations = _operations(repo, saver, memory_files)
@@ -194,6 +194,7 @@ async def serve(
         nursery.start_soon(_watch_signals)
         await nursery.start(control.serve)
         nursery.start_soon(_tune_once_answering, config.mountpoint)
+        nursery.start_soon(memory_files.index_forever)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
         await pyfuse3.main()

@@ -6,38 +6,55 @@ daemon builds these two entries and hands them to `Operations(helix_entries=...)
 The memory database and the embedder are opened on first use, not at mount time: most
 mounts never search, and the embedding model costs seconds and a hundred MB of RSS.
 `HELIX_MEMORY_LEXICAL=1` keeps search lexical (no model), as in the CLI.
+
+Workspace search needs the text files of the HEAD commit in the memory's chunk index.
+After the first search, `index_forever` (a daemon nursery task) keeps that index on the
+current HEAD commit, in a worker thread: embedding a tree's chunks takes far too long to
+run on the FUSE loop. Committed trees are immutable and Repository reads are
+thread-safe, so the thread only ever reads.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helixfs.errors import InvalidInput
+import trio
+
+from helixfs.errors import HelixError, InvalidInput
 from helixfs.fs.helixdir import Entry, QueryDir, TextFile
+from helixfs.ids import CommitId, hex_id
 
 if TYPE_CHECKING:
     from helixfs.memory import Embedder, Hit, Memory
+    from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
 
 MEMORY_DB = "memory.db"
 ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
 SEARCH_RESULTS = 10
+MAX_INDEXED_FILES = 20_000
+MAX_INDEXED_BYTES = 512 * 1024
+SKIPPED_DIRS = frozenset({b".git", b"node_modules", b".venv", b"venv", b"__pycache__"})
 CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
 
 
 class MemoryFiles:
     """Lazily opened memory engine behind the two `.helix/` entries."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, repo: Repository | None = None) -> None:
         self.store = store
+        self.repo = repo
         self._memory: Memory | None = None
         self._lock = threading.Lock()
+        self._wanted = threading.Event()  # set by the first search
+        self.indexed: CommitId | None = None
 
     def entries(self) -> Mapping[bytes, Entry]:
         return {
@@ -58,9 +75,31 @@ class MemoryFiles:
         if not query:
             raise InvalidInput("an empty search")
         hits = self.memory().search(query, k=SEARCH_RESULTS, reinforce=False)
+        self._wanted.set()
+        note = "" if self.indexed or self.repo is None else "# workspace index: being built\n"
         if not hits:
-            return f"# no results for {query!r}\n"
-        return "".join(_format_hit(rank, hit) for rank, hit in enumerate(hits, 1))
+            return f"{note}# no results for {query!r}\n"
+        return note + "".join(_format_hit(rank, hit) for rank, hit in enumerate(hits, 1))
+
+    async def index_forever(self, interval: float = 2.0) -> None:
+        """Keep the workspace index on HEAD's commit, once somebody has searched."""
+        while not self._wanted.is_set():
+            await trio.sleep(interval)
+        while self.repo is not None:
+            head = self.repo.resolve("HEAD")
+            if head != self.indexed:
+                try:
+                    await trio.to_thread.run_sync(self.index_commit, head, cancellable=True)
+                except HelixError as exc:
+                    log.warning("workspace index of %s failed: %s", hex_id(head), exc)
+                self.indexed = head
+            await trio.sleep(interval)
+
+    def index_commit(self, commit: CommitId) -> None:
+        assert self.repo is not None
+        files = dict(workspace_texts(self.repo, hex_id(commit)))
+        report = self.memory().index_workspace(files, hex_id(commit))
+        log.info("workspace index on %s: %s", hex_id(commit)[:12], report)
 
     def context(self) -> str:
         block = self.memory().context(CONTEXT_BUDGET)
@@ -71,6 +110,27 @@ class MemoryFiles:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+
+
+def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[tuple[str, bytes]]:
+    """The text files of a commit worth indexing (small, no NUL, not vendored/generated)."""
+    budget = [MAX_INDEXED_FILES]
+
+    def walk(folder: bytes) -> Iterator[tuple[str, bytes]]:
+        for entry in repo.ls(rev, folder):
+            child = folder + b"/" + entry.name if folder else entry.name
+            if entry.is_dir():
+                if entry.name not in SKIPPED_DIRS:
+                    yield from walk(child)
+            elif stat.S_ISREG(entry.mode) and 0 < entry.size <= MAX_INDEXED_BYTES:
+                if budget[0] <= 0:
+                    return
+                data = repo.read(rev, child)
+                if b"\0" not in data[:8192]:
+                    budget[0] -= 1
+                    yield child.decode("utf-8", "surrogateescape"), data
+
+    yield from walk(path)
 
 
 def _embedder() -> Embedder | None:

@@ -133,12 +133,13 @@ class Mount:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [*HELIX, "mount", "--foreground", *extra, str(self.store), str(self.path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env=env,
         )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + START_TIMEOUT
@@ -208,7 +209,12 @@ def make_mount(tmp_path: Path) -> Iterator[MountFactory]:
     require_fuse()
     mounts: list[Mount] = []
 
-    def factory(quiet_window_ms: float = 0, *extra: str, store: Path | None = None) -> Mount:
+    def factory(
+        quiet_window_ms: float = 0,
+        *extra: str,
+        store: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Mount:
         index = len(mounts)
         if store is None:
             store = tmp_path / f"store{index}"
@@ -217,7 +223,7 @@ def make_mount(tmp_path: Path) -> Iterator[MountFactory]:
         target.mkdir()
         mount = Mount(store, target)
         mounts.append(mount)
-        mount.start("--quiet-window", str(quiet_window_ms), *extra)
+        mount.start("--quiet-window", str(quiet_window_ms), *extra, env=env)
         return mount
 
     try:

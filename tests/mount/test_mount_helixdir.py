@@ -142,12 +142,15 @@ def test_editor_atomic_save_is_one_commit_without_the_temp_file(
     assert mount.helix("cat", "HEAD", "app.py").stdout == "v2\n"
 
 
-def test_search_and_context_files_answer_from_memory(mnt: Mount) -> None:
-    env = {**os.environ, "HELIX_MEMORY_LEXICAL": "1"}
+def test_search_and_context_files_answer_from_memory_and_workspace(
+    make_mount: MountFactory,
+) -> None:
+    lexical = {**os.environ, "HELIX_MEMORY_LEXICAL": "1"}
+    mnt = make_mount(0, env=lexical)
     remembered = mnt.sh(
         f"{' '.join(HELIX_CMD)} remember 'tokens are refreshed by the auth worker every hour'"
         " --type fact",
-        env=env,
+        env=lexical,
         check=False,
     )
     assert remembered.returncode == 0, remembered.stderr
@@ -155,6 +158,11 @@ def test_search_and_context_files_answer_from_memory(mnt: Mount) -> None:
     assert "auth worker" in answer
     assert "auth worker" in (mnt.path / ".helix" / "context").read_text()
     assert "search" not in os.listdir(mnt.path / ".helix" / "search")  # queries not listed
+    # Workspace files join the results once the daemon has indexed HEAD's commit.
+    (mnt.path / "docs").mkdir()
+    (mnt.path / "docs" / "rotation.md").write_text("The zanzibar rotation runs nightly.\n")
+    query = mnt.path / ".helix" / "search" / "zanzibar rotation"
+    wait_until(lambda: "docs/rotation.md" in query.read_text(), 60, "the workspace index")
 
 
 def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
