@@ -291,11 +291,18 @@ def evaluate_updates(
         if current_ranks_first(timeline, evalset, loaded, hits):
             passed += 1
         else:
-            failures.append(
-                {
-                    "timeline": timeline.id,
-                    "query": timeline.query,
-                    "top": [h.content for h in hits[:3]],
-                }
-            )
+            failures.append(_failure(timeline, loaded, hits))
     return UpdateReport(passed / len(evalset.timelines), failures)
+
+
+def _failure(timeline: Timeline, loaded: Loaded, hits: Sequence[Hit]) -> dict[str, Any]:
+    """Enough to see why: where each version ranked (None: not in the top k)."""
+    ranks = {hit.id: rank for rank, hit in enumerate(hits, 1) if hit.kind == "memory"}
+    return {
+        "timeline": timeline.id,
+        "query": timeline.query,
+        "version_ranks": {
+            key: ranks.get(loaded.ids.get(key, "")) for key in timeline.versions
+        },
+        "top": [h.content for h in hits[:3]],
+    }

@@ -115,5 +115,8 @@ def test_current_value_of_an_updated_fact_ranks_first(
     report = me.evaluate_updates(
         evalset, loaded, lambda q, k: memory.recall(q, k=k, reinforce=False)
     )
-    failed = "\n".join(f"{f['timeline']} {f['query']!r} top: {f['top']}" for f in report.failures)
+    failed = "\n".join(
+        f"{f['timeline']} {f['query']!r} ranks {f['version_ranks']} top: {f['top']}"
+        for f in report.failures
+    )
     assert report.rate >= UPDATE_TARGET, f"update ranking {report.rate:.3f}; failed:\n{failed}"
