@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import pyfuse3
 import trio
@@ -39,6 +39,7 @@ from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFou
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
 if TYPE_CHECKING:
+    from helixfs.fs.operations import Operations
     from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
@@ -186,7 +187,7 @@ async def serve(
         _mount(operations, config)
         stack.callback(_close_fuse, config.mountpoint)
         stack.callback(saver.flush_now)
-        stack.callback(_shutdown_operations, operations)  # its saves go into that flush
+        stack.callback(operations.close)  # stores open files; their saves go into the flush
 
         control = ControlServer(config.store, lambda argv, out, err: runner(argv, repo, out, err))
         nursery = await stack.enter_async_context(trio.open_nursery())
@@ -208,13 +209,13 @@ def _open_repository(store: Path) -> Repository:
     return Repository.open(store)  # recovery (a commit of pending state) happens here
 
 
-def _operations(repo: Repository, saver: Saver, memory_files: MemoryFiles) -> Any:
+def _operations(repo: Repository, saver: Saver, memory_files: MemoryFiles) -> Operations:
     from helixfs.fs.operations import Operations
 
     return Operations(repo, saver=saver, helix_entries=memory_files.entries())
 
 
-def _mount(operations: Any, config: MountConfig) -> None:
+def _mount(operations: Operations, config: MountConfig) -> None:
     try:
         pyfuse3.init(operations, str(config.mountpoint), fuse_options(config))
     except RuntimeError as exc:
@@ -234,15 +235,6 @@ async def _tune_once_answering(mountpoint: Path) -> None:
             tune_readahead(mountpoint)
 
     await trio.to_thread.run_sync(stat_then_tune, cancellable=True)
-
-
-def _shutdown_operations(operations: Any) -> None:
-    """Let the fs layer store files still open (spools) before the store closes."""
-    for name in ("shutdown", "close"):
-        hook = getattr(operations, name, None)
-        if callable(hook):
-            hook()
-            return
 
 
 def _close_fuse(mountpoint: Path) -> None:
