@@ -7,9 +7,10 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from helixfs.ids import CommitId
+from helixfs.errors import NotADirectory, NotFound
+from helixfs.ids import CommitId, ObjectId
 from helixfs.vcs.merge import as_text
-from helixfs.vcs.objects import Commit
+from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.treeops import Change, show_path
 
 if TYPE_CHECKING:
@@ -40,6 +41,58 @@ def ancestors(repo: Repository, cid: CommitId) -> Iterator[Commit]:
                 info = repo.commit_info(parent)
                 heapq.heappush(heap, (-info.time_ns, tick, info))
                 tick += 1
+
+
+def last_change(
+    repo: Repository, head: CommitId, path: bytes, limit: int = 1000
+) -> CommitId | None:
+    """The newest first-parent commit that changed `path` (the `user.helix.commit` xattr).
+
+    Commits list the paths they touched in `meta["changed"]`, so most steps read only
+    the commit; a commit that lists the path (or has no complete list: merges, imports,
+    huge saves) is settled by comparing the path's entry with its parent's, so a save
+    that rewrote identical bytes does not count as a change.
+    """
+    if not path:
+        return head  # every commit changes the root
+    text = path.decode("utf-8", "surrogateescape")
+    current = repo.commit_info(head)
+    if _entry_at(repo, current.tree, path) is None:
+        return None
+    for _ in range(limit):
+        if not current.parents:
+            return current.id
+        parent = repo.commit_info(current.parents[0])
+        if _changed(repo, current, parent, path, text):
+            return current.id
+        current = parent
+    return current.id
+
+
+def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text: str) -> bool:
+    if commit.tree == parent.tree:
+        return False
+    listed = commit.meta.get("changed")
+    if isinstance(listed, list) and len(listed) < 1000 and "merge" not in commit.meta:
+        touched = any(
+            p == text or text.startswith(p + "/") or p.startswith(text + "/")
+            for p in listed
+            if isinstance(p, str)
+        )
+        if not touched:
+            return False  # the list is complete: no tree needs decoding
+    return _key(_entry_at(repo, commit.tree, path)) != _key(_entry_at(repo, parent.tree, path))
+
+
+def _entry_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None:
+    try:
+        return repo.trees.entry(tree, path)
+    except (NotFound, NotADirectory):
+        return None
+
+
+def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
+    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
 
 
 def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) -> str:

@@ -113,9 +113,9 @@ def entry_key(
     return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
 
 
-def leaf_paths(paths: set[bytes]) -> list[bytes]:
-    """Changed paths worth reporting: no editor temp files, no parent of another one."""
-    kept = sorted(p for p in paths if not is_ephemeral(p.rsplit(b"/", 1)[-1]))
+def leaf_paths(paths: list[bytes]) -> list[bytes]:
+    """Changed paths worth naming in a message: none that is a parent of another one."""
+    kept = sorted(paths)
     parents = {p[:i] for p in kept for i in range(len(p)) if p[i : i + 1] == b"/"}
     return [p for p in kept if p not in parents]
 

@@ -51,7 +51,7 @@ from helixfs.vcs.refs import (
     snapshot_ref,
     work_ref,
 )
-from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, show_path
+from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -188,8 +188,9 @@ class Repository:
         tree = self.trees.without_ephemeral(work, objects)
         if tree == self.commit_info(head).tree:
             return None
-        changes = [show_path(c.path) for c in self.trees.diff(self.commit_info(head).tree, tree)]
-        meta = {"recovered": True, "changed": changes[:1000]}
+        paths = self.trees.changed_paths(self.commit_info(head).tree, tree)
+        changes = [path_text(p) for p in itertools.islice(paths, 1000)]
+        meta = {"recovered": True, "changed": changes}
         return self._write_commit(branch, tree, [head], "recovered pending changes", meta, objects)
 
     # -- subscribers and worktrees --------------------------------------------------------

@@ -249,6 +249,25 @@ class Trees:
                 i += 1
                 j += 1
 
+    def changed_paths(self, old: ObjectId, new: ObjectId, prefix: bytes = b"") -> Iterator[bytes]:
+        """Every path whose entry differs in any way (mtimes too), outermost first: a
+        directory added or removed is one path. Complete, so a commit's `changed` list
+        built from it answers "did this commit touch X" without decoding trees."""
+        if old == new:
+            return
+        a, b = self.get(old), self.get(new)
+        for name in sorted(set(a.names) | set(b.names)):
+            ea, eb = find(a, name), find(b, name)
+            if ea == eb:
+                continue
+            path = prefix + name
+            if ea is None or eb is None or ea.is_dir() != eb.is_dir() or not ea.is_dir():
+                yield path
+                continue
+            if (ea.mode, ea.xattrs, ea.mtime_ns) != (eb.mode, eb.xattrs, eb.mtime_ns):
+                yield path
+            yield from self.changed_paths(ea.oid, eb.oid, path + b"/")
+
     def _pair(self, ea: TreeEntry, eb: TreeEntry, prefix: bytes) -> Iterator[Change]:
         path = prefix + ea.name
         if ea.is_dir() and eb.is_dir():

@@ -34,6 +34,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
+from helixfs.vcs import history
 from helixfs.vcs.content import EMPTY, ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.node import (
@@ -41,7 +42,6 @@ from helixfs.vcs.node import (
     auto_message,
     bump,
     check_entry_name,
-    entry_key,
     leaf_paths,
     node_from_entry,
 )
@@ -121,9 +121,12 @@ class Worktree:
             node.listing = list(node.children.items())  # trees are stored in name order
         return node.children
 
-    def _touch(self, node: Node, *paths: bytes, relisted: bool = False) -> None:
-        """Record a change to `node` (to its listing too if `relisted`) and mark its
-        ancestors for re-encoding."""
+    def _touch(
+        self, node: Node, *paths: bytes, relisted: bool = False, subject: Node | None = None
+    ) -> None:
+        """Record a change to `node` (to its listing too if `relisted`: then `paths` are
+        where `subject`, a child, came or went) and mark its ancestors for re-encoding.
+        Editor temp files are not recorded: commits leave them out."""
         node.raw = None
         node.ctime_ns = time.time_ns()
         if relisted:
@@ -132,7 +135,10 @@ class Worktree:
             return  # detached (unlinked but still open): nothing in the tree changes
         self._unsaved = True
         if len(self._changed) < _CHANGED_LIMIT:
-            self._changed.update(paths or (self.path_of(node),))
+            what = subject or node
+            for path in paths or (self.path_of(node),):
+                if what.is_dir() or not is_ephemeral(path.rsplit(b"/", 1)[-1]):
+                    self._changed.add(path)
         if relisted:
             node.dirty = True
         parent = node.parent
@@ -195,20 +201,7 @@ class Worktree:
 
     def last_commit(self, path: bytes, limit: int = 1000) -> CommitId | None:
         """The newest first-parent commit that changed `path` (None if never committed)."""
-        trees = self.repo.trees
-        previous: CommitId | None = None
-        previous_entry: TreeEntry | None = None
-        for commit in self.repo.log(self._head.hex(), limit=limit):
-            try:
-                entry = trees.entry(commit.tree, path)
-            except (NotFound, NotADirectory):
-                entry = None
-            if previous is not None and entry_key(entry) != entry_key(previous_entry):
-                return previous
-            if entry is None:
-                return None
-            previous, previous_entry = commit.id, entry
-        return previous
+        return history.last_change(self.repo, self._head, path, limit)
 
     # -- namespace mutations --------------------------------------------------------------
 
@@ -218,7 +211,7 @@ class Worktree:
             raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
         children[name] = node
         bump(parent, name)
-        self._touch(parent, self._join(parent, name), relisted=True)
+        self._touch(parent, self._join(parent, name), relisted=True, subject=node)
         node.raw = None
         return node
 
@@ -293,7 +286,7 @@ class Worktree:
         path = self._join(parent, name)
         node.parent = None
         bump(parent, name)
-        self._touch(parent, path, relisted=True)
+        self._touch(parent, path, relisted=True, subject=node)
         return node
 
     def rename(
@@ -358,7 +351,7 @@ class Worktree:
         bump(parent, name)
         node.raw = None
         node.ctime_ns = time.time_ns()
-        self._touch(parent, old_path, self._join(parent, name), relisted=True)
+        self._touch(parent, old_path, self._join(parent, name), relisted=True, subject=node)
 
     def _exchange(
         self, op: Node, on: bytes, src: Node, np: Node, nn: bytes, dst: Node | None
@@ -375,8 +368,8 @@ class Worktree:
         op.recheck = np.recheck = True
         src.name, src.parent, dst.name, dst.parent = nn, np, on, op
         src.raw = dst.raw = None
-        self._touch(op, path_a, path_b, relisted=True)
-        self._touch(np, path_a, path_b, relisted=True)
+        self._touch(op, path_a, path_b, relisted=True, subject=src)
+        self._touch(np, path_a, path_b, relisted=True, subject=dst)
 
     # -- content and attributes -------------------------------------------------------------
 
@@ -554,13 +547,17 @@ class Worktree:
                 self._pending = False
                 return None
             info = dict(meta or {})
-            changed = leaf_paths(self._changed)
-            if not changed:  # state from before a reload: diff it (its trees must be stored)
+            if self._pending or not self._changed:
+                # state from before a reload: only a diff knows what it changed (and the
+                # diff reads trees, so they must be stored first)
                 self._persist(root)
-                diff = self.repo.trees.diff(head_tree, tree)
-                changed = [c.path for c in itertools.islice(diff, 1000)]
+                diff = self.repo.trees.changed_paths(head_tree, tree)
+                changed = list(itertools.islice(diff, _CHANGED_LIMIT))
+            else:
+                changed = sorted(self._changed)
+            # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
-            text = message or self._next_message or auto_message(changed, info)
+            text = message or self._next_message or auto_message(leaf_paths(changed), info)
             try:
                 cid = self.repo._write_commit(
                     self.branch,

@@ -96,6 +96,32 @@ def _rename(
     model.dirs |= {target + d[len(path) :] for d in moved_dirs}
 
 
+def _brute_last_commit(repo: Repository, path: bytes) -> bytes | None:
+    """Compare the path's entry commit by commit, the slow obvious way."""
+
+    def key(tree: bytes) -> object:
+        try:
+            entry = repo.trees.entry(tree, path)  # type: ignore[arg-type]
+        except HelixError:
+            return None
+        return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+
+    commits = list(repo.log())
+    if key(commits[0].tree) is None:
+        return None
+    for commit, parent in zip(commits, commits[1:], strict=False):
+        if key(commit.tree) != key(parent.tree):
+            return commit.id
+    return commits[-1].id
+
+
+def _check_last_commits(repo: Repository, tree: Worktree, model: Model) -> None:
+    paths = {*model.committed(), *model.dirs}
+    paths |= {b"gone", b"a/b/c"}
+    for path in sorted(paths):
+        assert tree.last_commit(path) == _brute_last_commit(repo, path), path
+
+
 def _check(repo: Repository, model: Model) -> None:
     files = {}
     dirs = set()
@@ -126,6 +152,8 @@ def test_random_operations_match_the_model(seed: int) -> None:
         elif roll < 0.22:
             tree.commit()
             tree.reload()
+    tree.commit()
+    _check_last_commits(repo, tree, model)
     tree.save()
     reopened = Repository.wrap(store)  # recovery commits what was only saved
     _check(reopened, model)
