@@ -10,7 +10,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HELIX, Mount, MountFactory, detach, helix, is_mounted, require_fuse
+from conftest import (
+    HELIX,
+    Mount,
+    MountFactory,
+    detach,
+    helix,
+    is_mounted,
+    require_fuse,
+    wait_until,
+)
 
 from helixfs.daemon.control import forward
 from helixfs.daemon.lock import is_locked
@@ -192,3 +201,34 @@ def test_control_socket_works_for_a_store_with_a_very_long_path(
     assert len(str(mount.store / "control.sock")) > 108
     (mount.path / "f.txt").write_text("deep\n")
     assert mount.helix("cat", "HEAD", "f.txt").stdout == "deep\n"
+
+
+def test_umount_of_a_busy_mount_names_lazy_and_lazy_detaches(
+    make_mount: MountFactory,
+) -> None:
+    mount = make_mount(0)
+    holder = subprocess.Popen(
+        ["bash", "-c", "exec 3>held.txt; echo held >&3; read line; echo more >&3"],
+        cwd=mount.path,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert mount.proc is not None
+        wait_for = mount.path / "held.txt"
+        wait_until(wait_for.exists, what="the holder to open its file")
+        busy = helix("umount", mount.path, check=False)
+        assert busy.returncode == 1 and "--lazy" in busy.stderr
+        assert is_mounted(mount.path)
+        helix("umount", "--lazy", mount.path)
+        assert not is_mounted(mount.path)
+        assert holder.stdin is not None
+        holder.stdin.write("go\n")
+        holder.stdin.close()
+        assert holder.wait(30) == 0  # the open file kept working after the detach
+        assert mount.proc.wait(60) == 0  # and the daemon ended once it was closed
+        mount.proc = None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    assert helix("--store", mount.store, "cat", "HEAD", "held.txt").stdout == "held\nmore\n"
