@@ -342,7 +342,9 @@ class Repository:
             if tree == self.commit_info(head).tree:
                 return head
             info = dict(meta or {})
-            info.setdefault("changed", sorted(path_text(p) for p in stored)[:1000])
+            info["changed"] = sorted(path_text(p) for p in stored)[
+                :1000
+            ]  # vcs owns this key: last_commit trusts it
             cid = self._write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )

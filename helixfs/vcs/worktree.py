@@ -556,7 +556,7 @@ class Worktree:
             else:
                 changed = sorted(self._changed)
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
-            info.setdefault("changed", [p.decode("utf-8", "surrogateescape") for p in changed])
+            info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(leaf_paths(changed), info)
             try:
                 cid = self.repo._write_commit(
