@@ -342,9 +342,8 @@ class Repository:
             if tree == self.commit_info(head).tree:
                 return head
             info = dict(meta or {})
-            info["changed"] = sorted(path_text(p) for p in stored)[
-                :1000
-            ]  # vcs owns this key: last_commit trusts it
+            # vcs owns this key (last_commit trusts it): a caller's value is replaced
+            info["changed"] = sorted(path_text(p) for p in stored)[:1000]
             cid = self._write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )
