@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import MountFactory, helix, is_mounted
+from mount_harness import MountFactory, helix, is_mounted
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import (
+from mount_harness import (
     HELIX,
     Mount,
     MountFactory,

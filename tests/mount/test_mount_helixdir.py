@@ -6,8 +6,8 @@ import os
 
 import blake3
 import pytest
-from conftest import HELIX as HELIX_CMD
-from conftest import Mount, MountFactory, wait_until
+from mount_harness import HELIX as HELIX_CMD
+from mount_harness import Mount, MountFactory, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
 

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import detach, helix, is_mounted, require_fuse
+from mount_harness import detach, helix, is_mounted, require_fuse
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(120)]
 

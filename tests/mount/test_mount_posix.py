@@ -16,7 +16,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from conftest import Mount
+from mount_harness import Mount
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(120)]
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Mount, MountFactory, sh, wait_until
+from mount_harness import Mount, MountFactory, sh, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 

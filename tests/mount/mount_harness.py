@@ -1,0 +1,188 @@
+"""The real-mount harness shared by the tests in this folder (fixtures: conftest.py).
+
+Each mount is a `helix mount --foreground` subprocess (the same code path users run),
+started on a fresh store in a tmp dir, and driven with ordinary tools in subprocesses.
+Teardown always detaches the mount (`fusermount3 -u`, then `-u -z`) and ends the daemon,
+whatever the test did, so a failing test never leaves a mount or a process behind.
+
+Without a usable /dev/fuse these tests skip on a developer machine but FAIL under CI
+(CI=true): a CI run that silently skipped the real-mount suite would prove nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HELIX = [sys.executable, "-m", "helixfs.cli.main"]
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+def fuse_problem() -> str | None:
+    """Why real mounts cannot run here, or None if they can."""
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed"
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError as exc:
+        return f"/dev/fuse is not usable: {exc}"
+    os.close(fd)
+    return None
+
+
+def require_fuse() -> None:
+    problem = fuse_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"real-mount tests cannot run in CI: {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def helix(*args: str | Path, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run the `helix` CLI in a subprocess, as a user would."""
+    done = subprocess.run(
+        [*HELIX, *map(str, args)], capture_output=True, text=True, timeout=120, **kwargs
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"helix {args} exited {done.returncode}:\n{done.stderr}{done.stdout}")
+    return done
+
+
+def sh(
+    command: str, cwd: Path, *, check: bool = True, timeout: float = 240, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
+    """A shell command line run inside the mount (or anywhere)."""
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"`{command}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
+    """Poll for an asynchronous effect (a quiet-window commit); never a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        time.sleep(0.05)
+
+
+def detach(path: Path) -> None:
+    for flags in (["-u"], ["-u", "-z"]):
+        done = subprocess.run(
+            ["fusermount3", *flags, str(path)], capture_output=True, text=True, check=False
+        )
+        if done.returncode == 0 or "not mounted" in done.stderr or "not found" in done.stderr:
+            return
+
+
+def is_mounted(path: Path) -> bool:
+    target = str(path)
+    with open("/proc/self/mountinfo") as info:
+        return any(line.split(" ")[4] == target for line in info)
+
+
+@dataclass
+class Mount:
+    store: Path
+    path: Path
+    proc: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+
+    def helix(self, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return helix("--store", self.store, *args, check=check)
+
+    def log(self, rev: str = "HEAD", limit: int | None = None) -> list[dict[str, Any]]:
+        extra = ["-n", str(limit)] if limit else []
+        commits: list[dict[str, Any]] = json.loads(self.helix("log", rev, "--json", *extra).stdout)
+        return commits
+
+    def head(self) -> str:
+        return str(self.log(limit=1)[0]["id"])
+
+    def sh(
+        self, command: str, *, check: bool = True, **kwargs: Any
+    ) -> subprocess.CompletedProcess[str]:
+        return sh(command, self.path, check=check, **kwargs)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [*HELIX, "mount", "--foreground", *extra, str(self.store), str(self.path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                line = self.proc.stdout.readline()
+                if not line:
+                    break
+                self.output.append(line)
+                if line.startswith("mounted "):
+                    return
+        self.stop()
+        raise AssertionError("the mount did not come up:\n" + "".join(self.output))
+
+    def stop(self) -> int | None:
+        """Unmount and end the daemon; its exit status (None if it had to be killed)."""
+        detach(self.path)
+        if self.proc is None:
+            return None
+        proc, self.proc = self.proc, None
+        try:
+            code = proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            code = None
+        if proc.stdout is not None:
+            self.output.append(proc.stdout.read())
+            proc.stdout.close()
+        return code
+
+    def kill9(self, *, leave_dead_mount: bool = False) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.proc = None
+        if not leave_dead_mount:
+            detach(self.path)
+
+
+MountFactory = Callable[..., Mount]
