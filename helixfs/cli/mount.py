@@ -22,7 +22,11 @@ def register(subparsers: Any) -> None:
         forward=False,
     )
     mount.add_argument("store_path", metavar="STORE", help="store folder (see helix init)")
-    mount.add_argument("mountpoint", metavar="MOUNTPOINT", help="an existing folder (its own files are hidden while mounted)")
+    mount.add_argument(
+        "mountpoint",
+        metavar="MOUNTPOINT",
+        help="an existing folder (its own files are hidden while mounted)",
+    )
     mount.add_argument(
         "--foreground", "-f", action="store_true", help="serve in this process until unmounted"
     )
@@ -41,7 +45,9 @@ def register(subparsers: Any) -> None:
         metavar="OPTS",
         help="comma-separated FUSE options (allow_other, ro, ...) and quiet_window=MS",
     )
-    mount.add_argument("--debug", action="store_true", help="debug-level daemon log (with --foreground)")
+    mount.add_argument(
+        "--debug", action="store_true", help="debug-level daemon log (with --foreground)"
+    )
     umount = add_command(
         subparsers,
         "umount",
