@@ -12,7 +12,6 @@ reloads, then subscribers hear the branch name: nothing a user saved is ever dro
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import re
@@ -87,6 +86,7 @@ class Repository:
         self.trees = Trees(store)
         self.contents = ContentReader(store)
         self.lock = threading.RLock()
+        self.author = default_author()
         self._commits: dict[CommitId, Commit] = {}
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
@@ -415,10 +415,8 @@ class Repository:
             raise InvalidInput("commit message must be a string")
         if started is not None:
             meta["latency_us"] = (time.perf_counter_ns() - started) // 1000
-        commit = Commit(
-            tree, tuple(parents), time.time_ns(), author or default_author(), message, meta
-        )
-        record = encode_commit(commit)
+        fields = (tree, tuple(parents), time.time_ns(), author or self.author, message, meta)
+        record = encode_commit(Commit(*fields))
         cid = CommitId(object_id(record))
         objects[ObjectId(cid)] = record
         refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
@@ -426,7 +424,7 @@ class Repository:
         refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(objects, refs, delta_bases=bases or None)
         self.trees.mark_clean(tree)
-        self._remember(dataclasses.replace(commit, id=cid))
+        self._remember(Commit(*fields, id=cid))
         return cid
 
     def _moved_if_live(self, branch: str) -> None:
