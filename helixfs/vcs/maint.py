@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING
 from helixfs.errors import CorruptObject, HelixError, NotFound
 from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.content import EMPTY
-from helixfs.vcs.objects import KIND_COMMIT, KIND_TREE, decode_any, kind_of, references
+from helixfs.vcs.objects import (
+    KIND_BLOB,
+    KIND_CHUNKED,
+    KIND_COMMIT,
+    KIND_TREE,
+    decode_any,
+    decode_chunked,
+    decode_commit,
+    decode_tree,
+    kind_of,
+    references,
+)
 from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, WORK
 from helixfs.vcs.treeops import EMPTY_TREE_ID
 
@@ -141,7 +152,8 @@ def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[s
 
 
 def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[str]) -> None:
-    """Every object a reachable record points at must exist and be valid."""
+    """Every object a reachable record points at must exist, be valid, and be of the
+    kind the pointer promises (a directory entry names a tree, a file a content...)."""
     seen: set[ObjectId] = set()
     stack = [oid for _, oid in _roots(repo) if oid in kinds]
     while stack:
@@ -150,14 +162,45 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
             continue
         seen.add(oid)
         try:
-            children = references(repo.store.get(oid))
+            links = _typed_links(repo.store.get(oid))
         except HelixError:
             continue  # already reported by the object scan
-        for child in children:
+        for child, allowed in links:
             if child not in kinds:
                 problems.append(f"object {hex_id(oid)} points at missing/corrupt {hex_id(child)}")
-            elif child not in seen:
+                continue
+            if kinds[child] not in allowed:
+                wanted = " or ".join(_KIND_NAMES[k] for k in allowed)
+                problems.append(
+                    f"object {hex_id(oid)} points at {hex_id(child)}, a "
+                    f"{_KIND_NAMES[kinds[child]]} where a {wanted} was expected"
+                )
+            if child not in seen:
                 stack.append(child)
+
+
+_CONTENT = (KIND_BLOB, KIND_CHUNKED)
+_KIND_NAMES = {
+    KIND_BLOB: "blob",
+    KIND_CHUNKED: "chunked file",
+    KIND_TREE: "tree",
+    KIND_COMMIT: "commit",
+}
+
+
+def _typed_links(record: bytes) -> list[tuple[ObjectId, tuple[bytes, ...]]]:
+    kind = kind_of(record)
+    if kind == KIND_TREE:
+        return [
+            (e.oid, (KIND_TREE,) if e.is_dir() else _CONTENT) for e in decode_tree(record).entries
+        ]
+    if kind == KIND_COMMIT:
+        commit = decode_commit(record)
+        parents = [(ObjectId(p), (KIND_COMMIT,)) for p in commit.parents]
+        return [(commit.tree, (KIND_TREE,)), *parents]
+    if kind == KIND_CHUNKED:
+        return [(c, (KIND_BLOB,)) for c, _ in decode_chunked(record).chunks]
+    return []
 
 
 def _percentile(values: list[int], q: float) -> float | None:

@@ -118,3 +118,19 @@ def test_fsck_on_disk_finds_bytes_flipped_under_rocksdb(tmp_path: Path) -> None:
     with Repository.open(tmp_path / "s") as repo:
         report = repo.fsck()
         assert not report.ok and any(oid.hex() in p for p in report.problems)
+
+
+def test_fsck_detects_a_pointer_to_the_wrong_kind_of_object(repo: Repository) -> None:
+    from helixfs.store import RefUpdate
+    from helixfs.vcs.objects import MODE_DIR, Commit, TreeEntry, encode_commit, encode_tree
+
+    blob = encode_blob(b"not a tree")
+    bad_tree = encode_tree([TreeEntry(b"dir", MODE_DIR, object_id(blob))])
+    head = repo.resolve("HEAD")
+    commit = encode_commit(Commit(object_id(bad_tree), (head,), 0, "x", "bad", {}))
+    repo.store.write(
+        {object_id(blob): blob, object_id(bad_tree): bad_tree, object_id(commit): commit},
+        [RefUpdate("branches/bad", object_id(commit), expected=None)],
+    )
+    problems = repo.fsck().problems
+    assert any("a blob where a tree was expected" in p for p in problems), problems
