@@ -243,15 +243,24 @@ def stats(repo: Repository, last: int) -> RepoStats:
 
 
 def _referenced_bytes(repo: Repository) -> int:
-    """Sum of file sizes over every branch and snapshot head (what a copy would cost)."""
+    """Sum of file sizes over every branch and snapshot head (what copies would cost).
+
+    Sizes are memoised per tree id, so heads that share most of their subtrees (the
+    usual case) cost little more than one walk."""
     sizes: dict[ObjectId, int] = {}
+
+    def size_of(tree: ObjectId) -> int:
+        known = sizes.get(tree)
+        if known is None:
+            entries = repo.trees.get(tree).entries
+            known = sum(size_of(e.oid) if e.is_dir() else e.size for e in entries)
+            sizes[tree] = known
+        return known
+
     total = 0
     for info in [*repo.branches(), *repo.snapshots()]:
-        tree = repo.commit_info(info.commit).tree
-        if tree not in sizes:
-            try:
-                sizes[tree] = sum(e.size for _, e in repo.trees.walk(tree) if not e.is_dir())
-            except (CorruptObject, NotFound):
-                sizes[tree] = 0
-        total += sizes[tree]
+        try:
+            total += size_of(repo.commit_info(info.commit).tree)
+        except (CorruptObject, NotFound):
+            continue
     return total
