@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,7 +25,6 @@ from helixfs.errors import (
     AlreadyExists,
     CorruptObject,
     InvalidInput,
-    InvalidName,
     NotFound,
 )
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
@@ -56,8 +54,6 @@ if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
 
 MergeResult = merge.MergeResult
-_REV = re.compile(r"^(?P<base>[^~^]+)(?P<suffix>(?:[~^]\d*)*)$")
-_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 Listener = Callable[[str], None]
 Content = bytes | bytearray | memoryview | BinaryIO | None
 
@@ -594,4 +590,4 @@ def _open_rocks(folder: Path) -> ObjectStore:
     return store
 
 
-__all__ = ["Repository", "RefInfo", "MergeResult", "InvalidName"]
+__all__ = ["MergeResult", "RefInfo", "Repository"]
