@@ -100,3 +100,21 @@ def test_run_in_process_captures_output_and_errors(tmp_path: Path) -> None:
         out, err = io.StringIO(), io.StringIO()
         assert run_in_process(["--help"], repo, out, err) == 0
         assert "usage: helix" in out.getvalue()
+
+
+def test_command_index_names_the_registering_module() -> None:
+    import argparse
+    import importlib
+
+    from helixfs.cli.main import COMMAND_INDEX, COMMAND_MODULES, modules_for
+
+    for module in COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        importlib.import_module(module).register(parser.add_subparsers())
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for name in actions[0].choices:
+            assert COMMAND_INDEX.get(name, module) == module, f"{name} is in {module}"
+    assert modules_for(["--store", "log", "log", "-n", "1"]) == ("helixfs.cli.history",)
+    assert modules_for(["--json", "branch"]) == ("helixfs.cli.refs",)
+    assert modules_for(["--help"]) == COMMAND_MODULES
+    assert modules_for(["no-such-command"]) == COMMAND_MODULES
