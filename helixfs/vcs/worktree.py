@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 Objects = dict[ObjectId, bytes]
 _PERM = 0o7777
 _CHANGED_LIMIT = 1000
+XATTR_NAME_MAX = 255
+XATTR_SIZE_MAX = 65536
 
 
 class Worktree:
@@ -413,6 +415,8 @@ class Worktree:
     ) -> None:
         with self._lock:
             self._writable()
+            if mtime_ns is not None and not -(2**63) <= mtime_ns < 2**63:
+                raise InvalidInput(f"mtime {mtime_ns} ns is out of range")
             if size is not None and size != node.size:
                 self._regular(node)
                 assert node.oid is not None
@@ -431,6 +435,11 @@ class Worktree:
             self._writable()
             if not isinstance(name, bytes) or not name or not isinstance(value, bytes):
                 raise InvalidInput("xattr name and value must be bytes (name non-empty)")
+            if len(name) > XATTR_NAME_MAX or len(value) > XATTR_SIZE_MAX or b"\0" in name:
+                raise InvalidInput(
+                    f"xattr {name[:40]!r}: names are at most {XATTR_NAME_MAX} bytes without "
+                    f"NUL, values at most {XATTR_SIZE_MAX} bytes (the Linux limits)"
+                )
             node.xattrs[name] = value
             self._touch(node)
 

@@ -358,3 +358,16 @@ def test_branch_and_snapshot_from_a_live_branch_include_its_saves(
     assert repo.read("copy", "draft") == b"saved, not committed yet"
     assert repo.read("snap", "draft") == b"saved, not committed yet"
     assert not tree.dirty
+
+
+def test_bad_attributes_are_refused_before_they_reach_a_save(tree: Worktree) -> None:
+    _file(tree, b"f", b"1")
+    f = tree.lookup(tree.root, b"f")
+    for name, value in ((b"user." + b"n" * 300, b"v"), (b"user.big", bytes(70000)), (b"a\0b", b"")):
+        with pytest.raises(InvalidInput):
+            tree.set_xattr(f, name, value)
+    with pytest.raises(InvalidInput):
+        tree.set_attrs(f, size=0, mtime_ns=2**64)
+    assert tree.read(f, 0, 10) == b"1"  # nothing changed
+    assert f.xattrs == {}
+    assert tree.commit() is not None
