@@ -99,7 +99,8 @@ def children_first(commits: list[Commit]) -> list[Commit]:
 def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(commit.time_ns / 1e9))
-    return f"{hex_id(commit.id)[:12]}  {when}  {commit.author}  {subject}"
+    author = commit.author.split(" <", 1)[0]  # the name; --json carries the full string
+    return f"{hex_id(commit.id)[:12]}  {when}  {author}  {subject}"
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:

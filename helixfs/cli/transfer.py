@@ -1,15 +1,19 @@
-"""Moving trees in and out of the store: import (a folder or a git repository), export."""
+"""Moving content in and out of the store: import (a folder or a git repository),
+export, and `commit` (explicit path changes, through the core API)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import add_command
 from helixfs.cli.output import Output, human_bytes
 from helixfs.cli.repo import as_doc
-from helixfs.errors import InvalidInput
+from helixfs.errors import InvalidInput, NotFound
+from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -30,6 +34,22 @@ def register(subparsers: Any) -> None:
     imp.add_argument(
         "--prefix", default="", help="prefix for imported branch and snapshot names (git import)"
     )
+    commit = add_command(
+        subparsers,
+        "commit",
+        handler=cmd_commit,
+        help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
+    )
+    commit.add_argument("changes", metavar="PATH=FILE", nargs="*", help="a file to write")
+    commit.add_argument("-m", "--message", required=True, help="commit message")
+    commit.add_argument(
+        "--delete", metavar="PATH", action="append", default=[], help="a path to delete"
+    )
+    commit.add_argument(
+        "--meta", metavar="KEY=VALUE", action="append", default=[], help="free-form metadata"
+    )
+    commit.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
+    commit.add_argument("--author", help="author (default: $HELIX_AUTHOR or $USER)")
     exp = add_command(
         subparsers,
         "export",
@@ -74,6 +94,43 @@ def _git_summary(doc: dict[str, Any]) -> str:
     return f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
         f", {doc['skipped']} already present" if doc.get("skipped") else ""
     )
+
+
+def _pair(text: str, form: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise InvalidInput(f"expected {form}, got {text!r}")
+    return key, value
+
+
+def _content(source: str, stdin_used: list[bool]) -> bytes:
+    if source == "-":
+        if stdin_used:
+            raise InvalidInput("only one change can read stdin (PATH=-)")
+        stdin_used.append(True)
+        return sys.stdin.buffer.read()
+    try:
+        return Path(source).read_bytes()
+    except OSError as err:
+        raise NotFound(f"cannot read {source}: {err.strerror}") from None
+
+
+def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    """A commit through the core API: what an agent or a script does without a mount."""
+    stdin_used: list[bool] = []
+    changes: dict[bytes | str, bytes | None] = {}
+    for text in args.changes:
+        path, source = _pair(text, "PATH=FILE")
+        changes[os.fsencode(path)] = _content(source, stdin_used)
+    for path in args.delete:
+        changes[os.fsencode(path)] = None
+    meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
+    head = repo.resolve(args.branch or "HEAD")
+    cid = repo.commit(changes, args.message, meta=meta, branch=args.branch, author=args.author)
+    made = cid != head
+    doc = {"commit": hex_id(cid), "changed": made, "paths": len(changes)}
+    out.emit(doc, f"{'committed' if made else 'nothing changed:'} {hex_id(cid)[:12]}")
+    return 0
 
 
 def cmd_export(args: argparse.Namespace, repo: Repository, out: Output) -> int:

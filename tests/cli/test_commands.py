@@ -198,3 +198,33 @@ def test_every_data_command_prints_one_json_document(helix: Helix, tmp_path: Pat
         # both spellings: `helix CMD --json ...` and `helix --json CMD ...`
         form = [*argv[:1], "--json", *argv[1:]] if i % 2 else ["--json", *argv]
         ok(helix(*form)).json()  # one document, nothing else on stdout
+
+
+def test_commit_through_the_api(helix: Helix, tmp_path: Path) -> None:
+    _imported(helix, tmp_path)
+    (tmp_path / "new.txt").write_text("new\n")
+    doc = ok(
+        helix(
+            "commit",
+            "--json",
+            "-m",
+            "agent edit",
+            "--meta",
+            "agent=claude",
+            "--meta",
+            "experiment=e1",
+            "docs/new.txt=new.txt",
+            "--delete",
+            "src/util.py",
+        )
+    ).json()
+    assert doc["changed"] is True
+    head = ok(helix("log", "--json", "-n", "1")).json()[0]
+    assert head["message"] == "agent edit" and head["id"] == doc["commit"]
+    assert head["meta"]["agent"] == "claude" and head["meta"]["experiment"] == "e1"
+    assert ok(helix("cat", "HEAD", "docs/new.txt")).out == "new\n"
+    fails(helix("cat", "HEAD", "src/util.py"), says="no such path")
+    fails(helix("commit", "-m", "x", "no-equals-sign"), says="PATH=FILE")
+    fails(helix("commit", "-m", "x", "a=missing-file"), says="cannot read")
+    fails(helix("commit", "-m", "x", "--delete", "nope"), says="nope")
+    assert ok(helix("rev-parse", "HEAD")).out.strip() == doc["commit"]
