@@ -511,6 +511,21 @@ class Worktree:
             entries.append(entry)
         return self.repo.trees.build(entries, objects)
 
+    def _in_either(self, path: bytes, head_tree: ObjectId) -> bool:
+        """False for a path in neither the last commit nor the live tree: a temp file
+        written and renamed away within one save changed nothing a commit records."""
+        node: Node | None = self.root
+        for part in path.split(b"/"):
+            if node is None or node.children is None:
+                return True  # not loaded, cannot tell cheaply: keep it (lists may over-cover)
+            node = node.children.get(part)
+        if node is not None:
+            return True
+        try:
+            return self.repo.trees.entry(head_tree, path) is not None
+        except (NotFound, NotADirectory):
+            return False
+
     def save(self, *, sync: bool = False) -> None:
         """Persist the live state now: after this returns, kill -9 loses nothing."""
         with self._lock:
@@ -563,7 +578,7 @@ class Worktree:
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:
-                changed = sorted(self._changed)
+                changed = [p for p in sorted(self._changed) if self._in_either(p, head_tree)]
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(leaf_paths(changed), info)

@@ -371,3 +371,13 @@ def test_bad_attributes_are_refused_before_they_reach_a_save(tree: Worktree) -> 
     assert tree.read(f, 0, 10) == b"1"  # nothing changed
     assert f.xattrs == {}
     assert tree.commit() is not None
+
+
+def test_a_temp_file_renamed_away_is_no_changed_path(repo: Repository, tree: Worktree) -> None:
+    _file(tree, b"conf.txt", b"old\n")
+    tree.commit()
+    _file(tree, b"sedAb12Cd", b"new\n")  # sed -i: write a temp file, rename it over
+    tree.rename(tree.root, b"sedAb12Cd", tree.root, b"conf.txt")
+    tree.commit()
+    assert repo.commit_info("HEAD").meta["changed"] == ["conf.txt"]
+    assert repo.commit_info("HEAD").message == "save conf.txt"
