@@ -89,10 +89,19 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str =
 
 
 def detach(path: Path) -> None:
+    """Unmount: cleanly first (the daemon then commits and exits), and if that fails or
+    hangs, `fusermount3 -u -z`, which always detaches."""
     for flags in (["-u"], ["-u", "-z"]):
-        done = subprocess.run(
-            ["fusermount3", *flags, str(path)], capture_output=True, text=True, check=False
-        )
+        try:
+            done = subprocess.run(
+                ["fusermount3", *flags, str(path)],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=20,
+            )
+        except subprocess.TimeoutExpired:
+            continue
         if done.returncode == 0 or "not mounted" in done.stderr or "not found" in done.stderr:
             return
 
