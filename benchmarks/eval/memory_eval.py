@@ -55,6 +55,7 @@ class Timeline:
     query: str
     versions: tuple[str, ...]  # memory keys, oldest first
     current: str
+    values: tuple[str, ...]  # per version, the text that states its value
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,21 @@ def load(eval_dir: Path = EVAL_DIR) -> EvalSet:
         queries.append(Query(row["id"], row["kind"], row["query"], tuple(row["relevant"]), files))
     timelines = []
     for row in _read_jsonl(eval_dir / "updates.jsonl"):
-        if set(row["versions"]) - known or row["current"] != row["versions"][-1]:
-            raise ValueError(f"timeline {row['id']}: bad versions or current")
-        timelines.append(Timeline(row["id"], row["query"], tuple(row["versions"]), row["current"]))
+        if (
+            set(row["versions"]) - known
+            or row["current"] != row["versions"][-1]
+            or len(row["values"]) != len(row["versions"])
+        ):
+            raise ValueError(f"timeline {row['id']}: bad versions, current or values")
+        timelines.append(
+            Timeline(
+                row["id"],
+                row["query"],
+                tuple(row["versions"]),
+                row["current"],
+                tuple(row["values"]),
+            )
+        )
     return EvalSet(tuple(memories), tuple(queries), tuple(timelines), workspace)
 
 
@@ -258,26 +271,22 @@ class UpdateReport:
     failures: list[dict[str, Any]]
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def current_ranks_first(
-    timeline: Timeline, evalset: EvalSet, loaded: Loaded, hits: Sequence[Hit]
-) -> bool:
-    """True when, among the hits carrying any version of the fact, the first one is the
-    current version, by id or (if consolidation merged versions into one memory) by the
-    text it holds now. A current version missing from the top k is a failure."""
-    content = {m["key"]: _normal(m["content"]) for m in evalset.memories}
-    version_ids = {loaded.ids.get(key): key for key in timeline.versions}
-    version_ids.pop(None, None)
+def current_ranks_first(timeline: Timeline, hits: Sequence[Hit]) -> bool:
+    """True when the first memory hit that states any value of the fact states the
+    current one. Judged by value, not by id: consolidation may fold versions into one
+    memory or retire them in favour of another memory saying the same thing, and what
+    matters to the agent is which value it reads first. A newer version often names the
+    old value too ("moved from X to Y"), so the current value is checked first."""
+    current = timeline.values[-1].lower()
+    stale = [value.lower() for value in timeline.values[:-1]]
     for hit in hits:
-        text = _normal(hit.content)
-        by_text = [key for key in timeline.versions if content[key] == text]
-        if by_text:
-            return by_text[0] == timeline.current
-        if hit.kind == "memory" and hit.id in version_ids:
-            return version_ids[hit.id] == timeline.current
+        if hit.kind != "memory":
+            continue
+        text = hit.content.lower()
+        if current in text:
+            return True
+        if any(value in text for value in stale):
+            return False
     return False
 
 
@@ -288,7 +297,7 @@ def evaluate_updates(
     passed = 0
     for timeline in evalset.timelines:
         hits = recall(timeline.query, k)
-        if current_ranks_first(timeline, evalset, loaded, hits):
+        if current_ranks_first(timeline, hits):
             passed += 1
         else:
             failures.append(_failure(timeline, loaded, hits))
@@ -301,8 +310,6 @@ def _failure(timeline: Timeline, loaded: Loaded, hits: Sequence[Hit]) -> dict[st
     return {
         "timeline": timeline.id,
         "query": timeline.query,
-        "version_ranks": {
-            key: ranks.get(loaded.ids.get(key, "")) for key in timeline.versions
-        },
+        "version_ranks": {key: ranks.get(loaded.ids.get(key, "")) for key in timeline.versions},
         "top": [h.content for h in hits[:3]],
     }
