@@ -20,6 +20,7 @@ from helixfs.errors import CorruptObject, InvalidInput
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import ObjectStore
 from helixfs.vcs.objects import (
+    HEADER_SIZE,
     KIND_BLOB,
     KIND_CHUNKED,
     decode_blob,
@@ -159,9 +160,9 @@ class ContentReader:
         if cached is None:
             record = self._get(oid)
             kind = kind_of(record)
-            if kind == KIND_BLOB:
-                data = decode_blob(record)
-                return data[offset:] if size < 0 else data[offset : offset + size]
+            if kind == KIND_BLOB:  # slice past the header: no copy of the whole blob
+                start = HEADER_SIZE + offset
+                return record[start:] if size < 0 else record[start : start + size]
             if kind != KIND_CHUNKED:
                 raise CorruptObject(f"object {hex_id(oid)} is not a file content")
             cached = self._index(oid, record)
@@ -174,10 +175,12 @@ class ContentReader:
         end = starts[-1] if size < 0 else min(starts[-1], offset + size)
         i = max(0, bisect.bisect_right(starts, offset) - 1)
         while i < len(ids) and starts[i] < end:
-            data = decode_blob(self._get(ids[i]))
-            lo = max(0, offset - starts[i])
-            hi = min(len(data), end - starts[i])
-            yield data[lo:hi]
+            record = self._get(ids[i])
+            if kind_of(record) != KIND_BLOB:
+                raise CorruptObject(f"chunk {hex_id(ids[i])} is not a blob record")
+            lo = HEADER_SIZE + max(0, offset - starts[i])
+            hi = HEADER_SIZE + min(len(record) - HEADER_SIZE, end - starts[i])
+            yield record[lo:hi]  # sliced straight from the record: one copy, not two
             i += 1
 
     def open(self, oid: ObjectId) -> BinaryIO:
