@@ -245,41 +245,45 @@ def verdict(value: float, target: float, higher_is_better: bool) -> str:
     return "ok" if ok else "MISSED"
 
 
-def print_table(result: dict[str, Any]) -> None:
-    print(f"\nHelixFS memory benchmark ({result['mode']}, model {result['model']})")
-    print(f"{'memories':>10} {'op':<7} {'p50 ms':>8} {'p95 ms':>8} {'target p95':>11}")
+def render_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"HelixFS memory benchmark ({result['mode']}, {result['date']}, commit "
+        f"{result['commit']}, load {result['machine']['loadavg_before'][0]} on "
+        f"{result['machine']['cpus']} CPUs)",
+        f"{'memories':>10} {'op':<7} {'p50 ms':>8} {'p95 ms':>8} {'target p95':>15}",
+    ]
+    targets = {"recall": RECALL_TARGET_P95_MS, "search": None, "write": WRITE_TARGET_P95_MS}
     for scale in result["scales"]:
-        for op, target in (
-            ("recall", RECALL_TARGET_P95_MS),
-            ("search", None),
-            ("write", WRITE_TARGET_P95_MS),
-        ):
+        for op, target in targets.items():
             row = scale[op]
-            goal = f"<= {target:.0f} " + verdict(row["p95_ms"], target, False) if target else ""
-            print(
+            goal = f"<= {target:.0f} {verdict(row['p95_ms'], target, False)}" if target else ""
+            lines.append(
                 f"{scale['memories']:>10} {op:<7} {row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f} "
-                f"{goal:>11}"
+                f"{goal:>15}"
             )
     quality = result["quality"]
     if quality is None:
-        return
-    print(
-        f"\nRetrieval quality: {quality['queries']} queries over {quality['memories']} "
-        "memories + workspace files"
-    )
+        return "\n".join(lines) + "\n"
     kinds = sorted(next(iter(quality["modes"].values()))["by_kind"])
-    header = "".join(f" {k[:10]:>10}" for k in kinds)
-    print(f"{'mode':<8} {'recall@10':>9} {'MRR':>6}{header}   (per-kind recall@10)")
+    lines += [
+        "",
+        f"Retrieval quality: {quality['queries']} queries, {quality['memories']} memories "
+        "+ workspace files",
+        f"{'mode':<8} {'recall@10':>9} {'MRR':>6}"
+        + "".join(f" {k[:10]:>10}" for k in kinds)
+        + "   (recall@10 per query kind)",
+    ]
     for mode, scores in quality["modes"].items():
         per_kind = "".join(f" {scores['by_kind'][k]['recall_at_k']:>10.3f}" for k in kinds)
-        print(f"{mode:<8} {scores['recall_at_10']:>9.3f} {scores['mrr']:>6.3f}{per_kind}")
+        lines.append(f"{mode:<8} {scores['recall_at_10']:>9.3f} {scores['mrr']:>6.3f}{per_kind}")
     rate = quality["update_ranking_rate"]
-    print(
-        f"\nUpdated fact ranked above its old value: {rate:.1%} of "
-        f"{quality['timelines']} timelines (target >= 95%: "
-        f"{verdict(rate, UPDATE_TARGET, True)}); with superseded memories shown: "
-        f"{quality['update_ranking_rate_with_superseded_shown']:.1%}"
-    )
+    lines += [
+        "",
+        f"Current value of an updated fact first: {rate:.1%} of {quality['timelines']} "
+        f"timelines (target >= 95%: {verdict(rate, UPDATE_TARGET, True)}); with superseded "
+        f"memories shown: {quality['update_ranking_rate_with_superseded_shown']:.1%}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _git_head() -> str:
@@ -354,10 +358,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quality": quality,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / ("bench_memory_quick.json" if args.quick else "bench_memory.json")
+    stem = "bench_memory_quick" if args.quick else "bench_memory"
+    path = args.out / f"{stem}.json"
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print_table(result)
-    print(f"\nJSON: {path}")
+    table = render_table(result)
+    (args.out / f"{stem}.txt").write_text(table, encoding="utf-8")
+    print(table)
+    print(f"JSON: {path}")
     return 0
 
 
