@@ -381,3 +381,20 @@ def test_a_temp_file_renamed_away_is_no_changed_path(repo: Repository, tree: Wor
     tree.commit()
     assert repo.commit_info("HEAD").meta["changed"] == ["conf.txt"]
     assert repo.commit_info("HEAD").message == "save conf.txt"
+
+
+def test_directories_nested_deeper_than_pythons_default_recursion_limit(
+    repo: Repository, tree: Worktree
+) -> None:
+    node = tree.root
+    for _ in range(1500):
+        node = tree.mkdir(node, b"d")
+    tree.set_content(tree.create(node, b"f"), b"deep")
+    tree.commit()
+    tree.set_content(tree.lookup(node, b"f"), b"deeper")
+    tree.commit()
+    path = "/".join(["d"] * 1500) + "/f"
+    assert repo.read("HEAD", path) == b"deeper"
+    assert [c.status for c in repo.diff("HEAD~1", "HEAD")] == ["M"]
+    assert repo.fsck().ok and repo.gc(dry_run=True).unreachable == 0
+    assert tree.last_commit(path.encode()) == repo.resolve("HEAD")
