@@ -120,3 +120,31 @@ def test_current_value_of_an_updated_fact_ranks_first(
         for f in report.failures
     )
     assert report.rate >= UPDATE_TARGET, f"update ranking {report.rate:.3f}; failed:\n{failed}"
+
+
+def _copy_set(tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "eval"
+    shutil.copytree(EVAL_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def test_loader_refuses_a_query_naming_an_unknown_memory(tmp_path: Path) -> None:
+    broken = _copy_set(tmp_path)
+    with (broken / "queries.jsonl").open("a", encoding="utf-8") as queries:
+        queries.write('{"id": "qX", "kind": "mixed", "query": "x", "relevant": ["nope-001"]}\n')
+    with pytest.raises(ValueError, match="nope-001"):
+        me.load(broken)
+
+
+def test_loader_refuses_an_ambiguous_anchor(tmp_path: Path) -> None:
+    broken = _copy_set(tmp_path)
+    line = (
+        '{"id": "qY", "kind": "mixed", "query": "x", "relevant": [], '
+        '"files": [{"path": "ledger/src/ledger/posting.py", "anchor": "def "}]}\n'
+    )
+    with (broken / "queries.jsonl").open("a", encoding="utf-8") as queries:
+        queries.write(line)
+    with pytest.raises(ValueError, match="occurs"):
+        me.load(broken)
