@@ -426,7 +426,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"... {name}", file=sys.stderr, flush=True)
             rows.extend(bench(Path(base_dir), Path(nat)))
+    load = os.getloadavg()
     print(table(rows))
+    print(
+        f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
+        " (figures from a busy machine are slower on both sides)"
+    )
     RESULTS.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = RESULTS / f"bench_fs-{'quick-' if args.quick else ''}{stamp}.json"
@@ -434,11 +439,25 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "sizes": asdict(sizes),
         "time": stamp,
+        "commit": _commit(),
+        "load_average": load,
+        "native_dir": str(args.native_dir),
         "rows": [asdict(r) for r in rows],
     }
     out.write_text(json.dumps(doc, indent=2))
     print(f"\nJSON: {out}")
     return 0
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).resolve().parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip()
 
 
 if __name__ == "__main__":
