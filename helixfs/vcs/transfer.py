@@ -5,7 +5,8 @@ Both stream: file contents go to the store in batches of bounded size (large fil
 through FastCDC chunks), so importing a big folder never holds it in memory. An import
 keeps what a checkout needs to look the same: bytes names, modes, symlinks, mtimes and
 `user.*` extended attributes. Sockets, fifos and devices are skipped and counted, as are
-`.git` and `.helix` folders (another VCS's internals and our own virtual folder).
+`.git` and `.helix` folders (another VCS's internals and our own virtual folder) and the
+store's own folder.
 
 An export writes into a fresh sibling folder and renames it into place at the end, so a
 failure halfway leaves nothing behind where the user asked for the tree.
@@ -85,6 +86,7 @@ class _Counts:
     dirs: int = 0
     bytes: int = 0
     skipped: int = 0
+    avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
 
 
 # -- import -----------------------------------------------------------------------------
@@ -110,7 +112,7 @@ def import_dir(
     name = branch if branch is not None else repo.head_branch()
     repo.resolve(name)  # an unknown branch fails before any object is written
     batch = _Batch(repo)
-    counts = _Counts()
+    counts = _Counts(avoid=_store_folder(repo))
     tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
     info = dict(meta or {})
     info.setdefault("imported_from", str(root.resolve()))
@@ -124,6 +126,15 @@ def import_dir(
 
 def _ignore(_: int) -> None:
     return None
+
+
+def _store_folder(repo: Repository) -> frozenset[tuple[int, int]]:
+    """The store's own folder, never imported into itself (its files change as we write)."""
+    try:
+        st = os.stat(repo.path) if repo.path is not None else None
+    except OSError:
+        return frozenset()
+    return frozenset({(st.st_dev, st.st_ino)}) if st is not None else frozenset()
 
 
 def _import_tree(
@@ -152,7 +163,7 @@ def _import_entry(
     st = item.stat(follow_symlinks=False)
     name = item.name
     if stat.S_ISDIR(st.st_mode):
-        if name in SKIPPED_DIRS:
+        if name in SKIPPED_DIRS or (st.st_dev, st.st_ino) in counts.avoid:
             counts.skipped += 1
             return None
         counts.dirs += 1

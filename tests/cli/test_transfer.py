@@ -94,6 +94,15 @@ def test_import_skips_git_internals_and_counts_them(helix: Helix, tmp_path: Path
     assert doc["files"] == 1 and doc["skipped"] == 2
 
 
+def test_import_never_swallows_its_own_store(tmp_path: Path) -> None:
+    from .conftest import run_helix
+
+    make_tree(tmp_path / "w", {"a": "a"})
+    ok(run_helix("init", store=tmp_path / "w" / "store"))
+    doc = ok(run_helix("import", "--json", tmp_path / "w", store=tmp_path / "w" / "store")).json()
+    assert doc["files"] == 1 and doc["skipped"] == 1
+
+
 def test_import_to_another_branch(helix: Helix, tmp_path: Path) -> None:
     make_tree(tmp_path / "p", {"a": "a"})
     ok(helix("branch", "incoming"))
