@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from helixfs.memory import frames
 from helixfs.memory.annindex import VectorIndex
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.extract import Candidate
@@ -79,15 +80,36 @@ def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | N
         if value == cand.value:
             return Decision("noop", target=memory_id, reason=f"same value for {cand.subject!r}")
     for memory_id, value in active:
-        if _refines(value, cand.value):
+        if _refines(value, cand.value) and _comparable(cand.subject, value, cand.value):
             return Decision("update", target=memory_id, reason=f"refines {cand.subject!r}")
+    rivals = tuple(m for m, value in active if _comparable(cand.subject, value, cand.value))
+    if not rivals:
+        return None
     reasserted = tuple(str(r[0]) for r in rows if r[2] == "superseded" and r[1] == cand.value)
     return Decision(
         "supersede",
-        retire=tuple(memory_id for memory_id, _ in active),
+        retire=rivals,
         reasserts=reasserted,
         reason=f"new value for {cand.subject!r}",
     )
+
+
+def _comparable(subject: str, old: str, new: str) -> bool:
+    """Do two values answer the same question about `subject`?
+
+    A multi-word subject names an attribute ("dev server port", "escalation contact"):
+    any new value replaces the old. A one-word subject is often just an entity
+    ("pixelforge is on React 17" / "pixelforge is bundled with webpack"): then only
+    values of the same shape compete, both short, or sharing a content word at a
+    similar length ("on react 17" / "on react 18").
+    """
+    if len(subject.split()) > 1:
+        return True
+    old_words, new_words = old.split(), new.split()
+    if len(old_words) <= 2 and len(new_words) <= 2:
+        return True
+    shorter, longer = sorted((len(old_words), len(new_words)))
+    return bool(word_set(old) & word_set(new)) and longer <= 2 * shorter + 2
 
 
 def _refines(old: str, new: str) -> bool:
@@ -104,11 +126,18 @@ def _by_neighbours(
     index: VectorIndex | None,
 ) -> Decision:
     new_words = word_set(cand.content)
-    for memory_id, content, sim in _neighbours(conn, cand, vector, scope, index):
+    neighbours = _neighbours(conn, cand, vector, scope, index)
+    for memory_id, content, sim in neighbours:
         old_words = word_set(content)
         lexical = jaccard(old_words, new_words)
         if sim >= NOOP_COSINE or lexical >= NOOP_JACCARD:
             return Decision("noop", target=memory_id, reason=f"equivalent (sim {sim:.2f})")
+    retired = tuple(m for m, content, _ in neighbours if frames.replaces(content, cand.content))
+    if retired:
+        return Decision("supersede", retire=retired, reason="same statement, new value")
+    for memory_id, content, sim in neighbours:
+        old_words = word_set(content)
+        lexical = jaccard(old_words, new_words)
         superset = old_words < new_words
         if superset and (sim >= UPDATE_COSINE or lexical >= UPDATE_JACCARD):
             return Decision("update", target=memory_id, reason=f"refinement (sim {sim:.2f})")
@@ -124,13 +153,13 @@ def _neighbours(
 ) -> list[tuple[str, str, float]]:
     """Nearest active memories of the scope: by vector when we have one, else by BM25."""
     if vector is not None and index is not None:
-        sims = {r: 1.0 - d for r, d in index.search(vector, NEIGHBOURS * 2, active_only=True)}
+        sims = {r: 1.0 - d for r, d in index.search(vector, NEIGHBOURS * 4, active_only=True)}
     elif vector is not None and table_exists(conn, "memory_vec"):
         found = fetch_all(
             conn,
             "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? "
             "AND active = 1",
-            (pack_vector(vector), NEIGHBOURS * 2),
+            (pack_vector(vector), NEIGHBOURS * 4),
         )
         sims = {int(r[0]): 1.0 - float(r[1]) for r in found}
     else:

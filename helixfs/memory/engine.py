@@ -381,7 +381,8 @@ class Memory:
         qvec = self._vectors.embed_query(query) if self._vectors and wants_vector else None
         with self._lock:
             indexes = self._current_indexes() if qvec is not None else retrieval.NO_INDEXES
-            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, self._clock(), indexes)
+            now = self._clock()
+            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, now, indexes, mode)
             if reinforce:
                 self._reinforce([h.id for h in hits if h.kind == "memory"])
         return hits

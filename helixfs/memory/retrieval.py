@@ -23,6 +23,8 @@ from helixfs.memory.tokens import fts_query, jaccard, word_set
 RRF_K = 60
 SALIENCE_HALF_LIFE_DAYS = 30.0
 RECENCY_HALF_LIFE_DAYS = 90.0
+RECENCY_WEIGHT = 0.4  # share of the weight that recency can take away
+SALIENCE_WEIGHT = 0.15  # relevance first: decay only tips close calls
 DUPLICATE_SIMILARITY = 0.95
 MMR_LAMBDA = 0.75
 CHUNK_WEIGHT = 0.7
@@ -208,8 +210,8 @@ def memory_weight(row: dict[str, Any], now: float) -> float:
     recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
     salience = effective_salience(row["salience"], row["last_seen"], now)
     return float(
-        (0.6 + 0.4 * recency)
-        * (0.5 + 0.5 * salience)
+        (1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * recency)
+        * (1.0 - SALIENCE_WEIGHT + SALIENCE_WEIGHT * salience)
         * (0.2 + 0.8 * row["confidence"])
         * STATUS_WEIGHT.get(row["status"], 0.2)
     )

@@ -57,7 +57,8 @@ def test_engine_index_follows_writes_status_changes_and_purge(
         ids = [mem.remember(fact).id for fact in FACTS]
         mem.warm()
         assert mem.recall("what runs our continuous integration builds")[0].id == ids[0]
-        newer = mem.remember("Our continuous integration moved to Buildkite.")
+        newer = mem.remember("Release candidates get a separate continuous integration job.")
+        assert newer.action == "add"
         mem.forget(ids[0] or "")
         assert mem.recall("what runs our continuous integration builds")[0].id == newer.id
         mem.purge(newer.id or "")

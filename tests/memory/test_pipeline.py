@@ -202,3 +202,52 @@ def test_bad_input_is_refused_and_changes_nothing(mem: Memory, kwargs: dict[str,
     with pytest.raises(InvalidInput):
         mem.remember(**kwargs)  # type: ignore[arg-type]
     assert mem.memories(status=None) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "harbor pauses 60 seconds between canary steps.",
+            "harbor pauses 120 seconds between canary steps (step_pause).",
+        ),
+        (
+            "ledger CI runs on GitHub Actions with the workflow in ci.yml.",
+            "ledger CI moved from GitHub Actions to Buildkite.",
+        ),
+        (
+            "tidewatch ships samples to InfluxDB.",
+            "tidewatch ships to TimescaleDB; InfluxDB was retired.",
+        ),
+        (
+            "ledger targets Python 3.11.",
+            "ledger now targets Python 3.12; 3.11 support was dropped.",
+        ),
+    ],
+)
+def test_a_restated_fact_with_a_new_value_supersedes(any_mem: Memory, old: str, new: str) -> None:
+    first = any_mem.remember(old, scope="proj")
+    second = any_mem.remember(new, scope="proj")
+    assert second.action == "supersede", second.reason
+    assert second.superseded == (first.id,)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (  # same numbers, more words: a rewording, not a contradiction
+            "harbor aborts a canary when the 5xx ratio exceeds 1%.",
+            "harbor marks a canary unhealthy when the 5xx ratio exceeds 1% or p99 grows 30%.",
+        ),
+        (  # an overview is not replaced by one detail about it
+            "pixelforge is a browser image editor in TypeScript 5 with React 18, Vite, "
+            "WebGL2 rendering and zustand stores for state.",
+            "pixelforge upgraded to React 19.",
+        ),
+        ("pixelforge is on React 17.", "pixelforge is bundled with webpack 5."),
+    ],
+)
+def test_related_but_compatible_facts_both_stay(any_mem: Memory, old: str, new: str) -> None:
+    first = any_mem.remember(old, scope="proj")
+    any_mem.remember(new, scope="proj")
+    assert any_mem.get(first.id or "").status == "active"
