@@ -48,6 +48,8 @@ def add_command(
     parser: argparse.ArgumentParser = subparsers.add_parser(
         name, help=help, description=description or help, aliases=list(aliases)
     )
+    # `helix log --store S` works like `helix --store S log` (agents write both)
+    parser.add_argument("--store", dest="store_after", metavar="PATH", help=argparse.SUPPRESS)
     if data:
         parser.add_argument(
             "--json", action="store_true", dest="json", help="print one JSON document"

@@ -130,6 +130,7 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     args = build_parser(modules_for(argv)).parse_args(list(argv))
     args.json = bool(getattr(args, "json", False) or args.json_global)
+    args.store = getattr(args, "store_after", None) or args.store
     return args
 
 

@@ -79,6 +79,11 @@ def test_default_store_under_home(tmp_path: Path) -> None:
     ok(run_helix("log", store=None, home=home, cwd=tmp_path))
 
 
+def test_store_option_after_the_command(tmp_path: Path) -> None:
+    ok(run_helix("init", store=tmp_path / "s"))
+    assert "main" in ok(run_helix("branch", "--store", str(tmp_path / "s"), store=None)).out
+
+
 def test_env_store_is_used(tmp_path: Path) -> None:
     store = tmp_path / "envstore"
     ok(run_helix("init", store=store))
