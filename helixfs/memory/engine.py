@@ -22,6 +22,7 @@ import apsw
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
     consolidate,
+    models,
     notes,
     ranking,
     records,
@@ -33,13 +34,10 @@ from helixfs.memory import (
 from helixfs.memory.annindex import IndexCache, Indexes
 from helixfs.memory.db import (
     connect,
-    create_vector_tables,
     fetch_all,
     fetch_one,
     get_meta,
     new_id,
-    set_meta,
-    table_exists,
 )
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
@@ -149,43 +147,8 @@ class Memory:
                     "(BM25) only. Install the model extra (pip install 'helixfs[model]')."
                 )
             return
-        runner = self._vectors
-        with self._lock, self._conn:
-            pinned = get_meta(self._conn, "embed_model")
-            pinned_dim = get_meta(self._conn, "embed_dim")
-            changed = pinned and (pinned != runner.model or pinned_dim != str(runner.dim))
-            if not pinned or changed or not table_exists(self._conn, "memory_vec"):
-                create_vector_tables(self._conn, runner.dim)
-                set_meta(self._conn, "embed_provider", runner.name)
-                set_meta(self._conn, "embed_model", runner.model)
-                set_meta(self._conn, "embed_dim", str(runner.dim))
-            if changed:
-                records.log_op(
-                    self._conn,
-                    None,
-                    "reembed",
-                    self._clock(),
-                    None,
-                    None,
-                    f"model {pinned} (dim {pinned_dim}) -> {runner.model} (dim {runner.dim})",
-                )
-        self._backfill_vectors()
-
-    def _backfill_vectors(self) -> None:
-        """Embed memories and chunks that have no vector yet (lexical-era or re-embed)."""
-        assert self._vectors is not None
-        missing = fetch_all(
-            self._conn,
-            "SELECT rowid, content, status FROM memories "
-            "WHERE rowid NOT IN (SELECT rowid FROM memory_vec)",
-        )
-        for start in range(0, len(missing), 256):
-            batch = missing[start : start + 256]
-            vectors = self._vectors.embed([str(r[1]) for r in batch])
-            with self._lock, self._conn:
-                for row, vector in zip(batch, vectors, strict=True):
-                    records.set_vector(self._conn, int(row[0]), vector, row[2] == "active")
-        workspace.backfill_chunk_vectors(self._conn, self._vectors, self._lock)
+        models.pin(self._conn, self._lock, self._vectors, self._clock())
+        models.backfill(self._conn, self._lock, self._vectors)
         self._index_cache.drop()
 
     # -- writes ------------------------------------------------------------------------
