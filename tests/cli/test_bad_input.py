@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -9,15 +10,32 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Helix, fails, make_tree, ok, store_state
+from .conftest import Helix, fails, make_tree, ok, run_helix, store_state
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with a commit, a branch and a snapshot, built once and copied per test."""
+    root = tmp_path_factory.mktemp("template")
+    make_tree(root / "proj", {"a.txt": "a\n", "dir/b.txt": "b\n"})
+    store = root / "store"
+    ok(run_helix("init", store=store))
+    ok(run_helix("import", "proj", store=store, cwd=root))
+    ok(run_helix("branch", "side", store=store))
+    ok(run_helix("snapshot", "snap", store=store))
+    return root
 
 
 @pytest.fixture
-def populated(helix: Helix, tmp_path: Path) -> Path:
-    make_tree(tmp_path / "proj", {"a.txt": "a\n", "dir/b.txt": "b\n"})
-    ok(helix("import", "proj"))
-    ok(helix("branch", "side"))
-    ok(helix("snapshot", "snap"))
+def store(template: Path, tmp_path: Path) -> Path:
+    """Overrides conftest's empty store: a copy of the template (the store is closed)."""
+    shutil.copytree(template / "store", tmp_path / "store", symlinks=True)
+    shutil.copytree(template / "proj", tmp_path / "proj")
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def populated(store: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
