@@ -1,0 +1,32 @@
+"""`log --graph` drawing, on hand-made histories (no store needed)."""
+
+from __future__ import annotations
+
+from helixfs.cli.graph import graph_lines
+from helixfs.cli.output import table
+
+
+def _draw(nodes: list[tuple[str, list[str]]]) -> list[str]:
+    encoded = [(c.encode(), [p.encode() for p in ps]) for c, ps in nodes]
+    return graph_lines(encoded, [c for c, _ in nodes])
+
+
+def test_linear_history_is_one_column() -> None:
+    assert _draw([("c", ["b"]), ("b", ["a"]), ("a", [])]) == ["*  c", "*  b", "*  a"]
+
+
+def test_merge_opens_a_lane_and_the_fork_closes_it() -> None:
+    lines = _draw([("m", ["a", "b"]), ("b", ["base"]), ("a", ["base"]), ("base", [])])
+    assert lines == ["*  m", "|\\", "| *  b", "* |  a", "|/", "*  base"]
+
+
+def test_two_merges_and_a_root_per_branch() -> None:
+    lines = _draw([("m2", ["m1", "c"]), ("c", []), ("m1", ["a", "b"]), ("b", []), ("a", [])])
+    assert lines[0] == "*  m2" and lines[1] == "|\\"
+    assert sum(line.endswith(("  a", "  b", "  c")) for line in lines) == 3
+    assert all("*" in line for line in lines if line.endswith(("m1", "m2")))
+
+
+def test_table_aligns_columns_and_leaves_the_last_unpadded() -> None:
+    assert table([("a", "bb", "c"), ("aaa", "b", "cc")]) == "a    bb  c\naaa  b   cc"
+    assert table([], headers=None) == ""
