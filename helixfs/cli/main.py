@@ -158,6 +158,7 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
             args = _parse(argv)
         except _ParserExit as stop:
             return stop.status
+        args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         out = Output(stdout, stderr, as_json=args.json)
         try:
             return _dispatch(args, repo, repo.path or Path(), out)

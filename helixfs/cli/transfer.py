@@ -103,8 +103,12 @@ def _pair(text: str, form: str) -> tuple[str, str]:
     return key, value
 
 
-def _content(source: str, stdin_used: list[bool]) -> bytes:
+def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
     if source == "-":
+        if in_daemon:
+            raise InvalidInput(
+                "PATH=- cannot read stdin while the store is mounted: write it to a file first"
+            )
         if stdin_used:
             raise InvalidInput("only one change can read stdin (PATH=-)")
         stdin_used.append(True)
@@ -121,7 +125,7 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     changes: dict[bytes | str, bytes | None] = {}
     for text in args.changes:
         path, source = _pair(text, "PATH=FILE")
-        changes[os.fsencode(path)] = _content(source, stdin_used)
+        changes[os.fsencode(path)] = _content(source, stdin_used, getattr(args, "in_daemon", False))
     for path in args.delete:
         changes[os.fsencode(path)] = None
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)

@@ -123,3 +123,10 @@ def test_command_index_names_the_registering_module() -> None:
     assert modules_for(["--json", "branch"]) == ("helixfs.cli.refs",)
     assert modules_for(["--help"]) == COMMAND_MODULES
     assert modules_for(["no-such-command"]) == COMMAND_MODULES
+
+
+def test_stdin_is_refused_in_the_daemon(tmp_path: Path) -> None:
+    with Repository.init(tmp_path / "s") as repo:
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["commit", "-m", "x", "a.txt=-"], repo, out, err) == 1
+        assert "stdin" in err.getvalue() and repo.log().__next__().message == "init"
