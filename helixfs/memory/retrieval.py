@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
@@ -232,10 +234,24 @@ def load_vectors(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[i
     return {int(r[0]): unpack_vector(r[1]) for r in conn.execute(sql, rowids)}
 
 
-def similarity(a: Candidate, b: Candidate) -> float:
-    if a.vector is not None and b.vector is not None:
-        return cosine(a.vector, b.vector)
-    return jaccard(word_set(a.row["content"]), word_set(b.row["content"]))
+def similarity_matrix(pool: list[Candidate]) -> npt.NDArray[np.float32]:
+    """Pairwise similarity: cosine where both have vectors, word Jaccard otherwise."""
+    n = len(pool)
+    dim = next((len(c.vector) for c in pool if c.vector is not None), 0)
+    matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
+    has_vector = np.zeros(n, dtype=bool)
+    for i, cand in enumerate(pool):
+        if cand.vector is not None and len(cand.vector) == dim:
+            matrix[i] = cand.vector
+            has_vector[i] = True
+    sims: npt.NDArray[np.float32] = matrix @ matrix.T
+    lacking = np.nonzero(~has_vector)[0]
+    if len(lacking):
+        words = [word_set(c.row["content"]) for c in pool]
+        for row in lacking.tolist():
+            for col in range(n):
+                sims[row, col] = sims[col, row] = jaccard(words[row], words[col])
+    return sims
 
 
 def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
@@ -243,19 +259,18 @@ def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
     pool = sorted(candidates, key=lambda c: c.score, reverse=True)
     if not pool:
         return []
-    top = pool[0].score or 1.0
-    chosen: list[Candidate] = []
-    while pool and len(chosen) < k:
-        best_index, best_value = -1, -math.inf
-        for index, cand in enumerate(pool[: 4 * k]):
-            max_sim = max((similarity(cand, c) for c in chosen), default=0.0)
-            if max_sim >= DUPLICATE_SIMILARITY:
-                continue
-            value = MMR_LAMBDA * cand.score / top - (1 - MMR_LAMBDA) * max_sim
-            if value > best_value:
-                best_index, best_value = index, value
-        if best_index < 0:
-            pool = [c for c in pool[4 * k :]]
-            continue
-        chosen.append(pool.pop(best_index))
-    return chosen
+    sims = similarity_matrix(pool)
+    scores = np.array([c.score for c in pool], dtype=np.float64) / (pool[0].score or 1.0)
+    closest = np.zeros(len(pool), dtype=np.float64)  # max similarity to anything chosen
+    open_ = np.ones(len(pool), dtype=bool)
+    chosen: list[int] = []
+    while len(chosen) < k:
+        value = MMR_LAMBDA * scores - (1 - MMR_LAMBDA) * closest
+        value[~open_ | (closest >= DUPLICATE_SIMILARITY)] = -np.inf
+        best = int(np.argmax(value))
+        if value[best] == -np.inf:
+            break
+        chosen.append(best)
+        open_[best] = False
+        closest = np.maximum(closest, sims[best])
+    return [pool[i] for i in chosen]
