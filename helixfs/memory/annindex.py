@@ -14,7 +14,8 @@ store and the answer for one-shot processes (the CLI), which never build this in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,16 @@ class VectorIndex:
         self._i8[position] = np.round(vec / self._scale[position]).astype(np.int8)
         self._active[position] = active
 
+    def vectors(self, rowids: Sequence[int]) -> dict[int, list[float]]:
+        """Dequantised vectors of the given rows (for MMR), skipping unknown rows."""
+        found: dict[int, list[float]] = {}
+        for rowid in rowids:
+            position = self._pos.get(rowid)
+            if position is not None:
+                vector = self._i8[position].astype(np.float32) * self._scale[position]
+                found[rowid] = vector.tolist()
+        return found
+
     def set_active(self, rowid: int, active: bool) -> None:
         position = self._pos.get(rowid)
         if position is not None:
@@ -143,7 +154,8 @@ class VectorIndex:
         candidates = np.nonzero(mask)[0] if exhaustive else self._hamming_candidates(q, pool, mask)
         if len(candidates) == 0:
             return []
-        scores = (self._i8[candidates].astype(np.float32) @ q) * self._scale[candidates]
+        rows = self._i8[candidates].astype(np.float32)
+        scores = np.einsum("ij,j->i", rows, q) * self._scale[candidates]
         take = min(k, len(candidates))
         best = np.argpartition(-scores, take - 1)[:take]
         best = best[np.argsort(-scores[best])]
@@ -200,6 +212,15 @@ class IndexCache:
 
     def drop(self) -> None:
         self._memories = self._chunks = None
+
+    @contextmanager
+    def untracked(self) -> Iterator[None]:
+        """Row changes that touch neither status nor vector (recall reinforcement)."""
+        before = set(self._dirty)
+        try:
+            yield
+        finally:
+            self._dirty = before
 
     def warm(self) -> None:
         self._uses = max(self._uses, 1)

@@ -347,7 +347,8 @@ class Memory:
             now = self._clock()
             hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, now, indexes, mode)
             if reinforce:
-                self._reinforce([h.id for h in hits if h.kind == "memory"])
+                with self._index_cache.untracked():
+                    self._reinforce([h.id for h in hits if h.kind == "memory"])
         return hits
 
     def _reinforce(self, ids: list[str]) -> None:

@@ -44,7 +44,7 @@ def rank(
     candidates = _weighted(conn, fused, filters, now)
     candidates.sort(key=lambda c: c.score, reverse=True)
     shortlist = candidates[: 4 * k]
-    _attach_vectors(conn, shortlist)
+    _attach_vectors(conn, shortlist, indexes)
     return [_to_hit(c) for c in retrieval.mmr(shortlist, k)]
 
 
@@ -99,16 +99,21 @@ def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str,
     }
 
 
-def _attach_vectors(conn: apsw.Connection, candidates: list[Candidate]) -> None:
-    memory = retrieval.load_vectors(
-        conn, "memory_vec", [int(c.key[2:]) for c in candidates if c.key.startswith("m:")]
-    )
-    chunk = retrieval.load_vectors(
-        conn, "chunk_vec", [int(c.key[2:]) for c in candidates if c.key.startswith("c:")]
-    )
+def _attach_vectors(conn: apsw.Connection, candidates: list[Candidate], indexes: Indexes) -> None:
+    """Vectors for MMR: from the in-RAM index when there is one, else from sqlite-vec."""
+    wanted = {"m:": [], "c:": []}  # type: dict[str, list[int]]
     for cand in candidates:
-        table = memory if cand.key.startswith("m:") else chunk
-        cand.vector = table.get(int(cand.key[2:]))
+        wanted[cand.key[:2]].append(int(cand.key[2:]))
+    found = {}
+    for prefix, table, index in (
+        ("m:", "memory_vec", indexes.memories),
+        ("c:", "chunk_vec", indexes.chunks),
+    ):
+        rowids = wanted[prefix]
+        vectors = index.vectors(rowids) if index else retrieval.load_vectors(conn, table, rowids)
+        found.update({f"{prefix}{r}": v for r, v in vectors.items()})
+    for cand in candidates:
+        cand.vector = found.get(cand.key)
 
 
 def _to_hit(cand: Candidate) -> Hit:
