@@ -17,11 +17,13 @@ from helixfs.memory.embed import (
     DEFAULT_DIM,
     ENV_CACHE_DIR,
     ENV_MODEL_DIR,
+    ENV_THREADS,
     MINILM_MAX_TOKENS,
     FastEmbedder,
     ModelUnavailableWarning,
     assemble_packaged_model,
     assembled_dir_name,
+    default_threads,
     find_model_dir,
     load_embedder,
 )
@@ -165,3 +167,12 @@ def test_assembles_the_packaged_model_into_a_fresh_cache(
     assert config["max_length"] == MINILM_MAX_TOKENS
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".assemble-")]
     assert assemble_packaged_model(folder) == folder  # idempotent, no re-copy
+
+
+def test_thread_count_is_sane_and_configurable(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.delenv(ENV_THREADS, raising=False)
+    assert 1 <= default_threads() <= 4
+    clean_env.setenv(ENV_THREADS, "3")
+    assert default_threads() == 3
+    clean_env.setenv(ENV_THREADS, "lots")
+    assert 1 <= default_threads() <= 4
