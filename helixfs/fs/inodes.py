@@ -61,6 +61,7 @@ class NodeInode:
     lookups: int = 0
     opens: int = 0
     detached: bool = False  # unlinked/replaced: kept only while the kernel or a fd holds it
+    superseded: bool = False  # its view moved to other content (reset, HEAD switch)
     # (node id, size, mtime) when last opened: unchanged means the kernel's cached pages
     # of this inode are still the content (FOPEN_KEEP_CACHE is safe)
     cache_key: tuple[int, int, int] | None = None
@@ -165,6 +166,13 @@ class InodeTable:
             if self._entries.get(entry.ino) is entry:
                 del self._entries[entry.ino]
         return old
+
+    def orphan(self, entry: NodeInode) -> None:
+        """Keep an entry of a dropped generation while descriptors hold it, detached (its
+        old node still answers getattr and reads), like an unlinked open file."""
+        if entry.opens:
+            entry.detached = entry.superseded = True
+            self._entries[entry.ino] = entry
 
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
         """Keep `entry`'s number for `node` of the view's new generation."""

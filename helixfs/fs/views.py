@@ -13,6 +13,7 @@ state they opened.
 from __future__ import annotations
 
 import logging
+import stat
 from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
@@ -136,7 +137,9 @@ class Views:
         self.inodes.new_slot(view)
         for entry in sorted(old, key=lambda e: len(paths.get(e.ino) or ())):
             node = None if entry.detached else _resolve(worktree, paths.get(entry.ino))
-            if node is None or self.inodes.known(view, node) is not None:
+            if (node is None or self.inodes.known(view, node) is not None
+                    or not _same_file(entry.node, node)):
+                self.inodes.orphan(entry)
                 self.invalidator.entry(entry.parent, entry.name, entry.ino)
                 continue
             self.inodes.remap(entry, view, node)
@@ -155,6 +158,17 @@ def _paths(entries: list[NodeInode], view: View) -> dict[int, tuple[bytes, ...] 
             current = None if current.detached else by_ino.get(current.parent)
         paths[entry.ino] = tuple(reversed(names)) if current is not None else None
     return paths
+
+
+def _same_file(old: Node, new: Node) -> bool:
+    """Whether `new` may take over `old`'s inode number. A directory may (git's index stays
+    valid); a file only with the same type and content: the kernel keeps the size and pages
+    it cached under that number, and a descriptor opened before must not see another file's
+    length (it would read the old content cut short)."""
+    if old.is_dir() or new.is_dir():
+        return old.is_dir() and new.is_dir()
+    return stat.S_IFMT(old.mode) == stat.S_IFMT(new.mode) and (old.oid, old.size) == (
+        new.oid, new.size)
 
 
 def _resolve(worktree: Worktree, path: tuple[bytes, ...] | None) -> Node | None:

@@ -54,7 +54,7 @@ class Writes:
             return
         if not _attached(handle.worktree, handle.node):
             spool.stored()
-            if handle.entry.detached and handle.entry.node is handle.node:
+            if entry_unlinked(handle):
                 return  # unlinked while open: readable through the fd, never saved
             raise Stale("the branch was reset or merged while this file was open: "
                         "these writes were not saved")
@@ -80,3 +80,10 @@ def _attached(worktree: Worktree, node: Node) -> bool:
     while top.parent is not None:
         top = top.parent
     return top is worktree.root
+
+
+def entry_unlinked(handle: FileHandle) -> bool:
+    """Unlinked while open (written data is readable through the fd, never saved), as
+    opposed to superseded by a reset or merge (written data is lost: say so)."""
+    entry = handle.entry
+    return entry.detached and not entry.superseded and entry.node is handle.node

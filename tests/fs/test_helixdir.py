@@ -181,19 +181,24 @@ async def test_daemon_entries_plug_in(repo: Repository) -> None:
 
 
 async def test_out_of_band_reset_shows_up(client: Client) -> None:
+    """Unchanged paths keep their numbers; a changed file gets a new one, so the kernel
+    never pairs the old number's cached size and pages with other content."""
+    await client.write_file("same", b"kept")
     await client.write_file("f", b"v1")
     first = client.ops.repo.resolve("HEAD").hex()
-    ino = await client.ino("f")
+    same_ino, ino = await client.ino("same"), await client.ino("f")
     await client.write_file("new", b"later")
     new_ino = await client.ino("new")
     await client.write_file("f", b"v2")
     client.ops.invalidator.recorded.clear()
     client.ops.repo.reset_hard(first)  # what `helix reset --hard` does via the daemon
     assert await client.read_file("f") == b"v1"
-    assert await client.ino("f") == ino
+    assert await client.ino("same") == same_ino
+    assert await client.ino("f") != ino
     await expect_errno(errno.ENOENT, client.ops.lookup(ROOT, b"new", CTX))
     recorded = client.ops.invalidator.recorded
-    assert ("inode", ino) in recorded
+    assert ("inode", same_ino) in recorded
+    assert ("entry", ROOT, b"f", ino) in recorded
     assert ("entry", ROOT, b"new", new_ino) in recorded
 
 

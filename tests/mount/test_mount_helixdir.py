@@ -168,10 +168,8 @@ def test_search_and_context_files_answer_from_memory_and_workspace(
 def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     """Issue 3: after a HEAD switch open files keep working or fail cleanly.
 
-    Fails at the time of writing (fs layer): the path keeps its inode number across the
-    switch, the kernel re-reads that inode's size from the new branch's file (5 bytes)
-    and clips the old descriptor's read of the old content (8 bytes) to it: "on-ma".
-    Silent truncation, neither the old content nor an error.
+    The regression: the path kept its inode number across the switch, so the kernel took
+    the new branch's size (5 bytes) and clipped the old descriptor's read to it: "on-ma".
     """
     mnt.sh("echo on-main > f.txt && mkdir .helix/branches/b")
     mnt.sh("echo on-b > .helix/branches/b/f.txt")
