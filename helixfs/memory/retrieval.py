@@ -61,13 +61,16 @@ def effective_salience(salience: float, last_seen: float, now: float) -> float:
 
 
 def _memory_filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    clauses = [f"m.status IN ({','.join('?' * len(filters.statuses))})"]
+    """Filter clauses for queries that are driven by rowids or FTS matches. The unary `+`
+    keeps SQLite from answering them through the status/scope/type indexes instead, which
+    would visit every active row (measured: ~25 ms a query at 100,000 memories)."""
+    clauses = [f"+m.status IN ({','.join('?' * len(filters.statuses))})"]
     params: list[Any] = list(filters.statuses)
     if filters.scope is not None:
-        clauses.append("m.scope IN ('global', ?)")
+        clauses.append("+m.scope IN ('global', ?)")
         params.append(filters.scope)
     if filters.types:
-        clauses.append(f"m.type IN ({','.join('?' * len(filters.types))})")
+        clauses.append(f"+m.type IN ({','.join('?' * len(filters.types))})")
         params.extend(filters.types)
     return " AND ".join(clauses), params
 
