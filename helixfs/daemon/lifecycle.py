@@ -234,7 +234,7 @@ async def _tune_once_answering(mountpoint: Path) -> None:
             os.stat(mountpoint)
             tune_readahead(mountpoint)
 
-    await trio.to_thread.run_sync(stat_then_tune, cancellable=True)
+    await trio.to_thread.run_sync(stat_then_tune, abandon_on_cancel=True)
 
 
 def _close_fuse(mountpoint: Path) -> None:

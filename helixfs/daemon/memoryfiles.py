@@ -89,7 +89,7 @@ class MemoryFiles:
             head = self.repo.resolve("HEAD")
             if head != self.indexed:
                 try:
-                    await trio.to_thread.run_sync(self.index_commit, head, cancellable=True)
+                    await trio.to_thread.run_sync(self.index_commit, head, abandon_on_cancel=True)
                 except HelixError as exc:
                     log.warning("workspace index of %s failed: %s", hex_id(head), exc)
                 self.indexed = head
