@@ -172,7 +172,7 @@ def _neighbours(
     rows = fetch_all(
         conn,
         f"SELECT rowid, id, content FROM memories WHERE rowid IN ({placeholders}) "
-        "AND scope=? AND status='active'",
+        "AND +scope=? AND +status='active'",  # `+`: rowids drive, not the scope index
         [*sims, scope],
     )
     found_rows = [(str(r[1]), str(r[2]), sims[int(r[0])]) for r in rows]
