@@ -99,7 +99,7 @@ class Views:
 
     def _reload_branch(self, branch: str) -> None:
         """The repository already reloaded (or replaced) the branch's Worktree."""
-        if branch not in self._branch_names():
+        if branch not in {ref.name for ref in self.repo.branches()}:
             self.forget("branch", branch)
             return
         worktree = self.repo.worktree(branch)
@@ -119,14 +119,6 @@ class Views:
             return self.repo.worktree(worktree.branch) is worktree
         except HelixError:
             return False
-
-    def _branch_names(self) -> set[str]:
-        names = set()
-        for item in self.repo.branches():
-            name = item if isinstance(item, str) else getattr(item, "name", None)
-            if isinstance(name, str):
-                names.add(name)
-        return names
 
     def regenerate(self, view: View, worktree: Worktree) -> None:
         """New node identities for `view`: keep numbers by path, invalidate the rest."""

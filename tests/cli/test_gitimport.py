@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from .conftest import Helix, fails, ok, run_helix, store_state
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def git(repo: Path, *args: str, date: int | None = None) -> str:
