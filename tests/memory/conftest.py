@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helixfs.memory import Embedder, Memory
-from helixfs.memory.embed import load_embedder
+from helixfs.memory.embed import MODEL_INSTALL, load_embedder
 
 DAY = 86400.0
 
@@ -29,7 +29,7 @@ class Clock:
 @pytest.fixture(scope="session")
 def real_embedder() -> Embedder:
     loaded = load_embedder()
-    assert loaded is not None, "the packaged model (extra `model`) must be installed"
+    assert loaded is not None, f"the packaged model must be installed: {MODEL_INSTALL}"
     return loaded
 
 
