@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,42 +15,6 @@ if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
 
 
-READ_AHEAD = 1 << 20
-
-
-class ReadAhead:
-    """One window of a file being read sequentially.
-
-    The kernel reads in 128 KiB requests; stored contents are ~64 KiB chunks, so each
-    request would fetch (and verify) the chunks at both of its edges again. A sequential
-    reader gets 1 MiB windows instead; a random reader gets exactly what it asked for.
-    """
-
-    def __init__(self) -> None:
-        self._key: object = None
-        self._start = 0
-        self._data = b""
-        self._next = 0  # where a sequential reader asks next
-
-    def read(
-        self, key: object, offset: int, size: int, file_size: int,
-        fetch: Callable[[int, int], bytes],
-    ) -> bytes:
-        end = min(offset + size, file_size)
-        if offset >= end:
-            return b""
-        if key == self._key and self._start <= offset and end <= self._start + len(self._data):
-            out = self._data[offset - self._start : end - self._start]
-        elif offset == self._next:
-            self._key, self._start = key, offset
-            self._data = fetch(offset, max(size, READ_AHEAD))
-            out = self._data[: end - offset]
-        else:
-            out = fetch(offset, size)
-        self._next = offset + len(out)
-        return out
-
-
 @dataclass(eq=False)
 class FileHandle:
     """An open file: the node it opened, even if the view has moved on since (a HEAD
@@ -62,7 +25,6 @@ class FileHandle:
     node: Node
     flags: int
     meta: dict[str, Any]  # who opened it: the commit metadata of the save at close
-    ahead: ReadAhead = field(default_factory=ReadAhead)
 
     @property
     def writable(self) -> bool:

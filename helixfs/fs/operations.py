@@ -483,9 +483,7 @@ class Operations(pyfuse3.Operations):
         spool = self.spools.get(handle.node)
         if spool is not None:
             return spool.read(off, size)
-        worktree, node = handle.worktree, handle.node
-        return handle.ahead.read(worktree.content_id(node), off, size, node.size,
-                                 lambda start, length: worktree.read(node, start, length))
+        return handle.worktree.read(handle.node, off, size)
 
     @fuse_errors
     async def write(self, fh: int, off: int, buf: bytes) -> int:

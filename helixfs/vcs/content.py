@@ -19,6 +19,7 @@ import pyfastcdc
 from helixfs.errors import CorruptObject, InvalidInput
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import ObjectStore
+from helixfs.store.cache import ByteLRU
 from helixfs.vcs.objects import (
     HEADER_SIZE,
     KIND_BLOB,
@@ -37,6 +38,8 @@ ZERO_PIECE = 1 << 20
 """Extension by truncate() appends zero chunks of this size: all alike, so stored once."""
 FLUSH_BYTES = 16 << 20
 """A streamed file hands its chunks to the sink every this many bytes (bounded memory)."""
+RECORD_CACHE = 8 << 20
+"""File records a reader keeps (~128 average chunks): a few requests' worth per reader."""
 
 _CDC = pyfastcdc.FastCDC(avg_size=AVG_CHUNK)
 
@@ -108,23 +111,42 @@ EMPTY = pack_bytes(b"")
 
 
 class ContentReader:
-    """Reads contents from a store, keeping decoded chunk indexes (they are immutable)."""
+    """Reads contents from a store, keeping decoded chunk indexes (they are immutable)
+    and the blob records read last (small files and chunks, verified by `get`).
+
+    A reader's requests rarely line up with chunk edges: the kernel asks for 128 KiB or
+    1 MiB at a time, chunks are ~64 KiB of any length. Kept records let every request
+    that touches a chunk slice it from memory, so each is fetched, decoded and hashed
+    once per pass instead of once per request.
+    """
 
     def __init__(
         self,
         store: ObjectStore,
         index_cache: int = 256,
         pending: Mapping[ObjectId, bytes] | None = None,
+        record_cache_bytes: int = RECORD_CACHE,
     ) -> None:
         """`pending`: records not written yet (a worktree's next batch), read first."""
         self._store = store
         self._pending = pending if pending is not None else {}
         self._indexes: dict[ObjectId, tuple[list[int], list[ObjectId]]] = {}
         self._limit = index_cache
+        self._records: ByteLRU[bytes] = ByteLRU(record_cache_bytes)
 
     def _get(self, oid: ObjectId) -> bytes:
         record = self._pending.get(oid)
         return record if record is not None else self._store.get(oid)
+
+    def _file_record(self, oid: ObjectId) -> bytes:
+        """A blob (a small file or a chunk), or a chunk index; blobs read lately are kept
+        (an index is kept decoded instead)."""
+        record = self._records.get(oid)
+        if record is None:
+            record = self._get(oid)
+            if kind_of(record) == KIND_BLOB:
+                self._records.put(oid, record, len(record))
+        return record
 
     def _index(self, oid: ObjectId, record: bytes) -> tuple[list[int], list[ObjectId]]:
         cached = self._indexes.get(oid)
@@ -158,7 +180,7 @@ class ContentReader:
             raise InvalidInput(f"negative read offset {offset}")
         cached = self._indexes.get(oid)
         if cached is None:
-            record = self._get(oid)
+            record = self._file_record(oid)
             kind = kind_of(record)
             if kind == KIND_BLOB:  # slice past the header: no copy of the whole blob
                 start = HEADER_SIZE + offset
@@ -166,21 +188,24 @@ class ContentReader:
             if kind != KIND_CHUNKED:
                 raise CorruptObject(f"object {hex_id(oid)} is not a file content")
             cached = self._index(oid, record)
-        return b"".join(self._ranged(cached, offset, size))
+        pieces = list(self._pieces(cached, offset, size))
+        return bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
 
-    def _ranged(
+    def _pieces(
         self, index: tuple[list[int], list[ObjectId]], offset: int, size: int
-    ) -> Iterator[bytes]:
+    ) -> Iterator[memoryview]:
+        """Views of the chunk records overlapping the range: the join is the one copy."""
         starts, ids = index
         end = starts[-1] if size < 0 else min(starts[-1], offset + size)
         i = max(0, bisect.bisect_right(starts, offset) - 1)
         while i < len(ids) and starts[i] < end:
-            record = self._get(ids[i])
-            if kind_of(record) != KIND_BLOB:
-                raise CorruptObject(f"chunk {hex_id(ids[i])} is not a blob record")
+            record = self._file_record(ids[i])
+            length = starts[i + 1] - starts[i]
+            if kind_of(record) != KIND_BLOB or len(record) - HEADER_SIZE != length:
+                raise CorruptObject(f"chunk {hex_id(ids[i])} does not match its file's index")
             lo = HEADER_SIZE + max(0, offset - starts[i])
-            hi = HEADER_SIZE + min(len(record) - HEADER_SIZE, end - starts[i])
-            yield record[lo:hi]  # sliced straight from the record: one copy, not two
+            hi = HEADER_SIZE + min(end, starts[i + 1]) - starts[i]
+            yield memoryview(record)[lo:hi]
             i += 1
 
     def open(self, oid: ObjectId) -> BinaryIO:
