@@ -221,21 +221,21 @@ class Operations(pyfuse3.Operations):
         worktree, node = entry.worktree, entry.node
         if worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
-        save = touched = False  # a save is persisted before the reply; a touch is not
+        save = changed = False  # a save is persisted before the reply; a change is not
         if fields.update_size:
             self.writes.truncate(entry, attr.st_size, by_handle=fh is not None)
             save = fh is None  # ftruncate belongs to its write session, saved at close
         mode = stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode)
         if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
             worktree.set_attrs(node, mode=mode)
-            save = True
+            changed = True
         if fields.update_mtime:
             self._set_mtime(entry, attr.st_mtime_ns)
-            touched = True
+            changed = True
         if save:
             self._saved(entry, edge.caller_meta(ctx))
-        elif touched:
-            self.saver.touched(worktree, edge.caller_meta(ctx))
+        elif changed:
+            self._changed(entry, edge.caller_meta(ctx))
         return self._attrs(entry)
 
     def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
@@ -331,7 +331,7 @@ class Operations(pyfuse3.Operations):
             raise NotADirectory(f"{name!r} is not a directory")
         parent.worktree.rmdir(parent.node, name)
         self._detach(parent.worktree, node)
-        self._saved(parent, edge.caller_meta(ctx))
+        self._changed(parent, edge.caller_meta(ctx))
 
     # -- names: create, remove, rename, link --------------------------------------------
 
@@ -368,7 +368,7 @@ class Operations(pyfuse3.Operations):
             raise IsADirectory(f"{name!r} is a directory")
         node = parent.worktree.unlink(parent.node, name)
         self._detach(parent.worktree, node)
-        self._saved(parent, edge.caller_meta(ctx))
+        self._changed(parent, edge.caller_meta(ctx))
 
     @fuse_errors
     async def rename(
@@ -503,6 +503,8 @@ class Operations(pyfuse3.Operations):
             handle.apply()
         elif isinstance(handle, FileHandle):
             self.writes.store(handle)
+            if not handle.worktree.readonly:
+                self.saver.closed(handle.worktree)
 
     @fuse_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -546,13 +548,13 @@ class Operations(pyfuse3.Operations):
     ) -> None:
         entry = self._xattr_target(inode)
         if xattrs.set_(entry.worktree, entry.node, name, value):
-            self._saved(entry, edge.caller_meta(ctx))
+            self._changed(entry, edge.caller_meta(ctx))
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         entry = self._xattr_target(inode)
         xattrs.remove(entry.worktree, entry.node, name)
-        self._saved(entry, edge.caller_meta(ctx))
+        self._changed(entry, edge.caller_meta(ctx))
 
     def _xattr_target(self, inode: int) -> NodeInode:
         entry = self.inodes.get(inode)
@@ -573,11 +575,16 @@ class Operations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         entry = self.inodes.for_node(parent.view, node, parent.ino, name)
         entry.lookups += 1
-        self._saved(parent, edge.caller_meta(ctx))
+        self._changed(parent, edge.caller_meta(ctx))
         return self._attrs(entry)
 
     def _saved(self, entry: NodeInode, meta: dict[str, Any]) -> None:
+        """Persisted before the reply (rename, truncate(path)): see saver.py."""
         self.saver.saved(entry.worktree, meta)
+
+    def _changed(self, entry: NodeInode, meta: dict[str, Any]) -> None:
+        """Committed with the quiet window, persisted by the next save or close."""
+        self.saver.changed(entry.worktree, meta)
 
     def _detach(self, worktree: Worktree, node: Node) -> None:
         for view in self.views.sharing(worktree):

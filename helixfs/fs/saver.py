@@ -1,4 +1,4 @@
-"""The commit policy: every save is persisted at once and committed after a quiet window.
+"""The commit policy: saves are persisted at once and committed after a quiet window.
 
 Two promises pull in different directions. "A file whose close() returned survives
 kill -9" wants every save written to the store immediately; "one editor save = one
@@ -7,6 +7,10 @@ over the target, remove the backup) folded into one commit. So a save does
 `Worktree.save()` right away (objects + `work/BRANCH`, one batch: nothing to replay after
 a crash, see docs/decisions/0001), and `Worktree.commit()` only once the branch has been
 quiet for `window` seconds. window = 0 commits on every operation.
+
+A change (create, mkdir, unlink, chmod, utimens...) is committed the same way but not
+persisted on its own: the next save, close or fsync of the branch persists it with
+everything else, so a `tar x` pays one save per file, not three (docs/decisions/0006).
 
 The timer needs the trio loop: the daemon starts `run()` in its nursery and calls
 `flush_now()` on shutdown. Tests drive it with trio's MockClock or call `commit_due()`.
@@ -45,6 +49,7 @@ class Saver:
             raise ValueError("the quiet window cannot be negative")
         self.window = window
         self._pending: dict[int, _Pending] = {}
+        self._unpersisted: set[int] = set()  # id(worktree) with changes not yet saved
         self._wakeup = trio.Event()
         self.commits = 0  # commits cut by this saver (for stats and tests)
 
@@ -53,7 +58,7 @@ class Saver:
         if self.window == 0:
             self._commit(worktree, meta or {})  # a commit persists the work tree too
             return
-        worktree.save()
+        self._save(worktree)
         self._schedule(worktree, meta)
 
     def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
@@ -66,17 +71,29 @@ class Saver:
             entry.meta.update(meta or {})
         self._wakeup.set()
 
-    def touched(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
-        """A metadata change (utimens): committed when quiet like a save, but not
-        persisted on its own; the commit, or the next save, persists it."""
+    def changed(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
+        """A change that is not a save on its own (create, mkdir, unlink, chmod, utimens):
+        committed when quiet like a save; persisted by the next save, close or fsync."""
         if self.window == 0:
             self._commit(worktree, meta or {})
             return
+        self._unpersisted.add(id(worktree))
         self._schedule(worktree, meta)
+
+    def closed(self, worktree: Worktree) -> None:
+        """A file of `worktree` was closed: whatever it holds unsaved is persisted now
+        (`touch f`, or create + chmod + close, returns only once the file is stored)."""
+        if id(worktree) in self._unpersisted:
+            self._save(worktree)
 
     def persist(self, worktree: Worktree) -> None:
         """fsync: durable against power loss, without cutting the commit early."""
+        self._unpersisted.discard(id(worktree))
         worktree.save(sync=True)
+
+    def _save(self, worktree: Worktree) -> None:
+        self._unpersisted.discard(id(worktree))
+        worktree.save()
 
     def commit_now(self, worktree: Worktree) -> None:
         """Commit `worktree`'s pending saves now (before a branch, snapshot or switch)."""
@@ -87,6 +104,7 @@ class Saver:
     def forget(self, worktree: Worktree) -> None:
         """The branch went away (deleted, reloaded out of band): drop its pending commit."""
         self._pending.pop(id(worktree), None)
+        self._unpersisted.discard(id(worktree))
 
     def flush_now(self) -> None:
         """Commit everything pending (daemon shutdown)."""
@@ -119,6 +137,7 @@ class Saver:
             self.commit_due(trio.current_time())
 
     def _commit(self, worktree: Worktree, meta: dict[str, Any]) -> None:
+        self._unpersisted.discard(id(worktree))  # a commit persists the work tree too
         try:
             if worktree.commit(meta=meta or None) is not None:
                 self.commits += 1

@@ -113,6 +113,65 @@ def test_closed_files_survive_a_crash(store: Path) -> None:
         reopened.close()
 
 
+def crash_and_reopen(repo: Repository, store: Path) -> Repository:
+    """What the next mount sees after kill -9: only what is in the store."""
+    repo.store.close()  # no commit, no Repository.close(): like the process dying
+    return Repository.open(store)
+
+
+def test_an_empty_created_file_survives_a_crash_once_closed(store: Path) -> None:
+    """`touch new`: create + close, nothing written; close() returned, so it is stored."""
+    repo = Repository.init(store)
+    ops = make_ops(repo, window=3600)
+
+    async def touch() -> None:
+        fi, _ = await ops.create(ROOT, b"empty", 0o600, os.O_WRONLY, CTX)
+        await ops.flush(fi.fh)
+        await ops.release(fi.fh)
+
+    trio.run(touch)
+    reopened = crash_and_reopen(repo, store)
+    try:
+        entry = reopened.entry("HEAD", b"empty")
+        assert entry is not None and entry.size == 0
+    finally:
+        reopened.close()
+
+
+def test_changes_are_persisted_by_the_next_close_not_on_their_own(store: Path) -> None:
+    """mkdir, unlink, chmod wait for the next save (docs/decisions/0006); the close
+    of any file persists them with it."""
+    repo = Repository.init(store)
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    saved = repo.store.ref("work/main")
+
+    async def work() -> None:
+        await client.mkdir("d")
+        assert repo.store.ref("work/main") == saved  # not persisted yet
+        await client.write_file("d/f", b"data")
+
+    trio.run(work)
+    reopened = crash_and_reopen(repo, store)
+    try:
+        assert reopened.read("HEAD", b"d/f") == b"data"
+    finally:
+        reopened.close()
+
+
+async def test_an_unlink_is_committed_with_the_quiet_window(repo: Repository) -> None:
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    await client.write_file("gone.txt", b"x")
+    ops.saver.flush_now()
+    before = commits(repo)
+    await ops.unlink(ROOT, b"gone.txt", CTX)
+    assert ops.saver.pending == 1 and commits(repo) == before
+    ops.saver.flush_now()
+    assert commits(repo) == before + 1
+    assert b"gone.txt" not in [e.name for e in repo.ls("HEAD")]
+
+
 async def test_ops_close_commits_pending(repo: Repository) -> None:
     ops: Operations = make_ops(repo, window=3600)
     await Client(ops).write_file("late.txt", b"x")
