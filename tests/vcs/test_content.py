@@ -82,3 +82,20 @@ def test_resize_truncates_and_extends_without_rewriting(store: CountingStore) ->
     grown = reader.resize(small.oid, 3, 2 * CHUNK_THRESHOLD)
     store.write(grown.objects)
     assert reader.read(grown.oid) == b"abc" + bytes(2 * CHUNK_THRESHOLD - 3)
+
+
+def test_sequential_reads_fetch_each_chunk_once_whatever_the_request_size(
+    store: CountingStore,
+) -> None:
+    data = _random(4 << 20, seed=6)
+    stored = pack_bytes(data)
+    store.write(stored.objects)
+    for request in (4096, 100_000, 128 << 10, 1 << 20):
+        reader = ContentReader(store)
+        starts, ids = reader.chunks(stored.oid)  # type: ignore[misc]
+        store.gets.clear()
+        out = bytearray()
+        while piece := reader.read(stored.oid, len(out), request):
+            out += piece
+        assert out == data
+        assert store.gets == ids, request  # edge chunks came from the kept records
