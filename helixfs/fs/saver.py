@@ -66,10 +66,12 @@ class Saver:
         deadline = trio.current_time() + self.window
         if entry is None:
             self._pending[id(worktree)] = _Pending(worktree, deadline, dict(meta or {}))
+            self._wakeup.set()  # the timer may be asleep with nothing pending
         else:
+            # A later deadline needs no wakeup: the timer finds it when the old one
+            # passes (waking it per operation cost a task switch per request).
             entry.deadline = deadline
             entry.meta.update(meta or {})
-        self._wakeup.set()
 
     def changed(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
         """A change that is not a save on its own (create, mkdir, unlink, chmod, utimens):

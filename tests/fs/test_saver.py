@@ -81,6 +81,27 @@ def test_quiet_window_folds_an_atomic_save_into_one_commit(repo: Repository) -> 
         assert b".app.py.tmp" not in names
 
 
+def test_each_operation_restarts_the_quiet_window(repo: Repository) -> None:
+    ops = make_ops(repo, window=0.5)
+    client = Client(ops)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.saver.run)
+            before = commits(repo)
+            await client.write_file("a", b"1")
+            await trio.sleep(0.4)
+            await client.write_file("b", b"2")
+            await trio.sleep(0.4)  # 0.8 s after the first save, 0.4 s after the last
+            assert commits(repo) == before
+            await trio.sleep(0.2)
+            assert commits(repo) == before + 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert repo.read("HEAD", b"a") == b"1" and repo.read("HEAD", b"b") == b"2"
+
+
 def test_vim_swap_files_never_reach_a_commit(repo: Repository) -> None:
     ops = make_ops(repo, window=0)
     client = Client(ops)
