@@ -198,7 +198,9 @@ async def serve(
         nursery.start_soon(memory_files.index_forever)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
-        await pyfuse3.main()
+        # One reader task: handlers never await, so a second task could never run a
+        # request meanwhile; it only added a lock hand-over and task switch per request.
+        await pyfuse3.main(min_tasks=1, max_tasks=1)
         log.info("FUSE loop ended: committing and closing")
         nursery.cancel_scope.cancel()
 
