@@ -30,7 +30,10 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
-WRITABLE_TIMEOUT = 1.0  # another view of the same branch may change a node behind us
+# Every change the kernel did not make itself is invalidated explicitly (another view of
+# the branch: Operations._tell_other_views; a ref move: Views.regenerate), so cached
+# entries and attributes stay true; the timeout only bounds a missed case.
+WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
 
 

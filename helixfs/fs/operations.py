@@ -236,6 +236,7 @@ class Operations(pyfuse3.Operations):
             self._saved(entry, edge.caller_meta(ctx))
         elif changed:
             self._changed(entry, edge.caller_meta(ctx))
+        self._tell_other_views(entry)
         return self._attrs(entry)
 
     def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
@@ -332,6 +333,7 @@ class Operations(pyfuse3.Operations):
         parent.worktree.rmdir(parent.node, name)
         self._detach(parent.worktree, node)
         self._changed(parent, edge.caller_meta(ctx))
+        self._tell_other_views(parent, name)
 
     # -- names: create, remove, rename, link --------------------------------------------
 
@@ -369,6 +371,7 @@ class Operations(pyfuse3.Operations):
         node = parent.worktree.unlink(parent.node, name)
         self._detach(parent.worktree, node)
         self._changed(parent, edge.caller_meta(ctx))
+        self._tell_other_views(parent, name)
 
     @fuse_errors
     async def rename(
@@ -405,6 +408,8 @@ class Operations(pyfuse3.Operations):
         elif replaced is not None:
             self._detach(worktree, replaced)
         self._saved(old_parent, edge.caller_meta(ctx))
+        self._tell_other_views(old_parent, name_old)
+        self._tell_other_views(new_parent, name_new)
 
     def _virtual_rename(
         self, old_parent: NodeInode | VirtualInode, name_old: bytes,
@@ -494,7 +499,9 @@ class Operations(pyfuse3.Operations):
         if not handle.writable:
             raise BadHandle("the file was opened read-only")
         spool = self.writes.spool(handle.worktree, handle.node)
-        return spool.write(spool.size if handle.flags & os.O_APPEND else off, buf)
+        written = spool.write(spool.size if handle.flags & os.O_APPEND else off, buf)
+        self._tell_other_views(handle.entry)
+        return written
 
     @fuse_errors
     async def flush(self, fh: int) -> None:
@@ -505,6 +512,7 @@ class Operations(pyfuse3.Operations):
             self.writes.store(handle)
             if not handle.worktree.readonly:
                 self.saver.closed(handle.worktree)
+                self._tell_other_views(handle.entry)
 
     @fuse_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -549,12 +557,14 @@ class Operations(pyfuse3.Operations):
         entry = self._xattr_target(inode)
         if xattrs.set_(entry.worktree, entry.node, name, value):
             self._changed(entry, edge.caller_meta(ctx))
+            self._tell_other_views(entry)
 
     @fuse_errors
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         entry = self._xattr_target(inode)
         xattrs.remove(entry.worktree, entry.node, name)
         self._changed(entry, edge.caller_meta(ctx))
+        self._tell_other_views(entry)
 
     def _xattr_target(self, inode: int) -> NodeInode:
         entry = self.inodes.get(inode)
@@ -576,6 +586,7 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.for_node(parent.view, node, parent.ino, name)
         entry.lookups += 1
         self._changed(parent, edge.caller_meta(ctx))
+        self._tell_other_views(parent, name)
         return self._attrs(entry)
 
     def _saved(self, entry: NodeInode, meta: dict[str, Any]) -> None:
@@ -585,6 +596,21 @@ class Operations(pyfuse3.Operations):
     def _changed(self, entry: NodeInode, meta: dict[str, Any]) -> None:
         """Committed with the quiet window, persisted by the next save or close."""
         self.saver.changed(entry.worktree, meta)
+
+    def _tell_other_views(self, entry: NodeInode, *names: bytes) -> None:
+        """The kernel caches entries and attributes for edge.WRITABLE_TIMEOUT and keeps
+        only the inode a request named up to date: the same node seen through another
+        view of the branch (the root and `.helix/branches/HEAD`) is invalidated there.
+        `names`: children of `entry` that came, went or moved."""
+        if len(self.views.sharing(entry.worktree)) < 2:
+            return  # the common case: one view per branch, nothing else to tell
+        for view in self.views.sharing(entry.worktree):
+            known = None if view is entry.view else self.inodes.known(view, entry.node)
+            if known is None:
+                continue
+            self.invalidator.inode(known.ino)
+            for name in names:
+                self.invalidator.entry(known.ino, name)
 
     def _detach(self, worktree: Worktree, node: Node) -> None:
         for view in self.views.sharing(worktree):

@@ -65,10 +65,11 @@ class Writes:
     def store_spool(
         self, worktree: Worktree, node: Node, spool: Spool, meta: dict[str, Any] | None = None
     ) -> None:
-        override = spool.mtime_override
+        # mtime is the time of the last write (or an explicit utimens), not of the close:
+        # it is what stat() showed while the file was open, and the kernel may keep it.
+        mtime = spool.mtime_override if spool.mtime_override is not None else spool.mtime_ns
         worktree.set_content(node, spool.source())
-        if override is not None:
-            worktree.set_attrs(node, mtime_ns=override)
+        worktree.set_attrs(node, mtime_ns=mtime)
         spool.stored()
         self.saver.saved(worktree, meta or {})
 

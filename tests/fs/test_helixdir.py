@@ -306,3 +306,39 @@ async def test_open_file_keeps_its_branch_across_a_head_switch(client: Client) -
     assert repo.read("main", b"f") == b"main v2"
     assert repo.read("other", b"f") == b"main v1"
     assert await client.read_file("f") == b"main v1"  # the root shows other now
+
+
+async def test_changes_through_one_view_invalidate_the_other_views_of_the_branch(
+    client: Client,
+) -> None:
+    """The root and `.helix/branches/main` show the same nodes under different numbers;
+    the kernel caches both for edge.WRITABLE_TIMEOUT, so a change made through one is
+    invalidated in the other."""
+    await client.write_file("f", b"v1")
+    await client.mkdir("d")
+    other_f = await client.ino(".helix/branches/main/f")
+    other_d = await client.ino(".helix/branches/main/d")
+    other_root = await client.ino(".helix/branches/main")
+    recorded = client.ops.invalidator.recorded
+    recorded.clear()
+    await client.write_file("f", b"v2, longer")
+    assert ("inode", other_f) in recorded
+    recorded.clear()
+    await client.write_file("d/new", b"x")
+    assert ("entry", other_d, b"new", 0) in recorded
+    recorded.clear()
+    await client.ops.rename(ROOT, b"f", await client.ino("d"), b"moved", 0, CTX)
+    assert ("entry", other_root, b"f", 0) in recorded
+    assert ("entry", other_d, b"moved", 0) in recorded
+    recorded.clear()
+    await client.ops.unlink(await client.ino("d"), b"new", CTX)
+    assert ("entry", other_d, b"new", 0) in recorded
+
+
+async def test_one_view_of_a_branch_sends_no_invalidations(client: Client) -> None:
+    await client.write_file("f", b"v1")
+    client.ops.invalidator.recorded.clear()
+    await client.write_file("f", b"v2")
+    await client.mkdir("d")
+    await client.ops.unlink(ROOT, b"f", CTX)
+    assert client.ops.invalidator.recorded == []

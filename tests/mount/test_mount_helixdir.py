@@ -188,3 +188,22 @@ def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     old_fd, new_open = done.stdout.splitlines()
     assert old_fd in ("on-main", "error 5", "error 116")  # its old content, or a clean error
     assert new_open == "on-b"
+
+
+def test_a_change_through_one_view_shows_in_the_other_view_of_the_branch(mnt: Mount) -> None:
+    """Entries and attributes are cached for minutes: the root and
+    `.helix/branches/main` must still agree at once on what changed through either."""
+    other = mnt.path / ".helix" / "branches" / "main"
+    mnt.sh("echo v1 > f && mkdir d && echo gone > d/g")
+    assert (other / "f").stat().st_size == 3 and (other / "d" / "g").exists()
+    mnt.sh("echo version-two > f && rm d/g && echo new > d/n")
+    wait_until(lambda: (other / "f").stat().st_size == 12, what="size seen through the branch")
+    assert (other / "f").read_text() == "version-two\n"
+    wait_until(lambda: not (other / "d" / "g").exists(), what="unlink seen through the branch")
+    assert (other / "d" / "n").read_text() == "new\n"
+    (other / "f").write_text("from the branch view\n")
+    wait_until(lambda: (mnt.path / "f").stat().st_size == 21, what="size seen at the root")
+    assert (mnt.path / "f").read_text() == "from the branch view\n"
+    os.rename(other / "d" / "n", other / "d" / "m")
+    wait_until(lambda: not (mnt.path / "d" / "n").exists(), what="rename seen at the root")
+    assert (mnt.path / "d" / "m").read_text() == "new\n"
