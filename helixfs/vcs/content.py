@@ -39,7 +39,7 @@ ZERO_PIECE = 1 << 20
 FLUSH_BYTES = 16 << 20
 """A streamed file hands its chunks to the sink every this many bytes (bounded memory)."""
 RECORD_CACHE = 8 << 20
-"""File records a reader keeps (~128 average chunks): a few requests' worth per reader."""
+"""Blob records kept for readers (~128 average chunks): several requests' worth."""
 
 _CDC = pyfastcdc.FastCDC(avg_size=AVG_CHUNK)
 
@@ -125,14 +125,16 @@ class ContentReader:
         store: ObjectStore,
         index_cache: int = 256,
         pending: Mapping[ObjectId, bytes] | None = None,
-        record_cache_bytes: int = RECORD_CACHE,
+        records: ByteLRU[bytes] | None = None,
     ) -> None:
-        """`pending`: records not written yet (a worktree's next batch), read first."""
+        """`pending`: records not written yet (a worktree's next batch), read first.
+        `records`: the kept blob records, to share one bound among a store's readers
+        (they are immutable by id); a reader of its own gets RECORD_CACHE bytes."""
         self._store = store
         self._pending = pending if pending is not None else {}
         self._indexes: dict[ObjectId, tuple[list[int], list[ObjectId]]] = {}
         self._limit = index_cache
-        self._records: ByteLRU[bytes] = ByteLRU(record_cache_bytes)
+        self.records: ByteLRU[bytes] = records if records is not None else ByteLRU(RECORD_CACHE)
 
     def _get(self, oid: ObjectId) -> bytes:
         record = self._pending.get(oid)
@@ -141,11 +143,11 @@ class ContentReader:
     def _file_record(self, oid: ObjectId) -> bytes:
         """A blob (a small file or a chunk), or a chunk index; blobs read lately are kept
         (an index is kept decoded instead)."""
-        record = self._records.get(oid)
+        record = self.records.get(oid)
         if record is None:
             record = self._get(oid)
             if kind_of(record) == KIND_BLOB:
-                self._records.put(oid, record, len(record))
+                self.records.put(oid, record, len(record))
         return record
 
     def _index(self, oid: ObjectId, record: bytes) -> tuple[list[int], list[ObjectId]]:

@@ -95,7 +95,9 @@ class Worktree:
             # not lose them, since the nodes that produced them are no longer dirty.
             self._unwritten: Objects = {}
             self._bases: dict[ObjectId, ObjectId] = {}
-            self._reader = ContentReader(self.repo.store, pending=self._unwritten)
+            self._reader = ContentReader(
+                self.repo.store, pending=self._unwritten, records=self.repo.contents.records
+            )
             self._next_message: str | None = None
 
     @property
