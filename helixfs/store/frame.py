@@ -53,6 +53,7 @@ _DELTA_HEADER = _HEADERS[Codec.DELTA]
 _DEPTHS = [bytes((n,)) for n in range(256)]
 DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the varints
 TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
+TRIM_STEP = 128  # trims stop this close to exact: LZ4 codes the rest as one dictionary match
 
 
 class Delta(NamedTuple):
@@ -159,9 +160,9 @@ def encode_delta(record: bytes, base_id: ObjectId, base: bytes, base_depth: int)
     means an unrelated base, and plain LZ4 is then the better, chain-free choice.
     """
     if len(record) >= TRIM_FROM and len(base) >= TRIM_FROM:
-        prefix = common_prefix(base, record)
+        prefix = common_prefix(base, record, TRIM_STEP)
         limit = min(len(base), len(record)) - prefix
-        suffix = common_suffix(base, record, limit) if limit else 0
+        suffix = common_suffix(base, record, limit, TRIM_STEP) if limit else 0
     else:
         prefix = suffix = 0
     middle_size = len(record) - prefix - suffix
@@ -219,14 +220,18 @@ def apply_delta(oid: ObjectId, delta: Delta, base: bytes) -> bytes:
     return b"".join((base[: delta.prefix], middle, base[len(base) - delta.suffix :]))
 
 
-def common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, by binary search over zero-copy memcmp."""
+def common_prefix(a: bytes, b: bytes, step: int = 1) -> int:
+    """Length of the longest common prefix, by binary search over zero-copy memcmp.
+
+    With `step` > 1 the answer may fall short of exact by less than `step` (fewer
+    Python-level probes: each costs more than memcmp-ing a few hundred bytes).
+    """
     limit = min(len(a), len(b))
     view = memoryview(a)
     if b.startswith(view[:limit]):
         return limit
     low, high = 0, limit  # invariant: a[:low] == b[:low] and a[:high] != b[:high]
-    while high - low > 1:
+    while high - low > step:
         mid = (low + high) >> 1
         if b.startswith(view[low:mid], low):
             low = mid
@@ -235,14 +240,15 @@ def common_prefix(a: bytes, b: bytes) -> int:
     return low
 
 
-def common_suffix(a: bytes, b: bytes, limit: int) -> int:
-    """Length of the longest common suffix, at most `limit` (so it never overlaps a prefix)."""
+def common_suffix(a: bytes, b: bytes, limit: int, step: int = 1) -> int:
+    """Length of the longest common suffix, at most `limit` (so it never overlaps a
+    prefix); `step` as for common_prefix."""
     end_a, end_b = len(a), len(b)
     view = memoryview(a)
     if b.endswith(view[end_a - limit :]):
         return limit
     low, high = 0, limit  # invariant: last `low` bytes equal, last `high` bytes differ
-    while high - low > 1:
+    while high - low > step:
         mid = (low + high) >> 1
         if b.endswith(view[end_a - mid : end_a - low], 0, end_b - low):
             low = mid

@@ -16,6 +16,8 @@ and writes keep it current from then on.
 
 Writes are one WriteBatch each. A ref compare-and-swap reads and writes under one
 in-process lock; RocksDB's LOCK keeps other processes out entirely, so the lock is enough.
+For the same reason refs are cached in memory once read or written (absent ones too):
+no other writer can move them, and a commit's CAS then costs no RocksDB read.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ _open_db = open_db  # tests elsewhere (tests/vcs) open the raw DB through this n
 STORE_FORMAT = b"1"
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
+REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 
 
@@ -123,6 +126,7 @@ class RocksStore:
         self._objects_cf = self._db.get_column_family("objects")
         self._refs_cf = self._db.get_column_family("refs")
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
+        self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
         self._sync_write = rocksdict.WriteOptions()
         self._sync_write.sync = True
         self._closed = False
@@ -162,7 +166,14 @@ class RocksStore:
 
     def ref(self, name: str) -> bytes | None:
         self._check_open()
+        try:
+            return self._ref_values[name]
+        except (KeyError, TypeError):  # not cached yet, or not even a name (checked next)
+            pass
         value: bytes | None = self._refs_cf.get(check_ref_name(name).encode())
+        if len(self._ref_values) >= REF_CACHE_LIMIT:
+            self._ref_values.clear()  # misses of arbitrary revs must not grow it forever
+        self._ref_values[name] = value
         return value
 
     def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
@@ -204,11 +215,12 @@ class RocksStore:
                     edges.append((encoded.base, oid))
                 fresh[oid] = Known(record, encoded.depth)
             for name, value in planned.items():
-                if value is None:
-                    batch.delete(name.encode(), self._refs)
-                else:
+                if value is not None:
                     batch.put(name.encode(), value, self._refs)
+                elif self.ref(name) is not None:  # no tombstone for a ref that is not there
+                    batch.delete(name.encode(), self._refs)
             self._db.write(batch, self._sync_write if sync else None)
+            self._ref_values.update(planned)
             # Only the decoded record is cached: it is the likely base of this object's
             # next version. Its frame sits in RocksDB's memtable, a cheap read away.
             for oid, known in fresh.items():
@@ -347,6 +359,7 @@ class RocksStore:
             forget_owner(self.path)
             self._frames.clear()
             self._bases.clear()
+            self._ref_values.clear()
 
     def __enter__(self) -> RocksStore:
         return self

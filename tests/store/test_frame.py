@@ -106,6 +106,19 @@ def test_common_prefix_and_suffix_match_a_naive_scan(a: bytes, b: bytes) -> None
     assert common_suffix(a, b, limit) == tail
 
 
+@given(st.binary(max_size=600), st.binary(max_size=600), st.integers(1, 200))
+def test_coarse_trims_fall_short_of_exact_by_less_than_a_step(
+    a: bytes, b: bytes, step: int
+) -> None:
+    exact = common_prefix(a, b)
+    coarse = common_prefix(a, b, step)
+    assert coarse <= exact < coarse + step
+    limit = min(len(a), len(b)) - coarse
+    exact_tail = common_suffix(a, b, limit)
+    coarse_tail = common_suffix(a, b, limit, step)
+    assert coarse_tail <= exact_tail < coarse_tail + step
+
+
 @given(st.binary(max_size=100), st.integers(0, 255), st.integers(0, 255))
 def test_header_bytes_are_checked(record: bytes, version: int, codec: int) -> None:
     oid = object_id(record)
