@@ -5,10 +5,10 @@
 
 Prints a table and writes JSON to benchmarks/results/. The store lives on the local disk
 (--store-dir), the native baseline on tmpfs (--native-dir, default /dev/shm), which is
-the upper bound any disk filesystem is compared against; throughput also runs on a file
-beside the store (the same disk), so cold reads compare with a cold disk. Every figure
-is measured in the same run; nothing is asserted (tests never assert on timing, and
-neither does this).
+the upper bound any disk filesystem is compared against; throughput and the metadata
+rows also run beside the store (the same disk: the `disk` column), so cold reads
+compare with a cold disk. Every figure is measured in the same run; nothing is asserted
+(tests never assert on timing, and neither does this).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Row:
     target: str = ""
     met: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    disk: float | None = None  # a second baseline: the local disk that holds the store
 
 
 @dataclass(frozen=True)
@@ -397,13 +398,17 @@ def bench_metadata(base: Path, native: Path, sizes: Sizes) -> list[Row]:
         ("git status in it", "cd t && git status --porcelain > /dev/null"),
         ("rm -rf of it", "rm -rf t"),
     ]
-    results: dict[str, list[float]] = {}
     with mounted(base, "meta", 300) as mount:
-        results["helix"] = [timed(cmd, mount.path) for _, cmd in steps]
-    results["native"] = [timed(cmd, native) for _, cmd in steps]
+        helix_s = [timed(cmd, mount.path) for _, cmd in steps]
+    # Two baselines: tmpfs (the upper bound) and a folder on the disk that holds the
+    # store (what the issue also allows). Neither side fsyncs: both end in page cache.
+    disk = base / "disk"
+    disk.mkdir()
+    tmpfs_s = [timed(cmd, native) for _, cmd in steps]
+    disk_s = [timed(cmd, disk) for _, cmd in steps]
     shutil.rmtree(source)
     rows = []
-    for (name, _), h, n in zip(steps, results["helix"], results["native"], strict=True):
+    for (name, _), h, n, d in zip(steps, helix_s, tmpfs_s, disk_s, strict=True):
         rows.append(
             Row(
                 name,
@@ -412,7 +417,8 @@ def bench_metadata(base: Path, native: Path, sizes: Sizes) -> list[Row]:
                 "ms",
                 "<= 3x native",
                 h <= 3 * n,
-                {"ratio": h / n if n else None},
+                {"ratio": h / n, "ratio_disk": h / d, "met_vs_disk": h <= 3 * d},
+                disk=d * 1000,
             )
         )
     return rows
@@ -454,11 +460,14 @@ def bench_rss(base: Path, sizes: Sizes) -> list[Row]:
 
 
 def table(rows: list[Row]) -> str:
-    lines = [f"{'benchmark':52} {'helixfs':>10} {'native':>10}  unit   target"]
+    lines = [f"{'benchmark':52} {'helixfs':>10} {'native':>10} {'disk':>10}  unit   target"]
     for r in rows:
         native = f"{r.native:10.2f}" if r.native is not None else f"{'-':>10}"
+        disk = f"{r.disk:10.2f}" if r.disk is not None else f"{'-':>10}"
         verdict = "" if r.met is None else (" ok" if r.met else " MISSED")
-        lines.append(f"{r.name:52} {r.helix:10.2f} {native}  {r.unit:5}  {r.target}{verdict}")
+        lines.append(
+            f"{r.name:52} {r.helix:10.2f} {native} {disk}  {r.unit:5}  {r.target}{verdict}"
+        )
     return "\n".join(lines)
 
 
