@@ -8,7 +8,7 @@ store, say) is one new module that passes tests/store/test_contract.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,6 +68,7 @@ class ObjectStore(Protocol):
         refs: Sequence[RefUpdate] = (),
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
+        uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
     ) -> None:
         """Store `objects` and apply `refs` atomically: all of it or none.
@@ -75,6 +76,8 @@ class ObjectStore(Protocol):
         Raises RefConflict (and writes nothing) if any ref's `expected` does not hold.
         `delta_bases` hints, per new object, an existing object it probably resembles (the
         previous version of the same file); the store may encode a delta against it.
+        `uncompressed` hints objects not worth compressing on the write path (a set:
+        tested per object); the store keeps them as they are.
         `sync=True` returns only once the write survives power loss.
         """
         ...

@@ -7,7 +7,7 @@ writes), so code tested against it behaves the same on disk.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
@@ -48,6 +48,7 @@ class MemoryStore:
         refs: Sequence[RefUpdate] = (),
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
+        uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
     ) -> None:
         check_objects(objects)

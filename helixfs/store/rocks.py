@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -49,6 +49,7 @@ from helixfs.store.frame import (
     decode_plain,
     encode_delta,
     encode_plain,
+    encode_raw,
     logical_size,
     parse_delta,
     verify,
@@ -194,6 +195,7 @@ class RocksStore:
         refs: Sequence[RefUpdate] = (),
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
+        uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
     ) -> None:
         self._check_open()
@@ -209,7 +211,10 @@ class RocksStore:
                 if self._exists(oid):
                     continue  # never re-encode a stored object: keeps delta chains acyclic
                 record = bytes(data)
-                encoded = self._encode(record, hints.get(oid), fresh)
+                if oid in uncompressed:  # RocksDB's block compression still applies
+                    encoded = Encoded(encode_raw(record), None, 0)
+                else:
+                    encoded = self._encode(record, hints.get(oid), fresh)
                 batch.put(oid, encoded.frame, self._objects)
                 if encoded.base is not None:
                     edges.append((encoded.base, oid))

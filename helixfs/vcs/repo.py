@@ -36,6 +36,7 @@ from helixfs.vcs.objects import (
     TreeEntry,
     decode_commit,
     encode_commit,
+    uncompressed,
 )
 from helixfs.vcs.refs import (
     BRANCHES,
@@ -418,7 +419,9 @@ class Repository:
         refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
         keep = work if work is not None and work != tree else None
         refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
-        self.store.write(objects, refs, delta_bases=bases or None)
+        self.store.write(
+            objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
+        )
         self.trees.mark_clean(tree)
         self._remember(Commit(*fields, id=cid))
         return cid

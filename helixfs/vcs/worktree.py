@@ -45,7 +45,7 @@ from helixfs.vcs.node import (
     leaf_paths,
     node_from_entry,
 )
-from helixfs.vcs.objects import TreeEntry, encode_entry, encode_tree_raw
+from helixfs.vcs.objects import TreeEntry, encode_entry, encode_tree_raw, uncompressed
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import show_path
 
@@ -543,6 +543,7 @@ class Worktree:
             self._unwritten,
             [RefUpdate(work_ref(self.branch), root, expected=self._work_value)],
             delta_bases=self._bases or None,
+            uncompressed=uncompressed(self._unwritten),
             sync=sync,
         )
         self._work_value = root

@@ -236,6 +236,30 @@ def test_base_in_the_same_write(store: RocksStore) -> None:
     assert store.get(new_id) == new
 
 
+def test_uncompressed_hint_stores_the_record_as_it_is(store: RocksStore, path: Path) -> None:
+    text = source_versions(1)[0]
+    hinted, plain = object_id(text), object_id(text + b"\n")
+    store.write({hinted: text, plain: text + b"\n"}, uncompressed={hinted})
+    assert store.get(hinted) == text
+    store.close()
+    stored = frames(path)
+    assert codec_of(hinted, stored[hinted]) is Codec.RAW
+    assert codec_of(plain, stored[plain]) is Codec.LZ4
+
+
+def test_refs_are_served_from_memory_and_absent_refs_get_no_tombstone(
+    store: RocksStore, path: Path
+) -> None:
+    oid = object_id(b"x")
+    store.write({oid: b"x"}, [RefUpdate("work/a", None), RefUpdate("branches/a", oid)])
+    assert store.ref("branches/a") == oid and store.ref("work/a") is None
+    store.write({}, [RefUpdate("branches/a", None, expected=oid)])
+    assert store.ref("branches/a") is None
+    store.close()
+    with RocksStore(path) as reopened:
+        assert reopened.ref("branches/a") is None and list(reopened.refs()) == []
+
+
 def test_corrupt_base_is_reported_when_reading_its_dependent(store: RocksStore, path: Path) -> None:
     ids = write_chain(store, source_versions(3))
     store.close()
