@@ -212,9 +212,9 @@ class RocksStore:
                     continue  # never re-encode a stored object: keeps delta chains acyclic
                 record = bytes(data)
                 if oid in uncompressed:  # RocksDB's block compression still applies
-                    encoded = Encoded(encode_raw(record), None, 0)
-                else:
-                    encoded = self._encode(record, hints.get(oid), fresh)
+                    batch.put(oid, encode_raw(record), self._objects)
+                    continue  # never a delta base either: kept out of the record cache
+                encoded = self._encode(record, hints.get(oid), fresh)
                 batch.put(oid, encoded.frame, self._objects)
                 if encoded.base is not None:
                     edges.append((encoded.base, oid))

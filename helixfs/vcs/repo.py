@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from helixfs.errors import (
     AlreadyExists,
-    CorruptObject,
     InvalidInput,
     NotFound,
 )
@@ -334,8 +333,9 @@ class Repository:
             self._settle(name)
             head = self._branch_head(name)
             objects: dict[ObjectId, bytes] = {}
-            stored, bases = self._store_changes(changes, head, objects)
-            tree = self.trees.apply(self.commit_info(head).tree, stored, objects)
+            stored = self._store_changes(changes)
+            bases: dict[ObjectId, ObjectId] = {}
+            tree = self.trees.apply(self.commit_info(head).tree, stored, objects, bases=bases)
             if tree == self.commit_info(head).tree:
                 return head
             info = dict(meta or {})
@@ -347,14 +347,10 @@ class Repository:
             self._moved_if_live(name)
             return cid
 
-    def _store_changes(
-        self, changes: Mapping[bytes | str, Content], head: CommitId, objects: dict[ObjectId, bytes]
-    ) -> tuple[dict[bytes, Stored | None], dict[ObjectId, ObjectId]]:
+    def _store_changes(self, changes: Mapping[bytes | str, Content]) -> dict[bytes, Stored | None]:
         if not isinstance(changes, Mapping) or not changes:
             raise InvalidInput("a commit needs at least one path change")
         stored: dict[bytes, Stored | None] = {}
-        bases: dict[ObjectId, ObjectId] = {}
-        root = self.commit_info(head).tree
         for raw_path, content in changes.items():
             path = (
                 raw_path.encode("utf-8", "surrogateescape")
@@ -363,32 +359,13 @@ class Repository:
             )
             if content is None:
                 stored[path] = None
-                continue
-            if isinstance(content, bytes | bytearray | memoryview):
-                result = pack_bytes(content)
+            elif isinstance(content, bytes | bytearray | memoryview):
+                stored[path] = pack_bytes(content)
             elif hasattr(content, "read"):
-                result = store_stream(content, lambda objs: self.store.write(objs))
+                stored[path] = store_stream(content, lambda objs: self.store.write(objs))
             else:
                 raise InvalidInput(f"content for {path!r} must be bytes, a file or None")
-            stored[path] = result
-            self._hint_base(root, path, result, bases)
-        return stored, bases
-
-    def _hint_base(
-        self, root: ObjectId, path: bytes, result: Stored, bases: dict[ObjectId, ObjectId]
-    ) -> None:
-        """Tell the store the previous version of this path, so it can store a delta."""
-        try:
-            old = self.trees.entry(root, path)
-        except (NotFound, InvalidInput, CorruptObject, Exception):
-            return
-        if (
-            old is not None
-            and old.is_file()
-            and old.oid != result.oid
-            and result.oid in result.objects
-        ):
-            bases[result.oid] = old.oid
+        return stored
 
     def _write_commit(
         self,

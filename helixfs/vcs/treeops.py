@@ -154,10 +154,12 @@ class Trees:
         changes: Mapping[bytes, Stored | None],
         objects: Objects,
         mtime_ns: int | None = None,
+        bases: dict[ObjectId, ObjectId] | None = None,
     ) -> ObjectId:
         """The root id after writing/deleting `changes` (path -> content or None).
 
         New tree records go to `objects`; cost is proportional to the changed paths.
+        `bases` learns, per new file content, the one it replaces (a delta base hint).
         """
         nested: Nested = {}
         for path, change in changes.items():
@@ -177,10 +179,16 @@ class Trees:
                 raise InvalidInput(f"{show_path(path)} is both a file and a directory")
             node[parts[-1]] = change
         now = mtime_ns if mtime_ns is not None else time.time_ns()
-        return self._apply(root, nested, objects, now, b"")
+        return self._apply(root, nested, objects, now, b"", {} if bases is None else bases)
 
     def _apply(
-        self, oid: ObjectId, nested: Nested, objects: Objects, now: int, prefix: bytes
+        self,
+        oid: ObjectId,
+        nested: Nested,
+        objects: Objects,
+        now: int,
+        prefix: bytes,
+        bases: dict[ObjectId, ObjectId],
     ) -> ObjectId:
         tree = self.get(oid)
         names, entries, raws = list(tree.names), list(tree.entries), list(tree.raw)
@@ -193,7 +201,7 @@ class Trees:
                     raise NotFound(f"cannot delete {show_path(path)}: no such path")
                 del names[i], entries[i], raws[i]
                 continue
-            new = self._new_entry(name, old, change, objects, now, path)
+            new = self._new_entry(name, old, change, objects, now, path, bases)
             if old is None:
                 names.insert(i, name)
                 entries.insert(i, new)
@@ -211,18 +219,23 @@ class Trees:
         objects: Objects,
         now: int,
         path: bytes,
+        bases: dict[ObjectId, ObjectId],
     ) -> TreeEntry:
         if isinstance(change, dict):
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")
-            sub = self._apply(old.oid if old else EMPTY_TREE_ID, change, objects, now, path + b"/")
+            base = old.oid if old else EMPTY_TREE_ID
+            sub = self._apply(base, change, objects, now, path + b"/", bases)
             if old is not None and sub == old.oid:
                 return old
             mode = old.mode if old else MODE_DIR
             return TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
         objects.update(change.objects)
-        if old is not None and old.is_file() and old.oid == change.oid:
-            return old  # same content: keep the entry (and its mtime), so the tree is equal
+        if old is not None and old.is_file():
+            if old.oid == change.oid:
+                return old  # same content: keep the entry (and its mtime): the tree is equal
+            if change.oid in change.objects:  # not a streamed file's index already stored
+                bases[change.oid] = old.oid
         mode = old.mode if old is not None and old.is_file() else MODE_FILE
         xattrs = old.xattrs if old is not None and old.is_file() else ()
         return TreeEntry(name, mode, change.oid, change.size, now, xattrs)
