@@ -19,8 +19,8 @@ What is measured, and why this way:
   hybrid vs BM25-only vs vector-only on the same database, and the rate at which the
   current value of an updated fact ranks above its old value (target >= 95%).
 
-The bulk memories (benchmarks/eval/synth.py) are loaded through the engine's own
-writer, without consolidation: loading 100,000 through `remember` would take hours and
+The bulk memories (benchmarks/eval/synth.py) are loaded with `Memory.import_memories`,
+without consolidation: loading 100,000 through `remember` would take hours and
 measure nothing the write-latency samples do not. Their vectors are computed once per
 model and cached under the HelixFS cache folder.
 """
@@ -49,14 +49,13 @@ sys.path.insert(0, str(HERE / "eval"))
 import memory_eval  # noqa: E402
 import synth  # noqa: E402
 
-from helixfs.memory import Memory, Source  # noqa: E402
+from helixfs.memory import Memory, MemoryImport, Source  # noqa: E402
 from helixfs.memory.embed import FastEmbedder, default_cache_dir, load_embedder  # noqa: E402
 
 RESULTS = HERE / "results"
 RECALL_TARGET_P95_MS = 50.0
 WRITE_TARGET_P95_MS = 20.0
 UPDATE_TARGET = 0.95
-BULK_BATCH = 1000
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
@@ -130,27 +129,21 @@ def load_bulk(
 ) -> float:
     """Insert `count` synthetic memories; returns seconds spent (embedding included).
 
-    Goes through the engine's writer (history, FTS, vectors all updated as for a real
-    write) but skips consolidation, which is what write latency measures separately.
+    Through `Memory.import_memories` (history, FTS, vectors all written as for a real
+    write, in one transaction) with precomputed vectors; no consolidation, which is what
+    write latency measures separately.
     """
-    from helixfs.memory import writer
-    from helixfs.memory.extract import candidate
-
     start = time.perf_counter()
     rows = list(synth.memories(count, seed))
     vectors = bulk_vectors(embedder, [r.content for r in rows], seed, embed_limit)
-    now = time.time() - 200 * 86400.0  # spread over the last 200 days
+    first = time.time() - 200 * 86400.0  # spread over the last 200 days
     step = 200 * 86400.0 / max(1, count)
     source = Source(agent="bench")
-    for first in range(0, count, BULK_BATCH):
-        with memory._lock, memory._conn:
-            for offset, row in enumerate(rows[first : first + BULK_BATCH]):
-                index = first + offset
-                cand = candidate(row.content, type_hint=row.type, explicit=True)
-                fact = writer.NewFact(
-                    cand, row.tags, row.scope, source, 1.0, 0.5, vectors[index].tolist()
-                )
-                writer.add(memory._conn, fact, now + index * step)
+    items = [
+        MemoryImport(r.content, r.type, tuple(r.tags), r.scope, source, at=first + index * step)
+        for index, r in enumerate(rows)
+    ]
+    memory.import_memories(items, vectors)
     return time.perf_counter() - start
 
 

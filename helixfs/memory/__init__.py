@@ -5,6 +5,7 @@ Public API (everything a surface needs)::
     mem = Memory.open(STORE / "memory.db", embedder)   # embedder: Embedder | None
     mem.remember(text, type=, tags=, scope=, source=)   -> WriteResult (explicit write)
     mem.ingest(text, scope=, source=)                   -> list[WriteResult] (gated)
+    mem.import_memories([MemoryImport], vectors=)       -> list[id] (bulk, one transaction)
     mem.recall(query, k=, types=, scope=)               -> list[Hit] (memories)
     mem.search(query, k=, scope=)                       -> list[Hit] (memories + chunks)
     mem.context(budget_tokens, query=, scope=)          -> ContextBlock (never over budget)
@@ -34,6 +35,7 @@ from helixfs.memory.types import (
     HistoryEntry,
     Hit,
     IndexReport,
+    MemoryImport,
     MemoryRecord,
     Source,
     WriteResult,
@@ -51,6 +53,7 @@ __all__ = [
     "Hit",
     "IndexReport",
     "Memory",
+    "MemoryImport",
     "MemoryRecord",
     "Source",
     "WriteResult",

@@ -211,7 +211,10 @@ class IndexCache:
             self._chunks_changed = True
 
     def drop(self) -> None:
+        """Forget both indexes; the next use reloads them (and every row) from the tables."""
         self._memories = self._chunks = None
+        self._dirty.clear()
+        self._chunks_changed = False
 
     @contextmanager
     def untracked(self) -> Iterator[None]:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 import sqlite_vec
 
 from helixfs.errors import InvalidInput, UnsupportedVersion
@@ -220,8 +222,9 @@ def new_id(now: float | None = None) -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
-def pack_vector(vector: Sequence[float]) -> bytes:
-    return struct.pack(f"<{len(vector)}f", *vector)
+def pack_vector(vector: Sequence[float] | npt.NDArray[np.float32]) -> bytes:
+    """float32 little-endian, as vec0 stores it (a list or a numpy row)."""
+    return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def unpack_vector(blob: bytes) -> list[float]:

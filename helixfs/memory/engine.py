@@ -8,6 +8,7 @@ SQLite's WAL serialises other processes (the CLI next to the daemon).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -18,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
@@ -54,6 +57,7 @@ from helixfs.memory.types import (
     HistoryEntry,
     Hit,
     IndexReport,
+    MemoryImport,
     MemoryRecord,
     SearchMode,
     Source,
@@ -214,6 +218,53 @@ class Memory:
                 )
             )
         return results
+
+    def import_memories(
+        self,
+        items: Sequence[MemoryImport],
+        vectors: Sequence[Sequence[float]] | npt.NDArray[np.float32] | None = None,
+    ) -> list[str]:
+        """Store many memories at once, in one transaction (all or none); their new ids.
+
+        For memories consolidated elsewhere (a restore, a migration, a benchmark's bulk):
+        each is checked and redacted like `remember`, but not gated or consolidated, so
+        an import never rewrites or retires what is stored. `vectors` (one per item,
+        from this database's model) spare the embedder; without them the contents are
+        embedded in batches before the transaction opens. Without an embedder, vectors
+        are ignored: they are backfilled when a model is attached.
+        """
+        facts = [self._import_fact(item) for item in items]
+        embedded: Sequence[writer.Vector | None] = [None] * len(facts)
+        if self._vectors is not None and vectors is not None:
+            embedded = list(self._vectors.normalised(vectors, len(facts)))
+        elif self._vectors is not None:
+            embedded = self._vectors.embed([fact.cand.content for fact, _ in facts])
+        with self._lock, self._conn:
+            ids = [
+                writer.add(self._conn, dataclasses.replace(fact, vector=vector), at)
+                for (fact, at), vector in zip(facts, embedded, strict=True)
+            ]
+        # Rebuilt from the tables on next use: faster than refreshing each row.
+        self._index_cache.drop()
+        return ids
+
+    def _import_fact(self, item: MemoryImport) -> tuple[writer.NewFact, float]:
+        validate.check_text("memory content", item.content)
+        if item.type is not None and item.type not in MEMORY_TYPES:
+            raise InvalidInput(f"unknown memory type {item.type!r}")
+        validate.check_name("scope", item.scope)
+        cand = candidate(redact(item.content).text, type_hint=item.type, explicit=True)
+        tags = tuple(dict.fromkeys((*validate.check_tags(item.tags), *cand.tags)))
+        fact = writer.NewFact(
+            cand,
+            tags,
+            item.scope,
+            item.source or Source(agent="import"),
+            min(validate.check_unit("confidence", item.confidence), cand.confidence),
+            validate.check_unit("salience", item.salience),
+            None,
+        )
+        return fact, self._clock() if item.at is None else float(item.at)
 
     def _write(
         self,

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
@@ -153,7 +155,12 @@ def update(
     return after
 
 
-def set_vector(conn: apsw.Connection, rowid: int, vector: Sequence[float], active: bool) -> None:
+def set_vector(
+    conn: apsw.Connection,
+    rowid: int,
+    vector: Sequence[float] | npt.NDArray[np.float32],
+    active: bool,
+) -> None:
     conn.execute("DELETE FROM memory_vec WHERE rowid=?", (rowid,))
     conn.execute(
         "INSERT INTO memory_vec(rowid, embedding, active) VALUES (?, ?, ?)",

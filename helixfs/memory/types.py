@@ -113,6 +113,21 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class MemoryImport:
+    """One memory for `Memory.import_memories`: as `remember` takes it, plus when it was
+    written (`at`, unix seconds; None: now)."""
+
+    content: str
+    type: str | None = None
+    tags: tuple[str, ...] = ()
+    scope: str = "global"
+    source: Source | None = None
+    confidence: float = 1.0
+    salience: float = 0.5
+    at: float | None = None
+
+
+@dataclass(frozen=True)
 class WriteResult:
     """What the pipeline did with one candidate fact.
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from helixfs.errors import HelixError
 from helixfs.memory.types import Embedder
@@ -33,16 +34,21 @@ class EmbedderRunner:
             batch = list(texts[start : start + BATCH])
             self.calls += 1
             self.texts_embedded += len(batch)
-            out.extend(self._checked(self._embedder.embed(batch), len(batch)))
+            out.extend(self.checked(self._embedder.embed(batch), len(batch)))
         return out
 
     def embed_query(self, text: str) -> list[float]:
         query = getattr(self._embedder, "embed_query", None)
         if query is None:
             return self.embed([text])[0]
-        return self._checked([query(text)], 1)[0]
+        return self.checked([query(text)], 1)[0]
 
-    def _checked(self, raw: Any, expected: int) -> list[list[float]]:
+    def checked(self, raw: Any, expected: int) -> list[list[float]]:
+        rows: list[list[float]] = self.normalised(raw, expected).tolist()
+        return rows
+
+    def normalised(self, raw: Any, expected: int) -> npt.NDArray[np.float32]:
+        """`expected` rows of this model's dimension, L2-normalised (else HelixError)."""
         matrix = np.asarray(raw, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape != (expected, self.dim):
             raise HelixError(
@@ -51,5 +57,5 @@ class EmbedderRunner:
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0.0] = 1.0
-        rows: list[list[float]] = (matrix / norms).tolist()
-        return rows
+        normalised: npt.NDArray[np.float32] = matrix / norms
+        return normalised

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from helixfs.memory import records
 from helixfs.memory.consolidate import Decision
@@ -20,6 +22,7 @@ from helixfs.memory.retrieval import effective_salience
 from helixfs.memory.tokens import normalize
 from helixfs.memory.types import Source
 
+Vector = Sequence[float] | npt.NDArray[np.float32]
 CONFIRM_BOOST = 0.1  # salience gained when a fact is asserted again (or refined)
 
 
@@ -31,7 +34,7 @@ class NewFact:
     source: Source
     confidence: float
     salience: float
-    vector: Sequence[float] | None
+    vector: Vector | None
 
 
 def apply(conn: apsw.Connection, decision: Decision, fact: NewFact, now: float) -> str:
