@@ -208,12 +208,15 @@ class RocksStore:
             fresh: dict[ObjectId, Known] = {}
             edges: list[tuple[ObjectId, ObjectId]] = []
             for oid, data in objects.items():
+                if oid in uncompressed:
+                    # As it is (RocksDB's block compression still applies), unchecked: a
+                    # RAW frame joins no delta chain, so rewriting a stored one is
+                    # harmless. Never a delta base either: kept out of the record cache.
+                    batch.put(oid, encode_raw(bytes(data)), self._objects)
+                    continue
                 if self._exists(oid):
                     continue  # never re-encode a stored object: keeps delta chains acyclic
                 record = bytes(data)
-                if oid in uncompressed:  # RocksDB's block compression still applies
-                    batch.put(oid, encode_raw(record), self._objects)
-                    continue  # never a delta base either: kept out of the record cache
                 encoded = self._encode(record, hints.get(oid), fresh)
                 batch.put(oid, encoded.frame, self._objects)
                 if encoded.base is not None:
