@@ -24,7 +24,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from helixfs.errors import AlreadyExists, CorruptObject, InvalidInput, InvalidName, NotFound
 from helixfs.ids import CommitId, ObjectId, object_id
-from helixfs.store import RefUpdate
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.objects import MODE_DIR, MODE_FILE, MODE_LINK, Commit, TreeEntry, encode_commit
 from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
@@ -314,17 +313,7 @@ def import_git(
 
 def _move_refs(repo: Repository, refs: list[_GitRef], commits: dict[str, CommitId]) -> None:
     """All refs in one compare-and-swap write."""
-    with repo.lock:
-        updates = []
-        for ref in refs:
-            if ref.kind == "branch":
-                repo._settle(ref.name)
-            current = repo.store.ref(ref.ref)
-            updates.append(RefUpdate(ref.ref, commits[ref.sha], expected=current))
-        repo.store.write({}, updates)
-        for ref in refs:
-            if ref.kind == "branch":
-                repo._moved(ref.name)
+    repo.move_refs({ref.ref: commits[ref.sha] for ref in refs})
 
 
 def _is_init_commit(commit: Commit) -> bool:

@@ -347,6 +347,53 @@ class Repository:
             self._moved_if_live(name)
             return cid
 
+    def commit_tree(
+        self,
+        tree: ObjectId,
+        message: str,
+        meta: Mapping[str, Any] | None = None,
+        branch: str | None = None,
+        *,
+        objects: Mapping[ObjectId, bytes] | None = None,
+        author: str | None = None,
+    ) -> CommitId | None:
+        """Make a whole `tree` the next commit of `branch` (for imports, which build trees
+        themselves). `objects` (new records the tree needs) land in the commit's write.
+
+        Same path as `commit`: lock, a live worktree's pending changes committed first,
+        compare-and-swap, subscribers told. None (nothing written) when `tree` is the
+        head's tree already.
+        """
+        with self.lock:
+            name = branch if branch is not None else self.head_branch()
+            self._settle(name)
+            head = self._branch_head(name)
+            if tree == self.commit_info(head).tree:
+                return None
+            info = dict(meta or {})
+            cid = self._write_commit(
+                name, tree, [head], message, info, dict(objects or {}), author=author
+            )
+            self._moved_if_live(name)
+            return cid
+
+    def move_refs(self, targets: Mapping[str, CommitId]) -> None:
+        """Point refs (`branches/NAME`, `snapshots/NAME`) at commits in one atomic write.
+
+        Live worktrees of moved branches are committed first and reloaded after, as for
+        any out-of-band move; each ref is compared-and-swapped against what it held.
+        """
+        with self.lock:
+            branches = [ref[len(BRANCHES) :] for ref in targets if ref.startswith(BRANCHES)]
+            for branch in branches:
+                self._settle(branch)
+            updates = [
+                RefUpdate(ref, cid, expected=self.store.ref(ref)) for ref, cid in targets.items()
+            ]
+            self.store.write({}, updates)
+            for branch in branches:
+                self._moved(branch)
+
     def _store_changes(self, changes: Mapping[bytes | str, Content]) -> dict[bytes, Stored | None]:
         if not isinstance(changes, Mapping) or not changes:
             raise InvalidInput("a commit needs at least one path change")

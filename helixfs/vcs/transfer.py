@@ -27,6 +27,7 @@ from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import pack_bytes, store_stream
 from helixfs.vcs.objects import MODE_DIR, TreeEntry
+from helixfs.vcs.refs import branch_ref
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -215,15 +216,11 @@ def commit_tree(
     compare-and-swap, notify the mount) so an import behaves like any other commit.
     """
     with repo.lock:
-        repo._settle(branch)
-        head = repo._branch_head(branch)
-        if tree == repo.commit_info(head).tree:
+        cid = repo.commit_tree(tree, message, meta, branch, objects=batch.objects)
+        if cid is None:
             batch.flush()
-            return head, False
-        objects = batch.objects
+            return repo.resolve(branch_ref(branch)), False
         batch.objects, batch.size = {}, 0
-        cid = repo._write_commit(branch, tree, [head], message, meta, objects)
-        repo._moved_if_live(branch)
         return cid, True
 
 
