@@ -322,9 +322,9 @@ def throughput(path: Path, sizes: Sizes) -> Throughput:
 def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
     """HelixFS (store on the local disk) against the same file on that disk and on tmpfs.
 
-    Cold reads compare with the local disk, cold too (a disk file must come from the
-    disk, as our store does); warm reads (page cache) compare with tmpfs. Each row says
-    whether that comparison meets the >= 50% target.
+    Cold reads are judged against the local disk, cold too (a disk file must come from
+    the disk, as our store does); warm reads (page cache) against tmpfs. The target
+    column names the baseline each verdict uses; both baselines are in every row.
     """
     with mounted(base, "big", 0) as mount:
         helix = throughput(mount.path / "big.bin", sizes)
@@ -332,41 +332,31 @@ def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
     tmpfs = throughput(native / "big.bin", sizes)
     (base / "native-big.bin").unlink()
     (native / "big.bin").unlink()
-    cold = Path("/proc/sys/vm/drop_caches").exists() and os.geteuid() == 0
+    cold = {"caches_dropped": os.geteuid() == 0, "target_against": "disk"}
     label = f"{sizes.big_file_mb} MB"
     return [
+        Row(f"sequential write {label}", helix.write, tmpfs.write, "MB/s", disk=disk.write),
         Row(
-            f"sequential write {label} (vs tmpfs)",
-            helix.write,
-            tmpfs.write,
-            "MB/s",
-            extra={"native_disk": disk.write},
-        ),
-        Row(
-            f"sequential read {label}, cold (vs disk, cold)",
+            f"sequential read {label}, cold",
             helix.cold,
-            disk.cold,
+            tmpfs.cold,
             "MB/s",
-            ">= 50% native",
+            ">= 50% disk (cold)",
             helix.cold >= 0.5 * disk.cold,
-            {"native_tmpfs": tmpfs.cold, "caches_dropped": cold},
+            cold,
+            disk=disk.cold,
         ),
         Row(
-            f"sequential read {label}, warm (vs tmpfs)",
+            f"sequential read {label}, warm (page cache)",
             helix.warm,
             tmpfs.warm,
             "MB/s",
-            ">= 50% native",
+            ">= 50% tmpfs",
             helix.warm >= 0.5 * tmpfs.warm,
-            {"native_disk_warm": disk.warm},
+            {"target_against": "tmpfs"},
+            disk=disk.warm,
         ),
-        Row(
-            "random 4 KB reads, cold (vs disk, cold)",
-            helix.iops,
-            disk.iops,
-            "IOPS",
-            extra={"native_tmpfs": tmpfs.iops, "caches_dropped": cold},
-        ),
+        Row("random 4 KB reads, cold", helix.iops, tmpfs.iops, "IOPS", disk=disk.iops),
     ]
 
 
