@@ -602,9 +602,10 @@ class Operations(pyfuse3.Operations):
         only the inode a request named up to date: the same node seen through another
         view of the branch (the root and `.helix/branches/HEAD`) is invalidated there.
         `names`: children of `entry` that came, went or moved."""
-        if len(self.views.sharing(entry.worktree)) < 2:
+        views = self.views.sharing(entry.worktree)
+        if len(views) < 2:
             return  # the common case: one view per branch, nothing else to tell
-        for view in self.views.sharing(entry.worktree):
+        for view in views:
             known = None if view is entry.view else self.inodes.known(view, entry.node)
             if known is None:
                 continue
