@@ -88,7 +88,9 @@ class ObjectStore(Protocol):
         """All refs whose name starts with `prefix`, sorted by name."""
         ...
 
-    def ids(self) -> Iterator[ObjectId]: ...
+    def ids(self, prefix: bytes = b"") -> Iterator[ObjectId]:
+        """Stored ids starting with `prefix` (all by default)."""
+        ...
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
         """Drop objects (gc only). Objects other objects are delta-encoded against are

@@ -72,9 +72,9 @@ class MemoryStore:
             items = sorted((n, v) for n, v in self._refs.items() if n.startswith(prefix))
         return iter(items)
 
-    def ids(self) -> Iterator[ObjectId]:
+    def ids(self, prefix: bytes = b"") -> Iterator[ObjectId]:
         with self._lock:
-            return iter(list(self._objects))
+            return iter([oid for oid in self._objects if oid.startswith(prefix)])
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
         with self._lock:

@@ -183,9 +183,9 @@ class RocksStore:
         found = [(key.decode(), value) for key, value in scan(self._refs_cf, start)]
         return iter(found)
 
-    def ids(self) -> Iterator[ObjectId]:
+    def ids(self, prefix: bytes = b"") -> Iterator[ObjectId]:
         self._check_open()
-        return iter([ObjectId(key) for key, _ in scan(self._objects_cf, b"")])
+        return iter([ObjectId(key) for key, _ in scan(self._objects_cf, prefix)])
 
     # ------------------------------------------------------------------ writes
 

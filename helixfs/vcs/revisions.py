@@ -90,15 +90,11 @@ def _resolve_hex(repo: Repository, prefix: str) -> CommitId:
 
 
 def _ids_with_prefix(repo: Repository, prefix: str) -> list[ObjectId]:
-    """Every stored id starting with a hex prefix (a full scan: bytes compares only)."""
+    """Every stored id starting with a hex prefix (a range of the sorted ids, not a scan)."""
     whole = bytes.fromhex(prefix[: len(prefix) // 2 * 2])
     odd = int(prefix[-1], 16) if len(prefix) % 2 else None
     size = len(whole)
-    return [
-        oid
-        for oid in repo.store.ids()
-        if oid.startswith(whole) and (odd is None or oid[size] >> 4 == odd)
-    ]
+    return [oid for oid in repo.store.ids(whole) if odd is None or oid[size] >> 4 == odd]
 
 
 def is_commit(repo: Repository, oid: ObjectId) -> bool:

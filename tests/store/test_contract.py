@@ -181,6 +181,14 @@ def test_ids_and_delete(backend: Backend) -> None:
     assert set(backend.reopen().ids()) == set(items) - set(doomed)
 
 
+def test_ids_with_a_prefix(backend: Backend) -> None:
+    items = dict(obj(f"object {i}".encode()) for i in range(300))
+    backend.store.write(items)
+    for prefix in (b"", next(iter(items))[:1], next(iter(items))[:2], b"\xff\xff\xff"):
+        expected = {oid for oid in items if oid.startswith(prefix)}
+        assert set(backend.store.ids(prefix)) == expected
+
+
 def test_rewriting_an_existing_object_is_harmless(backend: Backend) -> None:
     oid, data = obj(b"same bytes" * 100)
     backend.store.write({oid: data})
