@@ -35,6 +35,7 @@ from helixfs.memory import (
     writer,
 )
 from helixfs.memory.annindex import IndexCache, Indexes
+from helixfs.memory.checkpoint import Checkpointer
 from helixfs.memory.db import (
     connect,
     fetch_all,
@@ -85,6 +86,7 @@ class Memory:
         self._conn = conn
         self._clock = clock
         self._lock = threading.RLock()
+        self._checkpointer = Checkpointer(conn)
         self._vectors = EmbedderRunner(embedder) if embedder is not None else None
         # In-RAM vector indexes for long-lived processes (annindex.IndexCache).
         self._index_cache = IndexCache(conn, self._vectors.dim if self._vectors else 0)
@@ -115,6 +117,7 @@ class Memory:
 
     def close(self) -> None:
         with self._lock:
+            self._checkpointer.close()
             self._conn.close()
 
     def __enter__(self) -> Memory:
