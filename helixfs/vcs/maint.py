@@ -82,7 +82,8 @@ def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
 
 
 def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
-    """Every object reachable from a ref. Blobs are not fetched (they point at nothing)."""
+    """Every object reachable from a ref. A chunked file's chunks are blobs, which point
+    at nothing: they are marked without being read (most of a store's bytes)."""
     reachable: set[ObjectId] = set()
     stack = [oid for _, oid in _roots(repo)] + list(CONSTANTS)
     while stack:
@@ -94,9 +95,12 @@ def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
             progress(len(reachable), 0)
         try:
             record = repo.store.get(oid)
-            stack.extend(o for o in references(record) if o not in reachable)
         except NotFound:
             continue
+        if kind_of(record) == KIND_CHUNKED:
+            reachable.update(chunk for chunk, _ in decode_chunked(record).chunks)
+        else:
+            stack.extend(o for o in references(record) if o not in reachable)
     return reachable
 
 

@@ -47,6 +47,23 @@ def test_gc_drops_unreachable_and_keeps_every_ref(repo: Repository, store: Count
     assert repo.gc(dry_run=True).unreachable == 0
 
 
+def test_gc_keeps_the_chunks_of_a_large_file_without_reading_them(
+    repo: Repository, store: CountingStore
+) -> None:
+    import os
+
+    data = os.urandom(3 << 20)  # chunked: several content-defined chunks
+    repo.commit({"big": data}, "big")
+    chunks = repo.contents.chunks(repo.entry("HEAD", "big").oid)  # type: ignore[union-attr]
+    assert chunks is not None and len(chunks[1]) > 1
+    orphan = _orphan(store, b"garbage")
+    store.gets.clear()
+    repo.gc()
+    assert not set(chunks[1]) & set(store.gets)
+    assert not store.contains(orphan) and all(store.contains(c) for c in chunks[1])
+    assert repo.read("HEAD", "big") == data and repo.fsck().ok
+
+
 def test_gc_after_reset_drops_abandoned_commits(repo: Repository, store: CountingStore) -> None:
     repo.commit({"a": b"1"}, "one")
     abandoned = repo.commit({"a": b"2" * 100}, "two")
