@@ -45,6 +45,9 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self._pos)
 
+    def __contains__(self, rowid: int) -> bool:
+        return rowid in self._pos
+
     @classmethod
     def load(cls, conn: apsw.Connection, table: str, dim: int) -> VectorIndex:
         index = cls(dim)
@@ -198,6 +201,7 @@ class IndexCache:
         self._memories: VectorIndex | None = None
         self._chunks: VectorIndex | None = None
         self._dirty: set[int] = set()
+        self._written: dict[int, Sequence[float] | npt.NDArray[Any]] = {}
         self._chunks_changed = False
         self._data_version: int | None = None
         if dim:
@@ -210,10 +214,18 @@ class IndexCache:
         elif table == "chunks":
             self._chunks_changed = True
 
+    def vector_written(self, rowid: int, vector: Sequence[float] | npt.NDArray[Any]) -> None:
+        """This connection just stored `vector` for memory `rowid`, in the transaction that
+        changed the row. Every rewrite of an existing row's vector must be reported here:
+        for a row it already holds, the refresh only re-reads the status."""
+        if self._memories is not None:
+            self._written[rowid] = vector
+
     def drop(self) -> None:
         """Forget both indexes; the next use reloads them (and every row) from the tables."""
         self._memories = self._chunks = None
         self._dirty.clear()
+        self._written.clear()
         self._chunks_changed = False
 
     @contextmanager
@@ -250,16 +262,37 @@ class IndexCache:
         return Indexes(self._memories, self._chunks)
 
     def _refresh_rows(self, index: VectorIndex) -> None:
+        """Apply the rows changed since the last use: statuses in one query; a vector is
+        read back from vec0 (slow: it sits in a chunk blob) only for a row new to the
+        index whose vector was not handed over by `vector_written`."""
         dirty, self._dirty = self._dirty, set()
-        for rowid in dirty:
-            status = fetch_one(self._conn, "SELECT status FROM memories WHERE rowid=?", (rowid,))
-            vector = fetch_one(
-                self._conn, "SELECT embedding FROM memory_vec WHERE rowid=?", (rowid,)
-            )
-            if status is None or vector is None:
+        written, self._written = self._written, {}
+        if not dirty:
+            return
+        rowids = list(dirty)
+        rows = fetch_all(
+            self._conn,
+            f"SELECT rowid, status FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})",
+            rowids,
+        )
+        statuses = {int(r[0]): str(r[1]) for r in rows}
+        for rowid in rowids:
+            status = statuses.get(rowid)
+            if status is None:
                 index.remove(rowid)
+            elif rowid in written:
+                index.upsert(rowid, written[rowid], status == "active")
+            elif rowid in index:
+                index.set_active(rowid, status == "active")
             else:
-                index.upsert(rowid, unpack_vector(vector[0]), status[0] == "active")
+                self._load_row(index, rowid, status == "active")
+
+    def _load_row(self, index: VectorIndex, rowid: int, active: bool) -> None:
+        vector = fetch_one(self._conn, "SELECT embedding FROM memory_vec WHERE rowid=?", (rowid,))
+        if vector is None:
+            index.remove(rowid)
+        else:
+            index.upsert(rowid, unpack_vector(vector[0]), active)
 
 
 @dataclass(frozen=True)

@@ -288,6 +288,9 @@ class Memory:
             decision = consolidate.decide(self._conn, cand, vector, scope, flagged, index)
             fact = writer.NewFact(cand, all_tags, scope, source, confidence, salience, vector)
             memory_id = writer.apply(self._conn, decision, fact, now)
+            if vector is not None and decision.action != "noop":
+                rowid = records.rowid_of(self._conn, memory_id)
+                self._index_cache.vector_written(rowid, vector)
             record = records.to_record(records.fetch(self._conn, memory_id))
         return WriteResult(
             action=decision.action,  # type: ignore[arg-type]
@@ -555,12 +558,9 @@ class Memory:
             if self._vectors and before["content"] != state["content"]:
                 vector = self._vectors.embed([state["content"]])[0]
                 with self._conn:
-                    records.set_vector(
-                        self._conn,
-                        records.rowid_of(self._conn, resolved),
-                        vector,
-                        state["status"] == "active",
-                    )
+                    rowid = records.rowid_of(self._conn, resolved)
+                    records.set_vector(self._conn, rowid, vector, state["status"] == "active")
+                    self._index_cache.vector_written(rowid, vector)
             return self.get(resolved)
 
     def relate(self, a: str, b: str, rel: str) -> Edge:

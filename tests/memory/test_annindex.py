@@ -84,3 +84,35 @@ def test_engine_index_follows_workspace_reindex(vmem: Memory) -> None:
     assert vmem.search("renew an expired login credential")[0].path == "auth.py"
     vmem.index_workspace({"login.py": b"def refresh_token(session):\n    return renew()\n"}, "c2")
     assert vmem.search("renew an expired login credential")[0].path == "login.py"
+
+
+def _snapshot(index: VectorIndex, rowids: list[int]) -> dict[int, tuple[bool, list[float]]]:
+    vectors = index.vectors(rowids)
+    return {r: (bool(index._active[index._pos[r]]), vectors[r]) for r in rowids if r in index}
+
+
+def _assert_kept_index_is_fresh(memory: Memory) -> None:
+    kept = memory._current_indexes().memories
+    assert kept is not None
+    rowids = [int(r[0]) for r in memory._conn.execute("SELECT rowid FROM memories")]
+    fresh = VectorIndex.load(memory._conn, "memory_vec", kept.dim)
+    assert len(kept) == len(fresh) == len(rowids)
+    assert _snapshot(kept, rowids) == _snapshot(fresh, rowids)
+
+
+def test_kept_index_equals_a_fresh_load_after_every_kind_of_write(vmem: Memory) -> None:
+    """Vectors handed over by the writes (add, update, supersede, rollback) and status-only
+    refreshes leave the kept index exactly as a reload from sqlite-vec would build it."""
+    vmem.warm()
+    first = vmem.remember("The dev server port is 3000.")
+    alembic = vmem.remember("Database migrations are managed by Alembic.")
+    refined = vmem.remember("Database migrations are managed by Alembic, from the deploy job.")
+    assert refined.action == "update" and refined.id == alembic.id
+    vmem.remember("The dev server port is 4000.")  # supersedes the first
+    _assert_kept_index_is_fresh(vmem)
+    vmem.forget(alembic.id)
+    vmem.rollback(alembic.id, to_seq=vmem.history(alembic.id)[0].seq)  # old text, re-embedded
+    vmem.rollback(first.id)
+    for fact in FACTS[:3]:
+        vmem.remember(fact)
+    _assert_kept_index_is_fresh(vmem)
