@@ -29,6 +29,7 @@ import sqlite_vec
 from helixfs.errors import InvalidInput, UnsupportedVersion
 
 SCHEMA_VERSION = 1
+MMAP_BYTES = 1 << 30  # address space only; pages come from the OS page cache
 
 SCHEMA = """
 -- meta: key/value facts about the database itself.
@@ -245,6 +246,9 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA secure_delete=ON")
+    # Reads through a memory map: a vec0 point lookup walks a ~1.5 MB chunk blob's page
+    # chain, 0.3-5 ms through read() at 100,000 memories, ~0.05 ms mapped.
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys=ON")
     _check_version(conn, db_path)
     with conn:
