@@ -192,6 +192,7 @@ class Memory:
             min(confidence, cand.confidence),
             salience,
             scrubbed.count,
+            self._embed([cand.content])[0],
         )
 
     def ingest(
@@ -207,20 +208,27 @@ class Memory:
         validate.check_name("scope", scope)
         tag_tuple = validate.check_tags(tags)
         scrubbed = redact(text)
-        results = []
-        for cand in extract(scrubbed.text):
-            results.append(
-                self._write(
-                    cand,
-                    tag_tuple,
-                    scope,
-                    source or Source(agent="ingest"),
-                    cand.confidence,
-                    0.4,
-                    scrubbed.count,
-                )
+        cands = extract(scrubbed.text)
+        # One embedder call for every candidate of the text, not one each.
+        vectors = self._embed([c.content for c in cands])
+        return [
+            self._write(
+                cand,
+                tag_tuple,
+                scope,
+                source or Source(agent="ingest"),
+                cand.confidence,
+                0.4,
+                scrubbed.count,
+                vector,
             )
-        return results
+            for cand, vector in zip(cands, vectors, strict=True)
+        ]
+
+    def _embed(self, texts: Sequence[str]) -> Sequence[list[float] | None]:
+        if self._vectors is None or not texts:
+            return [None] * len(texts)
+        return self._vectors.embed(texts)
 
     def import_memories(
         self,
@@ -278,10 +286,10 @@ class Memory:
         confidence: float,
         salience: float,
         redactions: int,
+        vector: list[float] | None,
     ) -> WriteResult:
         flagged = INJECTION_TAG in cand.tags
         all_tags = tuple(dict.fromkeys((*tags, *cand.tags)))
-        vector = self._vectors.embed([cand.content])[0] if self._vectors else None
         now = self._clock()
         with self._lock, self._conn:
             index = self._current_indexes().memories if vector is not None else None

@@ -251,3 +251,16 @@ def test_related_but_compatible_facts_both_stay(any_mem: Memory, old: str, new: 
     first = any_mem.remember(old, scope="proj")
     any_mem.remember(new, scope="proj")
     assert any_mem.get(first.id or "").status == "active"
+
+
+def test_ingest_embeds_all_candidates_in_one_call(vmem: Memory) -> None:
+    assert vmem._vectors is not None
+    calls, texts = vmem._vectors.calls, vmem.embed_count
+    results = vmem.ingest(
+        "We decided to use SQLite in WAL mode for the memory store.\n"
+        "Gotcha: the staging cache must be cleared after every migration.\n"
+        "The API server listens on port 8443.\n"
+    )
+    assert len(results) == 3
+    assert vmem._vectors.calls == calls + 1
+    assert vmem.embed_count == texts + 3
