@@ -230,17 +230,20 @@ def model_fingerprint(folder: Path) -> str:
 
 
 def default_threads() -> int:
-    """ONNX intra-op threads: `$HELIX_EMBED_THREADS`, else half the cores (1..4).
+    """ONNX intra-op threads: `$HELIX_EMBED_THREADS`, else half the cores, at least 2
+    (never more than the cores, at most 4). ADR 0009.
 
-    Half, because the embedder shares the machine with the FUSE loop, the store and the
-    agent's own builds. Measured on a busy 2-core box (load ~5): one thread embedded a
-    query in p50 10-14 ms / p95 16-19 ms, two threads in p50 19-20 ms / p95 35-37 ms, and a
-    512-text batch in 10-12 s vs 13-14 s: spinning threads fight for the cores.
+    A memory write or query embeds one short text: a ~10 ms burst. Measured on a 2-core
+    box (one memory text, interleaved runs): with one core busy elsewhere, 2 threads took
+    p50 8.3 / p95 11.3 ms vs 12.1 / 17.0 with 1; with the box saturated (load 4), p50 45
+    vs 39 ms and p95 equal (60). Agents mostly call memory while waiting for their model,
+    with cores free. Above 4 cores, half of them: the rest is for FUSE, the store and builds.
     """
     configured = os.environ.get(ENV_THREADS, "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return max(1, min(4, (os.cpu_count() or 1) // 2))
+    cores = os.cpu_count() or 1
+    return min(cores, 4, max(2, cores // 2))
 
 
 class FastEmbedder:

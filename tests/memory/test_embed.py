@@ -176,3 +176,12 @@ def test_thread_count_is_sane_and_configurable(clean_env: pytest.MonkeyPatch) ->
     assert default_threads() == 3
     clean_env.setenv(ENV_THREADS, "lots")
     assert 1 <= default_threads() <= 4
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 2), (4, 2), (8, 4), (64, 4)])
+def test_default_threads_by_core_count(
+    clean_env: pytest.MonkeyPatch, cores: int, threads: int
+) -> None:
+    clean_env.delenv(ENV_THREADS, raising=False)
+    clean_env.setattr(os, "cpu_count", lambda: cores)
+    assert default_threads() == threads
