@@ -250,13 +250,17 @@ class Memory:
             embedded = list(self._vectors.normalised(vectors, len(facts)))
         elif self._vectors is not None:
             embedded = self._vectors.embed([fact.cand.content for fact, _ in facts])
-        with self._lock, self._conn:
-            ids = [
-                writer.add(self._conn, dataclasses.replace(fact, vector=vector), at)
-                for (fact, at), vector in zip(facts, embedded, strict=True)
-            ]
-        # Rebuilt from the tables on next use: faster than refreshing each row.
-        self._index_cache.drop()
+        with self._lock:
+            with self._conn:
+                ids = [
+                    writer.add(self._conn, dataclasses.replace(fact, vector=vector), at)
+                    for (fact, at), vector in zip(facts, embedded, strict=True)
+                ]
+            # Rebuilt from the tables on next use: faster than refreshing each row.
+            self._index_cache.drop()
+            # A big import leaves a WAL of its own size, read without mmap until a
+            # checkpoint: fold it into the database file now, as part of the import.
+            self._conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
         return ids
 
     def _import_fact(self, item: MemoryImport) -> tuple[writer.NewFact, float]:

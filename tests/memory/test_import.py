@@ -83,3 +83,9 @@ def test_import_updates_a_warm_vector_index(vmem: Memory) -> None:
     vmem.recall("anything", k=1)
     ids = vmem.import_memories(FACTS)
     assert vmem.recall("linting tool", k=1, mode="vector")[0].id == ids[2]
+
+
+def test_import_leaves_no_wal_behind(vmem: Memory, db_path: Path) -> None:
+    """Reads go through mmap only for the database file: a big import is checkpointed."""
+    vmem.import_memories([MemoryImport(f"Service {n} listens on port {n}.") for n in range(500)])
+    assert Path(str(db_path) + "-wal").stat().st_size == 0
