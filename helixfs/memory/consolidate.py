@@ -49,14 +49,9 @@ def decide(
     flagged: bool,
     index: VectorIndex | None = None,
 ) -> Decision:
-    norm = normalize(cand.content)
-    twin = fetch_one(
-        conn,
-        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' LIMIT 1",
-        (norm, scope),
-    )
+    twin = identical(conn, cand, scope)
     if twin:
-        return Decision("noop", target=str(twin[0]), reason="identical fact")
+        return Decision("noop", target=twin, reason="identical fact")
     if flagged:
         return Decision("add", reason="flagged content never rewrites other memories")
     if cand.subject:
@@ -64,6 +59,16 @@ def decide(
         if decision is not None:
             return decision
     return _by_neighbours(conn, cand, vector, scope, index)
+
+
+def identical(conn: apsw.Connection, cand: Candidate, scope: str) -> str | None:
+    """The active memory of `scope` with the same normalised text (a NOOP), if any."""
+    row = fetch_one(
+        conn,
+        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' LIMIT 1",
+        (normalize(cand.content), scope),
+    )
+    return str(row[0]) if row else None
 
 
 def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | None:

@@ -192,7 +192,7 @@ class Memory:
             min(confidence, cand.confidence),
             salience,
             scrubbed.count,
-            self._embed([cand.content])[0],
+            None,
         )
 
     def ingest(
@@ -292,12 +292,19 @@ class Memory:
         redactions: int,
         vector: list[float] | None,
     ) -> WriteResult:
+        """`vector` None: embedded here, before the lock, unless the fact is already stored
+        word for word (a NOOP needs no vector: re-asserting a fact costs no model call)."""
         flagged = INJECTION_TAG in cand.tags
         all_tags = tuple(dict.fromkeys((*tags, *cand.tags)))
+        if vector is None and self._vectors is not None and not self._stored(cand, scope):
+            vector = self._vectors.embed([cand.content])[0]
         now = self._clock()
         with self._lock, self._conn:
-            index = self._current_indexes().memories if vector is not None else None
-            decision = consolidate.decide(self._conn, cand, vector, scope, flagged, index)
+            decision = self._decide(cand, vector, scope, flagged)
+            if vector is None and self._vectors is not None and decision.action != "noop":
+                # The identical memory went away meanwhile (another process): embed now.
+                vector = self._vectors.embed([cand.content])[0]
+                decision = self._decide(cand, vector, scope, flagged)
             fact = writer.NewFact(cand, all_tags, scope, source, confidence, salience, vector)
             memory_id = writer.apply(self._conn, decision, fact, now)
             if vector is not None and decision.action != "noop":
@@ -313,6 +320,16 @@ class Memory:
             flagged=flagged,
             reason=decision.reason,
         )
+
+    def _stored(self, cand: Candidate, scope: str) -> bool:
+        with self._lock:
+            return consolidate.identical(self._conn, cand, scope) is not None
+
+    def _decide(
+        self, cand: Candidate, vector: list[float] | None, scope: str, flagged: bool
+    ) -> consolidate.Decision:
+        index = self._current_indexes().memories if vector is not None else None
+        return consolidate.decide(self._conn, cand, vector, scope, flagged, index)
 
     # -- reads -------------------------------------------------------------------------
 

@@ -264,3 +264,28 @@ def test_ingest_embeds_all_candidates_in_one_call(vmem: Memory) -> None:
     assert len(results) == 3
     assert vmem._vectors.calls == calls + 1
     assert vmem.embed_count == texts + 3
+
+
+def test_an_identical_fact_is_confirmed_without_embedding(vmem: Memory) -> None:
+    first = vmem.remember("The API server listens on port 8443.")
+    texts = vmem.embed_count
+    again = vmem.remember("the API server listens on port 8443")
+    assert again.action == "noop" and again.id == first.id
+    assert vmem.embed_count == texts
+
+
+def test_a_twin_gone_before_the_write_still_gets_a_vector(
+    vmem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The twin check runs before the lock; if the twin is gone by the write, the fact is
+    embedded in the transaction and stored with its vector."""
+    monkeypatch.setattr(vmem, "_stored", lambda cand, scope: True)
+    result = vmem.remember("Feature flags are served by Unleash.")
+    assert result.action == "add"
+    rowid = vmem._conn.execute("SELECT rowid FROM memories WHERE id=?", (result.id,)).fetchone()
+    assert vmem._conn.execute(
+        "SELECT count(*) FROM memory_vec WHERE rowid=?", (rowid[0],)
+    ).fetchone() == (1,)
+    assert vmem.recall("which service serves feature flags", k=1, mode="vector")[0].id == (
+        result.id
+    )
