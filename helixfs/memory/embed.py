@@ -231,7 +231,7 @@ def model_fingerprint(folder: Path) -> str:
 
 def default_threads() -> int:
     """ONNX intra-op threads: `$HELIX_EMBED_THREADS`, else half the cores, at least 2
-    (never more than the cores, at most 4). ADR 0009.
+    (never more than the cores, at most 4). ADR 0010.
 
     A memory write or query embeds one short text: a ~10 ms burst. Measured on a 2-core
     box (one memory text, interleaved runs): with one core busy elsewhere, 2 threads took
