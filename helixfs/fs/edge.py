@@ -130,8 +130,9 @@ def node_attributes(
     timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
     if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
-    return attributes(entry.ino, node.mode, size, mtime, node.ctime_ns, owner=owner,
-                      timeout=timeout)
+    return attributes(
+        entry.ino, node.mode, size, mtime, node.ctime_ns, owner=owner, timeout=timeout
+    )
 
 
 def virtual_attributes(
@@ -141,8 +142,7 @@ def virtual_attributes(
     thing = entry.entry
     mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
     size = len(thing.render()) if isinstance(thing, VirtualFile) and thing.cheap else 0
-    return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner,
-                      timeout=0)
+    return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner, timeout=0)
 
 
 def caller_meta(ctx: Any) -> dict[str, Any]:

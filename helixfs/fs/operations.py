@@ -184,8 +184,9 @@ class Operations(pyfuse3.Operations):
 
     def _parent_of(self, entry: NodeInode | VirtualInode) -> NodeInode | VirtualInode:
         if isinstance(entry, VirtualInode):
-            return self.inodes.get(ROOT_INODE if len(entry.path) == 1 else
-                                   self.inodes.number_for(entry.path[:-1]))
+            return self.inodes.get(
+                ROOT_INODE if len(entry.path) == 1 else self.inodes.number_for(entry.path[:-1])
+            )
         return self.inodes.get(entry.parent)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -294,8 +295,9 @@ class Operations(pyfuse3.Operations):
     ) -> NodeInode | VirtualInode:
         if handle.nodes is None or not isinstance(parent, NodeInode):
             return self._child(parent, handle.names[index])
-        return self.inodes.for_node(parent.view, handle.nodes[index], parent.ino,
-                                    handle.names[index])
+        return self.inodes.for_node(
+            parent.view, handle.nodes[index], parent.ino, handle.names[index]
+        )
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:
@@ -393,12 +395,14 @@ class Operations(pyfuse3.Operations):
         for parent, name in ((old_parent, name_old), (new_parent, name_new)):
             self._refuse_helix_name(parent, name)
         worktree = old_parent.worktree
-        if (flags & pyfuse3.RENAME_NOREPLACE and old_parent is new_parent
-                and name_old == name_new):
+        if flags & pyfuse3.RENAME_NOREPLACE and old_parent is new_parent and name_old == name_new:
             worktree.lookup(old_parent.node, name_old)  # ENOENT first, as the VFS does
             raise AlreadyExists("rename onto itself with RENAME_NOREPLACE")
         replaced = worktree.rename(
-            old_parent.node, name_old, new_parent.node, name_new,
+            old_parent.node,
+            name_old,
+            new_parent.node,
+            name_new,
             noreplace=bool(flags & pyfuse3.RENAME_NOREPLACE),
             exchange=bool(flags & pyfuse3.RENAME_EXCHANGE),
         )
@@ -412,8 +416,11 @@ class Operations(pyfuse3.Operations):
         self._tell_other_views(new_parent, name_new)
 
     def _virtual_rename(
-        self, old_parent: NodeInode | VirtualInode, name_old: bytes,
-        new_parent: NodeInode | VirtualInode, name_new: bytes,
+        self,
+        old_parent: NodeInode | VirtualInode,
+        name_old: bytes,
+        new_parent: NodeInode | VirtualInode,
+        name_new: bytes,
     ) -> None:
         if old_parent is not new_parent or not isinstance(old_parent, VirtualInode):
             raise CrossDevice("entries cannot move in or out of .helix")
@@ -442,7 +449,11 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def create(
-        self, parent_inode: int, name: bytes, mode: int, flags: int,
+        self,
+        parent_inode: int,
+        name: bytes,
+        mode: int,
+        flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._tree_dir(parent_inode)
@@ -457,8 +468,7 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             handle = VirtualHandle.open(entry.entry, flags)
-            return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True,
-                                    keep_cache=False)
+            return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True, keep_cache=False)
         return self._open_node(entry, flags, ctx)
 
     def _open_node(self, entry: NodeInode, flags: int, ctx: Any) -> pyfuse3.FileInfo:
@@ -634,4 +644,3 @@ class Operations(pyfuse3.Operations):
     def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
-

@@ -129,8 +129,11 @@ class Views:
         self.inodes.new_slot(view)
         for entry in sorted(old, key=lambda e: len(paths.get(e.ino) or ())):
             node = None if entry.detached else _resolve(worktree, paths.get(entry.ino))
-            if (node is None or self.inodes.known(view, node) is not None
-                    or not _same_file(entry.node, node)):
+            if (
+                node is None
+                or self.inodes.known(view, node) is not None
+                or not _same_file(entry.node, node)
+            ):
                 self.inodes.orphan(entry)
                 self.invalidator.entry(entry.parent, entry.name, entry.ino)
                 continue
@@ -160,7 +163,9 @@ def _same_file(old: Node, new: Node) -> bool:
     if old.is_dir() or new.is_dir():
         return old.is_dir() and new.is_dir()
     return stat.S_IFMT(old.mode) == stat.S_IFMT(new.mode) and (old.oid, old.size) == (
-        new.oid, new.size)
+        new.oid,
+        new.size,
+    )
 
 
 def _resolve(worktree: Worktree, path: tuple[bytes, ...] | None) -> Node | None:

@@ -43,9 +43,7 @@ class Writes:
             self.store_spool(entry.worktree, entry.node, spool)
 
     def spool(self, worktree: Worktree, node: Node) -> Spool:
-        return self.spools.ensure(
-            node, lambda off, size: worktree.read(node, off, size), node.size
-        )
+        return self.spools.ensure(node, lambda off, size: worktree.read(node, off, size), node.size)
 
     def store(self, handle: FileHandle) -> None:
         """Close/fsync: a written file goes into the store and becomes a save."""
@@ -56,8 +54,10 @@ class Writes:
             spool.stored()
             if entry_unlinked(handle):
                 return  # unlinked while open: readable through the fd, never saved
-            raise Stale("the branch was reset or merged while this file was open: "
-                        "these writes were not saved")
+            raise Stale(
+                "the branch was reset or merged while this file was open: "
+                "these writes were not saved"
+            )
         self.store_spool(handle.worktree, handle.node, spool, handle.meta)
         # The kernel's pages of this inode saw every write: they may stay cached.
         handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)

@@ -92,13 +92,13 @@ class Client:
             out += chunk
         return out
 
-    async def listdir(self, ino: int = ROOT, start: int = 0, limit: int = 10**6
-                      ) -> list[tuple[bytes, int, int]]:
+    async def listdir(
+        self, ino: int = ROOT, start: int = 0, limit: int = 10**6
+    ) -> list[tuple[bytes, int, int]]:
         """(name, inode, next_id) as readdir_reply would receive them."""
         got: list[tuple[bytes, int, int]] = []
 
-        def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int
-                  ) -> bool:
+        def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
             if len(got) >= limit:
                 return False
             got.append((name, attrs.st_ino, next_id))
@@ -117,8 +117,9 @@ class Client:
 
     async def mkdir(self, path: str) -> int:
         parent_path, _, name = path.rpartition("/")
-        attrs = await self.ops.mkdir(await self.ino(parent_path), name.encode(),
-                                     stat.S_IFDIR | 0o755, CTX)
+        attrs = await self.ops.mkdir(
+            await self.ino(parent_path), name.encode(), stat.S_IFDIR | 0o755, CTX
+        )
         return attrs.st_ino
 
 

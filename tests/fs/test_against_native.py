@@ -92,8 +92,9 @@ async def truncate(pair: Pair, path: bytes, size: int) -> tuple[Outcome, Outcome
     async def ours() -> None:
         attrs = pyfuse3.EntryAttributes()
         attrs.st_size = size
-        await pair.client.ops.setattr(await pair.ino(path), attrs, Fields(update_size=True),
-                                      None, CTX)
+        await pair.client.ops.setattr(
+            await pair.ino(path), attrs, Fields(update_size=True), None, CTX
+        )
 
     return native_outcome(os.truncate, pair.real(path), size), await outcome(ours())
 
@@ -162,8 +163,7 @@ def snapshot_native(root: Path) -> dict[bytes, object]:
     return tree
 
 
-async def snapshot_ours(client: Client, ino: int = ROOT, base: bytes = b""
-                        ) -> dict[bytes, object]:
+async def snapshot_ours(client: Client, ino: int = ROOT, base: bytes = b"") -> dict[bytes, object]:
     tree: dict[bytes, object] = {}
     for name, child, _ in await client.listdir(ino):
         attrs = await client.ops.getattr(child, CTX)
@@ -222,8 +222,7 @@ async def check_held(pair: Pair, one: Held, rng: random.Random) -> None:
     os.pwrite(one.native_fd, data, offset)
     await pair.client.ops.write(one.fh, offset, data)
     size = os.fstat(one.native_fd).st_size
-    assert await pair.client.ops.read(one.fh, 0, size + 10) == os.pread(one.native_fd,
-                                                                          size + 10, 0)
+    assert await pair.client.ops.read(one.fh, 0, size + 10) == os.pread(one.native_fd, size + 10, 0)
 
 
 async def release_held(pair: Pair, held: list[Held]) -> None:
@@ -235,8 +234,9 @@ async def release_held(pair: Pair, held: list[Held]) -> None:
 
 
 @pytest.mark.parametrize("seed", range(12))
-async def test_random_sequences_match_the_local_disk(seed: int, repo: Repository,
-                                                     tmp_path: Path) -> None:
+async def test_random_sequences_match_the_local_disk(
+    seed: int, repo: Repository, tmp_path: Path
+) -> None:
     native = tmp_path / "native"
     native.mkdir()
     pair = Pair(Client(make_ops(repo, window=0)), native)

@@ -136,8 +136,9 @@ async def test_chmod_and_utimens(client: Client) -> None:
     attrs = pyfuse3.EntryAttributes()
     attrs.st_mode = stat.S_IFREG | 0o600
     attrs.st_mtime_ns = 1_234_567_890_123_456_789
-    got = await client.ops.setattr(ino, attrs, Fields(update_mode=True, update_mtime=True),
-                                   None, CTX)
+    got = await client.ops.setattr(
+        ino, attrs, Fields(update_mode=True, update_mtime=True), None, CTX
+    )
     assert stat.S_IMODE(got.st_mode) == 0o600 and stat.S_ISREG(got.st_mode)
     assert got.st_mtime_ns == 1_234_567_890_123_456_789
 
@@ -183,8 +184,9 @@ async def test_rename_over_an_existing_file(client: Client) -> None:
 async def test_rename_noreplace_refuses(client: Client) -> None:
     await client.write_file("a", b"1")
     await client.write_file("b", b"2")
-    await expect_errno(errno.EEXIST, client.ops.rename(
-        ROOT, b"a", ROOT, b"b", pyfuse3.RENAME_NOREPLACE, CTX))
+    await expect_errno(
+        errno.EEXIST, client.ops.rename(ROOT, b"a", ROOT, b"b", pyfuse3.RENAME_NOREPLACE, CTX)
+    )
     assert await client.read_file("b") == b"2"
 
 

@@ -33,8 +33,9 @@ async def write_virtual(client: Client, path: str, data: bytes) -> None:
 
 async def test_listing_and_static_files(client: Client, store: Path) -> None:
     names = await client.names(".helix")
-    assert names == sorted([b"HEAD", b"branches", b"commits", b"log", b"snapshots",
-                            b"stats", b"store"])
+    assert names == sorted(
+        [b"HEAD", b"branches", b"commits", b"log", b"snapshots", b"stats", b"store"]
+    )
     assert await read_virtual(client, ".helix/HEAD") == b"main\n"
     assert await read_virtual(client, ".helix/store") == str(store.resolve()).encode() + b"\n"
     attrs = await client.ops.getattr(await client.ino(".helix/HEAD"), CTX)
@@ -53,10 +54,10 @@ async def test_log_and_stats_render(client: Client) -> None:
 async def test_helix_files_are_read_only_unless_meant(client: Client) -> None:
     ino = await client.ino(".helix/log")
     await expect_errno(errno.EPERM, client.ops.open(ino, os.O_WRONLY, CTX))
-    await expect_errno(errno.EPERM, client.ops.create(
-        await client.ino(".helix"), b"x", 0o644, os.O_WRONLY, CTX))
-    await expect_errno(errno.EPERM, client.ops.mkdir(await client.ino(".helix"), b"d", 0o755,
-                                                     CTX))
+    await expect_errno(
+        errno.EPERM, client.ops.create(await client.ino(".helix"), b"x", 0o644, os.O_WRONLY, CTX)
+    )
+    await expect_errno(errno.EPERM, client.ops.mkdir(await client.ino(".helix"), b"d", 0o755, CTX))
 
 
 async def test_mkdir_branch_is_isolated_and_writable(client: Client) -> None:
@@ -144,8 +145,7 @@ async def test_snapshot_is_read_only(client: Client) -> None:
     snap_root = await client.ino(".helix/snapshots/s1")
     snap_file = await client.ino(".helix/snapshots/s1/f")
     await expect_errno(errno.EROFS, client.ops.open(snap_file, os.O_WRONLY, CTX))
-    await expect_errno(errno.EROFS, client.ops.create(snap_root, b"n", 0o644, os.O_WRONLY,
-                                                      CTX))
+    await expect_errno(errno.EROFS, client.ops.create(snap_root, b"n", 0o644, os.O_WRONLY, CTX))
     await expect_errno(errno.EROFS, client.ops.unlink(snap_root, b"f", CTX))
     await expect_errno(errno.EROFS, client.ops.mkdir(snap_root, b"d", 0o755, CTX))
     await expect_errno(errno.EROFS, client.ops.setxattr(snap_file, b"user.x", b"1", CTX))
@@ -216,8 +216,10 @@ async def test_rename_across_views_is_exdev(client: Client) -> None:
     await client.write_file("f", b"x")
     branches = await client.ino(".helix/branches")
     await client.ops.mkdir(branches, b"b", 0o755, CTX)
-    await expect_errno(errno.EXDEV, client.ops.rename(
-        ROOT, b"f", await client.ino(".helix/branches/b"), b"f", 0, CTX))
+    await expect_errno(
+        errno.EXDEV,
+        client.ops.rename(ROOT, b"f", await client.ino(".helix/branches/b"), b"f", 0, CTX),
+    )
     await expect_errno(errno.EXDEV, client.ops.rename(ROOT, b"f", branches, b"f", 0, CTX))
 
 

@@ -40,8 +40,9 @@ async def test_virtual_hash_and_commit_are_readable_not_listed(client: Client) -
 async def test_same_content_same_hash(client: Client) -> None:
     a = await client.write_file("a", b"same bytes")
     b = await client.write_file("b", b"same bytes")
-    assert (await client.ops.getxattr(a, b"user.helix.hash", CTX)
-            == await client.ops.getxattr(b, b"user.helix.hash", CTX))
+    assert await client.ops.getxattr(a, b"user.helix.hash", CTX) == await client.ops.getxattr(
+        b, b"user.helix.hash", CTX
+    )
 
 
 async def test_message_xattr_names_the_next_commit(repo: Repository) -> None:
@@ -67,10 +68,14 @@ async def test_other_namespaces_and_virtual_names_are_refused(client: Client) ->
 async def test_hash_is_the_blake3_of_the_bytes(client: Client) -> None:
     """What `b3sum` prints, for a one-blob file and a chunked one alike."""
     small = await client.write_file("small", b"content")
-    assert (await client.ops.getxattr(small, b"user.helix.hash", CTX)
-            == blake3.blake3(b"content").hexdigest().encode())
+    assert (
+        await client.ops.getxattr(small, b"user.helix.hash", CTX)
+        == blake3.blake3(b"content").hexdigest().encode()
+    )
     payload = os.urandom(5 << 20)
     big = await client.write_file("big", payload)
-    assert (await client.ops.getxattr(big, b"user.helix.hash", CTX)
-            == blake3.blake3(payload).hexdigest().encode())
+    assert (
+        await client.ops.getxattr(big, b"user.helix.hash", CTX)
+        == blake3.blake3(payload).hexdigest().encode()
+    )
     await expect_errno(errno.ENODATA, client.ops.getxattr(ROOT, b"user.helix.hash", CTX))

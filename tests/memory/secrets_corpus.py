@@ -53,9 +53,7 @@ CORPUS: list[tuple[str, str]] = [
     ),
     (
         PRIVATE_KEY_BODY,
-        "-----BEGIN RSA PRIVATE KEY-----\n"
-        + PRIVATE_KEY_BODY
-        + "\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\n" + PRIVATE_KEY_BODY + "\n-----END RSA PRIVATE KEY-----",
     ),
     (
         "hunter2Hunter2!x",
