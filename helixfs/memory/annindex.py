@@ -157,24 +157,35 @@ class VectorIndex:
         candidates = np.nonzero(mask)[0] if exhaustive else self._hamming_candidates(q, pool, mask)
         if len(candidates) == 0:
             return []
-        rows = self._i8[candidates].astype(np.float32)
-        scores = np.einsum("ij,j->i", rows, q) * self._scale[candidates]
+        # einsum casts the int8 rows block by block: no float32 copy of the whole pool
+        scores = np.einsum("ij,j->i", np.take(self._i8, candidates, axis=0), q)
+        scores *= self._scale[candidates]
         take = min(k, len(candidates))
         best = np.argpartition(-scores, take - 1)[:take]
         best = best[np.argsort(-scores[best])]
-        return [(int(self._rowids[candidates[i]]), float(1.0 - scores[i])) for i in best]
+        rowids = self._rowids[candidates[best]].tolist()
+        return list(zip(rowids, (1.0 - scores[best]).tolist(), strict=True))
 
     def _hamming_candidates(
         self, q: npt.NDArray[np.float32], pool: int, mask: npt.NDArray[np.bool_]
     ) -> npt.NDArray[np.intp]:
+        """The `pool` rows of `mask` nearest to `q` in Hamming distance.
+
+        Distances are small integers (0..dim), so a histogram finds the cut-off distance
+        in one pass: cheaper than a partial sort of every row (argpartition over 100,000
+        rows was ~1.3 ms of a ~2.5 ms search). Ties at the cut-off go in row order."""
         n = self._size
         q_words = _sign_words(q, self._words)
         distance = np.zeros(n, dtype=np.uint16)
         for word in range(self._words):
             distance += np.bitwise_count(self._bits[word, :n] ^ q_words[word])
-        distance[~mask] = np.iinfo(np.uint16).max
-        found = np.argpartition(distance, pool - 1)[:pool]
-        kept: npt.NDArray[np.intp] = found[mask[found]]
+        distance[~mask] = self.dim + 1  # beyond any real distance: never under the cut-off
+        within = np.cumsum(np.bincount(distance, minlength=self.dim + 2))
+        # The first distance reaching `pool` rows (at most dim: masked rows never count).
+        cutoff = min(int(np.searchsorted(within, pool)), self.dim)
+        closer = np.flatnonzero(distance < cutoff)
+        ties = np.flatnonzero(distance == cutoff)[: pool - len(closer)]
+        kept: npt.NDArray[np.intp] = np.concatenate([closer, ties])
         return kept
 
 
