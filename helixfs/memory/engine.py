@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import apsw
@@ -88,6 +89,7 @@ class Memory:
         self._lock = threading.RLock()
         self._checkpointer = Checkpointer(conn)
         self._vectors = EmbedderRunner(embedder) if embedder is not None else None
+        self._query_embedder = ThreadPoolExecutor(2, thread_name_prefix="helix-memory-query")
         # In-RAM vector indexes for long-lived processes (annindex.IndexCache).
         self._index_cache = IndexCache(conn, self._vectors.dim if self._vectors else 0)
 
@@ -116,6 +118,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self._query_embedder.shutdown()
         with self._lock:
             self._checkpointer.close()
             self._conn.close()
@@ -427,12 +430,20 @@ class Memory:
         validate.check_limit(k, MAX_K)
         if filters.scope is not None:
             validate.check_name("scope", filters.scope)
-        wants_vector = self._vectors is not None and mode != "lexical"
-        qvec = self._vectors.embed_query(query) if self._vectors and wants_vector else None
+        # The query is embedded on a worker thread (ONNX runs off the GIL) while this one
+        # reads the BM25 lists: a recall waits for the longer of the two, not their sum.
+        embedding = (
+            self._query_embedder.submit(self._vectors.embed_query, query)
+            if self._vectors is not None and mode != "lexical"
+            else None
+        )
+        with self._lock:
+            lexical = ranking.lexical(self._conn, query, k, filters, chunks, mode)
+        qvec = embedding.result() if embedding is not None else None
         with self._lock:
             indexes = self._current_indexes() if qvec is not None else retrieval.NO_INDEXES
             now = self._clock()
-            hits = ranking.rank(self._conn, query, qvec, k, filters, chunks, now, indexes, mode)
+            hits = ranking.rank(self._conn, lexical, qvec, k, filters, chunks, now, indexes, mode)
             if reinforce:
                 with self._index_cache.untracked():
                     self._reinforce([h.id for h in hits if h.kind == "memory"])

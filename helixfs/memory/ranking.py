@@ -17,9 +17,22 @@ from helixfs.memory.types import ContextBlock, Hit
 POOL_MIN = 50
 
 
+def lexical(
+    conn: apsw.Connection, query: str, k: int, filters: Filters, chunks: bool, mode: str
+) -> list[str]:
+    """The BM25 retriever's ranked keys for `rank` (none in vector mode). Apart, because
+    it needs no query vector: the engine runs it while the query is being embedded."""
+    if mode == "vector":
+        return []
+    pool = _pool(k)
+    lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
+    memories = retrieval.lexical_memories(conn, query, filters, pool)
+    return retrieval.merged(memories, lexical_chunks, pool)
+
+
 def rank(
     conn: apsw.Connection,
-    query: str,
+    lexical_keys: list[str],
     qvec: Sequence[float] | None,
     k: int,
     filters: Filters,
@@ -28,14 +41,11 @@ def rank(
     indexes: Indexes = retrieval.NO_INDEXES,
     mode: str = "hybrid",
 ) -> list[Hit]:
-    """Fused, weighted, diversified hits. `mode` lexical/vector drops the other retriever
-    (for evaluation: hybrid must beat both)."""
-    pool = max(POOL_MIN, 5 * k)
-    lists = []
-    if mode != "vector":
-        lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
-        lexical = retrieval.lexical_memories(conn, query, filters, pool)
-        lists.append(retrieval.merged(lexical, lexical_chunks, pool))
+    """Fused, weighted, diversified hits from `lexical(...)`'s keys and the vector
+    retriever. `mode` lexical/vector drops the other retriever (for evaluation: hybrid
+    must beat both)."""
+    pool = _pool(k)
+    lists = [lexical_keys] if mode != "vector" else []
     if qvec is not None and mode != "lexical":
         vector_chunks = retrieval.vector_chunks(conn, qvec, pool, indexes.chunks) if chunks else []
         vector = retrieval.vector_memories(conn, qvec, filters, pool, indexes.memories)
@@ -46,6 +56,11 @@ def rank(
     shortlist = candidates[: 4 * k]
     _attach_vectors(conn, shortlist, indexes)
     return [_to_hit(c) for c in retrieval.mmr(shortlist, k)]
+
+
+def _pool(k: int) -> int:
+    """Candidates each retriever contributes to the fusion."""
+    return max(POOL_MIN, 5 * k)
 
 
 def _weighted(
