@@ -53,10 +53,12 @@ class StoreStats:
 
 
 class ObjectStore(Protocol):
-    def get(self, oid: ObjectId) -> bytes:
+    def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         """The record stored under `oid`, verified against it.
 
         Raises NotFound if absent, CorruptObject if the bytes do not hash to `oid`.
+        `keep=False`: a streamed read (a large file's chunks, read once in order), which
+        must not fill or churn the store's own caches.
         """
         ...
 

@@ -31,7 +31,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._closed = False
 
-    def get(self, oid: ObjectId) -> bytes:
+    def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         record = self._objects.get(check_oid(oid))
         if record is None:
             raise NotFound(f"object {hex_id(oid)} is not in the store")

@@ -2,7 +2,8 @@
 
 Column families, each with its own key space so no prefix can ever collide:
 
-* ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py).
+* ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py). Frames
+  of 16 KiB and more (file chunks) live in RocksDB blob files (rocksdb_open.py).
 * ``refs``    - key: ref name (utf-8); value: the ref's bytes.
 * ``meta``    - key ``format``: the store layout version (b"1"). A newer layout is refused.
 
@@ -61,6 +62,7 @@ from helixfs.store.rocksdb_open import (
     forget_owner,
     open_db,
     scan,
+    unchecked_reads,
 )
 from helixfs.store.validate import (
     check_delta_bases,
@@ -125,6 +127,7 @@ class RocksStore:
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
         self._objects_cf = self._db.get_column_family("objects")
+        self._objects_cf.set_read_options(unchecked_reads())
         self._refs_cf = self._db.get_column_family("refs")
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
@@ -140,7 +143,7 @@ class RocksStore:
 
     # ------------------------------------------------------------------ reads
 
-    def get(self, oid: ObjectId) -> bytes:
+    def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         check_oid(oid)
         self._check_open()
         known = self._bases.get(oid)
@@ -152,12 +155,13 @@ class RocksStore:
         else:
             self._misses += 1
         try:
-            known = self._load(oid, self._frame(oid))
+            known = self._load(oid, self._frame(oid, keep=keep))
         except _BaseGone:
             # A gc re-encoded this chain while we walked it: walk it again, settled.
             with self._lock:
-                known = self._load(oid, self._frame(oid))
-        self._remember(self._bases, oid, known, len(known.record))
+                known = self._load(oid, self._frame(oid, keep=keep))
+        if keep:
+            self._remember(self._bases, oid, known, len(known.record))
         return known.record
 
     def contains(self, oid: ObjectId) -> bool:
@@ -311,12 +315,20 @@ class RocksStore:
         self._db.flush_wal(True)
 
     def compact(self) -> None:
-        """Flush memtables and compact everything (after gc, or before measuring disk)."""
+        """Flush memtables and rewrite everything (after gc, or before measuring disk).
+
+        The last level is rewritten too, so deleted values are dropped and chunks stored
+        inside SSTs (before blob files) move to blob files.
+        """
         self._check_open()
+        everything = rocksdict.CompactOptions()
+        everything.set_bottommost_level_compaction(
+            rocksdict.BottommostLevelCompaction.force_optimized()
+        )
         with self._lock:
             self._db.flush(True)
             for name in COLUMN_FAMILIES:
-                self._db.get_column_family(name).compact_range(None, None)
+                self._db.get_column_family(name).compact_range(None, None, everything)
 
     # ------------------------------------------------------------------ stats, lifecycle
 
@@ -399,13 +411,14 @@ class RocksStore:
             return False  # the bloom filter's "definitely not": no read needed
         return self._objects_cf.get(oid) is not None
 
-    def _frame(self, oid: ObjectId) -> bytes:
+    def _frame(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         frame = self._frames.get(oid)
         if frame is None:
             frame = self._objects_cf.get(oid)
             if frame is None:
                 raise NotFound(f"object {hex_id(oid)} is not in the store")
-            self._remember(self._frames, oid, frame, len(frame))
+            if keep:
+                self._remember(self._frames, oid, frame, len(frame))
         return frame
 
     def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:

@@ -136,16 +136,17 @@ class ContentReader:
         self._limit = index_cache
         self.records: ByteLRU[bytes] = records if records is not None else ByteLRU(RECORD_CACHE)
 
-    def _get(self, oid: ObjectId) -> bytes:
+    def _get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         record = self._pending.get(oid)
-        return record if record is not None else self._store.get(oid)
+        return record if record is not None else self._store.get(oid, keep=keep)
 
-    def _file_record(self, oid: ObjectId) -> bytes:
+    def _file_record(self, oid: ObjectId, *, chunk: bool = False) -> bytes:
         """A blob (a small file or a chunk), or a chunk index; blobs read lately are kept
-        (an index is kept decoded instead)."""
+        here (an index is kept decoded instead). Chunks are kept here only: in the
+        store's caches they would push out the trees a metadata workload reuses."""
         record = self.records.get(oid)
         if record is None:
-            record = self._get(oid)
+            record = self._get(oid, keep=not chunk)
             if kind_of(record) == KIND_BLOB:
                 self.records.put(oid, record, len(record))
         return record
@@ -201,7 +202,7 @@ class ContentReader:
         end = starts[-1] if size < 0 else min(starts[-1], offset + size)
         i = max(0, bisect.bisect_right(starts, offset) - 1)
         while i < len(ids) and starts[i] < end:
-            record = self._file_record(ids[i])
+            record = self._file_record(ids[i], chunk=True)
             length = starts[i + 1] - starts[i]
             if kind_of(record) != KIND_BLOB or len(record) - HEADER_SIZE != length:
                 raise CorruptObject(f"chunk {hex_id(ids[i])} does not match its file's index")

@@ -15,7 +15,7 @@ from store_backends import raw_rocks_edit, raw_rows
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, UnsupportedVersion
 from helixfs.ids import ObjectId, object_id
-from helixfs.store import RefUpdate
+from helixfs.store import RefUpdate, rocksdb_open
 from helixfs.store.frame import Codec, codec_of, parse_delta
 from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
 from helixfs.store.rocksdb_open import COLUMN_FAMILIES
@@ -434,3 +434,104 @@ def test_damaged_link_in_a_chain_is_named(store: RocksStore, path: Path, flip_at
         with pytest.raises(CorruptObject, match=ids[2].hex()):
             reopened.get(ids[4])
         assert reopened.get(ids[1]) == source_versions(5)[1]
+
+
+# ---------------------------------------------------------------- blob files (ADR 0011)
+
+
+def chunk_records(count: int, size: int = 64 << 10) -> dict[ObjectId, bytes]:
+    """Incompressible records the size of a file chunk: they go to blob files."""
+    records = [os.urandom(size) for _ in range(count)]
+    return {object_id(record): record for record in records}
+
+
+def blob_files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.blob"))
+
+
+def test_chunks_go_to_blob_files_and_small_records_stay_in_the_ssts(store: RocksStore) -> None:
+    chunks = chunk_records(8)
+    small = {object_id(b"small" * 100): b"small" * 100}
+    store.write({**chunks, **small})
+    store.compact()
+    assert blob_files(store.path)
+    for oid, data in {**chunks, **small}.items():
+        assert store.get(oid) == data
+
+
+def open_as_before_blob_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores open as HelixFS opened them before blob files (every value in the SSTs)."""
+    monkeypatch.setattr(rocksdb_open, "set_blob_options", lambda options: None)
+
+
+def test_store_written_before_blob_files_reads_and_moves_its_chunks(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks = chunk_records(8)
+    open_as_before_blob_files(monkeypatch)
+    with RocksStore(path) as old:
+        old.write(chunks)
+        old.compact()
+    assert not blob_files(path)
+    monkeypatch.undo()  # this HelixFS
+    with RocksStore(path) as store:
+        assert all(store.get(oid) == data for oid, data in chunks.items())
+        store.compact()  # a compaction moves the old inline values into blob files
+        assert blob_files(path)
+        assert all(store.get(oid) == data for oid, data in chunks.items())
+
+
+def test_store_with_blob_files_still_opens_without_them(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks = chunk_records(8)
+    with RocksStore(path) as store:
+        store.write(chunks)
+        store.compact()
+    open_as_before_blob_files(monkeypatch)
+    with RocksStore(path) as old:  # an older HelixFS reads blob files all the same
+        assert all(old.get(oid) == data for oid, data in chunks.items())
+
+
+def test_deleted_chunks_free_their_blob_files(store: RocksStore) -> None:
+    kept = chunk_records(4)
+    store.write(kept)
+    store.compact()
+    doomed = chunk_records(16)
+    store.write(doomed)
+    store.compact()
+    before = len(blob_files(store.path))
+    store.delete(doomed)
+    store.compact()
+    assert len(blob_files(store.path)) < before  # the file of only doomed chunks is gone
+    assert all(store.get(oid) == data for oid, data in kept.items())
+    for oid in doomed:
+        with pytest.raises(NotFound):
+            store.get(oid)
+
+
+def test_streamed_get_leaves_the_store_caches_alone(store: RocksStore, path: Path) -> None:
+    chunks = chunk_records(4)
+    store.write(chunks)
+    store.close()
+    with RocksStore(path) as fresh:
+        for oid, data in chunks.items():
+            assert fresh.get(oid, keep=False) == data
+        extra = fresh.stats().extra
+        assert extra["frame_cache_bytes"] == 0 and extra["record_cache_bytes"] == 0
+        oid = next(iter(chunks))
+        fresh.get(oid)
+        assert fresh.stats().extra["record_cache_bytes"] > 0
+
+
+def test_damaged_blob_is_corrupt_not_returned(store: RocksStore, path: Path) -> None:
+    chunks = chunk_records(1)
+    store.write(chunks)
+    store.compact()
+    store.close()
+    (blob,) = blob_files(path)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside the value: RocksDB's CRC is not checked on reads
+    blob.write_bytes(bytes(data))
+    with RocksStore(path) as reopened, pytest.raises(CorruptObject):
+        reopened.get(next(iter(chunks)))

@@ -19,9 +19,9 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.gets: list[ObjectId] = []
 
-    def get(self, oid: ObjectId) -> bytes:
+    def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         self.gets.append(oid)
-        return super().get(oid)
+        return super().get(oid, keep=keep)
 
 
 @pytest.fixture
