@@ -10,6 +10,7 @@ outright. Deterministic, local, no model: it works the same in lexical-only mode
 
 from __future__ import annotations
 
+import functools
 import re
 from difflib import SequenceMatcher
 
@@ -41,19 +42,22 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def retired_terms(text: str) -> list[list[str]]:
-    """Values the sentence says are gone, as token phrases ('github actions', '1.4')."""
+@functools.lru_cache(maxsize=64)
+def retired_terms(text: str) -> tuple[tuple[str, ...], ...]:
+    """Values the sentence says are gone, as token phrases ('github actions', '1.4').
+
+    Cached: a write asks it of the same new sentence once per neighbour."""
     found = []
     lowered = text.lower()
     for pattern in _RETIRED:
         for match in pattern.finditer(lowered):
             words = [t for t in content_tokens(match.group(1)) if t not in _VAGUE]
             if 0 < len(words) <= 3:
-                found.append(words)
-    return found
+                found.append(tuple(words))
+    return tuple(found)
 
 
-def _names(term: list[str], old_tokens: list[str]) -> bool:
+def _names(term: tuple[str, ...], old_tokens: list[str]) -> bool:
     """Does the old sentence mention the retired value? All its words, or its head when
     the head is distinctive enough alone ('influxdb' of 'influxdb cluster', '3.11')."""
     if set(term) <= set(old_tokens):

@@ -161,7 +161,18 @@ def set_vector(
     vector: Sequence[float] | npt.NDArray[np.float32],
     active: bool,
 ) -> None:
+    """Replace a row's vector (vec0 has no upsert)."""
     conn.execute("DELETE FROM memory_vec WHERE rowid=?", (rowid,))
+    insert_vector(conn, rowid, vector, active)
+
+
+def insert_vector(
+    conn: apsw.Connection,
+    rowid: int,
+    vector: Sequence[float] | npt.NDArray[np.float32],
+    active: bool,
+) -> None:
+    """The vector of a row that has none yet (a memory just inserted)."""
     conn.execute(
         "INSERT INTO memory_vec(rowid, embedding, active) VALUES (?, ?, ?)",
         (rowid, pack_vector(vector), int(active)),

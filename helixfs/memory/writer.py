@@ -81,7 +81,7 @@ def add(conn: apsw.Connection, fact: NewFact, now: float) -> str:
     }
     rowid = records.insert(conn, data, now)
     if fact.vector is not None:
-        records.set_vector(conn, rowid, fact.vector, True)
+        records.insert_vector(conn, rowid, fact.vector, True)
     records.add_provenance(conn, memory_id, "add", source, now, cand.content)
     return memory_id
 
