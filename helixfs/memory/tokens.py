@@ -24,6 +24,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def split_identifier(word: str) -> list[str]:
     """`parseHTTPResponse_v2` -> ['parse', 'http', 'response', 'v', '2'] (lowercase)."""
+    if word.isascii() and word.isalpha() and word.islower():
+        return [word]  # most words: nothing to split (and no regex to run)
     parts: list[str] = []
     for piece in word.split("_"):
         parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
