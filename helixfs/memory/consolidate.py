@@ -41,24 +41,19 @@ class Decision:
     reason: str = ""
 
 
-def decide(
-    conn: apsw.Connection,
-    cand: Candidate,
-    vector: Sequence[float] | None,
-    scope: str,
-    flagged: bool,
-    index: VectorIndex | None = None,
-) -> Decision:
+def decide_without_vector(
+    conn: apsw.Connection, cand: Candidate, scope: str, flagged: bool
+) -> Decision | None:
+    """What the stored rows alone decide (the same text, a flag, the subject's slot);
+    None when it takes the nearest neighbours (`by_neighbours`)."""
     twin = identical(conn, cand, scope)
     if twin:
         return Decision("noop", target=twin, reason="identical fact")
     if flagged:
         return Decision("add", reason="flagged content never rewrites other memories")
     if cand.subject:
-        decision = _by_slot(conn, cand, scope)
-        if decision is not None:
-            return decision
-    return _by_neighbours(conn, cand, vector, scope, index)
+        return _by_slot(conn, cand, scope)
+    return None
 
 
 def identical(conn: apsw.Connection, cand: Candidate, scope: str) -> str | None:
@@ -124,7 +119,7 @@ def _refines(old: str, new: str) -> bool:
     return bool(old_words) and len(new_words) > len(old_words) and set(old_words) <= set(new_words)
 
 
-def _by_neighbours(
+def by_neighbours(
     conn: apsw.Connection,
     cand: Candidate,
     vector: Sequence[float] | None,

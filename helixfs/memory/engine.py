@@ -89,7 +89,8 @@ class Memory:
         self._lock = threading.RLock()
         self._checkpointer = Checkpointer(conn)
         self._vectors = EmbedderRunner(embedder) if embedder is not None else None
-        self._query_embedder = ThreadPoolExecutor(2, thread_name_prefix="helix-memory-query")
+        # Embeds while the calling thread reads the database (a recall, a write).
+        self._embedding = ThreadPoolExecutor(2, thread_name_prefix="helix-memory-embed")
         # In-RAM vector indexes for long-lived processes (annindex.IndexCache).
         self._index_cache = IndexCache(conn, self._vectors.dim if self._vectors else 0)
 
@@ -118,7 +119,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
-        self._query_embedder.shutdown()
+        self._embedding.shutdown()
         with self._lock:
             self._checkpointer.close()
             self._conn.close()
@@ -295,15 +296,17 @@ class Memory:
         redactions: int,
         vector: list[float] | None,
     ) -> WriteResult:
-        """`vector` None: embedded here, before the lock, unless the fact is already stored
-        word for word (a NOOP needs no vector: re-asserting a fact costs no model call)."""
+        """`vector` None: embedded here, before the transaction, unless the fact is already
+        stored word for word (a NOOP needs no vector: re-asserting a fact costs no model
+        call)."""
         flagged = INJECTION_TAG in cand.tags
         all_tags = tuple(dict.fromkeys((*tags, *cand.tags)))
+        early = None
         if vector is None and self._vectors is not None and not self._stored(cand, scope):
-            vector = self._vectors.embed([cand.content])[0]
+            vector, early = self._embed_and_predecide(cand, scope, flagged)
         now = self._clock()
         with self._lock, self._conn:
-            decision = self._decide(cand, vector, scope, flagged)
+            decision = self._decide(cand, vector, scope, flagged, early)
             if vector is None and self._vectors is not None and decision.action != "noop":
                 # The identical memory went away meanwhile (another process): embed now.
                 vector = self._vectors.embed([cand.content])[0]
@@ -328,11 +331,44 @@ class Memory:
         with self._lock:
             return consolidate.identical(self._conn, cand, scope) is not None
 
+    def _embed_and_predecide(
+        self, cand: Candidate, scope: str, flagged: bool
+    ) -> tuple[list[float], _Early]:
+        """The fact is embedded on a worker thread (ONNX runs off the GIL) while this one
+        takes what the stored rows alone decide (slot checks cost up to a few ms at
+        100,000 memories): that work leaves the write's critical path."""
+        assert self._vectors is not None
+        embedding = self._embedding.submit(self._vectors.embed, [cand.content])
+        with self._lock:
+            early = _Early(
+                self._db_state(),
+                consolidate.decide_without_vector(self._conn, cand, scope, flagged),
+            )
+        return embedding.result()[0], early
+
+    def _db_state(self) -> tuple[int, int]:
+        """Changes when anything may have changed the rows: another connection's commit
+        (data_version) or a row changed through ours (total_changes)."""
+        row = fetch_one(self._conn, "PRAGMA data_version")
+        return (int(row[0]) if row else 0), self._conn.total_changes()
+
     def _decide(
-        self, cand: Candidate, vector: list[float] | None, scope: str, flagged: bool
+        self,
+        cand: Candidate,
+        vector: list[float] | None,
+        scope: str,
+        flagged: bool,
+        early: _Early | None = None,
     ) -> consolidate.Decision:
+        """`early`: taken before the vector came; kept while the database is unchanged."""
+        if early is not None and early.state == self._db_state():
+            decision = early.decision
+        else:
+            decision = consolidate.decide_without_vector(self._conn, cand, scope, flagged)
+        if decision is not None:
+            return decision
         index = self._current_indexes().memories if vector is not None else None
-        return consolidate.decide(self._conn, cand, vector, scope, flagged, index)
+        return consolidate.by_neighbours(self._conn, cand, vector, scope, index)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -433,7 +469,7 @@ class Memory:
         # The query is embedded on a worker thread (ONNX runs off the GIL) while this one
         # reads the BM25 lists: a recall waits for the longer of the two, not their sum.
         embedding = (
-            self._query_embedder.submit(self._vectors.embed_query, query)
+            self._embedding.submit(self._vectors.embed_query, query)
             if self._vectors is not None and mode != "lexical"
             else None
         )
@@ -708,6 +744,14 @@ class Memory:
             "embed_model": model or None,
             "lexical_only": self.lexical_only,
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Early:
+    """A decision taken from the stored rows while the fact was being embedded."""
+
+    state: tuple[int, int]  # Memory._db_state() when it was taken
+    decision: consolidate.Decision | None  # None: the nearest neighbours decide
 
 
 def _count(conn: apsw.Connection, table: str) -> int:

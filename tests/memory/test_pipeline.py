@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Clock
 
 from helixfs.errors import InvalidInput
-from helixfs.memory import Embedder, Memory
+from helixfs.memory import Embedder, Memory, consolidate
 from helixfs.memory.extract import INJECTION_TAG, classify, extract, gate_score, slot_of
 
 
@@ -289,3 +291,48 @@ def test_a_twin_gone_before_the_write_still_gets_a_vector(
     assert vmem.recall("which service serves feature flags", k=1, mode="vector")[0].id == (
         result.id
     )
+
+
+@pytest.mark.parametrize("writer", ["another process", "this process"])
+def test_a_change_made_while_the_fact_is_embedded_is_seen(
+    db_path: Path,
+    clock: Clock,
+    real_embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    writer: str,
+) -> None:
+    """The slot check runs while the new fact is being embedded. A change committed in the
+    meantime (here: the rival value forgotten) voids it, and the write decides on what is
+    stored by then: the forgotten memory is not superseded."""
+    checked = threading.Event()
+    check = consolidate.decide_without_vector
+
+    def check_then_signal(*args: Any) -> consolidate.Decision | None:
+        try:
+            return check(*args)
+        finally:
+            checked.set()
+
+    monkeypatch.setattr(consolidate, "decide_without_vector", check_then_signal)
+    forget: list[str] = []
+
+    class ForgetsWhileEmbedding:
+        name, model, dim = real_embedder.name, real_embedder.model, real_embedder.dim
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            if forget:
+                assert checked.wait(30)
+                if writer == "this process":
+                    memory.forget(forget.pop())
+                else:
+                    with Memory.open(db_path, None, clock=clock) as other:
+                        other.forget(forget.pop())
+            return real_embedder.embed(texts)
+
+    with Memory.open(db_path, ForgetsWhileEmbedding(), clock=clock) as memory:
+        old = memory.remember("The dev server runs on port 8080.")
+        checked.clear()
+        forget.append(old.id or "")
+        new = memory.remember("The dev server runs on port 3000.")
+        assert (new.action, new.superseded) == ("add", ())
+        assert memory.get(old.id or "").status == "forgotten"
