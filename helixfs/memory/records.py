@@ -133,26 +133,68 @@ def update(
     note: str = "",
 ) -> dict[str, Any]:
     """Apply `changes` to one memory and log `op`; returns the row after."""
+    return update_many(conn, [memory_id], changes, op, at, note)[0]
+
+
+def update_many(
+    conn: apsw.Connection,
+    memory_ids: Sequence[str],
+    changes: dict[str, Any],
+    op: str,
+    at: float,
+    note: str = "",
+) -> list[dict[str, Any]]:
+    """`update` of several memories with the same changes, one statement per table
+    (a supersede may retire dozens of rivals); the rows after, in the order given."""
     unknown = set(changes) - MUTABLE
     if unknown:
         raise InvalidInput(f"cannot change memory fields {sorted(unknown)}")
-    before = fetch(conn, memory_id)
-    after = {**before, **changes}
-    if after == before:
-        return before
+    memory_ids = list(dict.fromkeys(memory_ids))
+    found = _fetch_with_rowids(conn, memory_ids)
+    rows: list[dict[str, Any]] = []
+    changed: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+    for memory_id in memory_ids:
+        if memory_id not in found:
+            raise NotFound(f"no memory with id {memory_id}")
+        rowid, before = found[memory_id]
+        after = {**before, **changes}
+        rows.append(after)
+        if after != before:
+            changed.append((rowid, before, after))
+    if not changed:
+        return rows
     assignments = ", ".join(f"{name}=?" for name in changes)
-    conn.execute(f"UPDATE memories SET {assignments} WHERE id=?", [*changes.values(), memory_id])
-    rowid = rowid_of(conn, memory_id)
-    if before["content"] != after["content"]:
-        conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
-        conn.execute(
-            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
-            (rowid, fts_text(after["content"])),
+    conn.executemany(
+        f"UPDATE memories SET {assignments} WHERE rowid=?",
+        [[*changes.values(), rowid] for rowid, _, _ in changed],
+    )
+    for rowid, before, after in changed:
+        if before["content"] != after["content"]:
+            conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+            conn.execute(
+                "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
+                (rowid, fts_text(after["content"])),
+            )
+    flips = [
+        (rowid, a["status"] == "active") for rowid, b, a in changed if b["status"] != a["status"]
+    ]
+    if flips and table_exists(conn, "memory_vec"):
+        conn.executemany(
+            "UPDATE memory_vec SET active=? WHERE rowid=?", [(int(on), r) for r, on in flips]
         )
-    if before["status"] != after["status"]:
-        set_vector_active(conn, rowid, after["status"] == "active")
-    log_op(conn, memory_id, op, at, before, after, note)
-    return after
+    conn.executemany(
+        "INSERT INTO history(memory_id, op, at, before, after, note) VALUES (?,?,?,?,?,?)",
+        [(a["id"], op, at, json.dumps(b), json.dumps(a), note) for _, b, a in changed],
+    )
+    return rows
+
+
+def _fetch_with_rowids(
+    conn: apsw.Connection, memory_ids: Sequence[str]
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    placeholders = ",".join("?" * len(memory_ids))
+    sql = f"SELECT rowid, {COLUMNS} FROM memories WHERE id IN ({placeholders})"
+    return {r[1]: (int(r[0]), row_dict(r[1:])) for r in conn.execute(sql, list(memory_ids))}
 
 
 def set_vector(
@@ -177,11 +219,6 @@ def insert_vector(
         "INSERT INTO memory_vec(rowid, embedding, active) VALUES (?, ?, ?)",
         (rowid, pack_vector(vector), int(active)),
     )
-
-
-def set_vector_active(conn: apsw.Connection, rowid: int, active: bool) -> None:
-    if table_exists(conn, "memory_vec"):
-        conn.execute("UPDATE memory_vec SET active=? WHERE rowid=?", (int(active), rowid))
 
 
 def add_edge(conn: apsw.Connection, src: str, dst: str, rel: str, at: float) -> bool:

@@ -88,12 +88,17 @@ def add(conn: apsw.Connection, fact: NewFact, now: float) -> str:
 
 def retire(conn: apsw.Connection, new: str, decision: Decision, now: float) -> None:
     """Old values get valid_to and a `supersedes` edge; nothing is deleted."""
-    for old in decision.retire:
-        changes = {"status": "superseded", "valid_to": now, "updated": now}
-        records.update(conn, old, changes, "supersede", now, f"superseded by {new}")
-        records.add_edge(conn, new, old, "supersedes", now)
-    for old in decision.reasserts:
-        records.add_edge(conn, new, old, "reasserts", now)
+    changes = {"status": "superseded", "valid_to": now, "updated": now}
+    if decision.retire:
+        records.update_many(
+            conn, decision.retire, changes, "supersede", now, f"superseded by {new}"
+        )
+    edges = [(old, "supersedes") for old in decision.retire]
+    edges += [(old, "reasserts") for old in decision.reasserts]
+    conn.executemany(
+        "INSERT OR IGNORE INTO edges(src, dst, rel, created) VALUES (?,?,?,?)",
+        [(new, old, rel, now) for old, rel in edges],
+    )
 
 
 def confirm(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) -> str:
