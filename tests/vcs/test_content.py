@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import random
+from pathlib import Path
 
+from helixfs.store.rocks import RocksStore
 from helixfs.vcs import Repository
 from helixfs.vcs.content import CHUNK_THRESHOLD, ContentReader, pack_bytes, store_stream
 from helixfs.vcs.objects import KIND_CHUNKED, kind_of
@@ -99,3 +101,17 @@ def test_sequential_reads_fetch_each_chunk_once_whatever_the_request_size(
             out += piece
         assert out == data
         assert store.gets == ids, request  # edge chunks came from the kept records
+
+
+def test_streamed_chunks_stay_out_of_the_store_caches(tmp_path: Path) -> None:
+    """A big read must not push the trees and delta bases others reuse out of the store."""
+    data = _random(4 << 20, seed=7)
+    stored = pack_bytes(data)
+    with RocksStore(tmp_path / "objects") as store:
+        store.write(stored.objects)
+    with RocksStore(tmp_path / "objects") as store:
+        assert ContentReader(store).read(stored.oid) == data
+        extra = store.stats().extra
+        index_bytes = len(stored.objects[stored.oid])
+        assert extra["record_cache_bytes"] < index_bytes + 4096  # the index only
+        assert extra["frame_cache_bytes"] < index_bytes + 4096
