@@ -94,7 +94,7 @@ def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
         if progress is not None and len(reachable) % 1000 == 0:
             progress(len(reachable), 0)
         try:
-            record = repo.store.get(oid)
+            record = repo.store.get(oid, keep=False)
         except NotFound:
             continue
         if kind_of(record) == KIND_CHUNKED:
@@ -113,7 +113,7 @@ def gc(repo: Repository, dry_run: bool, progress: Progress = None) -> GcReport:
         if oid not in reachable:
             doomed.append(oid)
             with contextlib.suppress(HelixError):
-                freed += len(repo.store.get(oid))
+                freed += len(repo.store.get(oid, keep=False))
         if progress is not None:
             progress(done, len(all_ids))
     if not dry_run and doomed:
@@ -128,7 +128,7 @@ def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
     kinds: dict[ObjectId, bytes] = {}
     for done, oid in enumerate(all_ids, 1):
         try:
-            record = repo.store.get(oid)
+            record = repo.store.get(oid, keep=False)
             decode_any(record)
             kinds[oid] = kind_of(record)
         except HelixError as exc:
@@ -166,7 +166,7 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
             continue
         seen.add(oid)
         try:
-            links = _typed_links(repo.store.get(oid))
+            links = _typed_links(repo.store.get(oid, keep=False))
         except HelixError:
             continue  # already reported by the object scan
         for child, allowed in links:

@@ -151,3 +151,18 @@ def test_fsck_detects_a_pointer_to_the_wrong_kind_of_object(repo: Repository) ->
     )
     problems = repo.fsck().problems
     assert any("a blob where a tree was expected" in p for p in problems), problems
+
+
+def test_gc_and_fsck_leave_the_store_caches_as_they_were(tmp_path: Path) -> None:
+    """A maintenance scan reads every object once: it must not evict what a mount reuses."""
+    with Repository.init(tmp_path / "s") as repo:
+        for i in range(50):
+            repo.commit({f"d{i % 5}/f{i}": bytes([i]) * 5000}, f"c{i}")
+    with Repository.open(tmp_path / "s") as repo:
+        assert repo.read("HEAD", "d0/f0") == bytes([0]) * 5000
+        before = repo.store.stats().extra
+        assert repo.fsck().ok
+        repo.gc(dry_run=True)
+        after = repo.store.stats().extra
+        for cache in ("frame_cache_bytes", "record_cache_bytes"):
+            assert after[cache] <= before[cache], cache
