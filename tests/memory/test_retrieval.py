@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,32 @@ def test_queries_with_fts_syntax_are_plain_text(mem: Memory) -> None:
     target = mem.remember("The NEAR operator is not special here")
     assert mem.recall('NEAR("x" OR) AND * ^ -"')  # no FTS syntax error
     assert mem.recall("NEAR operator")[0].id == target.id
+
+
+def test_recalls_and_writes_from_many_threads_at_once(vmem: Memory) -> None:
+    """The model runs on the engine's pool beside each call's database reads: callers on
+    several threads still never use the connection at once, and no write is lost."""
+    vmem.warm()
+    errors: list[BaseException] = []
+    written: list[str] = []
+
+    def work(worker: int) -> None:
+        try:
+            for step in range(5):
+                fact = f"Worker {worker} wrote note {step} about the {TOPICS[step]} setup."
+                written.append(vmem.remember(fact).id or "")
+                vmem.recall(f"what did worker {worker} note about {TOPICS[step]}")
+                vmem.search(f"{TOPICS[step]} setup")
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert len(written) == 20 and all(vmem.get(memory_id) for memory_id in written)
+
+
+TOPICS = ["logging", "deployment", "caching", "database", "testing"]
