@@ -167,8 +167,10 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "merge" in out and "|\\" in out and "try-refresh" in out
     branches = ok(run_helix("branch", "--json", store=store)).json()["branches"]
     assert {b["name"] for b in branches} == {"main", "try-refresh"}
-    doc = ok(run_helix("demo", "--json", store=store)).json()
+    # The store exists now: a second demo makes a fresh one in $TMPDIR (kept here).
+    doc = ok(run_helix("demo", "--json", store=store, env={"TMPDIR": str(tmp_path)})).json()
     assert doc["store"] != str(store) and [s["step"] for s in doc["steps"]][-1] == "merge"
+    assert Path(doc["store"]).is_relative_to(tmp_path)
 
 
 def test_every_data_command_prints_one_json_document(helix: Helix, tmp_path: Path) -> None:
