@@ -16,11 +16,12 @@ filtered out of commit trees.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import stat
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from helixfs.errors import (
     AlreadyExists,
@@ -126,15 +127,20 @@ class Worktree:
         return node.children
 
     def _touch(
-        self, node: Node, *paths: bytes, relisted: bool = False, subject: Node | None = None
+        self,
+        node: Node,
+        *paths: bytes,
+        relisted: bytes | None = None,
+        subject: Node | None = None,
     ) -> None:
-        """Record a change to `node` (to its listing too if `relisted`: then `paths` are
-        where `subject`, a child, came or went) and mark its ancestors for re-encoding.
-        Editor temp files are not recorded: commits leave them out."""
+        """Record a change to `node` (to its listing too if `relisted`, the name of a child
+        added, removed or replaced: then `paths` are where `subject`, that child, came or
+        went) and mark its ancestors for re-encoding. Editor temp files are not recorded:
+        commits leave them out."""
         node.raw = None
         node.ctime_ns = time.time_ns()
-        if relisted:
-            node.listing = None
+        if relisted is not None:
+            _relist(node, relisted)
         if node is not self.root and node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
         self._unsaved = True
@@ -143,7 +149,7 @@ class Worktree:
             for path in paths or (self.path_of(node),):
                 if what.is_dir() or not is_ephemeral(path.rsplit(b"/", 1)[-1]):
                     self._changed.add(path)
-        if relisted:
+        if relisted is not None:
             node.dirty = True
         parent = node.parent
         while parent is not None and not parent.dirty:
@@ -215,7 +221,7 @@ class Worktree:
             raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
         children[name] = node
         bump(parent, name)
-        self._touch(parent, self._join(parent, name), relisted=True, subject=node)
+        self._touch(parent, self._join(parent, name), relisted=name, subject=node)
         node.raw = None
         return node
 
@@ -290,7 +296,7 @@ class Worktree:
         path = self._join(parent, name)
         node.parent = None
         bump(parent, name)
-        self._touch(parent, path, relisted=True, subject=node)
+        self._touch(parent, path, relisted=name, subject=node)
         return node
 
     def rename(
@@ -355,7 +361,7 @@ class Worktree:
         bump(parent, name)
         node.raw = None
         node.ctime_ns = time.time_ns()
-        self._touch(parent, old_path, self._join(parent, name), relisted=True, subject=node)
+        self._touch(parent, old_path, self._join(parent, name), relisted=name, subject=node)
 
     def _exchange(
         self, op: Node, on: bytes, src: Node, np: Node, nn: bytes, dst: Node | None
@@ -372,8 +378,8 @@ class Worktree:
         op.recheck = np.recheck = True
         src.name, src.parent, dst.name, dst.parent = nn, np, on, op
         src.raw = dst.raw = None
-        self._touch(op, path_a, path_b, relisted=True, subject=src)
-        self._touch(np, path_a, path_b, relisted=True, subject=dst)
+        self._touch(op, path_a, path_b, relisted=on, subject=src)
+        self._touch(np, path_a, path_b, relisted=nn, subject=dst)
 
     # -- content and attributes -------------------------------------------------------------
 
@@ -465,26 +471,14 @@ class Worktree:
         if not node.dirty:
             assert node.oid is not None
             return node.oid
-        raws: list[bytes] = []
+        listing = self._sorted(node)
         # Purity is re-derived from every child only when it may have been lost or
         # regained (a child left, or the directory was impure); otherwise only the
-        # changed children can spoil it. Keeps a one-file save O(changed), not O(listing).
-        full = node.recheck or not node.pure
-        pure = True
-        for name, child in self._sorted(node):
-            raw = child.raw
-            if raw is None:
-                if child.dirty:
-                    self._encode(child, objects)
-                raw = child.raw = encode_entry(child.entry())
-            elif not full:
-                raws.append(raw)
-                continue
-            if child.is_dir():
-                pure = pure and child.pure
-            elif is_ephemeral(name):
-                pure = False
-            raws.append(raw)
+        # changed children can spoil it.
+        if node.recheck or not node.pure:
+            raws, pure = self._encode_all(listing, objects)
+        else:
+            raws, pure = self._encode_changed(listing, objects)
         record = encode_tree_raw(raws)
         node.oid = object_id(record)
         objects[node.oid] = record
@@ -494,6 +488,40 @@ class Worktree:
         if pure:
             self.repo.trees.mark_clean(node.oid)
         return node.oid
+
+    def _encode_all(
+        self, listing: list[tuple[bytes, Node]], objects: Objects
+    ) -> tuple[list[bytes], bool]:
+        raws = []
+        pure = True
+        for name, child in listing:
+            raws.append(child.raw if child.raw is not None else self._entry_raw(child, objects))
+            pure = pure and _keeps_pure(name, child)
+        return raws, pure
+
+    def _encode_changed(
+        self, listing: list[tuple[bytes, Node]], objects: Objects
+    ) -> tuple[list[bytes], bool]:
+        """Clean children keep their encoded entries; the changed ones (no entry) are
+        found by `list.index`, in C: a one-file save stays O(changed) in Python, even in
+        a directory of 20,000 entries."""
+        raws: list[bytes | None] = [child.raw for _, child in listing]
+        pure = True
+        at = -1
+        while True:
+            try:
+                at = raws.index(None, at + 1)
+            except ValueError:
+                return cast(list[bytes], raws), pure  # no None is left
+            name, child = listing[at]
+            raws[at] = self._entry_raw(child, objects)
+            pure = pure and _keeps_pure(name, child)
+
+    def _entry_raw(self, child: Node, objects: Objects) -> bytes:
+        if child.dirty:
+            self._encode(child, objects)
+        child.raw = encode_entry(child.entry())
+        return child.raw
 
     def _commit_tree(self, node: Node, objects: Objects) -> ObjectId:
         """The tree a commit records: the work tree without editor temp files."""
@@ -609,6 +637,31 @@ class Worktree:
             self._unsaved = self._pending = False
             self._next_message = None
             return cid
+
+
+def _keeps_pure(name: bytes, child: Node) -> bool:
+    """Whether a child leaves its directory's tree equal to its commit tree: editor temp
+    files are kept out of commits (`_commit_tree`)."""
+    return child.pure if child.is_dir() else not is_ephemeral(name)
+
+
+def _relist(node: Node, name: bytes) -> None:
+    """Patch a directory's sorted listing for one child added, removed or replaced: a
+    save in a big directory must not sort it again (20,000 entries: ~1.5 ms a sort)."""
+    listing = node.listing
+    if listing is None:
+        return
+    assert node.children is not None
+    child = node.children.get(name)
+    at = bisect.bisect_left(listing, name, key=lambda item: item[0])
+    present = at < len(listing) and listing[at][0] == name
+    if child is None:
+        if present:
+            del listing[at]
+    elif present:
+        listing[at] = (name, child)
+    else:
+        listing.insert(at, (name, child))
 
 
 __all__ = ["Node", "Worktree", "check_entry_name"]

@@ -78,11 +78,15 @@ def _rename(
     new_parent = rng.choice([b"", *sorted(model.dirs)])
     new_name = rng.choice(NAMES)
     target = _join(new_parent, new_name)
+    exchange = rng.random() < 0.25 and (target in model.files or target in model.dirs)
     try:
-        tree.rename(p, name, _node(tree, new_parent), new_name)
+        tree.rename(p, name, _node(tree, new_parent), new_name, exchange=exchange)
     except HelixError:
         return  # refused (into itself, over a non-empty dir, type clash): model unchanged
     if target == path:
+        return
+    if exchange:
+        _swap(model, path, target)
         return
     moved_files = {k: v for k, v in model.files.items() if k == path or k.startswith(path + b"/")}
     moved_dirs = {d for d in model.dirs if d == path or d.startswith(path + b"/")}
@@ -94,6 +98,32 @@ def _rename(
     for k, v in moved_files.items():
         model.files[target + k[len(path) :]] = v
     model.dirs |= {target + d[len(path) :] for d in moved_dirs}
+
+
+def _subtree(model: Model, path: bytes) -> tuple[dict[bytes, bytes], set[bytes]]:
+    """The files and dirs at or below `path`, keyed relative to it, taken out of the model."""
+    inside = path + b"/"
+    files = {k: model.files.pop(k) for k in list(model.files) if k == path or k.startswith(inside)}
+    dirs = {d for d in model.dirs if d == path or d.startswith(inside)}
+    model.dirs -= dirs
+    return {k[len(path) :]: v for k, v in files.items()}, {d[len(path) :] for d in dirs}
+
+
+def _swap(model: Model, a: bytes, b: bytes) -> None:
+    (a_files, a_dirs), (b_files, b_dirs) = _subtree(model, a), _subtree(model, b)
+    for root, files, dirs in ((b, a_files, a_dirs), (a, b_files, b_dirs)):
+        model.files.update({root + k: v for k, v in files.items()})
+        model.dirs |= {root + d for d in dirs}
+
+
+def _check_listings(node: Node) -> None:
+    """Every loaded directory's cached listing is its children in name order."""
+    if node.children is None:
+        return
+    if node.listing is not None:
+        assert node.listing == sorted(node.children.items()), node.name
+    for child in node.children.values():
+        _check_listings(child)
 
 
 def _brute_last_commit(repo: Repository, path: bytes) -> bytes | None:
@@ -143,6 +173,7 @@ def test_random_operations_match_the_model(seed: int) -> None:
     model = Model()
     for _ in range(400):
         _step(rng, tree, model)
+        _check_listings(tree.root)
         roll = rng.random()
         if roll < 0.15:
             tree.commit()
