@@ -72,6 +72,7 @@ class ObjectStore(Protocol):
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
+        bulk: bool = False,
     ) -> None:
         """Store `objects` and apply `refs` atomically: all of it or none.
 
@@ -81,6 +82,9 @@ class ObjectStore(Protocol):
         `uncompressed` hints objects not worth compressing on the write path (a set:
         tested per object); the store keeps them as they are.
         `sync=True` returns only once the write survives power loss.
+        `bulk=True` (objects only: a large file's chunks, which nothing reaches yet) may
+        skip the store's log: such objects survive a crash only once a later write
+        without `bulk` has returned, which the store ensures before that write lands.
         """
         ...
 
@@ -101,6 +105,10 @@ class ObjectStore(Protocol):
 
     def sync(self) -> None:
         """Make every write so far durable against power loss."""
+        ...
+
+    def compact(self) -> None:
+        """Give back the disk space of deleted objects (gc calls it after deleting)."""
         ...
 
     def stats(self) -> StoreStats: ...

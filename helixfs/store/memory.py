@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from helixfs.errors import CorruptObject, NotFound
+from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.validate import (
@@ -50,7 +50,10 @@ class MemoryStore:
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
+        bulk: bool = False,
     ) -> None:
+        if bulk and (refs or sync):
+            raise InvalidInput("a bulk write carries objects only: no refs, no sync")
         check_objects(objects)
         check_delta_bases(objects, delta_bases)
         with self._lock:
@@ -83,6 +86,9 @@ class MemoryStore:
 
     def sync(self) -> None:
         """Nothing to do: memory never survives power loss, and says so in its name."""
+
+    def compact(self) -> None:
+        """Nothing to do: a deleted object's memory is freed with it."""
 
     def stats(self) -> StoreStats:
         with self._lock:

@@ -61,6 +61,7 @@ from helixfs.store.rocksdb_open import (
     disk_usage,
     forget_owner,
     open_db,
+    relocating_blobs,
     scan,
     unchecked_reads,
 )
@@ -133,6 +134,10 @@ class RocksStore:
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
         self._sync_write = rocksdict.WriteOptions()
         self._sync_write.sync = True
+        self._bulk_write = rocksdict.WriteOptions()
+        # a property at runtime; rocksdict's stub declares it as a method
+        self._bulk_write.disable_wal = True  # type: ignore[method-assign,assignment]
+        self._unlogged = False  # bulk objects in the memtable only: flush before a logged write
         self._closed = False
         try:
             self._check_format()
@@ -201,8 +206,11 @@ class RocksStore:
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
         sync: bool = False,
+        bulk: bool = False,
     ) -> None:
         self._check_open()
+        if bulk and (refs or sync):
+            raise InvalidInput("a bulk write carries objects only: no refs, no sync")
         check_objects(objects, rehash=self._verify_writes)
         check_delta_bases(objects, delta_bases)
         hints = delta_bases or {}
@@ -231,7 +239,7 @@ class RocksStore:
                     batch.put(name.encode(), value, self._refs)
                 elif self.ref(name) is not None:  # no tombstone for a ref that is not there
                     batch.delete(name.encode(), self._refs)
-            self._db.write(batch, self._sync_write if sync else None)
+            self._apply(batch, sync=sync, bulk=bulk)
             self._ref_values.update(planned)
             # Only the decoded record is cached: it is the likely base of this object's
             # next version. Its frame sits in RocksDB's memtable, a cheap read away.
@@ -258,7 +266,7 @@ class RocksStore:
                 batch.delete(oid, self._objects)
             self._epoch += 1  # odd: caches may not learn anything until this settles
             try:
-                self._db.write(batch)
+                self._apply(batch)
                 self._dependents = dependents
             finally:
                 for oid in doomed | rescued.keys():
@@ -310,15 +318,40 @@ class RocksStore:
             base = self._base_of(base)
         return base
 
+    def _apply(
+        self, batch: rocksdict.WriteBatch, *, sync: bool = False, bulk: bool = False
+    ) -> None:
+        """Write a batch; a bulk one skips the write-ahead log (ADR 0014).
+
+        Bulk objects live in the memtable only until RocksDB flushes it, and a crash
+        of this process would lose them. So before any logged write (the one that may
+        make them reachable) they are flushed to their files: a write that returns
+        never points at objects a crash could take back.
+        """
+        if bulk:
+            self._db.write(batch, self._bulk_write)
+            self._unlogged = True
+            return
+        self._flush_bulk()
+        self._db.write(batch, self._sync_write if sync else None)
+
+    def _flush_bulk(self) -> None:
+        if self._unlogged:
+            self._objects_cf.flush(True)
+            self._unlogged = False
+
     def sync(self) -> None:
         self._check_open()
-        self._db.flush_wal(True)
+        with self._lock:
+            self._flush_bulk()
+            self._db.flush_wal(True)
 
     def compact(self) -> None:
-        """Flush memtables and rewrite everything (after gc, or before measuring disk).
+        """Flush memtables and rewrite everything (gc calls it after deleting).
 
         The last level is rewritten too, so deleted values are dropped and chunks stored
-        inside SSTs (before blob files) move to blob files.
+        inside SSTs (before blob files) move to blob files; and the live blobs move out
+        of files that also hold deleted ones, so those files go (ADR 0014).
         """
         self._check_open()
         everything = rocksdict.CompactOptions()
@@ -327,8 +360,10 @@ class RocksStore:
         )
         with self._lock:
             self._db.flush(True)
-            for name in COLUMN_FAMILIES:
-                self._db.get_column_family(name).compact_range(None, None, everything)
+            self._flush_bulk()
+            with relocating_blobs(self._objects_cf):
+                for name in COLUMN_FAMILIES:
+                    self._db.get_column_family(name).compact_range(None, None, everything)
 
     # ------------------------------------------------------------------ stats, lifecycle
 
@@ -370,6 +405,7 @@ class RocksStore:
         with self._lock:
             if self._closed:
                 return
+            self._flush_bulk()
             self._closed = True
             # RocksDB's LOCK is released only when the last handle on the DB is gone,
             # column-family handles included: drop them all, then close.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import rocksdict
@@ -19,7 +20,11 @@ COLUMN_FAMILIES = ("objects", "refs", "meta")
 BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's last
 BLOB_FILE_BYTES = 256 << 20
-BLOB_GC_AGE_CUTOFF = 0.25  # compactions move live blobs out of the oldest quarter of files
+BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
+BLOB_GC_ALL = {
+    "enable_blob_garbage_collection": "true",
+    "blob_garbage_collection_age_cutoff": "1.0",  # every blob file, not the oldest part
+}
 
 
 def open_db(path: Path) -> rocksdict.Rdict:
@@ -97,16 +102,30 @@ def set_blob_options(options: rocksdict.Options) -> None:
 
     A flush writes a memtable's chunks (~16 MiB of a file written in order) into one
     blob file, so a file read in order reads a few files region by region instead of
-    hash-ordered SST blocks; compactions rewrite only keys and blob references. Blob
-    GC moves the live values out of the oldest files as compactions pass over them,
-    so space freed by `delete` comes back. Values are not compressed again: chunks
-    are LZ4 frames already, mostly of incompressible data.
+    hash-ordered SST blocks; compactions rewrite only keys and blob references. Values
+    are not compressed again: chunks are LZ4 frames already, mostly of incompressible
+    data.
+
+    Blob GC is off in background compactions (ADR 0014): it would move the live blobs
+    of the oldest files on every compaction, garbage or not, rewriting a large file's
+    chunks again and again while it is written. A blob file whose blobs are all
+    deleted goes without it; `relocating_blobs` runs it for one manual compaction.
     """
     options.set_enable_blob_files(True)
     options.set_min_blob_size(MIN_BLOB_BYTES)
     options.set_blob_file_size(BLOB_FILE_BYTES)
-    options.set_enable_blob_gc(True)
-    options.set_blob_gc_age_cutoff(BLOB_GC_AGE_CUTOFF)
+    options.set_enable_blob_gc(False)
+
+
+@contextmanager
+def relocating_blobs(family: rocksdict.Rdict) -> Iterator[None]:
+    """Blob GC on for the compactions run inside: the live blobs of every blob file
+    move to new files, so files that also hold deleted blobs can go."""
+    family.set_options(BLOB_GC_ALL)
+    try:
+        yield
+    finally:
+        family.set_options(BLOB_GC_OFF)
 
 
 def unchecked_reads() -> rocksdict.ReadOptions:

@@ -409,7 +409,7 @@ class Repository:
             elif isinstance(content, bytes | bytearray | memoryview):
                 stored[path] = pack_bytes(content)
             elif hasattr(content, "read"):
-                stored[path] = store_stream(content, lambda objs: self.store.write(objs))
+                stored[path] = store_stream(content, lambda objs: self.store.write(objs, bulk=True))
             else:
                 raise InvalidInput(f"content for {path!r} must be bytes, a file or None")
         return stored

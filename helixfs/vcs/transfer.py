@@ -60,7 +60,10 @@ class ExportSummary:
 
 
 class _Batch:
-    """Objects waiting for one store write; flushed when they grow past FLUSH_BYTES."""
+    """Objects waiting for one store write; flushed when they grow past FLUSH_BYTES.
+
+    Nothing reaches them before the import's commit, so they go as bulk writes (no
+    write-ahead log); the commit's write makes them durable first (ADR 0014)."""
 
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
@@ -77,7 +80,7 @@ class _Batch:
 
     def flush(self) -> None:
         if self.objects:
-            self.repo.store.write(self.objects)
+            self.repo.store.write(self.objects, bulk=True)
             self.objects, self.size = {}, 0
 
 

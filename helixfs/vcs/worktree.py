@@ -407,7 +407,7 @@ class Worktree:
             if isinstance(source, bytes | bytearray | memoryview):
                 stored = pack_bytes(source)
             else:
-                stored = store_stream(source, lambda objs: self.repo.store.write(objs))
+                stored = store_stream(source, lambda objs: self.repo.store.write(objs, bulk=True))
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()

@@ -28,6 +28,8 @@ while True:
             if i % 5 == 0:
                 f.write(os.urandom(70_000))  # some larger, chunked files too
                 data = None
+            if i % 40 == 20:  # and big ones, whose chunks skip the write-ahead log
+                f.write(os.urandom(20 << 20))
         if data is None:
             data = open(name, "rb").read()
     except OSError:
