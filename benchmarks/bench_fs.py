@@ -510,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
         "rss": lambda b, n: bench_rss(b, sizes),
     }
     rows: list[Row] = []
+    for folder in (args.store_dir, args.native_dir):
+        if folder is not None:
+            Path(folder).mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(dir=args.store_dir, prefix="helix-bench-") as base_dir,
         tempfile.TemporaryDirectory(dir=args.native_dir, prefix="helix-native-") as nat,
