@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
 
 from helixfs.ids import ObjectId, object_id
@@ -166,3 +168,19 @@ def test_gc_and_fsck_leave_the_store_caches_as_they_were(tmp_path: Path) -> None
         after = repo.store.stats().extra
         for cache in ("frame_cache_bytes", "record_cache_bytes"):
             assert after[cache] <= before[cache], cache
+
+
+def test_gc_gives_the_disk_space_back_at_once(tmp_path: Path) -> None:
+    """A large file dropped by a reset leaves the disk when gc returns (ADR 0014)."""
+    big = os.urandom(24 << 20)  # over the 16 MiB stream batch: its chunks are bulk writes
+    with Repository.init(tmp_path / "s") as repo:
+        repo.commit({"kept.txt": b"kept\n"}, "small")
+        repo.commit({"big.bin": io.BytesIO(big)}, "big")
+        repo.store.compact()  # every chunk in blob files, as a long-lived store has them
+        with_big = repo.store.stats().disk_bytes
+        repo.reset_hard("HEAD~1")
+        report = repo.gc(dry_run=False)
+        assert report.freed_bytes >= len(big)
+        assert repo.store.stats().disk_bytes < with_big - (20 << 20)
+        assert repo.read("HEAD", "kept.txt") == b"kept\n"
+        assert repo.fsck().ok
