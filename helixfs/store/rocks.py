@@ -80,6 +80,7 @@ MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets 
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
+CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
 
 
 V = TypeVar("V")
@@ -243,8 +244,12 @@ class RocksStore:
             self._ref_values.update(planned)
             # Only the decoded record is cached: it is the likely base of this object's
             # next version. Its frame sits in RocksDB's memtable, a cheap read away.
-            for oid, known in fresh.items():
-                self._bases.put(oid, known, len(known.record))
+            # Not for loads (bulk chunks, imports): they would push out the bases of the
+            # files being edited, and refill the cache with small records that every
+            # later put must evict one by one.
+            if not bulk and len(fresh) <= CACHED_WRITE_LIMIT:
+                for oid, known in fresh.items():
+                    self._bases.put(oid, known, len(known.record))
             if self._dependents is not None:
                 for base, oid in edges:
                     self._dependents.setdefault(base, set()).add(oid)

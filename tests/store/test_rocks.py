@@ -591,6 +591,19 @@ def test_streamed_get_leaves_the_store_caches_alone(store: RocksStore, path: Pat
         assert fresh.stats().extra["record_cache_bytes"] > 0
 
 
+def test_loads_leave_the_record_cache_alone(store: RocksStore) -> None:
+    """Bulk chunks and large writes (imports) are not cached as delta bases: they would
+    push out the bases of the files being edited."""
+    edited = b"a file being edited\n" * 200
+    store.write({object_id(edited): edited})
+    cached = store.stats().extra["record_cache_bytes"]
+    assert cached > 0
+    store.write(chunk_records(8), bulk=True)
+    records = [b"imported file %d\n" % n * 50 for n in range(100)]
+    store.write({object_id(r): r for r in records})
+    assert store.stats().extra["record_cache_bytes"] == cached
+
+
 def test_damaged_blob_is_corrupt_not_returned(store: RocksStore, path: Path) -> None:
     chunks = chunk_records(1)
     store.write(chunks)
