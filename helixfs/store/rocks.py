@@ -57,6 +57,8 @@ from helixfs.store.frame import (
 )
 from helixfs.store.rocksdb_open import (
     COLUMN_FAMILIES,
+    RELOCATE_AT_GARBAGE,
+    blob_garbage_ratio,
     claim_owner,
     disk_usage,
     forget_owner,
@@ -355,8 +357,10 @@ class RocksStore:
         """Flush memtables and rewrite everything (gc calls it after deleting).
 
         The last level is rewritten too, so deleted values are dropped and chunks stored
-        inside SSTs (before blob files) move to blob files; and the live blobs move out
-        of files that also hold deleted ones, so those files go (ADR 0014).
+        inside SSTs (before blob files) move to blob files. Blob files whose chunks are
+        all deleted go. When at least a quarter of the blob bytes are deleted chunks, a
+        second pass moves the live chunks out of every blob file, so the rest goes too:
+        that rewrites every live chunk, so it waits until it pays (ADR 0014).
         """
         self._check_open()
         everything = rocksdict.CompactOptions()
@@ -366,9 +370,11 @@ class RocksStore:
         with self._lock:
             self._db.flush(True)
             self._flush_bulk()
-            with relocating_blobs(self._objects_cf):
-                for name in COLUMN_FAMILIES:
-                    self._db.get_column_family(name).compact_range(None, None, everything)
+            for name in COLUMN_FAMILIES:
+                self._db.get_column_family(name).compact_range(None, None, everything)
+            if blob_garbage_ratio(self._objects_cf) >= RELOCATE_AT_GARBAGE:
+                with relocating_blobs(self._objects_cf):
+                    self._objects_cf.compact_range(None, None, everything)
 
     # ------------------------------------------------------------------ stats, lifecycle
 

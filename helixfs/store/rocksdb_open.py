@@ -20,6 +20,7 @@ COLUMN_FAMILIES = ("objects", "refs", "meta")
 BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's last
 BLOB_FILE_BYTES = 256 << 20
+RELOCATE_AT_GARBAGE = 0.25  # compact() moves live blobs once this share of blob bytes is dead
 BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
 BLOB_GC_ALL = {
     "enable_blob_garbage_collection": "true",
@@ -115,6 +116,14 @@ def set_blob_options(options: rocksdict.Options) -> None:
     options.set_min_blob_size(MIN_BLOB_BYTES)
     options.set_blob_file_size(BLOB_FILE_BYTES)
     options.set_enable_blob_gc(False)
+
+
+def blob_garbage_ratio(family: rocksdict.Rdict) -> float:
+    """The share of blob file bytes that belong to deleted values (RocksDB learns it as
+    compactions drop their references)."""
+    total = family.property_int_value("rocksdb.total-blob-file-size") or 0
+    garbage = family.property_int_value("rocksdb.live-blob-file-garbage-size") or 0
+    return garbage / total if total else 0.0
 
 
 @contextmanager

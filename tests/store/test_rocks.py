@@ -577,6 +577,23 @@ def test_deleted_chunks_give_their_blob_space_back(store: RocksStore) -> None:
             store.get(oid)
 
 
+def test_a_little_garbage_is_left_in_place_until_it_pays(store: RocksStore) -> None:
+    """Moving the live chunks rewrites them all: compact() waits until a quarter of the
+    blob bytes are garbage."""
+    chunks = chunk_records(20)
+    store.write(chunks)
+    store.compact()
+    files, size = blob_files(store.path), blob_bytes(store.path)
+    doomed = list(chunks)[:2]
+    store.delete(doomed)
+    store.compact()
+    assert blob_files(store.path) == files and blob_bytes(store.path) == size
+    assert all(store.get(oid) == chunks[oid] for oid in list(chunks)[2:])
+    store.delete(list(chunks)[2:6])  # 6 of 20 dead now: over a quarter
+    store.compact()
+    assert blob_bytes(store.path) < size * 0.75
+
+
 def test_streamed_get_leaves_the_store_caches_alone(store: RocksStore, path: Path) -> None:
     chunks = chunk_records(4)
     store.write(chunks)
