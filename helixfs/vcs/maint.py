@@ -118,7 +118,7 @@ def gc(repo: Repository, dry_run: bool, progress: Progress = None) -> GcReport:
             progress(done, len(all_ids))
     if not dry_run and doomed:
         repo.store.delete(doomed)
-        repo.store.compact()  # the deleted bytes leave the disk now, not someday
+        repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
     live = sum(1 for oid in all_ids if oid in reachable)
     return GcReport(dry_run, live, len(doomed), freed)
 
