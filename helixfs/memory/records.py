@@ -89,6 +89,10 @@ def resolve_id(conn: apsw.Connection, text: str) -> str | None:
     return str(found[0][0]) if found else None
 
 
+_HISTORY_INSERT = "INSERT INTO history(memory_id, op, at, before, after, note) VALUES (?,?,?,?,?,?)"
+_EDGE_INSERT = "INSERT OR IGNORE INTO edges(src, dst, rel, created) VALUES (?,?,?,?)"
+
+
 def log_op(
     conn: apsw.Connection,
     memory_id: str | None,
@@ -98,16 +102,24 @@ def log_op(
     after: dict[str, Any] | None,
     note: str = "",
 ) -> None:
-    conn.execute(
-        "INSERT INTO history(memory_id, op, at, before, after, note) VALUES (?,?,?,?,?,?)",
-        (
-            memory_id,
-            op,
-            at,
-            json.dumps(before) if before is not None else None,
-            json.dumps(after) if after is not None else None,
-            note,
-        ),
+    conn.execute(_HISTORY_INSERT, _history_row(memory_id, op, at, before, after, note))
+
+
+def _history_row(
+    memory_id: str | None,
+    op: str,
+    at: float,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    note: str,
+) -> tuple[Any, ...]:
+    return (
+        memory_id,
+        op,
+        at,
+        json.dumps(before) if before is not None else None,
+        json.dumps(after) if after is not None else None,
+        note,
     )
 
 
@@ -183,8 +195,7 @@ def update_many(
             "UPDATE memory_vec SET active=? WHERE rowid=?", [(int(on), r) for r, on in flips]
         )
     conn.executemany(
-        "INSERT INTO history(memory_id, op, at, before, after, note) VALUES (?,?,?,?,?,?)",
-        [(a["id"], op, at, json.dumps(b), json.dumps(a), note) for _, b, a in changed],
+        _HISTORY_INSERT, [_history_row(a["id"], op, at, b, a, note) for _, b, a in changed]
     )
     return rows
 
@@ -223,11 +234,15 @@ def insert_vector(
 
 def add_edge(conn: apsw.Connection, src: str, dst: str, rel: str, at: float) -> bool:
     """Insert an edge; False if it already existed."""
-    conn.execute(
-        "INSERT OR IGNORE INTO edges(src, dst, rel, created) VALUES (?,?,?,?)",
-        (src, dst, rel, at),
-    )
+    conn.execute(_EDGE_INSERT, (src, dst, rel, at))
     return int(conn.changes()) > 0
+
+
+def add_edges(
+    conn: apsw.Connection, src: str, targets: Sequence[tuple[str, str]], at: float
+) -> None:
+    """Edges from `src` to each (dst, rel), in one statement; existing ones are kept."""
+    conn.executemany(_EDGE_INSERT, [(src, dst, rel, at) for dst, rel in targets])
 
 
 def add_provenance(

@@ -95,10 +95,7 @@ def retire(conn: apsw.Connection, new: str, decision: Decision, now: float) -> N
         )
     edges = [(old, "supersedes") for old in decision.retire]
     edges += [(old, "reasserts") for old in decision.reasserts]
-    conn.executemany(
-        "INSERT OR IGNORE INTO edges(src, dst, rel, created) VALUES (?,?,?,?)",
-        [(new, old, rel, now) for old, rel in edges],
-    )
+    records.add_edges(conn, new, edges, now)
 
 
 def confirm(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) -> str:
