@@ -9,10 +9,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from helixfs.errors import CorruptObject, InvalidInput, NotFound
+from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.validate import (
+    check_bulk,
     check_delta_bases,
     check_objects,
     check_oid,
@@ -52,8 +53,8 @@ class MemoryStore:
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
-        if bulk and (refs or sync):
-            raise InvalidInput("a bulk write carries objects only: no refs, no sync")
+        if bulk:
+            check_bulk(refs, sync)
         check_objects(objects)
         check_delta_bases(objects, delta_bases)
         with self._lock:

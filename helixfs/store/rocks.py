@@ -68,6 +68,7 @@ from helixfs.store.rocksdb_open import (
     unchecked_reads,
 )
 from helixfs.store.validate import (
+    check_bulk,
     check_delta_bases,
     check_objects,
     check_oid,
@@ -212,8 +213,8 @@ class RocksStore:
         bulk: bool = False,
     ) -> None:
         self._check_open()
-        if bulk and (refs or sync):
-            raise InvalidInput("a bulk write carries objects only: no refs, no sync")
+        if bulk:
+            check_bulk(refs, sync)
         check_objects(objects, rehash=self._verify_writes)
         check_delta_bases(objects, delta_bases)
         hints = delta_bases or {}

@@ -43,6 +43,13 @@ def check_delta_bases(
             raise InvalidInput(f"delta hint for {hex_id(new)}, which this write does not store")
 
 
+def check_bulk(refs: Sequence[RefUpdate], sync: bool) -> None:
+    """A bulk write (no write-ahead log) may carry objects only: a ref it moved could
+    point at objects a crash takes back."""
+    if refs or sync:
+        raise InvalidInput("a bulk write carries objects only: no refs, no sync")
+
+
 def check_ref_name(name: object) -> str:
     if not isinstance(name, str) or not name or "\x00" in name or not name.isprintable():
         raise InvalidInput(f"ref name must be printable text without NUL, got {name!r:.80}")
