@@ -16,13 +16,16 @@ from helixfs.errors import CorruptObject, HelixError, NotFound
 from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
+    DIRECTORY_KINDS,
     KIND_BLOB,
     KIND_CHUNKED,
     KIND_COMMIT,
+    KIND_PAGED,
     KIND_TREE,
     decode_any,
     decode_chunked,
     decode_commit,
+    decode_paged,
     decode_tree,
     kind_of,
     references,
@@ -145,8 +148,8 @@ def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[s
     count = 0
     for name, oid in _roots(repo):
         count += 1
-        want = KIND_TREE if name.startswith(WORK) else KIND_COMMIT
-        if kinds.get(oid) != want:
+        want = DIRECTORY_KINDS if name.startswith(WORK) else (KIND_COMMIT,)
+        if kinds.get(oid) not in want:
             what = "missing or corrupt" if oid not in kinds else "of the wrong kind"
             problems.append(f"ref {name} -> {hex_id(oid)}: object {what}")
     head = repo.store.ref(HEAD)
@@ -189,6 +192,7 @@ _KIND_NAMES = {
     KIND_BLOB: "blob",
     KIND_CHUNKED: "chunked file",
     KIND_TREE: "tree",
+    KIND_PAGED: "paged tree",
     KIND_COMMIT: "commit",
 }
 
@@ -197,12 +201,15 @@ def _typed_links(record: bytes) -> list[tuple[ObjectId, tuple[bytes, ...]]]:
     kind = kind_of(record)
     if kind == KIND_TREE:
         return [
-            (e.oid, (KIND_TREE,) if e.is_dir() else _CONTENT) for e in decode_tree(record).entries
+            (e.oid, DIRECTORY_KINDS if e.is_dir() else _CONTENT)
+            for e in decode_tree(record).entries
         ]
+    if kind == KIND_PAGED:
+        return [(page, (KIND_TREE,)) for page, _ in decode_paged(record)]
     if kind == KIND_COMMIT:
         commit = decode_commit(record)
         parents = [(ObjectId(p), (KIND_COMMIT,)) for p in commit.parents]
-        return [(commit.tree, (KIND_TREE,)), *parents]
+        return [(commit.tree, DIRECTORY_KINDS), *parents]
     if kind == KIND_CHUNKED:
         return [(c, (KIND_BLOB,)) for c, _ in decode_chunked(record).chunks]
     return []

@@ -15,6 +15,7 @@ from helixfs.errors import InvalidName
 from helixfs.ids import ObjectId
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.pages import Page
 from helixfs.vcs.treeops import show_path
 
 
@@ -36,6 +37,8 @@ class Node:
         "raw",
         "recheck",
         "listing",
+        "pages",
+        "stale",
         "__weakref__",
     )
 
@@ -63,6 +66,8 @@ class Node:
         self.raw: bytes | None = None  # cached encoding of this node's tree entry
         self.listing: list[tuple[bytes, Node]] | None = None  # children sorted by name
         self.recheck = False  # a child left: purity must be re-derived from all children
+        self.pages: list[Page] | None = None  # a paged directory's stored pages
+        self.stale: set[bytes] | None = None  # names of children changed since the last save
 
     def is_dir(self) -> bool:
         return stat.S_ISDIR(self.mode)
@@ -90,6 +95,16 @@ def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
     node.raw = raw
     node.pure = parent.pure
     return node
+
+
+def mark_stale(directory: Node | None, name: bytes) -> None:
+    """A child's entry changed (or the child came or went): its page must be rewritten."""
+    if directory is None:
+        return
+    if directory.stale is None:
+        directory.stale = {name}
+    else:
+        directory.stale.add(name)
 
 
 def check_entry_name(name: object) -> bytes:

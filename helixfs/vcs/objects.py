@@ -14,6 +14,11 @@ Body layouts, version 1:
 - tree (`T`): count u32, then entries sorted by name, each: name length u16, name, mode
   u32, id (32), size u64, mtime_ns i64, xattr count u16, then per xattr: key length u16,
   key, value length u32, value (xattrs sorted by key).
+- paged tree (`P`): a directory of more than `FLAT_MAX` entries, cut into pages so that
+  a change rewrites one page and this short index, not the whole listing. Body: page
+  count u32, then per page: the id of a tree record (`T`) holding a run of the entries,
+  and its entry count u32. Pages are in name order; where they end is a function of the
+  names alone (`page_lengths`), so one listing has one encoding.
 - commit (`M`): tree id (32), parent count u8, parents (32 each), time_ns i64, author
   (u16 length + UTF-8), message (u32 length + UTF-8), metadata (u32 length + canonical
   JSON: sorted keys, no spaces).
@@ -24,6 +29,7 @@ from __future__ import annotations
 import json
 import stat
 import struct
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +43,13 @@ KIND_BLOB = b"B"
 KIND_CHUNKED = b"C"
 KIND_TREE = b"T"
 KIND_COMMIT = b"M"
-KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT)
+KIND_PAGED = b"P"
+KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT, KIND_PAGED)
+DIRECTORY_KINDS = (KIND_TREE, KIND_PAGED)
 HEADER_SIZE = len(MAGIC) + 2
 
 _HEADERS = {kind: MAGIC + kind + bytes([VERSION]) for kind in KINDS}
-_UNCOMPRESSED = (KIND_TREE, KIND_COMMIT)
+_UNCOMPRESSED = (KIND_TREE, KIND_COMMIT, KIND_PAGED)
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _CHUNKED_HEAD = struct.Struct("<QI")
@@ -49,6 +57,14 @@ _CHUNK_REF = struct.Struct(f"<{ID_SIZE}sI")
 _ENTRY_FIXED = struct.Struct(f"<I{ID_SIZE}sQqH")
 _XATTR_KEY = struct.Struct("<H")
 _COMMIT_TIME = struct.Struct("<q")
+_PAGE_REF = struct.Struct(f"<{ID_SIZE}sI")
+
+# Pages: a directory above FLAT_MAX entries is paged. A page ends after a name whose
+# CRC-32 has its low 7 bits clear (~128 entries a page, and an insert or a delete moves
+# no other page's ends), or at PAGE_MAX entries (so a run of unlucky names stays bounded).
+FLAT_MAX = 512
+PAGE_MAX = 1024
+_PAGE_END_MASK = 127
 
 MAX_NAME = 0xFFFF
 MODE_DIR = stat.S_IFDIR | 0o755
@@ -85,6 +101,7 @@ class Tree:
     entries: tuple[TreeEntry, ...]
     names: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
     raw: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
+    pages: tuple[tuple[ObjectId, int], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +268,60 @@ def _decode_tree_body(body: bytes) -> Tree:
     return Tree(tuple(entries), tuple(names), tuple(raws))
 
 
+def is_page_end(name: bytes) -> bool:
+    """Whether a page ends after this name (unless PAGE_MAX ended it earlier)."""
+    return zlib.crc32(name) & _PAGE_END_MASK == 0
+
+
+def page_lengths(names: Sequence[bytes]) -> list[int]:
+    """How many entries each page holds, for names in order (the last page ends with
+    them). A scan started at any page start gives the same pages as one from the top."""
+    lengths, count = [], 0
+    for name in names:
+        count += 1
+        if count == PAGE_MAX or is_page_end(name):
+            lengths.append(count)
+            count = 0
+    if count:
+        lengths.append(count)
+    return lengths
+
+
+def encode_paged(pages: Sequence[tuple[ObjectId, int]]) -> bytes:
+    """A paged tree record from (page tree id, entry count) pairs in name order."""
+    parts = [_HEADERS[KIND_PAGED], _U32.pack(len(pages))]
+    parts.extend(_PAGE_REF.pack(oid, count) for oid, count in pages)
+    return b"".join(parts)
+
+
+def decode_paged(record: bytes) -> tuple[tuple[ObjectId, int], ...]:
+    body = _body(record, KIND_PAGED)
+    try:
+        (count,) = _U32.unpack_from(body, 0)
+        if len(body) != 4 + count * _PAGE_REF.size:
+            raise CorruptObject("paged tree record has the wrong length")
+        pages = tuple((ObjectId(oid), n) for oid, n in _PAGE_REF.iter_unpack(body[4:]))
+    except struct.error as exc:
+        raise CorruptObject(f"truncated paged tree record: {exc}") from None
+    if not pages or any(n == 0 for _, n in pages):
+        raise CorruptObject("paged tree record without pages or with an empty page")
+    return pages
+
+
+def join_pages(pages: tuple[tuple[ObjectId, int], ...], trees: Sequence[Tree]) -> Tree:
+    """One listing from a paged tree's pages, checked against the index."""
+    for (oid, count), page in zip(pages, trees, strict=True):
+        if len(page.entries) != count:
+            raise CorruptObject(f"page {hex_id(oid)} does not hold the {count} entries listed")
+    names = tuple(name for page in trees for name in page.names)
+    for page, after in zip(trees, trees[1:], strict=False):
+        if page.names[-1] >= after.names[0]:
+            raise CorruptObject("paged tree pages overlap or are out of order")
+    entries = tuple(entry for page in trees for entry in page.entries)
+    raws = tuple(raw for page in trees for raw in page.raw)
+    return Tree(entries, names, raws, pages)
+
+
 # -- commits --------------------------------------------------------------------------------
 
 
@@ -333,6 +404,8 @@ def references(record: bytes) -> list[ObjectId]:
     kind = kind_of(record)
     if kind == KIND_TREE:
         return [e.oid for e in decode_tree(record).entries]
+    if kind == KIND_PAGED:
+        return [oid for oid, _ in decode_paged(record)]
     if kind == KIND_CHUNKED:
         return [oid for oid, _ in decode_chunked(record).chunks]
     if kind == KIND_COMMIT:
@@ -350,6 +423,8 @@ def decode_any(record: bytes) -> object:
         return decode_chunked(record)
     if kind == KIND_TREE:
         return decode_tree(record)
+    if kind == KIND_PAGED:
+        return decode_paged(record)
     return decode_commit(record)
 
 

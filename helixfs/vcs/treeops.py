@@ -19,13 +19,20 @@ from helixfs.store import ObjectStore
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.objects import (
+    FLAT_MAX,
+    KIND_PAGED,
     MODE_DIR,
     MODE_FILE,
     Tree,
     TreeEntry,
+    decode_paged,
     decode_tree,
     encode_entry,
+    encode_paged,
     encode_tree_raw,
+    join_pages,
+    kind_of,
+    page_lengths,
 )
 
 EMPTY_TREE_RECORD = encode_tree_raw([])
@@ -76,9 +83,15 @@ class Trees:
         self._filtered: dict[ObjectId, ObjectId] = {EMPTY_TREE_ID: EMPTY_TREE_ID}
 
     def get(self, oid: ObjectId) -> Tree:
+        """A directory listing; a paged tree comes back whole, its pages in `pages`."""
         tree = self._cache.get(oid)
         if tree is None:
-            tree = decode_tree(self.store.get(oid))
+            record = self.store.get(oid)
+            if kind_of(record) == KIND_PAGED:
+                pages = decode_paged(record)
+                tree = join_pages(pages, [decode_tree(self.store.get(p)) for p, _ in pages])
+            else:
+                tree = decode_tree(record)
             self.remember(oid, tree)
         return tree
 
@@ -95,14 +108,32 @@ class Trees:
         objects: Objects,
         names: list[bytes] | None = None,
     ) -> ObjectId:
-        """Store a tree (into `objects`) from entries already sorted by name."""
-        record = encode_tree_raw(raws)
-        oid = object_id(record)
-        objects[oid] = record
+        """Store a tree (into `objects`) from entries already sorted by name. A big
+        one is paged; pages the store holds already are not written again."""
         if names is None:
             names = [e.name for e in entries]
-        self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws)))
+        pages: tuple[tuple[ObjectId, int], ...] = ()
+        if len(raws) <= FLAT_MAX:
+            record = encode_tree_raw(raws)
+        else:
+            pages = tuple(self._pages(raws, page_lengths(names), objects))
+            record = encode_paged(pages)
+        oid = object_id(record)
+        objects[oid] = record
+        self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws), pages))
         return oid
+
+    def _pages(
+        self, raws: list[bytes], lengths: list[int], objects: Objects
+    ) -> Iterator[tuple[ObjectId, int]]:
+        start = 0
+        for length in lengths:
+            record = encode_tree_raw(raws[start : start + length])
+            page = object_id(record)
+            if page not in objects and not self.store.contains(page):
+                objects[page] = record
+            start += length
+            yield page, length
 
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)

@@ -44,9 +44,19 @@ from helixfs.vcs.node import (
     bump,
     check_entry_name,
     leaf_paths,
+    mark_stale,
     node_from_entry,
 )
-from helixfs.vcs.objects import TreeEntry, encode_entry, encode_tree_raw, uncompressed
+from helixfs.vcs.objects import (
+    FLAT_MAX,
+    TreeEntry,
+    encode_entry,
+    encode_paged,
+    encode_tree_raw,
+    page_lengths,
+    uncompressed,
+)
+from helixfs.vcs.pages import Page, pages_of, runs_to_rewrite
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import show_path
 
@@ -124,6 +134,7 @@ class Worktree:
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
             node.listing = list(node.children.items())  # trees are stored in name order
+            node.pages = pages_of(tree, node.pure)
         return node.children
 
     def _touch(
@@ -141,8 +152,10 @@ class Worktree:
         node.ctime_ns = time.time_ns()
         if relisted is not None:
             _relist(node, relisted)
+            mark_stale(node, relisted)
         if node is not self.root and node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
+        mark_stale(node.parent, node.name)
         self._unsaved = True
         if len(self._changed) < _CHANGED_LIMIT:
             what = subject or node
@@ -155,6 +168,7 @@ class Worktree:
         while parent is not None and not parent.dirty:
             parent.dirty = True
             parent.raw = None
+            mark_stale(parent.parent, parent.name)
             parent = parent.parent
 
     # -- reading ------------------------------------------------------------------------
@@ -472,14 +486,19 @@ class Worktree:
             assert node.oid is not None
             return node.oid
         listing = self._sorted(node)
-        # Purity is re-derived from every child only when it may have been lost or
-        # regained (a child left, or the directory was impure); otherwise only the
-        # changed children can spoil it.
-        if node.recheck or not node.pure:
-            raws, pure = self._encode_all(listing, objects)
+        if len(listing) > FLAT_MAX:
+            record, pure = self._encode_paged(node, listing, objects)
         else:
-            raws, pure = self._encode_changed(listing, objects)
-        record = encode_tree_raw(raws)
+            node.pages = None
+            # Purity is re-derived from every child only when it may have been lost or
+            # regained (a child left, or the directory was impure); otherwise only the
+            # changed children can spoil it.
+            if node.recheck or not node.pure:
+                raws, pure = self._encode_all(listing, objects)
+            else:
+                raws, pure = self._encode_changed(listing, objects)
+            record = encode_tree_raw(raws)
+        node.stale = None
         node.oid = object_id(record)
         objects[node.oid] = record
         node.dirty = False
@@ -516,6 +535,50 @@ class Worktree:
             name, child = listing[at]
             raws[at] = self._entry_raw(child, objects)
             pure = pure and _keeps_pure(name, child)
+
+    def _encode_paged(
+        self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
+    ) -> tuple[bytes, bool]:
+        """A big directory's paged record, rewriting only the pages that changed."""
+        pages = node.pages
+        if pages is None:
+            pages = self._write_pages(listing, objects)
+        else:
+            assert node.children is not None
+            for first, last in reversed(runs_to_rewrite(pages, node.stale or (), node.children)):
+                low, high = pages[first - 1].end if first else None, pages[last].end
+                start = 0 if low is None else bisect.bisect_right(listing, low, key=_name)
+                stop = (
+                    len(listing) if high is None else bisect.bisect_right(listing, high, key=_name)
+                )
+                pages[first : last + 1] = self._write_pages(listing[start:stop], objects)
+        pages[-1].end = None
+        node.pages = pages
+        at = 0
+        for page in pages:  # pages loaded under an impure parent may well be pure
+            if not page.pure:
+                page.pure = all(_keeps_pure(name, c) for name, c in listing[at : at + page.count])
+            at += page.count
+        record = encode_paged([(page.oid, page.count) for page in pages])
+        return record, all(page.pure for page in pages)
+
+    def _write_pages(self, run: list[tuple[bytes, Node]], objects: Objects) -> list[Page]:
+        """Encode a run of children that starts and ends at page cuts, as pages."""
+        pages, at = [], 0
+        for length in page_lengths([name for name, _ in run]):
+            part = run[at : at + length]
+            record = encode_tree_raw(
+                [
+                    child.raw if child.raw is not None else self._entry_raw(child, objects)
+                    for _, child in part
+                ]
+            )
+            oid = object_id(record)
+            objects[oid] = record
+            pure = all(_keeps_pure(name, child) for name, child in part)
+            pages.append(Page(part[-1][0], oid, length, pure))
+            at += length
+        return pages
 
     def _entry_raw(self, child: Node, objects: Objects) -> bytes:
         if child.dirty:
@@ -643,6 +706,10 @@ def _keeps_pure(name: bytes, child: Node) -> bool:
     """Whether a child leaves its directory's tree equal to its commit tree: editor temp
     files are kept out of commits (`_commit_tree`)."""
     return child.pure if child.is_dir() else not is_ephemeral(name)
+
+
+def _name(item: tuple[bytes, Node]) -> bytes:
+    return item[0]
 
 
 def _relist(node: Node, name: bytes) -> None:

@@ -152,7 +152,7 @@ def test_fsck_detects_a_pointer_to_the_wrong_kind_of_object(repo: Repository) ->
         [RefUpdate("branches/bad", object_id(commit), expected=None)],
     )
     problems = repo.fsck().problems
-    assert any("a blob where a tree was expected" in p for p in problems), problems
+    assert any("a blob where a tree or paged tree was expected" in p for p in problems), problems
 
 
 def test_gc_and_fsck_leave_the_store_caches_as_they_were(tmp_path: Path) -> None:
