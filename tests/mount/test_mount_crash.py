@@ -11,15 +11,19 @@ import time
 import pytest
 from mount_harness import MountFactory, helix, is_mounted
 
+from helixfs.vcs import Repository
+from helixfs.vcs.objects import FLAT_MAX, KIND_PAGED, kind_of
+
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
 
 # Writes files until it fails (the mount dies under it); prints each one after close()
 # returned, so what it printed is exactly what the filesystem promised to keep.
 STORM = r"""
 import hashlib, os, sys
+folders = int(sys.argv[1])
 i = 0
 while True:
-    name = f"storm/d{i % 8}/f{i:05d}"
+    name = f"storm/d{i % folders}/f{i:05d}"
     data = (f"{i}:" * (1 + i % 500)).encode()
     try:
         os.makedirs(os.path.dirname(name), exist_ok=True)
@@ -43,9 +47,31 @@ while True:
 def test_kill9_during_write_storm_keeps_every_closed_file(
     make_mount: MountFactory, quiet_window_ms: int
 ) -> None:
+    storm_and_recover(make_mount, quiet_window_ms, folders=8)
+
+
+def test_kill9_during_a_storm_in_one_big_folder_keeps_every_closed_file(
+    make_mount: MountFactory,
+) -> None:
+    """Saves there rewrite single pages of a paged tree (ADR 0015)."""
+    storm_and_recover(make_mount, 0, folders=1, prefill=700)
+
+
+def storm_and_recover(
+    make_mount: MountFactory, quiet_window_ms: int, folders: int, prefill: int = 0
+) -> None:
     mount = make_mount(quiet_window_ms)
+    promised = {}
+    for i in range(prefill):  # files the storm starts among: d0 is paged from the start
+        path = mount.path / "storm" / "d0" / f"pre{i:04d}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"%d" % i)
+        promised[f"storm/d0/pre{i:04d}"] = hashlib.sha256(b"%d" % i).hexdigest()
     writer = subprocess.Popen(
-        [sys.executable, "-c", STORM], cwd=mount.path, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", STORM, str(folders)],
+        cwd=mount.path,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert writer.stdout is not None
     first = writer.stdout.readline()  # the storm is under way
@@ -53,8 +79,9 @@ def test_kill9_during_write_storm_keeps_every_closed_file(
     time.sleep(1.5)  # let it run; not a timing assertion, only the size of the storm
     mount.kill9()
     rest, _ = writer.communicate(timeout=60)
-    promised = dict(line.split(" ") for line in (first + rest).splitlines() if " " in line)
-    assert len(promised) > 10
+    stormed = dict(line.split(" ") for line in (first + rest).splitlines() if " " in line)
+    assert len(stormed) > 10
+    promised.update(stormed)
 
     remounted = make_mount(quiet_window_ms, store=mount.store)
     missing, wrong = [], []
@@ -74,6 +101,11 @@ def test_kill9_during_write_storm_keeps_every_closed_file(
     remounted.stop()
     fsck = helix("--store", mount.store, "fsck", check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    if prefill > FLAT_MAX:
+        with Repository.open(mount.store) as repo:
+            folder = repo.entry("HEAD", "storm/d0")
+            assert folder is not None
+            assert kind_of(repo.store.get(folder.oid)) == KIND_PAGED
 
 
 def test_dead_mount_after_kill9_is_reported_and_umount_clears_it(

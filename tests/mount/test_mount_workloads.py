@@ -94,6 +94,29 @@ def test_tar_extract_and_rm_rf(mnt: Mount, tmp_path: Path) -> None:
     assert "x" not in top_names(mnt)
 
 
+def test_a_folder_of_thousands_of_files_matches_local_disk(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """Shell tools over one folder big enough to be stored as pages (ADR 0015)."""
+    mount = make_mount(300)
+    look = "ls | wc -l && ls | tail -3 && cat f02500 g00001 && md5sum $(ls | head -400) | md5sum"
+    session = (
+        "mkdir big && cd big && seq -f 'f%05g' 1 2500 | xargs touch"
+        " && seq -f 'f%05g' 1 7 2500 | xargs -I{} sh -c 'echo {} > {}'"
+        " && rm f01* && for i in 1 2 3; do mv f0000$i g0000$i; done && " + look
+    )
+    native = tmp_path / "native"
+    native.mkdir()
+    expected = sh(session, native).stdout
+    assert sh(session, mount.path).stdout == expected
+    wait_until(lambda: "big" in top_names(mount), what="the folder committed")
+    mount.stop()
+    mount.start("--quiet-window", "0")
+    assert sh("cd big && " + look, mount.path).stdout == expected
+    fsck = mount.helix("fsck", check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
 def test_python_venv_and_pytest_inside(mnt: Mount) -> None:
     project = mnt.path / "proj"
     project.mkdir()
