@@ -1,19 +1,20 @@
-"""The pages of a big live directory: which ones a save must rewrite.
+"""Which pages of a big directory a change must rewrite (ADR 0015).
 
 A directory of more than FLAT_MAX entries is stored as a paged tree (vcs/objects.py):
-pages of ~128 entries and a short index. The work tree keeps, per paged directory, each
-page's last name and id, and the names of children changed since the last save; a
-save rewrites only the pages those names fall in. So a save in a directory of 20,000
-entries writes ~14 KB instead of the whole ~1.2 MB listing, and costs about what a save
-in a small directory costs.
+pages of ~128 entries and a short index. Given its pages and the names that changed,
+`repage` rewrites only the pages those names fall in. The work tree keeps, per paged
+directory, its pages and the names of children changed since the last save; path
+copying (`Trees.encode`) knows the previous tree and the names it changes. So a save
+or a commit in a directory of 20,000 entries writes ~14 KB instead of the whole ~1.2 MB
+listing, and costs about what it costs in a small directory.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from helixfs.ids import ObjectId
 from helixfs.vcs.objects import Tree, is_page_end
@@ -29,6 +30,9 @@ class Page:
     pure: bool  # no editor temp file in it or below (see Worktree._commit_tree)
 
 
+T = TypeVar("T")
+
+
 def pages_of(tree: Tree, pure: bool) -> list[Page] | None:
     """The pages of a loaded tree; None for a flat one."""
     if not tree.pages:
@@ -41,8 +45,41 @@ def pages_of(tree: Tree, pure: bool) -> list[Page] | None:
     return pages
 
 
+def repage(
+    pages: list[Page] | None,
+    listing: Sequence[T],
+    name_of: Callable[[T], bytes],
+    stale: Iterable[bytes],
+    write: Callable[[int, int], list[Page]],
+) -> list[Page]:
+    """The pages of `listing` (in name order) after changes to the `stale` names.
+
+    Each run of pages to rewrite is replaced by `write(start, stop)`, given the slice of
+    the listing that run now covers; it starts and ends at page cuts. Other pages stay.
+    Without pages yet, the whole listing is one run.
+    """
+    if pages is None:
+        pages = write(0, len(listing))
+    else:
+
+        def after(name: bytes) -> int:
+            return bisect.bisect_right(listing, name, key=name_of)
+
+        def present(name: bytes) -> bool:
+            at = after(name)
+            return at > 0 and name_of(listing[at - 1]) == name
+
+        for first, last in reversed(runs_to_rewrite(pages, stale, present)):
+            low, high = pages[first - 1].end if first else None, pages[last].end
+            start = 0 if low is None else after(low)
+            stop = len(listing) if high is None else after(high)
+            pages[first : last + 1] = write(start, stop)
+    pages[-1].end = None
+    return pages
+
+
 def runs_to_rewrite(
-    pages: list[Page], stale: Iterable[bytes], present: Container[bytes]
+    pages: list[Page], stale: Iterable[bytes], present: Callable[[bytes], bool]
 ) -> list[tuple[int, int]]:
     """Runs (first, last) of pages to rewrite, in order: every page a changed name falls
     in, extended over the next page while its last name no longer ends a page (the name
@@ -60,5 +97,5 @@ def runs_to_rewrite(
     return [(first, last) for first, last in runs]
 
 
-def _still_ends(name: bytes, present: Container[bytes]) -> bool:
-    return name in present and is_page_end(name)
+def _still_ends(name: bytes, present: Callable[[bytes], bool]) -> bool:
+    return is_page_end(name) and present(name)

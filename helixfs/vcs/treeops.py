@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Union
 
@@ -34,6 +34,7 @@ from helixfs.vcs.objects import (
     kind_of,
     page_lengths,
 )
+from helixfs.vcs.pages import Page, pages_of, repage
 
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
@@ -107,33 +108,47 @@ class Trees:
         raws: list[bytes],
         objects: Objects,
         names: list[bytes] | None = None,
+        *,
+        previous: Tree | None = None,
+        changed: Iterable[bytes] = (),
     ) -> ObjectId:
-        """Store a tree (into `objects`) from entries already sorted by name. A big
-        one is paged; pages the store holds already are not written again."""
+        """Store a tree (into `objects`) from entries already sorted by name.
+
+        A big one is paged. Given the `previous` tree and the names it `changed`, only
+        the pages holding those names are rewritten; others are not even re-encoded.
+        """
         if names is None:
             names = [e.name for e in entries]
         pages: tuple[tuple[ObjectId, int], ...] = ()
         if len(raws) <= FLAT_MAX:
             record = encode_tree_raw(raws)
         else:
-            pages = tuple(self._pages(raws, page_lengths(names), objects))
+            kept = pages_of(previous, pure=True) if previous is not None else None
+            new = repage(
+                kept,
+                names,
+                _itself,
+                changed,
+                lambda start, stop: self._pages(raws[start:stop], names[start:stop], objects),
+            )
+            pages = tuple((page.oid, page.count) for page in new)
             record = encode_paged(pages)
         oid = object_id(record)
         objects[oid] = record
         self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws), pages))
         return oid
 
-    def _pages(
-        self, raws: list[bytes], lengths: list[int], objects: Objects
-    ) -> Iterator[tuple[ObjectId, int]]:
-        start = 0
-        for length in lengths:
+    def _pages(self, raws: list[bytes], names: list[bytes], objects: Objects) -> list[Page]:
+        """A run of entries as pages; pages the store holds already are not written."""
+        pages, start = [], 0
+        for length in page_lengths(names):
             record = encode_tree_raw(raws[start : start + length])
             page = object_id(record)
             if page not in objects and not self.store.contains(page):
                 objects[page] = record
             start += length
-            yield page, length
+            pages.append(Page(names[start - 1], page, length, True))
+        return pages
 
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)
@@ -240,7 +255,7 @@ class Trees:
             else:
                 entries[i] = new
                 raws[i] = encode_entry(new)
-        return self.encode(entries, raws, objects, names)
+        return self.encode(entries, raws, objects, names, previous=tree, changed=nested)
 
     def _new_entry(
         self,
@@ -347,10 +362,10 @@ class Trees:
         if done is not None:
             return done
         tree = self.get(oid)
-        entries, raws, changed = [], [], False
+        entries, raws, changed = [], [], []
         for entry, raw in zip(tree.entries, tree.raw, strict=True):
             if is_ephemeral(entry.name) and not entry.is_dir():
-                changed = True
+                changed.append(entry.name)
                 continue
             if entry.is_dir():
                 sub = self.without_ephemeral(entry.oid, objects)
@@ -359,13 +374,19 @@ class Trees:
                         entry.name, entry.mode, sub, entry.size, entry.mtime_ns, entry.xattrs
                     )
                     raw = encode_entry(entry)
-                    changed = True
+                    changed.append(entry.name)
             entries.append(entry)
             raws.append(raw)
-        result = self.encode(entries, raws, objects) if changed else oid
+        result = (
+            self.encode(entries, raws, objects, previous=tree, changed=changed) if changed else oid
+        )
         self._filtered[oid] = result
         self._filtered[result] = result
         return result
+
+
+def _itself(name: bytes) -> bytes:
+    return name
 
 
 def find(tree: Tree, name: bytes) -> TreeEntry | None:

@@ -56,7 +56,7 @@ from helixfs.vcs.objects import (
     page_lengths,
     uncompressed,
 )
-from helixfs.vcs.pages import Page, pages_of, runs_to_rewrite
+from helixfs.vcs.pages import Page, pages_of, repage
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import show_path
 
@@ -540,19 +540,13 @@ class Worktree:
         self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
     ) -> tuple[bytes, bool]:
         """A big directory's paged record, rewriting only the pages that changed."""
-        pages = node.pages
-        if pages is None:
-            pages = self._write_pages(listing, objects)
-        else:
-            assert node.children is not None
-            for first, last in reversed(runs_to_rewrite(pages, node.stale or (), node.children)):
-                low, high = pages[first - 1].end if first else None, pages[last].end
-                start = 0 if low is None else bisect.bisect_right(listing, low, key=_name)
-                stop = (
-                    len(listing) if high is None else bisect.bisect_right(listing, high, key=_name)
-                )
-                pages[first : last + 1] = self._write_pages(listing[start:stop], objects)
-        pages[-1].end = None
+        pages = repage(
+            node.pages,
+            listing,
+            _name,
+            node.stale or (),
+            lambda start, stop: self._write_pages(listing[start:stop], objects),
+        )
         node.pages = pages
         at = 0
         for page in pages:  # pages loaded under an impure parent may well be pure

@@ -14,6 +14,7 @@ from helixfs.ids import ObjectId, object_id
 from helixfs.store.memory import MemoryStore
 from helixfs.vcs import Node, Repository, Worktree
 from helixfs.vcs.content import pack_bytes
+from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.maint import fsck, gc
 from helixfs.vcs.objects import (
     FLAT_MAX,
@@ -67,6 +68,16 @@ def _check_canonical(repo: Repository, tree: Worktree) -> None:
     assert _canonical(fresh, root) == root
     stored = {p: (e.oid, e.mode, e.xattrs) for p, e in fresh.walk(root) if not e.is_dir()}
     assert stored == _live_files(tree, tree.root)
+
+
+def _check_commit_tree(repo: Repository) -> None:
+    """The head's tree is canonical and, as commits are, free of editor temp files."""
+    root = repo.commit_info("HEAD").tree
+    fresh = Trees(repo.store)
+    assert _canonical(fresh, root) == root
+    assert not [
+        p for p, e in fresh.walk(root) if is_ephemeral(p.rsplit(b"/", 1)[-1]) and not e.is_dir()
+    ]
 
 
 # -- the rule -------------------------------------------------------------------------
@@ -206,8 +217,8 @@ def test_random_changes_in_big_directories_keep_the_canonical_encoding() -> None
                 tree.set_xattr(node, b"user.k", b"v%d" % step)
         if step % 7 == 0:
             _check_canonical(repo, tree)
-        if step % 50 == 0:
-            tree.commit(f"step {step}")
+        if step % 50 == 0 and tree.commit(f"step {step}") is not None:
+            _check_commit_tree(repo)
     _check_canonical(repo, tree)
     committed = tree.commit("end")
     assert committed is None or repo.commit_info(committed).tree is not None
@@ -261,4 +272,42 @@ def test_a_flat_big_tree_from_an_older_store_is_read_and_paged_on_its_next_save(
     tree.unlink(old, b"f00003")
     _check_canonical(repo, tree)
     assert kind_of(repo.store.get(old.oid)) == KIND_PAGED  # type: ignore[arg-type]
+    assert fsck(repo).problems == []
+
+
+def test_commits_through_the_api_rewrite_only_the_pages_they_touch() -> None:
+    rng = random.Random(3)
+    repo = Repository.create(MemoryStore())
+    files = {b"big/" + n: b"same" for n in _names(6 * FLAT_MAX)}
+    repo.commit(files, "fill")
+    pool = [b"big/" + n for n in _names(7 * FLAT_MAX)]
+    for step in range(60):
+        before = set(repo.store.ids())
+        changes: dict[bytes, bytes | None] = {}
+        for path in rng.sample(pool, rng.choice([1, 3, 40])):
+            if path in files and rng.random() < 0.4:
+                changes[path] = None
+                del files[path]
+            else:
+                changes[path] = files[path] = b"v%d" % step
+        repo.commit(changes, f"step {step}")
+        _check_commit_tree(repo)
+        assert {e.name for e in repo.ls("HEAD", "big")} == {p[4:] for p in files}
+        if len(changes) == 1:  # content, a page, the index, the root tree, the commit
+            assert len(set(repo.store.ids()) - before) <= 5
+    assert fsck(repo).problems == []
+
+
+def test_a_commit_after_reopen_leaves_temp_files_of_a_big_folder_out() -> None:
+    store = MemoryStore()
+    tree = Repository.create(store).worktree()
+    directory = _big_dir(tree, b"big", FLAT_MAX + 100)
+    for name in (b".f00001.swp", b"4913", b"f00002~"):
+        tree.set_content(tree.create(directory, name), b"temp")
+    tree.save()  # saved, not committed: the next process commits it from the store
+    repo = Repository(store)
+    assert repo.worktree().commit("after reopen") is not None
+    _check_commit_tree(repo)
+    names = {e.name for e in repo.ls("HEAD", "big")}
+    assert len(names) == FLAT_MAX + 100 and not {b".f00001.swp", b"4913", b"f00002~"} & names
     assert fsck(repo).problems == []
