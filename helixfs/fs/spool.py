@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
+EDITS_KEPT = 1 << 16  # byte ranges remembered since the last store; past that, "all of it"
 
 ReadBase = Callable[[int, int], bytes]
 
@@ -37,7 +38,9 @@ class Spool:
     spool starts as a bytearray and moves to STORE/tmp/ once it passes SPILL_AT.
     """
 
-    def __init__(self, tmp_dir: Path, read_base: ReadBase, base_size: int) -> None:
+    def __init__(
+        self, tmp_dir: Path, read_base: ReadBase, base_size: int, base_id: object = None
+    ) -> None:
         self._tmp_dir = tmp_dir
         self._memory: bytearray | None = bytearray()
         self._file: BinaryIO | None = None
@@ -48,6 +51,10 @@ class Spool:
         self.dirty = False
         self.mtime_override: int | None = None  # an explicit utimens while dirty
         self.mtime_ns = time.time_ns()  # of the last write, shown until stored
+        # What changed since the content was last stored, so that storing a big file
+        # again costs the edits, not the file (a database commit): None = everything.
+        self._edits: list[tuple[int, int]] | None = []
+        self.base_id = base_id  # the stored content those edits apply to
 
     @property
     def on_disk(self) -> bool:
@@ -75,6 +82,7 @@ class Spool:
             written = 0
             while written < len(data):
                 written += os.pwrite(self._fd, data[written:], offset + written)
+        self._edited(offset, end)
         self.size = max(self.size, end)
         self._touched()
         return len(data)
@@ -91,6 +99,7 @@ class Spool:
                 self._memory.extend(bytes(size - len(self._memory)))
         else:
             os.ftruncate(self._fd, size)
+        self._edited(min(size, self.size), max(size, self.size))
         self.size = size
         self._touched()
 
@@ -120,10 +129,26 @@ class Spool:
         self._file.seek(0)
         return self._file
 
-    def stored(self) -> None:
-        """The content went to the store: later reads may keep using the spool."""
+    def edits(self) -> list[tuple[int, int]] | None:
+        """The byte ranges written or resized since the last store, sorted and merged
+        (a change of size is one range); None when there were too many to keep."""
+        if self._edits is None:
+            return None
+        merged: list[tuple[int, int]] = []
+        for low, high in sorted(self._edits):
+            if merged and low <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+            else:
+                merged.append((low, high))
+        return merged
+
+    def stored(self, content_id: object = None) -> None:
+        """The content went to the store (as `content_id`): later reads may keep using
+        the spool, and later edits apply to that content."""
         self.dirty = False
         self.mtime_override = None
+        self._edits = []
+        self.base_id = content_id
 
     def close(self) -> None:
         if self._file is not None:
@@ -153,6 +178,12 @@ class Spool:
             os.pwrite(self._file.fileno(), self._memory, 0)
         os.ftruncate(self._file.fileno(), len(self._memory))
         self._memory = None
+
+    def _edited(self, low: int, high: int) -> None:
+        if self._edits is not None and low < high:
+            self._edits.append((low, high))
+            if len(self._edits) > EDITS_KEPT:
+                self._edits = None
 
     def _touched(self) -> None:
         self.dirty = True
@@ -189,10 +220,12 @@ class SpoolTable:
         found = self._spools.get(id(node))
         return found[1] if found else None
 
-    def ensure(self, node: object, read_base: ReadBase, base_size: int) -> Spool:
+    def ensure(
+        self, node: object, read_base: ReadBase, base_size: int, base_id: object = None
+    ) -> Spool:
         found = self.get(node)
         if found is None:
-            found = Spool(self.tmp_dir, read_base, base_size)
+            found = Spool(self.tmp_dir, read_base, base_size, base_id)
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found
 

@@ -7,7 +7,7 @@ where they wait until then).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from helixfs.errors import InvalidInput, IsADirectory
 from helixfs.fs.edge import Stale
@@ -15,6 +15,7 @@ from helixfs.fs.handles import FileHandle
 from helixfs.fs.inodes import NodeInode
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import Spool, SpoolTable
+from helixfs.ids import ObjectId
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
@@ -43,7 +44,9 @@ class Writes:
             self.store_spool(entry.worktree, entry.node, spool)
 
     def spool(self, worktree: Worktree, node: Node) -> Spool:
-        return self.spools.ensure(node, lambda off, size: worktree.read(node, off, size), node.size)
+        return self.spools.ensure(
+            node, lambda off, size: worktree.read(node, off, size), node.size, node.oid
+        )
 
     def store(self, handle: FileHandle) -> None:
         """Close/fsync: a written file goes into the store and becomes a save."""
@@ -68,9 +71,14 @@ class Writes:
         # mtime is the time of the last write (or an explicit utimens), not of the close:
         # it is what stat() showed while the file was open, and the kernel may keep it.
         mtime = spool.mtime_override if spool.mtime_override is not None else spool.mtime_ns
-        worktree.set_content(node, spool.source())
+        edits = spool.edits()
+        worktree.set_content(
+            node,
+            spool.source(),
+            edited=None if edits is None else (cast(ObjectId, spool.base_id), edits),
+        )
         worktree.set_attrs(node, mtime_ns=mtime)
-        spool.stored()
+        spool.stored(node.oid)
         self.saver.saved(worktree, meta or {})
 
 

@@ -17,6 +17,7 @@ filtered out of commit trees.
 from __future__ import annotations
 
 import bisect
+import io
 import itertools
 import stat
 import time
@@ -36,7 +37,15 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.vcs import history
-from helixfs.vcs.content import EMPTY, ContentReader, Stored, pack_bytes, store_stream
+from helixfs.vcs.content import (
+    CHUNK_THRESHOLD,
+    EMPTY,
+    ContentReader,
+    Stored,
+    pack_bytes,
+    store_edited,
+    store_stream,
+)
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.node import (
     Node,
@@ -413,19 +422,51 @@ class Worktree:
         if not node.is_file():
             raise InvalidInput(f"{show_path(self.path_of(node))} is not a regular file")
 
-    def set_content(self, node: Node, source: BinaryIO | bytes) -> None:
-        """Store the file's full new content; large sources are streamed in chunks."""
+    def set_content(
+        self,
+        node: Node,
+        source: BinaryIO | bytes,
+        *,
+        edited: tuple[ObjectId, list[tuple[int, int]]] | None = None,
+    ) -> None:
+        """Store the file's full new content; large sources are streamed in chunks.
+
+        `edited` = (content id, byte ranges) promises that `source` differs from that
+        content only in those ranges: a big file is then re-cut around them only.
+        """
         with self._lock:
             self._writable()
             self._regular(node)
             if isinstance(source, bytes | bytearray | memoryview):
-                stored = pack_bytes(source)
+                stored = self._store_edited(node, io.BytesIO(source), len(source), edited)
+                stored = stored or pack_bytes(source)
             else:
-                stored = store_stream(source, lambda objs: self.repo.store.write(objs, bulk=True))
+                size = source.seek(0, io.SEEK_END)
+                stored = self._store_edited(node, source, size, edited) or store_stream(
+                    source, self._bulk_sink
+                )
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()
             self._touch(node)
+
+    def _store_edited(
+        self,
+        node: Node,
+        source: BinaryIO,
+        size: int,
+        edited: tuple[ObjectId, list[tuple[int, int]]] | None,
+    ) -> Stored | None:
+        """The content stored by re-cutting only the edited ranges, when it can be."""
+        if edited is None or edited[0] != node.oid or size <= CHUNK_THRESHOLD:
+            return None
+        index = self._reader.chunks(edited[0])
+        if index is None:
+            return None  # the old content was one blob: nothing to keep
+        return store_edited(source, size, index, edited[1], self._bulk_sink)
+
+    def _bulk_sink(self, objects: Mapping[ObjectId, bytes]) -> None:
+        self.repo.store.write(objects, bulk=True)
 
     def set_attrs(
         self,

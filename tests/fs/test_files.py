@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import stat
+from collections.abc import Iterator
+from typing import Any
 
 import pyfuse3
 import pytest
@@ -12,6 +15,9 @@ from fs_client import CTX, ROOT, Client, Fields, expect_errno
 
 from helixfs.fs import spool
 from helixfs.fs.operations import Operations
+from helixfs.vcs import content
+from helixfs.vcs.content import pack_bytes
+from helixfs.vcs.repo import Repository
 
 
 async def test_write_then_read_back(client: Client) -> None:
@@ -312,3 +318,58 @@ async def test_sequential_and_random_reads_of_a_chunked_file(client: Client) -> 
     await client.write_file("chunked", b"replaced")  # another handle changes the content
     assert await client.ops.read(reader.fh, 0, 100) == b"replaced"
     await client.ops.release(reader.fh)
+
+
+class _CountingCutter:
+    """FastCDC with a count of the bytes it cut: what a store had to read and hash."""
+
+    def __init__(self, cdc: Any) -> None:
+        self.cdc, self.bytes = cdc, 0
+
+    def cut_stream(self, source: Any) -> Iterator[Any]:
+        for chunk in self.cdc.cut_stream(source):
+            self.bytes += chunk.length
+            yield chunk
+
+    def cut_buf(self, data: Any) -> Iterator[Any]:
+        for chunk in self.cdc.cut_buf(data):
+            self.bytes += chunk.length
+            yield chunk
+
+
+async def test_fsyncs_of_a_big_open_file_store_only_around_the_edits(
+    client: Client, repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database in the mount: each commit writes a few pages and fsyncs. Each fsync
+    must cost the edits, not the file, and still store exactly the file's bytes."""
+    cutter = _CountingCutter(content._CDC)
+    monkeypatch.setattr(content, "_CDC", cutter)
+    rng = random.Random(11)
+    model = bytearray(rng.randbytes(6 << 20))
+    await client.write_file("db", bytes(model))
+    ino = await client.ino("db")
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    node = client.ops.inodes.node(ino).node
+    for step in range(40):
+        before = set(repo.store.ids())
+        resized = 0
+        if step % 9 == 8:  # a size change through the handle, as ftruncate does
+            size = rng.randrange(5 << 20, 7 << 20)
+            resized = abs(size - len(model))
+            attrs = await client.ops.getattr(ino, CTX)
+            attrs.st_size = size
+            await client.ops.setattr(ino, attrs, Fields(update_size=True), fi.fh, CTX)
+            del model[size:]
+            model.extend(bytes(size - len(model)))
+        for _ in range(rng.choice([1, 3])):
+            at = rng.randrange(len(model) - 4096)
+            page = rng.randbytes(4096)
+            await client.ops.write(fi.fh, at, page)
+            model[at : at + 4096] = page
+        cutter.bytes = 0
+        await client.ops.fsync(fi.fh, False)
+        assert cutter.bytes < (1 << 20) + resized  # around the edits, not the ~6 MB
+        assert node.oid == pack_bytes(bytes(model)).oid  # as if stored whole
+        assert len(set(repo.store.ids()) - before) <= 12
+    await client.ops.release(fi.fh)
+    assert await client.read_file("db") == bytes(model)

@@ -6,10 +6,18 @@ import io
 import random
 from pathlib import Path
 
+from helixfs.ids import ObjectId
 from helixfs.store.rocks import RocksStore
 from helixfs.vcs import Repository
-from helixfs.vcs.content import CHUNK_THRESHOLD, ContentReader, pack_bytes, store_stream
-from helixfs.vcs.objects import KIND_CHUNKED, kind_of
+from helixfs.vcs.content import (
+    CHUNK_THRESHOLD,
+    ContentReader,
+    Stored,
+    pack_bytes,
+    store_edited,
+    store_stream,
+)
+from helixfs.vcs.objects import KIND_CHUNKED, decode_chunked, kind_of
 
 from .conftest import CountingStore
 
@@ -115,3 +123,83 @@ def test_streamed_chunks_stay_out_of_the_store_caches(tmp_path: Path) -> None:
         index_bytes = len(stored.objects[stored.oid])
         assert extra["record_cache_bytes"] < index_bytes + 4096  # the index only
         assert extra["frame_cache_bytes"] < index_bytes + 4096
+
+
+def _index(stored: Stored) -> tuple[list[int], list[ObjectId]]:
+    chunked = decode_chunked(stored.objects[stored.oid])
+    starts, ids, pos = [], [], 0
+    for oid, length in chunked.chunks:
+        starts.append(pos)
+        ids.append(oid)
+        pos += length
+    return [*starts, pos], ids
+
+
+def _edit(rng: random.Random, data: bytearray) -> list[tuple[int, int]]:
+    """Random in-place writes and size changes, as a spool sees them: the changed ranges."""
+    ranges = []
+    for _ in range(rng.choice([1, 1, 2, 5, 40])):
+        kind = rng.random()
+        if kind < 0.1:  # truncate or extend
+            size = rng.randrange(CHUNK_THRESHOLD + 1, 6 << 20)
+            ranges.append((min(size, len(data)), max(size, len(data))))
+            del data[size:]
+            data.extend(bytes(size - len(data)))
+        else:
+            at = rng.randrange(len(data))
+            piece = rng.randbytes(rng.choice([1, 100, 4096, 70_000]))
+            end = at + len(piece)
+            ranges.append((at, end))
+            data[at:end] = piece
+    ranges.sort()
+    merged: list[tuple[int, int]] = []
+    for low, high in ranges:
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
+
+
+def test_storing_only_the_edits_gives_the_same_content_as_storing_it_all() -> None:
+    """Re-cutting around the edits must give the very chunks a full store gives: the
+    file id is the same, so history and dedup cannot tell the two paths apart."""
+    rng = random.Random(5)
+    data = bytearray(_random(5 << 20, seed=9))
+    stored = pack_bytes(bytes(data))
+    sunk: dict[ObjectId, bytes] = {}
+    for _ in range(60):
+        edits = _edit(rng, data)
+        fresh = pack_bytes(bytes(data))
+        edited = store_edited(
+            io.BytesIO(bytes(data)), len(data), _index(stored), edits, sunk.update
+        )
+        assert edited.oid == fresh.oid and edited.size == len(data)
+        # every chunk it did not keep is among the records it hands back
+        needed = set(decode_chunked(fresh.objects[fresh.oid]).chunks)
+        kept = set(decode_chunked(stored.objects[stored.oid]).chunks)
+        assert {oid for oid, _ in needed - kept} <= set(edited.objects) | set(sunk)
+        stored = fresh
+
+
+def test_an_edit_in_a_big_file_reads_only_the_chunks_around_it() -> None:
+    data = bytearray(_random(64 << 20, seed=3))
+    stored = pack_bytes(bytes(data))
+    data[(32 << 20) : (32 << 20) + 4096] = bytes(4096)
+    source = io.BytesIO(bytes(data))
+    edited = store_edited(source, len(data), _index(stored), [(32 << 20, (32 << 20) + 4096)], print)
+    assert edited.oid == pack_bytes(bytes(data)).oid
+    assert len(edited.objects) <= 5  # a few new chunks and the index
+
+
+def test_a_file_cut_back_to_an_old_chunk_edge_keeps_no_chunk_past_its_end() -> None:
+    data = _random(5 << 20, seed=9)
+    stored = pack_bytes(data)
+    starts, ids = _index(stored)
+    for n in (20, 30, 40):
+        cut = starts[n]  # the new end is a cut of the old file
+        new = bytearray(data[:cut])
+        new[cut - 1000 : cut - 10] = bytes(990)  # and an edit re-cut up to it
+        edits = [(cut - 1000, cut - 10), (cut, len(data))]
+        edited = store_edited(io.BytesIO(bytes(new)), cut, (starts, ids), edits, print)
+        assert edited.oid == pack_bytes(bytes(new)).oid
