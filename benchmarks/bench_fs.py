@@ -5,9 +5,9 @@
 
 Prints a table and writes JSON to benchmarks/results/. The store lives on the local disk
 (--store-dir), the native baseline on tmpfs (--native-dir, default /dev/shm), which is
-the upper bound any disk filesystem is compared against; throughput and the metadata
-rows also run beside the store (the same disk: the `disk` column), so cold reads
-compare with a cold disk. Every figure is measured in the same run; nothing is asserted
+the upper bound any disk filesystem is compared against; throughput, the metadata and
+the database rows also run beside the store (the same disk: the `disk` column), so cold
+reads compare with a cold disk. Every figure is measured in the same run; nothing is asserted
 (tests never assert on timing, and neither does this).
 """
 
@@ -19,6 +19,7 @@ import os
 import random
 import select
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -57,10 +58,11 @@ class Sizes:
     tar_files: int
     rss_files: int
     folder_files: int
+    database_rows: int  # SQLite rows of ~500 bytes: 200,000 is a ~100 MB database
 
 
-FULL = Sizes(500, (1_000, 100_000), 1024, 20_000, 5_000, 100_000, 20_000)
-QUICK = Sizes(100, (1_000, 10_000), 128, 2_000, 1_000, 10_000, 2_000)
+FULL = Sizes(500, (1_000, 100_000), 1024, 20_000, 5_000, 100_000, 20_000, 200_000)
+QUICK = Sizes(100, (1_000, 10_000), 128, 2_000, 1_000, 10_000, 2_000, 20_000)
 
 
 # -- mounting ---------------------------------------------------------------------------
@@ -448,6 +450,39 @@ def bench_metadata(base: Path, native: Path, sizes: Sizes) -> list[Row]:
     return [*rows[1:], rows[0]]
 
 
+DATABASE_COMMITS = 200
+
+
+def database_commit_ms(folder: Path, rows: int) -> float:
+    """ms per SQLite transaction (one row updated, committed with fsync) in a database
+    of `rows` rows: the database is loaded first, only the commits are timed."""
+    db = sqlite3.connect(folder / "bench.db")
+    try:
+        db.execute("create table t(id integer primary key, v text)")
+        db.executemany("insert into t(v) values (?)", [("x" * 500,)] * rows)
+        db.commit()
+        start = time.perf_counter()
+        for i in range(DATABASE_COMMITS):
+            db.execute("update t set v = ? where id = ?", ("y" * 500, i * 37 % rows + 1))
+            db.commit()
+        return (time.perf_counter() - start) / DATABASE_COMMITS * 1000
+    finally:
+        db.close()
+        (folder / "bench.db").unlink()
+
+
+def bench_database(base: Path, native: Path, sizes: Sizes) -> list[Row]:
+    """No target: a database kept open and committed to, whose fsyncs used to store the
+    whole file again (ADR 0016)."""
+    with mounted(base, "db", 300) as mount:
+        helix_ms = database_commit_ms(mount.path, sizes.database_rows)
+    disk = base / "dbdisk"
+    disk.mkdir()
+    name = f"SQLite commit, {sizes.database_rows * 500 >> 20} MB database"
+    tmpfs_ms = database_commit_ms(native, sizes.database_rows)
+    return [Row(name, helix_ms, tmpfs_ms, "ms", disk=database_commit_ms(disk, sizes.database_rows))]
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -504,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         nargs="*",
         default=None,
-        choices=["saves", "branches", "throughput", "metadata", "rss"],
+        choices=["saves", "branches", "throughput", "metadata", "database", "rss"],
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
@@ -513,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         "branches": lambda b, n: bench_branches(b, sizes),
         "throughput": lambda b, n: bench_throughput(b, n, sizes),
         "metadata": lambda b, n: bench_metadata(b, n, sizes),
+        "database": lambda b, n: bench_database(b, n, sizes),
         "rss": lambda b, n: bench_rss(b, sizes),
     }
     rows: list[Row] = []
