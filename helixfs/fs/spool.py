@@ -9,19 +9,22 @@ costs 1 GB of disk, not of RAM. Sparse writes stay sparse there.
 There is one spool per node, shared by every handle and view that has it open, so a read
 through one descriptor (or a shared mmap) sees writes made through another.
 
-The spool starts empty and "unmaterialized": reads fall through to the stored content
-until the first write, which copies the stored content in first (unless the file was
-truncated to zero, the usual case of an editor or `cp` rewriting a file).
+The spool holds only the bytes written through it: reads of the rest fall through to
+the stored content (or read zeros where the file was cut and extended again). So opening
+a 100 MB log to append a line, or a database to change a page, costs the change, not a
+copy of the file; storing it again costs the chunks around the change (ADR 0016).
 """
 
 from __future__ import annotations
 
+import bisect
+import io
 import os
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
@@ -45,9 +48,12 @@ class Spool:
         self._memory: bytearray | None = bytearray()
         self._file: BinaryIO | None = None
         self._read_base = read_base
-        self._base_size = base_size
         self.size = base_size
-        self.materialized = False
+        # The spool holds only what was written (`_written`, sorted byte ranges); other
+        # bytes are the stored content's below `_base_limit` (the smallest size the file
+        # was cut to), zeros above. So opening a big file to append costs the append.
+        self._written: list[tuple[int, int]] = []
+        self._base_limit = base_size
         self.dirty = False
         self.mtime_override: int | None = None  # an explicit utimens while dirty
         self.mtime_ns = time.time_ns()  # of the last write, shown until stored
@@ -63,15 +69,24 @@ class Spool:
     def read(self, offset: int, size: int) -> bytes:
         if offset >= self.size or size <= 0:
             return b""
-        size = min(size, self.size - offset)
-        if not self.materialized:
-            return self._read_base(offset, size)
-        if self._memory is not None:
-            return bytes(self._memory[offset : offset + size])
-        return os.pread(self._fd, size, offset)
+        end = min(offset + size, self.size)
+        pieces, pos = [], offset
+        written = self._written
+        at = bisect.bisect_right(written, (offset, _END))
+        if at and written[at - 1][1] > offset:
+            at -= 1  # the range holding `offset`
+        while pos < end:
+            if at < len(written) and written[at][0] <= pos:
+                stop = min(end, written[at][1])
+                pieces.append(self._get(pos, stop - pos))
+                at += 1
+            else:
+                stop = min(end, written[at][0]) if at < len(written) else end
+                pieces.append(self._unwritten(pos, stop))
+            pos = stop
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def write(self, offset: int, data: bytes) -> int:
-        self.materialize()
         end = offset + len(data)
         self._make_room(end)
         if self._memory is not None:
@@ -82,52 +97,61 @@ class Spool:
             written = 0
             while written < len(data):
                 written += os.pwrite(self._fd, data[written:], offset + written)
-        self._edited(offset, end)
+        self._hold(offset, end)
+        self._edited(min(offset, self.size), end)  # a hole past the end is new bytes too
         self.size = max(self.size, end)
         self._touched()
         return len(data)
 
     def truncate(self, size: int) -> None:
-        if size == 0:
-            self.materialized = True
-        self.materialize()
-        self._make_room(size)
-        if self._memory is not None:
-            if size < len(self._memory):
+        if size < self.size:
+            self._base_limit = min(self._base_limit, size)
+            self._written = [(a, min(b, size)) for a, b in self._written if a < size]
+            if self._memory is not None:
                 del self._memory[size:]
             else:
-                self._memory.extend(bytes(size - len(self._memory)))
-        else:
-            os.ftruncate(self._fd, size)
+                os.ftruncate(self._fd, size)
         self._edited(min(size, self.size), max(size, self.size))
         self.size = size
         self._touched()
 
-    def materialize(self) -> None:
-        """Copy the stored content in before the first change."""
-        if self.materialized:
-            return
-        self._make_room(self._base_size)
-        offset = 0
-        while offset < self._base_size:
-            block = self._read_base(offset, min(COPY_BLOCK, self._base_size - offset))
-            if not block:
-                break
-            self._put(offset, block)
-            offset += len(block)
-        if self._memory is None:
-            os.ftruncate(self._fd, self._base_size)
-        elif len(self._memory) < self._base_size:
-            self._memory.extend(bytes(self._base_size - len(self._memory)))
-        self.materialized = True
-
     def source(self) -> BinaryIO | bytes:
-        """The content for Worktree.set_content: bytes, or a file positioned at 0."""
+        """The content for Worktree.set_content: bytes while small, else a file object
+        (the spool's own file when it holds every byte, else a view that reads the
+        stored content where the spool has nothing)."""
+        if self.size <= SPILL_AT:
+            return self.read(0, self.size)
+        if self._file is not None and self._written == [(0, self.size)]:
+            self._file.seek(0)
+            return self._file
+        return io.BufferedReader(_View(self), COPY_BLOCK)
+
+    def _unwritten(self, pos: int, stop: int) -> bytes:
+        """Bytes no write put in the spool: the stored content's, where it still shows
+        (below every size the file was cut to), zeros past it."""
+        base_stop = max(pos, min(stop, self._base_limit))
+        data = self._read_base(pos, base_stop - pos) if base_stop > pos else b""
+        if len(data) < stop - pos:
+            data += bytes(stop - pos - len(data))
+        return data
+
+    def _get(self, pos: int, size: int) -> bytes:
         if self._memory is not None:
-            return bytes(self._memory)
-        assert self._file is not None
-        self._file.seek(0)
-        return self._file
+            return bytes(self._memory[pos : pos + size])
+        return os.pread(self._fd, size, pos)
+
+    def _hold(self, low: int, high: int) -> None:
+        """Note [low, high) as held by the spool: ranges stay sorted and disjoint."""
+        written = self._written
+        first = bisect.bisect_left(written, (low, low))
+        if first and written[first - 1][1] >= low:
+            first -= 1
+        last = first
+        while last < len(written) and written[last][0] <= high:
+            last += 1
+        if first < last:
+            low, high = min(low, written[first][0]), max(high, written[last - 1][1])
+        written[first:last] = [(low, high)]
 
     def edits(self) -> list[tuple[int, int]] | None:
         """The byte ranges written or resized since the last store, sorted and merged
@@ -160,15 +184,6 @@ class Spool:
         assert self._file is not None
         return self._file.fileno()
 
-    def _put(self, offset: int, data: bytes) -> None:
-        if self._memory is not None:
-            end = offset + len(data)
-            if end > len(self._memory):
-                self._memory.extend(bytes(end - len(self._memory)))
-            self._memory[offset:end] = data
-        else:
-            os.pwrite(self._fd, data, offset)
-
     def _make_room(self, end: int) -> None:
         """Move to a file in tmp/ before memory would pass SPILL_AT (sparse stays sparse)."""
         if self._memory is None or end <= SPILL_AT:
@@ -189,6 +204,36 @@ class Spool:
         self.dirty = True
         self.mtime_override = None
         self.mtime_ns = time.time_ns()
+
+
+_END = 1 << 63  # sorts after any range starting at the same offset
+
+
+class _View(io.RawIOBase):
+    """A spool's content as a read-only file, for storing it."""
+
+    def __init__(self, spool: Spool) -> None:
+        self._spool, self._pos = spool, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._spool.size}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._spool.read(self._pos, len(buffer))
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 class SpoolTable:

@@ -117,6 +117,30 @@ def test_a_folder_of_thousands_of_files_matches_local_disk(
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
 
 
+def test_appends_and_in_place_writes_to_a_big_file_match_local_disk(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """Each `>>` opens the file again: the spool holds only the appended bytes and the
+    store re-cuts only the last chunks (ADR 0016); the bytes must be exactly the disk's."""
+    mount = make_mount(300)
+    session = (
+        "head -c 30000000 /dev/zero | tr '\\0' 'a' > big.log"
+        " && for i in $(seq 20); do echo line $i >> big.log; done"
+        " && printf 'XYZ' | dd of=big.log bs=1 seek=15000000 conv=notrunc status=none"
+        " && truncate -s 29000000 big.log && echo tail >> big.log"
+        " && sha256sum big.log && stat -c %s big.log"
+    )
+    native = tmp_path / "native"
+    native.mkdir()
+    expected = sh(session, native).stdout
+    assert sh(session, mount.path).stdout == expected
+    mount.stop()
+    mount.start("--quiet-window", "0")
+    assert sh("sha256sum big.log && stat -c %s big.log", mount.path).stdout == expected
+    fsck = mount.helix("fsck", check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
 def test_python_venv_and_pytest_inside(mnt: Mount) -> None:
     project = mnt.path / "proj"
     project.mkdir()

@@ -1,0 +1,93 @@
+"""The spool of an open file holds only what was written: every read and every store
+still sees exactly the file's bytes."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+
+from helixfs.fs import spool as spool_module
+from helixfs.fs.spool import Spool
+
+
+class Stored:
+    """The content the store holds for the file, as `Worktree.read` serves it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.reads = 0
+
+    def read(self, offset: int, size: int) -> bytes:
+        self.reads += size
+        return self.data[offset : offset + size]
+
+
+def _content(source: io.BufferedIOBase | bytes) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    source.seek(0)
+    return source.read()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_writes_truncates_and_stores_read_back_exactly(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if seed % 2:
+        monkeypatch.setattr(spool_module, "SPILL_AT", 64 << 10)  # spill early, often
+    rng = random.Random(seed)
+    stored = Stored(rng.randbytes(rng.choice([0, 3000, 5 << 20])))
+    spool = Spool(tmp_path, stored.read, len(stored.data))
+    model = bytearray(stored.data)
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.5:
+            at = rng.randrange(len(model) + 70_000)
+            data = rng.randbytes(rng.choice([1, 10, 4096, 100_000]))
+            spool.write(at, data)
+            if at > len(model):
+                model.extend(bytes(at - len(model)))
+            model[at : at + len(data)] = data
+        elif op < 0.6:
+            size = rng.randrange(len(model) * 2 + 10)
+            spool.truncate(size)
+            del model[size:]
+            model.extend(bytes(size - len(model)))
+        elif op < 0.9:
+            at = rng.randrange(len(model) + 10)
+            size = rng.choice([1, 4096, 200_000])
+            assert spool.read(at, size) == bytes(model[at : at + size])
+        else:  # stored: the store now holds what the spool shows, as after a close
+            assert _content(spool.source()) == bytes(model)
+            edits = spool.edits()
+            assert edits is not None
+            _check_edits_cover_the_changes(stored.data, bytes(model), edits)
+            stored.data = bytes(model)
+            spool.stored()
+        assert spool.size == len(model)
+    assert _content(spool.source()) == bytes(model)
+    spool.close()
+
+
+def _check_edits_cover_the_changes(old: bytes, new: bytes, edits: list[tuple[int, int]]) -> None:
+    covered = bytearray(max(len(old), len(new)))
+    for low, high in edits:
+        covered[low:high] = b"\1" * (high - low)
+    for at in range(0, min(len(old), len(new)), 997):  # sampled: the files are MBs
+        if old[at] != new[at]:
+            assert covered[at], f"byte {at} changed outside the edits"
+    if len(old) != len(new):
+        assert all(covered[min(len(old), len(new)) : max(len(old), len(new))])
+
+
+def test_appending_to_a_big_file_reads_nothing_of_it(tmp_path: Path) -> None:
+    stored = Stored(bytes(range(256)) * (400 << 10))  # 100 MB
+    spool = Spool(tmp_path, stored.read, len(stored.data))
+    spool.write(spool.size, b"one more line\n")
+    assert stored.reads == 0
+    assert spool.edits() == [(len(stored.data), len(stored.data) + 14)]
+    assert spool.read(len(stored.data) - 2, 16) == stored.data[-2:] + b"one more line\n"
+    spool.close()
