@@ -437,14 +437,12 @@ class Worktree:
         with self._lock:
             self._writable()
             self._regular(node)
-            if isinstance(source, bytes | bytearray | memoryview):
-                stored = self._store_edited(node, io.BytesIO(source), len(source), edited)
-                stored = stored or pack_bytes(source)
-            else:
-                size = source.seek(0, io.SEEK_END)
-                stored = self._store_edited(node, source, size, edited) or store_stream(
-                    source, self._bulk_sink
-                )
+            stored = self._store_edited(node, source, edited)
+            if stored is None:
+                if isinstance(source, bytes | bytearray | memoryview):
+                    stored = pack_bytes(source)
+                else:
+                    stored = store_stream(source, self._bulk_sink)
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()
@@ -453,17 +451,18 @@ class Worktree:
     def _store_edited(
         self,
         node: Node,
-        source: BinaryIO,
-        size: int,
+        source: BinaryIO | bytes,
         edited: tuple[ObjectId, list[tuple[int, int]]] | None,
     ) -> Stored | None:
         """The content stored by re-cutting only the edited ranges, when it can be."""
-        if edited is None or edited[0] != node.oid or size <= CHUNK_THRESHOLD:
+        if edited is None or edited[0] != node.oid:
             return None
-        index = self._reader.chunks(edited[0])
+        readable = io.BytesIO(source) if isinstance(source, bytes) else source
+        size = readable.seek(0, io.SEEK_END)
+        index = self._reader.chunks(edited[0]) if size > CHUNK_THRESHOLD else None
         if index is None:
-            return None  # the old content was one blob: nothing to keep
-        return store_edited(source, size, index, edited[1], self._bulk_sink)
+            return None  # small, or the old content was one blob: nothing to keep
+        return store_edited(readable, size, index, edited[1], self._bulk_sink)
 
     def _bulk_sink(self, objects: Mapping[ObjectId, bytes]) -> None:
         self.repo.store.write(objects, bulk=True)
