@@ -22,7 +22,7 @@ from helixfs.vcs.objects import Tree, is_page_end
 
 @dataclass(slots=True)
 class Page:
-    """One stored page of a live directory."""
+    """One stored page of a directory (live in the work tree, or being path-copied)."""
 
     end: bytes | None  # its last name; None for the last page, which takes every name after
     oid: ObjectId
