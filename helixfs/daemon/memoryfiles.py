@@ -10,7 +10,8 @@ mounts never search, and the embedding model costs seconds and a hundred MB of R
 Workspace search needs the text files of the HEAD commit in the memory's chunk index.
 After the first search, `index_forever` (a daemon nursery task) keeps that index on the
 current HEAD commit, in a worker thread: embedding a tree's chunks takes far too long to
-run on the FUSE loop. Committed trees are immutable and Repository reads are
+run on the FUSE loop. The first pass walks the whole tree; later ones index the diff
+from the commit last indexed. Committed trees are immutable and Repository reads are
 thread-safe, so the thread only ever reads.
 """
 
@@ -31,7 +32,8 @@ from helixfs.fs.helixdir import Entry, QueryDir, TextFile
 from helixfs.ids import CommitId, hex_id
 
 if TYPE_CHECKING:
-    from helixfs.memory import Embedder, Hit, Memory
+    from helixfs.memory import Embedder, Hit, IndexReport, Memory
+    from helixfs.vcs.objects import TreeEntry
     from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,10 @@ class MemoryFiles:
         self._memory: Memory | None = None
         self._lock = threading.Lock()
         self._wanted = threading.Event()  # set by the first search
-        self.indexed: CommitId | None = None
+        self.indexed: CommitId | None = None  # HEAD when the indexer last looked
+        # The commit the memory's chunk index holds, when a pass succeeded and the whole
+        # workspace fitted in it: the next pass then indexes only a diff from it.
+        self._index_base: CommitId | None = None
 
     def entries(self) -> Mapping[bytes, Entry]:
         return {
@@ -95,17 +100,27 @@ class MemoryFiles:
                 except HelixError as exc:
                     log.warning("workspace index of %s failed: %s", hex_id(head), exc)
                 self.indexed = head
-                # A pass reads every text file of the commit (~0.2 s for 5,000 files),
-                # in a thread that shares the GIL with the FUSE loop: while the agent keeps
-                # committing, it may take a tenth of the daemon's time, not more.
-                pause = max(interval, 9 * (trio.current_time() - started))
+                if self._index_base is None:
+                    # The next pass walks the whole tree again (this one failed, or the
+                    # workspace is past the budget): in a thread that shares the GIL with
+                    # the FUSE loop, keep such walks to a tenth of the daemon's time.
+                    pause = max(interval, 9 * (trio.current_time() - started))
             await trio.sleep(pause)
 
-    def index_commit(self, commit: CommitId) -> None:
+    def index_commit(self, commit: CommitId) -> IndexReport:
         assert self.repo is not None
-        files = dict(workspace_texts(self.repo, hex_id(commit)))
-        report = self.memory().index_workspace(files, hex_id(commit))
+        base, self._index_base = self._index_base, None  # stays None if this pass fails
+        if base is None:
+            files = dict(workspace_texts(self.repo, hex_id(commit)))
+            report = self.memory().index_workspace(files, hex_id(commit))
+            # a walk cut short by the budget is no base for diffs: walk again next time
+            self._index_base = commit if len(files) < MAX_INDEXED_FILES else None
+        else:
+            files, removed = workspace_changes(self.repo, hex_id(base), hex_id(commit))
+            report = self.memory().index_workspace(files, hex_id(commit), removed=removed)
+            self._index_base = commit
         log.info("workspace index on %s: %s", hex_id(commit)[:12], report)
+        return report
 
     def context(self) -> str:
         block = self.memory().context(CONTEXT_BUDGET)
@@ -128,7 +143,7 @@ def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[t
             if entry.is_dir():
                 if entry.name not in SKIPPED_DIRS:
                     yield from walk(child)
-            elif stat.S_ISREG(entry.mode) and 0 < entry.size <= MAX_INDEXED_BYTES:
+            elif _indexable(entry):
                 if budget[0] <= 0:
                     return
                 data = repo.read(rev, child)
@@ -137,6 +152,28 @@ def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[t
                     yield child.decode("utf-8", "surrogateescape"), data
 
     yield from walk(path)
+
+
+def workspace_changes(repo: Repository, old: str, new: str) -> tuple[dict[str, bytes], list[str]]:
+    """The text files changed or added from commit `old` to `new`, and the paths that
+    left the index's reach (deleted, grown too big, turned binary): a diff of two trees
+    skips every unchanged folder, so this costs the change, not the workspace."""
+    files: dict[str, bytes] = {}
+    removed: list[str] = []
+    for change in repo.diff(old, new):
+        if SKIPPED_DIRS.intersection(change.path.split(b"/")[:-1]):
+            continue
+        name = change.path.decode("utf-8", "surrogateescape")
+        data = repo.read(new, change.path) if change.new and _indexable(change.new) else b"\0"
+        if b"\0" in data[:8192]:
+            removed.append(name)
+        else:
+            files[name] = data
+    return files, removed
+
+
+def _indexable(entry: TreeEntry) -> bool:
+    return stat.S_ISREG(entry.mode) and 0 < entry.size <= MAX_INDEXED_BYTES
 
 
 def _embedder() -> Embedder | None:

@@ -14,7 +14,7 @@ Public API (everything a surface needs)::
     mem.relate(a, b, rel) / edges(id)
     mem.checkpoint(task, done=, next=, hypotheses=, blocked=, files=, scope=) / resume()
     mem.brief(topic=None, budget_tokens=) / archive_candidates() / archive(ids)
-    mem.index_workspace({path: bytes}, commit_id) -> IndexReport
+    mem.index_workspace({path: bytes}, commit_id, removed=None) -> IndexReport
     mem.stats() / close()
 
 The engine lives in engine.py; the schema in db.py; the pipeline stages in redact.py,

@@ -718,15 +718,23 @@ class Memory:
 
     # -- workspace -----------------------------------------------------------------------
 
-    def index_workspace(self, files: Mapping[str, bytes], commit_id: str) -> IndexReport:
-        """Make the chunk index hold exactly `files` (the text files of a head commit).
+    def index_workspace(
+        self,
+        files: Mapping[str, bytes],
+        commit_id: str,
+        *,
+        removed: Sequence[str] | None = None,
+    ) -> IndexReport:
+        """Make the chunk index hold exactly `files` (the text files of a head commit);
+        with `removed` given, `files` are only those changed or added since the last
+        index and `removed` those gone (a diff of two commits: no re-read of the rest).
 
         Unchanged files are skipped by hash; chunk vectors come from the BLAKE3-keyed
         cache, so switching branches back and forth never embeds a text twice.
         """
         if not isinstance(commit_id, str) or not commit_id:
             raise InvalidInput("commit id is empty")
-        return workspace.index(self._conn, self._lock, files, commit_id, self._vectors)
+        return workspace.index(self._conn, self._lock, files, commit_id, self._vectors, removed)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -78,19 +78,28 @@ def index(
     files: Mapping[str, bytes],
     commit_id: str,
     vectors: EmbedderRunner | None,
+    removed: Sequence[str] | None = None,
 ) -> IndexReport:
+    """Index `files` as the workspace of `commit_id`: all of it, or with `removed` given,
+    only what changed since the last index (`files` changed or added, `removed` gone)."""
     if not isinstance(files, Mapping):
         raise InvalidInput("files must map path -> bytes")
     for path, data in files.items():
         if not isinstance(path, str) or not path or not isinstance(data, bytes | bytearray):
             raise InvalidInput(f"bad workspace entry {path!r}: need a path and its bytes")
+    if removed is not None and not all(isinstance(p, str) and p for p in removed):
+        raise InvalidInput("removed must be a list of paths")
     embedded_before = vectors.texts_embedded if vectors else 0
     with lock:
         known = {
             str(r[0]): str(r[1])
             for r in conn.execute("SELECT path, file_hash FROM workspace_files")
         }
-    removed = [p for p in known if p not in files]
+    if removed is None:
+        removed = [p for p in known if p not in files]
+    else:  # a changed file that is no longer text leaves the index too
+        removed = [*removed, *(p for p, d in files.items() if as_text(bytes(d)) is None)]
+        removed = [p for p in dict.fromkeys(removed) if p in known]
     chunks_removed = 0
     with lock, conn:
         for path in removed:

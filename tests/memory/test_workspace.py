@@ -119,3 +119,26 @@ def test_bad_workspace_input_is_refused(mem: Memory, files: object, commit: str)
     with pytest.raises(InvalidInput):
         mem.index_workspace(files, commit)  # type: ignore[arg-type]
     assert mem.stats()["chunks"] == 0
+
+
+def test_a_diff_updates_the_index_like_a_full_pass(mem: Memory) -> None:
+    mem.index_workspace(BRANCH_MAIN, "c1")
+    # main -> feature as a diff: auth.py changed, search.py added, setup.md removed
+    changed = {p: BRANCH_FEATURE[p] for p in ("src/auth.py", "src/search.py")}
+    report = mem.index_workspace(changed, "c2", removed=["docs/setup.md"])
+    assert (report.files_indexed, report.files_removed) == (2, 1)
+    assert all(h.path != "docs/setup.md" for h in mem.search("pip install helix init"))
+    assert mem.search("revoke session")[0].path == "src/auth.py"
+    billing = mem.search("billing pipeline step")[0]
+    assert (billing.path, billing.commit_id) == ("src/billing.py", "c2")  # untouched, kept
+    full = mem.index_workspace(BRANCH_FEATURE, "c3")  # a full pass finds nothing to do
+    assert (full.files_indexed, full.files_removed) == (0, 0)
+
+
+def test_a_changed_file_that_is_no_longer_text_leaves_the_index(mem: Memory) -> None:
+    mem.index_workspace(BRANCH_MAIN, "c1")
+    report = mem.index_workspace({"src/auth.py": b"\x00\x01binary"}, "c2", removed=[])
+    assert report.files_removed == 1
+    assert all(h.path != "src/auth.py" for h in mem.search("refresh token"))
+    with pytest.raises(InvalidInput, match="removed"):
+        mem.index_workspace({}, "c3", removed=[""])

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 import trio
 
@@ -20,6 +21,7 @@ from helixfs.cli.main import run_in_process
 from helixfs.daemon.control import ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import MountLock, is_locked, read_holder
+from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
 from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.vcs.repo import Repository
 
@@ -176,3 +178,53 @@ def test_socket_is_removed_when_the_server_stops(store: Path) -> None:
         assert (store / "control.sock").exists()
     assert not (store / "control.sock").exists()
     assert forward(store, ["log"], io.StringIO(), io.StringIO()) is None
+
+
+def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int, str]]]:
+    conn = apsw.Connection(str(db))
+    try:
+        files = {
+            (str(p), str(h)) for p, h in conn.execute("SELECT path, file_hash FROM workspace_files")
+        }
+        chunks = {
+            (str(p), int(a), int(b), str(h))
+            for p, a, b, h in conn.execute("SELECT path, start_line, end_line, hash FROM chunks")
+        }
+        return files, chunks
+    finally:
+        conn.close()
+
+
+def test_the_workspace_index_follows_a_diff_as_a_full_pass_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    text = b"def handler(request):\n    return request.body\n"
+    with Repository.init(tmp_path / "store") as repo:
+        repo.commit(
+            {f"src/m{i}.py": text + b"# %d\n" % i for i in range(40)}
+            | {"docs/a.md": b"# A\n", "grows.txt": b"small\n", "turns.bin": b"text\n"},
+            "one",
+        )
+        daemon_side = MemoryFiles(tmp_path / "store", repo)
+        first = daemon_side.index_commit(repo.resolve())
+        assert first.files_seen == 43
+        repo.commit(
+            {
+                "src/m1.py": text + b"# changed\n",
+                "src/m2.py": None,
+                "docs/b.md": b"# B\n",
+                "node_modules/x.js": b"ignored\n",
+                "grows.txt": b"x" * (600 << 10),  # past the size limit: leaves the index
+                "turns.bin": b"\x00binary",
+            },
+            "two",
+        )
+        diffed = daemon_side.index_commit(repo.resolve())
+        assert diffed.files_seen == 2  # m1.py and b.md were read, not the 40 others
+        daemon_side.close()
+        (tmp_path / "full").mkdir()
+        full_side = MemoryFiles(tmp_path / "full", repo)
+        full_side.index_commit(repo.resolve())
+        full_side.close()
+    assert _index_rows(tmp_path / "store" / MEMORY_DB) == _index_rows(tmp_path / "full" / MEMORY_DB)
