@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from helixfs.ids import ObjectId
+
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
 EDITS_KEPT = 1 << 16  # byte ranges remembered since the last store; past that, "all of it"
@@ -42,7 +44,7 @@ class Spool:
     """
 
     def __init__(
-        self, tmp_dir: Path, read_base: ReadBase, base_size: int, base_id: object = None
+        self, tmp_dir: Path, read_base: ReadBase, base_size: int, base_id: ObjectId | None = None
     ) -> None:
         self._tmp_dir = tmp_dir
         self._memory: bytearray | None = bytearray()
@@ -166,7 +168,7 @@ class Spool:
                 merged.append((low, high))
         return merged
 
-    def stored(self, content_id: object = None) -> None:
+    def stored(self, content_id: ObjectId | None = None) -> None:
         """The content went to the store (as `content_id`): later reads may keep using
         the spool, and later edits apply to that content."""
         self.dirty = False
@@ -266,7 +268,7 @@ class SpoolTable:
         return found[1] if found else None
 
     def ensure(
-        self, node: object, read_base: ReadBase, base_size: int, base_id: object = None
+        self, node: object, read_base: ReadBase, base_size: int, base_id: ObjectId | None = None
     ) -> Spool:
         found = self.get(node)
         if found is None:

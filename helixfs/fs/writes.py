@@ -7,7 +7,7 @@ where they wait until then).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import InvalidInput, IsADirectory
 from helixfs.fs.edge import Stale
@@ -15,7 +15,6 @@ from helixfs.fs.handles import FileHandle
 from helixfs.fs.inodes import NodeInode
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import Spool, SpoolTable
-from helixfs.ids import ObjectId
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
@@ -75,7 +74,7 @@ class Writes:
         worktree.set_content(
             node,
             spool.source(),
-            edited=None if edits is None else (cast(ObjectId, spool.base_id), edits),
+            edited=None if edits is None or spool.base_id is None else (spool.base_id, edits),
         )
         worktree.set_attrs(node, mtime_ns=mtime)
         spool.stored(node.oid)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from helixfs.ids import ObjectId
-from helixfs.vcs.objects import Tree, is_page_end
+from helixfs.ids import ObjectId, object_id
+from helixfs.vcs.objects import Tree, encode_tree_raw, is_page_end, page_lengths
 
 
 @dataclass(slots=True)
@@ -27,7 +27,7 @@ class Page:
     end: bytes | None  # its last name; None for the last page, which takes every name after
     oid: ObjectId
     count: int
-    pure: bool  # no editor temp file in it or below (see Worktree._commit_tree)
+    pure: bool  # known to hold no editor temp file, even below (see Worktree._commit_tree)
 
 
 T = TypeVar("T")
@@ -75,6 +75,26 @@ def repage(
             stop = len(listing) if high is None else after(high)
             pages[first : last + 1] = write(start, stop)
     pages[-1].end = None
+    return pages
+
+
+def write_pages(
+    names: Sequence[bytes],
+    raws: Sequence[bytes],
+    objects: dict[ObjectId, bytes],
+    stored: Callable[[ObjectId], bool] = lambda _: False,
+) -> list[Page]:
+    """A run of entries (names and encoded entries, from one page cut to another) as
+    page records in `objects`, leaving out those `stored` already. Purity is not known
+    here: the pages say "not known pure", for the work tree to find out."""
+    pages, start = [], 0
+    for length in page_lengths(names):
+        record = encode_tree_raw(raws[start : start + length])
+        oid = object_id(record)
+        if oid not in objects and not stored(oid):
+            objects[oid] = record
+        start += length
+        pages.append(Page(names[start - 1], oid, length, False))
     return pages
 
 

@@ -32,9 +32,8 @@ from helixfs.vcs.objects import (
     encode_tree_raw,
     join_pages,
     kind_of,
-    page_lengths,
 )
-from helixfs.vcs.pages import Page, pages_of, repage
+from helixfs.vcs.pages import pages_of, repage, write_pages
 
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
@@ -129,7 +128,9 @@ class Trees:
                 names,
                 _itself,
                 changed,
-                lambda start, stop: self._pages(raws[start:stop], names[start:stop], objects),
+                lambda start, stop: write_pages(
+                    names[start:stop], raws[start:stop], objects, self.store.contains
+                ),
             )
             pages = tuple((page.oid, page.count) for page in new)
             record = encode_paged(pages)
@@ -137,18 +138,6 @@ class Trees:
         objects[oid] = record
         self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws), pages))
         return oid
-
-    def _pages(self, raws: list[bytes], names: list[bytes], objects: Objects) -> list[Page]:
-        """A run of entries as pages; pages the store holds already are not written."""
-        pages, start = [], 0
-        for length in page_lengths(names):
-            record = encode_tree_raw(raws[start : start + length])
-            page = object_id(record)
-            if page not in objects and not self.store.contains(page):
-                objects[page] = record
-            start += length
-            pages.append(Page(names[start - 1], page, length, True))
-        return pages
 
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)

@@ -62,10 +62,9 @@ from helixfs.vcs.objects import (
     encode_entry,
     encode_paged,
     encode_tree_raw,
-    page_lengths,
     uncompressed,
 )
-from helixfs.vcs.pages import Page, pages_of, repage
+from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import show_path
 
@@ -589,7 +588,7 @@ class Worktree:
         )
         node.pages = pages
         at = 0
-        for page in pages:  # pages loaded under an impure parent may well be pure
+        for page in pages:  # new pages, and pages loaded under an impure parent
             if not page.pure:
                 page.pure = all(_keeps_pure(name, c) for name, c in listing[at : at + page.count])
             at += page.count
@@ -598,21 +597,11 @@ class Worktree:
 
     def _write_pages(self, run: list[tuple[bytes, Node]], objects: Objects) -> list[Page]:
         """Encode a run of children that starts and ends at page cuts, as pages."""
-        pages, at = [], 0
-        for length in page_lengths([name for name, _ in run]):
-            part = run[at : at + length]
-            record = encode_tree_raw(
-                [
-                    child.raw if child.raw is not None else self._entry_raw(child, objects)
-                    for _, child in part
-                ]
-            )
-            oid = object_id(record)
-            objects[oid] = record
-            pure = all(_keeps_pure(name, child) for name, child in part)
-            pages.append(Page(part[-1][0], oid, length, pure))
-            at += length
-        return pages
+        raws = [
+            child.raw if child.raw is not None else self._entry_raw(child, objects)
+            for _, child in run
+        ]
+        return write_pages([name for name, _ in run], raws, objects)
 
     def _entry_raw(self, child: Node, objects: Objects) -> bytes:
         if child.dirty:
