@@ -455,19 +455,25 @@ def bench_metadata(base: Path, native: Path, sizes: Sizes) -> list[Row]:
 DATABASE_COMMITS = 200
 
 
-def database_commit_ms(folder: Path, rows: int) -> float:
+def database_commit_ms(
+    folder: Path, rows: int, stored_bytes: Callable[[], int] | None = None
+) -> tuple[float, float | None]:
     """ms per SQLite transaction (one row updated, committed with fsync) in a database
-    of `rows` rows: the database is loaded first, only the commits are timed."""
+    of `rows` rows: the database is loaded first, only the commits are timed. With
+    `stored_bytes`, also the store's growth per transaction, in KB."""
     db = sqlite3.connect(folder / "bench.db")
     try:
         db.execute("create table t(id integer primary key, v text)")
         db.executemany("insert into t(v) values (?)", [("x" * 500,)] * rows)
         db.commit()
+        before = stored_bytes() if stored_bytes else 0
         start = time.perf_counter()
         for i in range(DATABASE_COMMITS):
-            db.execute("update t set v = ? where id = ?", ("y" * 500, i * 37 % rows + 1))
+            db.execute("update t set v = ? where id = ?", (f"{i:08}" * 60, i * 37 % rows + 1))
             db.commit()
-        return (time.perf_counter() - start) / DATABASE_COMMITS * 1000
+        took = (time.perf_counter() - start) / DATABASE_COMMITS * 1000
+        grown = (stored_bytes() - before) / DATABASE_COMMITS / 1024 if stored_bytes else None
+        return took, grown
     finally:
         db.close()
         (folder / "bench.db").unlink()
@@ -475,14 +481,21 @@ def database_commit_ms(folder: Path, rows: int) -> float:
 
 def bench_database(base: Path, native: Path, sizes: Sizes) -> list[Row]:
     """No target: a database kept open and committed to, whose fsyncs used to store the
-    whole file again (ADR 0016)."""
+    whole file again (ADR 0016) and its re-cut chunks whole (ADR 0017)."""
     with mounted(base, "db", 300) as mount:
-        helix_ms = database_commit_ms(mount.path, sizes.database_rows)
+        store = mount.store
+
+        def stored_bytes() -> int:
+            return int(json.loads(helix("--store", store, "stats", "--json"))["stored_bytes"])
+
+        helix_ms, grown = database_commit_ms(mount.path, sizes.database_rows, stored_bytes)
     disk = base / "dbdisk"
     disk.mkdir()
     name = f"SQLite commit, {sizes.database_rows * 500 >> 20} MB database"
-    tmpfs_ms = database_commit_ms(native, sizes.database_rows)
-    return [Row(name, helix_ms, tmpfs_ms, "ms", disk=database_commit_ms(disk, sizes.database_rows))]
+    tmpfs_ms, _ = database_commit_ms(native, sizes.database_rows)
+    disk_ms, _ = database_commit_ms(disk, sizes.database_rows)
+    extra = {"stored_kb_per_commit": grown}
+    return [Row(name, helix_ms, tmpfs_ms, "ms", disk=disk_ms, extra=extra)]
 
 
 def rss_mb(pid: int) -> float:

@@ -12,7 +12,7 @@ import bisect
 import io
 import itertools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pyfastcdc
@@ -50,11 +50,16 @@ Sink = Callable[[Mapping[ObjectId, bytes]], None]
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """The result of storing a content: its id, its size, and records not yet written."""
+    """The result of storing a content: its id, its size, and records not yet written.
+
+    `bases` hints, for records in `objects`, the stored record each one replaces: a
+    re-cut chunk is stored as a delta on the old chunk at its offset (ADR 0017).
+    """
 
     oid: ObjectId
     size: int
     objects: Objects
+    bases: dict[ObjectId, ObjectId] = field(default_factory=dict)
 
 
 def pack_bytes(data: bytes | bytearray | memoryview) -> Stored:
@@ -109,12 +114,14 @@ def store_edited(
     an edit are kept too, since FastCDC decides a cut from the bytes since the last one.
     The result is exactly what store_stream gives, for the cost of the edits: a database
     commit in a 100 MB file re-reads ~200 KB instead of 100 MB. New chunks come back in
-    `objects` (written with the save) unless they pass FLUSH_BYTES (then to `sink`).
+    `objects` (written with the save) unless they pass FLUSH_BYTES (then to `sink`);
+    each comes with the old chunk at its offset as a delta base hint.
     """
     starts, ids = old
     lengths = [b - a for a, b in itertools.pairwise(starts)]
     resync = {cut: n for n, cut in enumerate(starts[1:-1], 1)}  # the old end is no CDC cut
     pending: Objects = {}
+    bases: dict[ObjectId, ObjectId] = {}
     pending_bytes = 0
     refs: list[tuple[ObjectId, int]] = []
     pos, kept = 0, 0  # refs describe [0, pos); old chunks from `kept` on may follow
@@ -129,6 +136,8 @@ def store_edited(
         source.seek(pos)
         for chunk in _CDC.cut_stream(source):
             refs.append(_add_chunk(pending, chunk.data))
+            if pos < starts[-1]:
+                bases[refs[-1][0]] = ids[bisect.bisect_right(starts, pos) - 1]
             pos += chunk.length
             pending_bytes += chunk.length
             if pending_bytes >= FLUSH_BYTES:
@@ -142,7 +151,10 @@ def store_edited(
     refs.extend(zip(ids[kept:], lengths[kept:], strict=True))
     if sum(length for _, length in refs) != size:
         raise InvalidInput(f"edits do not describe a file of {size} bytes")
-    return _finish_index(pending, refs)
+    stored = _finish_index(pending, refs)
+    # hints only for records still to be written, never a chunk onto itself
+    stored.bases.update((new, old) for new, old in bases.items() if new in pending and new != old)
+    return stored
 
 
 def _add_chunk(objects: Objects, data: bytes | memoryview) -> tuple[ObjectId, int]:

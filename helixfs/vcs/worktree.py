@@ -410,6 +410,7 @@ class Worktree:
         two); streamed chunks of big files went to the store already. Reads see the
         queue, and the filesystem saves before a close returns."""
         self._unwritten.update(stored.objects)
+        self._bases.update(stored.bases)
         if previous is not None and previous != stored.oid and stored.oid in stored.objects:
             self._bases[stored.oid] = previous
         return stored

@@ -179,6 +179,10 @@ def test_storing_only_the_edits_gives_the_same_content_as_storing_it_all() -> No
         needed = set(decode_chunked(fresh.objects[fresh.oid]).chunks)
         kept = set(decode_chunked(stored.objects[stored.oid]).chunks)
         assert {oid for oid, _ in needed - kept} <= set(edited.objects) | set(sunk)
+        # each hint is a new record of this write onto a chunk of the old content
+        assert set(edited.bases) <= set(edited.objects) - {edited.oid}
+        assert set(edited.bases.values()) <= {oid for oid, _ in kept}
+        assert all(new != old for new, old in edited.bases.items())
         stored = fresh
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import stat
 
 import pytest
@@ -185,6 +186,31 @@ def test_attrs_truncate_and_xattrs(repo: Repository, tree: Worktree) -> None:
         tree.remove_xattr(f, b"user.note")
     tree.commit()
     assert repo.entry("HEAD", "f").xattrs == ()  # type: ignore[union-attr]
+
+
+def test_a_page_edited_in_a_big_file_is_stored_as_deltas_on_the_old_chunks(
+    disk_repo: Repository,
+) -> None:
+    """A database commit rewrites a page or two: the chunks re-cut around it are stored
+    as deltas on the chunks they replace, not whole (ADR 0017), and stay readable when
+    the old version goes."""
+    repo, tree = disk_repo, disk_repo.worktree("main")
+    data = bytearray(random.Random(4).randbytes(8 << 20))
+    node = tree.create(tree.root, b"app.db")
+    tree.set_content(node, io.BytesIO(bytes(data)))
+    tree.commit()
+    old_chunks = set(repo.contents.chunks(node.oid)[1])  # type: ignore[index]
+    before = repo.store.stats().stored_bytes
+    for page in (300, 1000, 1700):  # three 4 KiB pages far apart
+        data[page * 4096 : (page + 1) * 4096] = random.Random(page).randbytes(4096)
+        edits = [(page * 4096, (page + 1) * 4096)]
+        tree.set_content(node, io.BytesIO(bytes(data)), edited=(node.oid, edits))
+        tree.commit()
+    grown = repo.store.stats().stored_bytes - before
+    assert grown < 3 * 16_000  # whole, the re-cut chunks would be ~3 x 2 x 64 KiB
+    assert repo.read("HEAD", "app.db") == bytes(data)
+    repo.store.delete(old_chunks - set(repo.contents.chunks(node.oid)[1]))  # type: ignore[index]
+    assert repo.read("HEAD", "app.db") == bytes(data)
 
 
 def test_big_file_streamed_from_a_spool_and_range_read(
