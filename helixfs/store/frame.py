@@ -14,6 +14,9 @@ Payload per codec:
 * DELTA - base id (32) + chain depth (1) + varint prefix + varint suffix + varint middle
   length + an LZ4 block of the middle, compressed with the base's middle as dictionary.
   The record is base[:prefix] + middle + base[len(base)-suffix:].
+* BODY  - not a frame but where one is: the key of a RAW or LZ4 frame stored apart
+  (RocksStore's ``bodies``, ADR 0018) (8) + that frame's length (4) + the record's size
+  (4), all big-endian. Only the store that wrote it resolves it.
 
 Why this delta and not a line diff: an AI edit touches a few lines. Trimming the common
 prefix and suffix (found with C-speed `startswith`/`endswith` binary searches, no byte
@@ -46,11 +49,13 @@ class Codec(IntEnum):
     RAW = 0
     LZ4 = 1
     DELTA = 2
+    BODY = 3
 
 
 _HEADERS = {codec: MAGIC + bytes((FRAME_VERSION, codec)) for codec in Codec}
 _DELTA_HEADER = _HEADERS[Codec.DELTA]
 _DEPTHS = [bytes((n,)) for n in range(256)]
+_BODY = struct.Struct(">QII")
 DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the varints
 TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
 TRIM_STEP = 128  # trims stop this close to exact: LZ4 codes the rest as one dictionary match
@@ -124,6 +129,8 @@ def decode_plain(oid: ObjectId, frame: bytes, codec: Codec) -> bytes:
     """The record held by a RAW or LZ4 frame (not yet verified)."""
     if codec is Codec.RAW:
         return frame[HEADER_SIZE:]
+    if codec is not Codec.LZ4:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: a {codec.name} frame stored whole")
     size = _lz4_size(oid, frame)
     try:
         return bytes(lz4.block.decompress(memoryview(frame)[HEADER_SIZE + 4 :], size))
@@ -147,7 +154,34 @@ def logical_size(oid: ObjectId, frame: bytes) -> int:
         return len(frame) - HEADER_SIZE
     if codec is Codec.LZ4:
         return _lz4_size(oid, frame)
+    if codec is Codec.BODY:
+        return parse_body(oid, frame).size
     return parse_delta(oid, frame).size
+
+
+# ---------------------------------------------------------------- body (a frame stored apart)
+
+
+class Body(NamedTuple):
+    key: bytes  # the frame's key among the bodies: its place in write order
+    length: int  # the frame's length
+    size: int  # the record's size
+
+
+def encode_body(key: int, frame: bytes, size: int) -> bytes:
+    """The BODY frame that stands for `frame`, stored under `key` (a sequence number)."""
+    return _HEADERS[Codec.BODY] + _BODY.pack(key, len(frame), size)
+
+
+def body_key(key: int) -> bytes:
+    return key.to_bytes(8, "big")
+
+
+def parse_body(oid: ObjectId, frame: bytes) -> Body:
+    if len(frame) != HEADER_SIZE + _BODY.size:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: a BODY frame of {len(frame)} bytes")
+    key, length, size = _BODY.unpack_from(frame, HEADER_SIZE)
+    return Body(body_key(key), length, size)
 
 
 # ---------------------------------------------------------------- delta

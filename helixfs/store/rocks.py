@@ -2,10 +2,14 @@
 
 Column families, each with its own key space so no prefix can ever collide:
 
-* ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py). Frames
-  of 16 KiB and more (file chunks) live in RocksDB blob files (rocksdb_open.py).
+* ``objects`` - key: object id (32 bytes); value: an HXS frame (store/frame.py). A plain
+  frame of 16 KiB and more (a file chunk) is stored in ``bodies`` and stands here as a
+  BODY frame naming it (ADR 0018).
+* ``bodies``  - key: a sequence number (8 bytes, big-endian) in write order; value: the
+  frame. In RocksDB blob files, so a file's chunks lie in the file's order on disk.
 * ``refs``    - key: ref name (utf-8); value: the ref's bytes.
-* ``meta``    - key ``format``: the store layout version (b"1"). A newer layout is refused.
+* ``meta``    - key ``format``: the store layout version (b"2"; a b"1" store, from before
+  ``bodies``, is upgraded on open). A newer layout is refused.
 
 Next to RocksDB's own LOCK file we keep ``OWNER`` (the holder's pid), so a second opener
 is told which process holds the store, not just that a lock failed.
@@ -23,6 +27,7 @@ no other writer can move them, and a commit's CAS then costs no RocksDB read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -46,17 +51,22 @@ from helixfs.store.frame import (
     Codec,
     Delta,
     apply_delta,
+    body_key,
     codec_of,
     decode_plain,
+    encode_body,
     encode_delta,
     encode_plain,
     encode_raw,
     logical_size,
+    parse_body,
     parse_delta,
     verify,
 )
 from helixfs.store.rocksdb_open import (
+    BLOB_FAMILIES,
     COLUMN_FAMILIES,
+    MIN_BLOB_BYTES,
     RELOCATE_AT_GARBAGE,
     blob_garbage_ratio,
     claim_owner,
@@ -78,7 +88,8 @@ from helixfs.store.validate import (
 )
 
 _open_db = open_db  # tests elsewhere (tests/vcs) open the raw DB through this name
-STORE_FORMAT = b"1"
+STORE_FORMAT = b"2"
+OLDER_FORMATS = (b"1",)  # no `bodies` yet: nothing to convert, the marker is raised on open
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 REF_CACHE_LIMIT = 4096  # refs cached, present or absent
@@ -134,6 +145,10 @@ class RocksStore:
         self._objects_cf = self._db.get_column_family("objects")
         self._objects_cf.set_read_options(unchecked_reads())
         self._refs_cf = self._db.get_column_family("refs")
+        self._bodies = self._db.get_column_family_handle("bodies")
+        self._bodies_cf = self._db.get_column_family("bodies")
+        self._bodies_cf.set_read_options(unchecked_reads())
+        self._next_body = self._last_body() + 1
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
         self._sync_write = rocksdict.WriteOptions()
@@ -234,7 +249,7 @@ class RocksStore:
                     continue  # never re-encode a stored object: keeps delta chains acyclic
                 record = bytes(data)
                 encoded = self._encode(record, hints.get(oid), fresh)
-                batch.put(oid, encoded.frame, self._objects)
+                self._put(batch, oid, encoded)
                 if encoded.base is not None:
                     edges.append((encoded.base, oid))
                 fresh[oid] = Known(record, encoded.depth)
@@ -271,7 +286,7 @@ class RocksStore:
             for oid in doomed:
                 self._rescue_dependents(oid, doomed, dependents, batch, rescued)
             for oid in doomed:
-                batch.delete(oid, self._objects)
+                self._drop(batch, oid)
             self._epoch += 1  # odd: caches may not learn anything until this settles
             try:
                 self._apply(batch)
@@ -299,7 +314,7 @@ class RocksStore:
                 continue
             known = self._load(dependent, self._frame(dependent))
             encoded = self._encode(known.record, self._surviving_ancestor(oid, doomed), rescued)
-            batch.put(dependent, encoded.frame, self._objects)
+            self._put(batch, dependent, encoded)
             if encoded.base is not None:
                 dependents.setdefault(encoded.base, set()).add(dependent)
             rescued[dependent] = Known(known.record, encoded.depth)
@@ -345,6 +360,7 @@ class RocksStore:
 
     def _flush_bulk(self) -> None:
         if self._unlogged:
+            self._bodies_cf.flush(True)  # bodies first: never a BODY frame without its body
             self._objects_cf.flush(True)
             self._unlogged = False
 
@@ -373,20 +389,24 @@ class RocksStore:
             self._flush_bulk()
             for name in COLUMN_FAMILIES:
                 self._db.get_column_family(name).compact_range(None, None, everything)
-            if blob_garbage_ratio(self._objects_cf) >= RELOCATE_AT_GARBAGE:
-                with relocating_blobs(self._objects_cf):
-                    self._objects_cf.compact_range(None, None, everything)
+            for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
+                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
+                    with relocating_blobs(family):
+                        family.compact_range(None, None, everything)
 
     # ------------------------------------------------------------------ stats, lifecycle
 
     def stats(self) -> StoreStats:
         """A full scan of the objects: exact figures, meant for `helix stats`, not loops."""
         self._check_open()
-        count = logical = stored = deltas = delta_bytes = unreadable = 0
+        count = logical = stored = deltas = delta_bytes = unreadable = bodies = 0
         for key, frame in scan(self._objects_cf, b""):
             count += 1
             try:
                 logical += logical_size(ObjectId(key), frame)
+                if frame[4] == Codec.BODY:
+                    bodies += 1
+                    stored += len(body_key(0)) + parse_body(ObjectId(key), frame).length
             except HelixError:
                 unreadable += 1  # stats still answer; fsck names the culprits
             stored += len(key) + len(frame)
@@ -404,6 +424,7 @@ class RocksStore:
                 "delta_objects": deltas,
                 "unreadable_frames": unreadable,
                 "delta_bytes": delta_bytes,
+                "body_objects": bodies,
                 "frame_cache_bytes": self._frames.size_bytes,
                 "frame_cache_hits": self._frames.hits,
                 "frame_cache_misses": self._frames.misses,
@@ -422,6 +443,7 @@ class RocksStore:
             # RocksDB's LOCK is released only when the last handle on the DB is gone,
             # column-family handles included: drop them all, then close.
             del self._objects, self._refs, self._objects_cf, self._refs_cf
+            del self._bodies, self._bodies_cf
             self._db.close()
             del self._db
             forget_owner(self.path)
@@ -444,7 +466,7 @@ class RocksStore:
     def _check_format(self) -> None:
         meta = self._db.get_column_family("meta")
         found = meta.get(b"format")
-        if found is None:
+        if found is None or found in OLDER_FORMATS:
             meta[b"format"] = STORE_FORMAT
         elif found != STORE_FORMAT:
             raise UnsupportedVersion(
@@ -465,9 +487,44 @@ class RocksStore:
             frame = self._objects_cf.get(oid)
             if frame is None:
                 raise NotFound(f"object {hex_id(oid)} is not in the store")
+            if len(frame) > HEADER_SIZE and frame[4] == Codec.BODY:
+                frame = self._body(oid, frame)
             if keep:
                 self._remember(self._frames, oid, frame, len(frame))
         return frame
+
+    def _body(self, oid: ObjectId, frame: bytes) -> bytes:
+        """The frame a BODY frame stands for (its bytes are checked by the record's hash)."""
+        codec_of(oid, frame)  # a foreign or newer frame is refused, not followed
+        body: bytes | None = self._bodies_cf.get(parse_body(oid, frame).key)
+        if body is None:
+            raise CorruptObject(
+                f"object {hex_id(oid)} is corrupt: its stored frame is missing (run `helix fsck`)"
+            )
+        return body
+
+    def _put(self, batch: rocksdict.WriteBatch, oid: ObjectId, encoded: Encoded) -> None:
+        """Queue a frame; a large plain one goes to `bodies`, next in write order."""
+        if encoded.base is not None or len(encoded.frame) < MIN_BLOB_BYTES:
+            batch.put(oid, encoded.frame, self._objects)
+            return
+        key, self._next_body = self._next_body, self._next_body + 1
+        size = logical_size(oid, encoded.frame)
+        batch.put(body_key(key), encoded.frame, self._bodies)
+        batch.put(oid, encode_body(key, encoded.frame, size), self._objects)
+
+    def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId) -> None:
+        frame = self._objects_cf.get(oid)
+        if frame is not None and len(frame) > HEADER_SIZE and frame[4] == Codec.BODY:
+            # a damaged BODY frame names no body: dropping the object is all we can do
+            with contextlib.suppress(CorruptObject):
+                batch.delete(parse_body(oid, frame).key, self._bodies)
+        batch.delete(oid, self._objects)
+
+    def _last_body(self) -> int:
+        cursor = self._bodies_cf.iter()
+        cursor.seek_to_last()
+        return int.from_bytes(cursor.key(), "big") if cursor.valid() else 0
 
     def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:
         """Cache what a read found, unless a gc ran meanwhile (it may be stale then).

@@ -16,7 +16,8 @@ import rocksdict
 from helixfs.errors import InvalidInput, StoreLocked
 
 OWNER_FILE = "OWNER"
-COLUMN_FAMILIES = ("objects", "refs", "meta")
+COLUMN_FAMILIES = ("objects", "bodies", "refs", "meta")
+BLOB_FAMILIES = ("objects", "bodies")  # objects: the chunks of stores from before ADR 0018
 BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's last
 BLOB_FILE_BYTES = 256 << 20
@@ -36,12 +37,16 @@ def open_db(path: Path) -> rocksdict.Rdict:
         raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
     cache = rocksdict.Cache(BLOCK_CACHE_BYTES)  # one block cache shared by every family
     options = db_options(cache)
+    # Bulk writes skip the log, so a flush must never persist an object's BODY frame
+    # in `objects` without its frame in `bodies` (ADR 0018): every family flushes at once.
+    options.set_atomic_flush(True)
     try:  # RocksDB refuses to open unless every existing family is named
         existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}
     except Exception:  # a new, empty directory has none
         existing = set()
     families = {
-        name: db_options(cache, blobs=name == "objects") for name in existing.union(COLUMN_FAMILIES)
+        name: db_options(cache, blobs=name in BLOB_FAMILIES)
+        for name in existing.union(COLUMN_FAMILIES)
     }
     try:
         return rocksdict.Rdict(str(path), options, column_families=families)
@@ -101,11 +106,10 @@ def db_options(cache: rocksdict.Cache, *, blobs: bool = False) -> rocksdict.Opti
 def set_blob_options(options: rocksdict.Options) -> None:
     """Chunk-sized values go to blob files (ADR 0011), not into the SSTs.
 
-    A flush writes a memtable's chunks (~16 MiB of a file written in order) into one
-    blob file, so a file read in order reads a few files region by region instead of
-    hash-ordered SST blocks; compactions rewrite only keys and blob references. Values
-    are not compressed again: chunks are LZ4 frames already, mostly of incompressible
-    data.
+    Chunks are keyed by write order in `bodies` (ADR 0018), so a flush writes a file's
+    chunks into a blob file in the file's order, and a file read in order reads it as
+    a stream; compactions rewrite only keys and blob references. Values are not
+    compressed again: chunks are LZ4 frames already, mostly of incompressible data.
 
     Blob GC is off in background compactions (ADR 0014): it would move the live blobs
     of the oldest files on every compaction, garbage or not, rewriting a large file's

@@ -15,6 +15,7 @@ from fs_client import CTX, Client, expect_errno, make_ops
 
 from helixfs.fs.operations import Operations
 from helixfs.ids import ObjectId
+from helixfs.store.frame import Codec, codec_of, parse_body
 from helixfs.store.rocksdb_open import open_db
 from helixfs.vcs.repo import Repository
 
@@ -53,10 +54,12 @@ def flip_last_byte(store: Path, oid: ObjectId) -> None:
     """Damage a stored frame behind the store's back (closed): same length, one bit off,
     so only the hash check can tell."""
     db = open_db(store / "objects")
-    objects = db.get_column_family("objects")
-    frame = objects.get(oid)
-    objects[oid] = frame[:-1] + bytes([frame[-1] ^ 1])
-    del objects
+    family, key = db.get_column_family("objects"), bytes(oid)
+    if codec_of(oid, family[key]) is Codec.BODY:  # the frame itself is in `bodies`
+        family, key = db.get_column_family("bodies"), parse_body(oid, family[key]).key
+    frame = family[key]
+    family[key] = frame[:-1] + bytes([frame[-1] ^ 1])
+    del family
     db.close()
 
 

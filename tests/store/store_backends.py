@@ -10,6 +10,7 @@ import rocksdict
 
 from helixfs.ids import ObjectId
 from helixfs.store import ObjectStore
+from helixfs.store.frame import FRAME_VERSION, Codec, parse_body
 from helixfs.store.memory import MemoryStore
 from helixfs.store.rocks import RocksStore
 from helixfs.store.rocksdb_open import COLUMN_FAMILIES
@@ -32,11 +33,14 @@ def raw_rocks_edit(path: Path, oid: ObjectId, change: Callable[[bytes], bytes]) 
     """Rewrite a stored frame straight in RocksDB, behind the store's back."""
     families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
     db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
-    objects = db.get_column_family("objects")
-    frame = objects.get(oid)
+    family, key = db.get_column_family("objects"), bytes(oid)
+    frame = family.get(key)
     assert isinstance(frame, bytes), "tampering with an object that is not stored"
-    objects[oid] = change(frame)
-    del objects
+    if frame[3:5] == bytes((FRAME_VERSION, Codec.BODY)):  # the frame is stored apart
+        family, key = db.get_column_family("bodies"), parse_body(oid, frame).key
+        frame = family[key]
+    family[key] = change(frame)
+    del family
     db.close()
 
 

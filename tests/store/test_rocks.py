@@ -16,7 +16,7 @@ from store_backends import raw_rocks_edit, raw_rows
 from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, UnsupportedVersion
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import RefUpdate, rocksdb_open
-from helixfs.store.frame import Codec, codec_of, parse_delta
+from helixfs.store.frame import Codec, codec_of, encode_plain, parse_body, parse_delta
 from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
 from helixfs.store.rocksdb_open import COLUMN_FAMILIES
 
@@ -251,7 +251,7 @@ def test_newer_store_layout_is_refused(store: RocksStore, path: Path) -> None:
     families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
     db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
     meta = db.get_column_family("meta")
-    meta[b"format"] = b"2"
+    meta[b"format"] = b"3"
     del meta
     db.close()
     with pytest.raises(UnsupportedVersion, match="upgrade"):
@@ -632,3 +632,84 @@ def test_damaged_blob_is_corrupt_not_returned(store: RocksStore, path: Path) -> 
     blob.write_bytes(bytes(data))
     with RocksStore(path) as reopened, pytest.raises(CorruptObject):
         reopened.get(next(iter(chunks)))
+
+
+# ---------------------------------------------------------------- bodies (ADR 0018)
+
+
+def body_keys(path: Path, oids: list[ObjectId]) -> list[bytes]:
+    objects = frames(path)
+    return [parse_body(oid, objects[oid]).key for oid in oids]
+
+
+def test_chunks_are_stored_apart_in_write_order_and_numbering_survives_reopen(
+    store: RocksStore, path: Path
+) -> None:
+    first = chunk_records(8)
+    store.write(first)
+    store.close()
+    keys = body_keys(path, list(first))
+    assert keys == sorted(keys) and len(set(keys)) == 8 == len(raw_rows(path, "bodies"))
+    second = chunk_records(4)
+    with RocksStore(path) as reopened:
+        reopened.write(second)  # numbered after the first: no body is written over
+        assert all(reopened.get(oid) == data for oid, data in {**first, **second}.items())
+        assert reopened.stats().extra["body_objects"] == 12
+    assert min(body_keys(path, list(second))) > max(keys)
+
+
+def test_small_records_and_deltas_stay_in_objects(store: RocksStore, path: Path) -> None:
+    versions = [os.urandom(40_000)]
+    versions.append(versions[0][:20_000] + b"edit" + versions[0][20_004:])
+    write_chain(store, versions)
+    store.write({object_id(b"small"): b"small"})
+    store.close()
+    assert len(raw_rows(path, "bodies")) == 1  # the first version only
+    assert codec_of(object_id(versions[1]), frames(path)[object_id(versions[1])]) is Codec.DELTA
+
+
+def test_deleting_a_chunk_deletes_its_body(store: RocksStore, path: Path) -> None:
+    chunks = chunk_records(4)
+    store.write(chunks)
+    stored = store.stats().stored_bytes
+    assert stored > 4 * (64 << 10)  # the bodies are counted, not their 21-byte stand-ins
+    store.delete(list(chunks)[:3])
+    store.close()
+    assert len(raw_rows(path, "bodies")) == 1
+
+
+def test_a_missing_body_is_corrupt_and_named(store: RocksStore, path: Path) -> None:
+    chunks = chunk_records(2)
+    store.write(chunks)
+    victim = next(iter(chunks))
+    store.close()
+    (key,) = body_keys(path, [victim])
+    families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
+    bodies = db.get_column_family("bodies")
+    del bodies[key]
+    del bodies
+    db.close()
+    with RocksStore(path) as reopened:
+        with pytest.raises(CorruptObject, match=victim.hex()):
+            reopened.get(victim)
+        other = list(chunks)[1]
+        assert reopened.get(other) == chunks[other]
+
+
+def test_a_layout_1_store_opens_and_is_marked_2(path: Path) -> None:
+    """Before ADR 0018 chunks sat in `objects` whole: they read as they are."""
+    record = os.urandom(64 << 10)
+    with RocksStore(path):
+        pass
+    families = {name: rocksdict.Options(raw_mode=True) for name in COLUMN_FAMILIES}
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families=families)
+    meta, objects = db.get_column_family("meta"), db.get_column_family("objects")
+    meta[b"format"] = b"1"
+    objects[object_id(record)] = encode_plain(record)
+    del meta, objects
+    db.close()
+    with RocksStore(path) as store:
+        assert store.get(object_id(record)) == record
+        store.delete([object_id(record)])  # no body to delete: still fine
+    assert raw_rows(path, "meta")[b"format"] == b"2"
