@@ -20,7 +20,7 @@ from typing import Any, ParamSpec, TypeVar
 import pyfuse3
 
 from helixfs.errors import HelixError
-from helixfs.fs.helixdir import Entry, VirtualFile
+from helixfs.fs.helixdir import Entry, Link, VirtualFile
 from helixfs.fs.inodes import ROOT_INODE, NodeInode, VirtualInode
 from helixfs.fs.spool import Spool
 
@@ -142,6 +142,8 @@ def virtual_attributes(
     thing = entry.entry
     mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
     size = len(thing.render()) if isinstance(thing, VirtualFile) and thing.cheap else 0
+    if isinstance(thing, Link):
+        size = len(thing.target)
     return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner, timeout=0)
 
 

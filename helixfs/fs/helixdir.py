@@ -1,14 +1,15 @@
 """The virtual `.helix/` folder: a table of handlers, one per entry.
 
 Each entry is an object that knows how to be read, written, listed or changed; the
-Operations class only dispatches on three shapes (file, directory, view) and never on a
-name, so adding an entry (the daemon adds `search/` and `context`) is one table row.
+Operations class only dispatches on four shapes (file, directory, view, link) and never
+on a name, so adding an entry (the daemon adds `search/` and `context`) is one table row.
 
 - `VirtualFile`: content rendered when opened (a consistent snapshot per open); may
   accept a write, applied when the file is closed.
 - `VirtualDir`: a listing plus lookup; may accept mkdir/rmdir/rename of its children.
 - `ViewSpec`: a directory that is a whole tree (a branch, a snapshot, a commit); the
   Operations class opens the matching Worktree and serves it like the mount root.
+- `Link`: a symbolic link. The current branch is one in `branches/`, to the mount root.
 
 Every handler calls the core API (`Repository`) and nothing else: a branch made here is
 the same as one made by `helix branch`.
@@ -83,6 +84,14 @@ class ViewSpec(Entry):
     kind: str
     name: str
     mode: int = stat.S_IFDIR | 0o755
+
+
+@dataclass(frozen=True)
+class Link(Entry):
+    """A symbolic link to `target`."""
+
+    target: bytes
+    mode: int = stat.S_IFLNK | 0o777
 
 
 # -- building blocks the daemon can reuse for its own entries --------------------------
@@ -235,7 +244,12 @@ def _plain(value: Any) -> str:
 
 class BranchesDir(VirtualDir):
     """One writable tree per branch; mkdir branches from the current state, rmdir
-    deletes (never the current branch), rename renames."""
+    deletes (never the current branch), rename renames.
+
+    The current branch is a link to the mount root, not a second view of it: one place
+    to write it, one set of inodes for the kernel to cache, and `rm -rf .helix` (which
+    does not follow links) cannot empty the workspace through it.
+    """
 
     mode = stat.S_IFDIR | 0o755
 
@@ -248,6 +262,8 @@ class BranchesDir(VirtualDir):
     def child(self, name: bytes) -> Entry:
         if name not in self.names():
             raise NotFound(f"no branch {name.decode(errors='replace')!r}")
+        if name.decode() == self._host.current_branch():
+            return Link(b"../..")
         return ViewSpec("branch", name.decode())
 
     def mkdir(self, name: bytes) -> None:

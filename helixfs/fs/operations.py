@@ -37,7 +37,7 @@ from helixfs.errors import (
 from helixfs.fs import edge, xattrs
 from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
-from helixfs.fs.helixdir import Entry, ViewSpec, VirtualDir, VirtualFile, helix_root
+from helixfs.fs.helixdir import Entry, Link, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
@@ -180,6 +180,8 @@ class Operations(pyfuse3.Operations):
         if isinstance(child, ViewSpec):
             view = self.views.open(child, path, parent.ino)
             return self.inodes.for_node(view, view.worktree.root, parent.ino, name)
+        if isinstance(child, Link):  # never the number of a view at the same path
+            return self.inodes.virtual((*path, b"/"), child)
         return self.inodes.virtual(path, child)
 
     def _parent_of(self, entry: NodeInode | VirtualInode) -> NodeInode | VirtualInode:
@@ -350,6 +352,9 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
+        found = self.inodes.get(inode)
+        if isinstance(found, VirtualInode) and isinstance(found.entry, Link):
+            return found.entry.target
         entry = self.inodes.node(inode)
         return entry.worktree.readlink(entry.node)
 

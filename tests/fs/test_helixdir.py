@@ -88,9 +88,33 @@ async def test_view_inodes_are_disjoint_from_the_root(client: Client) -> None:
     await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
     branch_root = await client.ino(".helix/branches/b")
     branch_file = await client.ino(".helix/branches/b/f")
-    main_view_file = await client.ino(".helix/branches/main/f")
-    assert len({root_file, branch_file, main_view_file, branch_root, ROOT}) == 5
-    assert root_file >> 32 != branch_file >> 32 != main_view_file >> 32
+    assert len({root_file, branch_file, branch_root, ROOT}) == 4
+    assert root_file >> 32 != branch_file >> 32
+
+
+async def test_the_current_branch_is_a_link_to_the_root_and_cannot_be_unlinked(
+    client: Client,
+) -> None:
+    """One writable place per branch: `rm -rf .helix` does not follow the link, so it
+    cannot empty the workspace through `.helix/branches/main`."""
+    await client.write_file("f", b"kept")
+    branches = await client.ino(".helix/branches")
+    attrs = await client.ops.lookup(branches, b"main", CTX)
+    assert stat.S_ISLNK(attrs.st_mode) and attrs.st_size == len(b"../..")
+    assert await client.ops.readlink(attrs.st_ino, CTX) == b"../.."
+    await expect_errno(errno.EPERM, client.ops.unlink(branches, b"main", CTX))
+    await expect_errno(errno.EBUSY, client.ops.rmdir(branches, b"main", CTX))
+    listed = {name: ino for name, ino, _ in await client.listdir(branches)}
+    assert listed[b"main"] == attrs.st_ino  # readdir shows the link too
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    view_root = await client.ino(".helix/branches/b")
+    await client.write_file(".helix/HEAD", b"b\n")
+    # now b is the link and main a whole tree, under numbers neither had before
+    b_attrs = await client.ops.lookup(branches, b"b", CTX)
+    assert stat.S_ISLNK(b_attrs.st_mode) and b_attrs.st_ino != view_root
+    main_root = await client.ops.lookup(branches, b"main", CTX)
+    assert stat.S_ISDIR(main_root.st_mode) and main_root.st_ino != attrs.st_ino
+    assert await client.read_file(".helix/branches/main/f") == b"kept"
 
 
 async def test_rmdir_branch_and_refusal_for_current(client: Client) -> None:
@@ -313,14 +337,17 @@ async def test_open_file_keeps_its_branch_across_a_head_switch(client: Client) -
 async def test_changes_through_one_view_invalidate_the_other_views_of_the_branch(
     client: Client,
 ) -> None:
-    """The root and `.helix/branches/main` show the same nodes under different numbers;
-    the kernel caches both for edge.WRITABLE_TIMEOUT, so a change made through one is
+    """A view of branch b opened in `.helix/branches/b` stays open (a shell's cwd, say)
+    when HEAD moves to b: the root and that view then show the same nodes under
+    different numbers, cached for edge.WRITABLE_TIMEOUT, so a change made through one is
     invalidated in the other."""
     await client.write_file("f", b"v1")
     await client.mkdir("d")
-    other_f = await client.ino(".helix/branches/main/f")
-    other_d = await client.ino(".helix/branches/main/d")
-    other_root = await client.ino(".helix/branches/main")
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
+    other_f = await client.ino(".helix/branches/b/f")
+    other_d = await client.ino(".helix/branches/b/d")
+    other_root = await client.ino(".helix/branches/b")
+    await client.write_file(".helix/HEAD", b"b\n")
     recorded = client.ops.invalidator.recorded
     recorded.clear()
     await client.write_file("f", b"v2, longer")

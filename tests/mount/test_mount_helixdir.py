@@ -190,9 +190,24 @@ def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     assert new_open == "on-b"
 
 
+def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) -> None:
+    """An agent "cleaning up a stray dot-folder" must not wipe its work: the current
+    branch is a link in `.helix/branches`, which rm does not follow."""
+    mnt.sh("echo a > a.txt && mkdir src && echo b > src/b.txt && mkdir .helix/snapshots/s")
+    head = mnt.helix("rev-parse", "HEAD").stdout
+    assert mnt.sh("rm -rf .helix", check=False).returncode != 0  # .helix itself stays
+    assert (mnt.path / "a.txt").read_text() == "a\n"
+    assert (mnt.path / "src" / "b.txt").read_text() == "b\n"
+    assert mnt.helix("rev-parse", "HEAD").stdout == head  # no save deleted anything
+    assert os.readlink(mnt.path / ".helix" / "branches" / "main") == "../.."
+    assert sorted(os.listdir(mnt.path / ".helix" / "branches" / "main")) == ["a.txt", "src"]
+    assert os.listdir(mnt.path / ".helix" / "snapshots") == ["s"]  # read-only: kept
+
+
 def test_a_change_through_one_view_shows_in_the_other_view_of_the_branch(mnt: Mount) -> None:
     """Entries and attributes are cached for minutes: the root and
-    `.helix/branches/main` must still agree at once on what changed through either."""
+    `.helix/branches/main` must still agree at once on what changed through either
+    (the current branch's folder is a link to the root, so they are the same inodes)."""
     other = mnt.path / ".helix" / "branches" / "main"
     mnt.sh("echo v1 > f && mkdir d && echo gone > d/g")
     assert (other / "f").stat().st_size == 3 and (other / "d" / "g").exists()
