@@ -489,3 +489,36 @@ def test_recovery_keeps_editor_temp_files(disk_repo: Repository) -> None:
     tree.reload()
     assert tree.read(tree.lookup(tree.root, b"notes~"), 0, 10) == b"mine"
     assert [e.name for e in disk_repo.ls()] == [b"a"]
+
+
+def test_changed_names_the_paths_a_commit_changed_after_directory_renames(
+    repo: Repository, tree: Worktree
+) -> None:
+    """QA: `mkdir cd1; echo x > cd1/f; mv cd1 cd2` listed cd1/f (never in any tree) and
+    not cd2/f."""
+    _file(tree, b"old/keep", b"k")
+    tree.commit()
+    _file(tree, b"cd1/f", b"x")
+    tree.rename(tree.root, b"cd1", tree.root, b"cd2")
+    _file(tree, b"d1/sub/f", b"y")
+    _file(tree, b"d1/sub/.f.swp", b"vim")
+    tree.rename(tree.root, b"d1", tree.root, b"d2")
+    tree.rename(tree.root, b"d2", tree.root, b"d3")
+    tree.rename(tree.root, b"old", tree.root, b"new")  # a committed directory
+    cid = tree.commit()
+    assert cid is not None
+    changed = repo.commit_info(cid).meta["changed"]
+    assert changed == ["cd2", "cd2/f", "d3", "d3/sub", "d3/sub/f", "new", "new/keep", "old"]
+    assert {c.path for c in repo.diff("HEAD~1", "HEAD")} == {
+        b"cd2/f",
+        b"d3/sub/f",
+        b"new/keep",
+        b"old/keep",
+    }
+    _file(tree, b"e1/f", b"z")
+    tree.rename(tree.root, b"e1", tree.root, b"e2")
+    cid = tree.commit()
+    assert cid is not None
+    info = repo.commit_info(cid)
+    assert info.meta["changed"] == ["e2", "e2/f"]
+    assert info.message == "save e2/f"
