@@ -32,6 +32,12 @@ class InvalidName(HelixError):
     errno = errno.EINVAL
 
 
+class NameTooLong(InvalidName):
+    """A file name longer than NAME_MAX (255 bytes), as Linux filesystems refuse it."""
+
+    errno = errno.ENAMETOOLONG
+
+
 class InvalidInput(HelixError):
     """Any other bad argument."""
 

@@ -130,9 +130,12 @@ def node_attributes(
     timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
     if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
-    return attributes(
+    attrs = attributes(
         entry.ino, node.mode, size, mtime, node.ctime_ns, owner=owner, timeout=timeout
     )
+    if node.parent is None and node is not entry.worktree.root:
+        attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it
+    return attrs
 
 
 def virtual_attributes(
@@ -141,8 +144,12 @@ def virtual_attributes(
     """`.helix/` entries are never cached by the kernel: their content is computed."""
     thing = entry.entry
     mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
-    size = len(thing.render()) if isinstance(thing, VirtualFile) and thing.cheap else 0
-    if isinstance(thing, Link):
+    size = 0
+    if isinstance(thing, VirtualFile):
+        # A costly file is rendered once per open: its size is that of the last open's
+        # bytes, so size-trusting readers (open, fstat, read st_size bytes) get them all.
+        size = len(thing.render()) if thing.cheap else entry.served or 0
+    elif isinstance(thing, Link):
         size = len(thing.target)
     return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner, timeout=0)
 

@@ -79,6 +79,7 @@ class VirtualInode:
     path: tuple[bytes, ...]
     entry: object
     lookups: int = 0
+    served: int | None = None  # bytes the last open rendered (a computed file's size)
 
 
 Inode = NodeInode | VirtualInode

@@ -30,6 +30,7 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     IsADirectory,
+    NameTooLong,
     NotADirectory,
     NotPermitted,
     ReadOnly,
@@ -43,6 +44,7 @@ from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
 from helixfs.fs.writes import Writes
+from helixfs.vcs.node import NAME_MAX
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -151,6 +153,7 @@ class Operations(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        _check_length(name)
         parent = self.inodes.get(parent_inode)
         if name == b".":
             found = parent
@@ -316,6 +319,7 @@ class Operations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        _check_length(name)
         parent = self.inodes.get(parent_inode)
         if isinstance(parent, VirtualInode):
             self._virtual_dir(parent).mkdir(name)
@@ -326,6 +330,7 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        _check_length(name)
         parent = self.inodes.get(parent_inode)
         if isinstance(parent, VirtualInode):
             self._virtual_dir(parent).rmdir(name)
@@ -345,6 +350,7 @@ class Operations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        _check_length(name)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name)
         node = parent.worktree.symlink(parent.node, name, target)
@@ -371,6 +377,7 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        _check_length(name)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name)
         if parent.worktree.lookup(parent.node, name).is_dir():
@@ -390,6 +397,8 @@ class Operations(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
+        _check_length(name_old)
+        _check_length(name_new)
         old_parent = self.inodes.get(parent_inode_old)
         new_parent = self.inodes.get(parent_inode_new)
         if isinstance(old_parent, VirtualInode) or isinstance(new_parent, VirtualInode):
@@ -473,6 +482,8 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             handle = VirtualHandle.open(entry.entry, flags)
+            if handle.data:
+                entry.served = len(handle.data)
             return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True, keep_cache=False)
         return self._open_node(entry, flags, ctx)
 
@@ -481,7 +492,8 @@ class Operations(pyfuse3.Operations):
         if node.is_dir():
             raise IsADirectory("cannot open a directory as a file")
         handle = FileHandle(entry, entry.worktree, node, flags, edge.caller_meta(ctx))
-        if handle.writable and entry.worktree.readonly:
+        truncate = bool(flags & os.O_TRUNC)
+        if (handle.writable or truncate) and entry.worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
         cache_key = (id(node), node.size, node.mtime_ns)
         keep_cache = entry.view.readonly or entry.cache_key == cache_key
@@ -489,7 +501,9 @@ class Operations(pyfuse3.Operations):
         self.spools.opened(node)
         entry.opens += 1
         fh = self._handles.add(handle)
-        if handle.writable and flags & os.O_TRUNC:
+        if truncate:
+            # Even with O_RDONLY, as Linux does: the kernel (default_permissions) has
+            # checked that the caller may write the file. The close stores it.
             self.writes.spool(handle.worktree, node).truncate(0)
             keep_cache = False
         return pyfuse3.FileInfo(fh=fh, direct_io=False, keep_cache=keep_cache)
@@ -649,3 +663,10 @@ class Operations(pyfuse3.Operations):
     def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
+
+
+def _check_length(name: bytes) -> None:
+    """ENAMETOOLONG for a name over NAME_MAX, before anything else looks at it (the
+    kernel leaves name lengths to the filesystem)."""
+    if len(name) > NAME_MAX:
+        raise NameTooLong(f"a file name is at most {NAME_MAX} bytes, not {len(name)}")

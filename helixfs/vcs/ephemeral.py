@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 
 _PATTERNS = [
-    rb"\..*\.s[wv][a-z]",  # vim swap files: .name.swp, .swo ... .swa, .svz; .swx probe
+    # vim swap files: `.name.swp`, then `.swo`, `.swn` ... `.swa` while older ones exist
+    # (vim's findswapname counts down). Past `.swa` vim goes on with `.svz` ... `.saa`,
+    # but those are left out: that range holds real extensions (`.svg`, `.svh`, `.svx`),
+    # and a 17th swap file of one name is not worth hiding a user's `.logo.svg`. `.swx`
+    # is the probe vim creates (and deletes) while it picks a swap name.
+    rb"\..+\.sw[a-px]",
     rb"4913",  # vim's "can I create a file here" probe
     rb"5036",  # the same probe when 4913 exists
     rb".*~",  # vim/emacs backups

@@ -11,12 +11,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from helixfs.errors import InvalidName
+from helixfs.errors import InvalidName, NameTooLong
 from helixfs.ids import ObjectId
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.pages import Page
 from helixfs.vcs.treeops import show_path
+
+NAME_MAX = 255  # bytes in one file name, as on Linux
 
 
 class Node:
@@ -110,7 +112,9 @@ def mark_stale(directory: Node | None, name: bytes) -> None:
 def check_entry_name(name: object) -> bytes:
     if not isinstance(name, bytes):
         raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
-    if not name or len(name) > 255 or b"/" in name or b"\0" in name or name in (b".", b".."):
+    if len(name) > NAME_MAX:
+        raise NameTooLong(f"file name of {len(name)} bytes: at most {NAME_MAX} ({name!r:.80})")
+    if not name or b"/" in name or b"\0" in name or name in (b".", b".."):
         raise InvalidName(f"invalid file name {name!r:.80}")
     return name
 

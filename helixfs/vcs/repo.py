@@ -390,7 +390,15 @@ class Repository:
             updates = [
                 RefUpdate(ref, cid, expected=self.store.ref(ref)) for ref, cid in targets.items()
             ]
-            self.store.write({}, updates)
+            objects: dict[ObjectId, bytes] = {}
+            for branch in branches:
+                # the saved work tree follows the move, keeping only its temp files
+                old = self.store.ref(branch_ref(branch))
+                base = self.commit_info(CommitId(old)).tree if old else EMPTY_TREE_ID
+                new = self.commit_info(targets[BRANCHES + branch]).tree
+                work = self._carried_work(branch, base, new, objects)
+                updates.append(RefUpdate(work_ref(branch), work, expected=ANY))
+            self.store.write(objects, updates, uncompressed=uncompressed(objects))
             for branch in branches:
                 self._moved(branch)
 
@@ -441,6 +449,10 @@ class Repository:
         cid = CommitId(object_id(record))
         objects[ObjectId(cid)] = record
         refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
+        if work is None:
+            # a commit from outside the work tree: its editor temp files stay (ADR 0019)
+            base = self.commit_info(parents[0]).tree if parents else EMPTY_TREE_ID
+            work = self._carried_work(branch, base, tree, objects)
         keep = work if work is not None and work != tree else None
         refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(
@@ -449,6 +461,18 @@ class Repository:
         self.trees.mark_clean(tree)
         self._remember(Commit(*fields, id=cid))
         return cid
+
+    def _carried_work(
+        self, branch: str, old: ObjectId, new: ObjectId, objects: dict[ObjectId, bytes]
+    ) -> ObjectId | None:
+        """The work tree to keep when `branch` moves from commit tree `old` to `new`: the
+        new tree plus the editor temp files of its saved work tree (ADR 0019). None when
+        that is just `new` (no work ref then)."""
+        work = self.store.ref(work_ref(branch))
+        if work is None:
+            return None
+        carried = self.trees.carry_ephemeral(ObjectId(work), old, new, objects)
+        return carried if carried != new else None
 
     def _moved_if_live(self, branch: str) -> None:
         if branch in self._worktrees:
@@ -552,12 +576,17 @@ class Repository:
             target = self.resolve(rev)
             self._settle(name)
             head = self._branch_head(name)
+            objects: dict[ObjectId, bytes] = {}
+            work = self._carried_work(
+                name, self.commit_info(head).tree, self.commit_info(target).tree, objects
+            )
             self.store.write(
-                {},
+                objects,
                 [
                     RefUpdate(branch_ref(name), target, expected=head),
-                    RefUpdate(work_ref(name), None, expected=ANY),
+                    RefUpdate(work_ref(name), work, expected=ANY),
                 ],
+                uncompressed=uncompressed(objects),
             )
             self._moved(name)
             return target

@@ -373,6 +373,59 @@ class Trees:
         self._filtered[result] = result
         return result
 
+    def carry_ephemeral(
+        self, work: ObjectId, old: ObjectId, new: ObjectId, objects: Objects
+    ) -> ObjectId:
+        """`new` plus the editor-temp-named files of the work tree `work` that are not in
+        `old`, the commit tree `work` was based on (ADR 0019).
+
+        When a branch moves to another tree (reset, merge, a commit from outside), such
+        files stay in its work tree as git keeps untracked files: no commit holds them,
+        so dropping them would lose them. A directory `new` lacks is made again to hold
+        them; a file or symlink of `new` in the way wins. Only directories where `work`
+        and `old` differ are read.
+        """
+        carried = self._carry(work, old, new, objects)
+        return new if carried is None else carried
+
+    def _carry(
+        self, work: ObjectId, old: ObjectId | None, new: ObjectId | None, objects: Objects
+    ) -> ObjectId | None:
+        """The carried tree, or None when nothing below `work` needs carrying."""
+        if work == old:
+            return None
+        old_tree = self.get(old) if old is not None else EMPTY_TREE
+        new_tree = self.get(new) if new is not None else EMPTY_TREE
+        added: dict[bytes, TreeEntry] = {}
+        for entry in self.get(work).entries:
+            before = find(old_tree, entry.name)
+            there = find(new_tree, entry.name)
+            if entry.is_dir():
+                if there is not None and not there.is_dir():
+                    continue
+                was = before.oid if before is not None and before.is_dir() else None
+                sub = self._carry(entry.oid, was, there.oid if there else None, objects)
+                if sub is not None:
+                    shown = there or entry
+                    added[entry.name] = TreeEntry(
+                        entry.name, shown.mode, sub, 0, shown.mtime_ns, shown.xattrs
+                    )
+            elif is_ephemeral(entry.name) and before is None and there is None:
+                added[entry.name] = entry
+        if not added:
+            return None
+        kept = [(e, r) for e, r in zip(new_tree.entries, new_tree.raw, strict=True)]
+        merged = [(e, r) for e, r in kept if e.name not in added]
+        merged += [(e, encode_entry(e)) for e in added.values()]
+        merged.sort(key=lambda item: item[0].name)
+        return self.encode(
+            [e for e, _ in merged],
+            [r for _, r in merged],
+            objects,
+            previous=new_tree if new is not None else None,
+            changed=added,
+        )
+
 
 def _itself(name: bytes) -> bytes:
     return name

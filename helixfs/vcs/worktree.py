@@ -106,6 +106,7 @@ class Worktree:
             self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree)
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()
+            self._renamed: set[bytes] = set()  # where directories moved since the commit
             self._unsaved = False
             # Saved state that is not committed yet (after a lost CAS, or an open that
             # skipped recovery): the next commit must include it.
@@ -384,6 +385,8 @@ class Worktree:
         node.raw = None
         node.ctime_ns = time.time_ns()
         self._touch(parent, old_path, self._join(parent, name), relisted=name, subject=node)
+        if node.is_dir():
+            self._renamed.add(self._join(parent, name))
 
     def _exchange(
         self, op: Node, on: bytes, src: Node, np: Node, nn: bytes, dst: Node | None
@@ -402,6 +405,7 @@ class Worktree:
         src.raw = dst.raw = None
         self._touch(op, path_a, path_b, relisted=on, subject=src)
         self._touch(np, path_a, path_b, relisted=nn, subject=dst)
+        self._renamed.update(path for path, node in ((path_a, dst), (path_b, src)) if node.is_dir())
 
     # -- content and attributes -------------------------------------------------------------
 
@@ -628,20 +632,52 @@ class Worktree:
             entries.append(entry)
         return self.repo.trees.build(entries, objects)
 
+    def _live(self, path: bytes) -> Node | bool | None:
+        """The live node at `path`, None if there is none, True if a directory on the way
+        is not loaded (then it cannot be told cheaply)."""
+        node = self.root
+        for part in path.split(b"/"):
+            if not node.is_dir():
+                return None
+            if node.children is None:
+                return True
+            found = node.children.get(part)
+            if found is None:
+                return None
+            node = found
+        return node
+
     def _in_either(self, path: bytes, head_tree: ObjectId) -> bool:
         """False for a path in neither the last commit nor the live tree: a temp file
-        written and renamed away within one save changed nothing a commit records."""
-        node: Node | None = self.root
-        for part in path.split(b"/"):
-            if node is None or node.children is None:
-                return True  # not loaded, cannot tell cheaply: keep it (lists may over-cover)
-            node = node.children.get(part)
-        if node is not None:
-            return True
+        written and renamed away within one save, or a path inside a new directory that
+        was renamed later, changed nothing a commit records."""
+        live = self._live(path)
+        if live is not None:
+            return True  # live, or not loaded: keep it (lists may over-cover, never under)
         try:
             return self.repo.trees.entry(head_tree, path) is not None
         except (NotFound, NotADirectory):
             return False
+
+    def _changed_paths(self, head_tree: ObjectId) -> list[bytes]:
+        """The paths this commit changes: the recorded ones that exist on either side,
+        plus the paths inside directories that were renamed (their files were recorded
+        under the old names). A directory that is not loaded stands for all below it."""
+        changed = {p for p in self._changed if self._in_either(p, head_tree)}
+        for path in sorted(self._renamed):
+            node = self._live(path)
+            if isinstance(node, Node) and node.is_dir():
+                self._add_below(node, path, changed)
+        return sorted(changed)
+
+    def _add_below(self, node: Node, path: bytes, changed: set[bytes]) -> None:
+        for name, child in self._sorted(node) if node.children is not None else ():
+            if len(changed) >= _CHANGED_LIMIT:
+                return
+            if child.is_dir() or not is_ephemeral(name):
+                changed.add(path + b"/" + name)
+            if child.is_dir():
+                self._add_below(child, path + b"/" + name, changed)
 
     def save(self, *, sync: bool = False) -> None:
         """Persist the live state now: after this returns, kill -9 loses nothing."""
@@ -686,6 +722,7 @@ class Worktree:
             if tree == head_tree:
                 self._persist(root)
                 self._changed.clear()
+                self._renamed.clear()
                 self._pending = False
                 return None
             info = dict(meta or {})
@@ -696,7 +733,7 @@ class Worktree:
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:
-                changed = [p for p in sorted(self._changed) if self._in_either(p, head_tree)]
+                changed = self._changed_paths(head_tree)
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(leaf_paths(changed), info)
@@ -721,6 +758,7 @@ class Worktree:
             self._written()
             self._work_value = root if root != tree else None
             self._changed.clear()
+            self._renamed.clear()
             self._unsaved = self._pending = False
             self._next_message = None
             return cid

@@ -106,6 +106,40 @@ async def test_o_trunc_empties_on_open(client: Client) -> None:
     assert await client.read_file("t") == b""
 
 
+async def test_o_trunc_with_o_rdonly_truncates_as_linux_does(client: Client) -> None:
+    """Linux truncates on open(O_RDONLY | O_TRUNC) when the caller may write the file
+    (the kernel checks that, default_permissions); the close saves it."""
+    await client.write_file("t", b"long content")
+    fi = await client.ops.open(await client.ino("t"), os.O_RDONLY | os.O_TRUNC, CTX)
+    assert (await client.ops.getattr(await client.ino("t"), CTX)).st_size == 0
+    assert await client.ops.read(fi.fh, 0, 100) == b""
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("t") == b""
+    assert client.ops.repo.read("HEAD", b"t") == b""
+
+
+async def test_names_over_255_bytes_are_enametoolong(client: Client) -> None:
+    long, ok = b"y" * 256, b"y" * 255
+    await client.write_file("f", b"")
+    await client.mkdir("d")
+    too_long = errno.ENAMETOOLONG
+    await expect_errno(too_long, client.ops.create(ROOT, long, 0o644, os.O_WRONLY, CTX))
+    await expect_errno(too_long, client.ops.mkdir(ROOT, long, 0o755, CTX))
+    await expect_errno(too_long, client.ops.symlink(ROOT, long, b"f", CTX))
+    await expect_errno(too_long, client.ops.mknod(ROOT, long, stat.S_IFREG | 0o644, 0, CTX))
+    await expect_errno(too_long, client.ops.rename(ROOT, b"f", ROOT, long, 0, CTX))
+    await expect_errno(too_long, client.ops.rename(ROOT, long, ROOT, b"g", 0, CTX))
+    await expect_errno(too_long, client.ops.lookup(ROOT, long, CTX))  # stat, open...
+    await expect_errno(too_long, client.ops.unlink(ROOT, long, CTX))
+    await expect_errno(too_long, client.ops.rmdir(ROOT, long, CTX))
+    await expect_errno(
+        too_long, client.ops.mkdir(await client.ino(".helix/branches"), long, 0o755, CTX)
+    )
+    await client.ops.rename(ROOT, b"f", ROOT, ok, 0, CTX)  # NAME_MAX itself is fine
+    assert sorted(await client.names()) == [b"d", ok]
+
+
 async def test_create_existing_name_is_eexist(client: Client) -> None:
     await client.write_file("e", b"")
     await expect_errno(errno.EEXIST, client.ops.create(ROOT, b"e", 0o644, os.O_WRONLY, CTX))
@@ -167,8 +201,10 @@ async def test_unlinked_open_file_stays_readable(client: Client) -> None:
     await client.write_file("gone", b"still here")
     ino = await client.ino("gone")
     fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    assert (await client.ops.getattr(ino, CTX)).st_nlink == 1
     await client.ops.unlink(ROOT, b"gone", CTX)
     await expect_errno(errno.ENOENT, client.ops.lookup(ROOT, b"gone", CTX))
+    assert (await client.ops.getattr(ino, CTX)).st_nlink == 0  # fstat: no name links it
     assert await client.ops.read(fi.fh, 0, 100) == b"still here"
     await client.ops.write(fi.fh, 10, b"!")
     await client.ops.flush(fi.fh)

@@ -169,6 +169,8 @@ async def test_snapshot_is_read_only(client: Client) -> None:
     snap_root = await client.ino(".helix/snapshots/s1")
     snap_file = await client.ino(".helix/snapshots/s1/f")
     await expect_errno(errno.EROFS, client.ops.open(snap_file, os.O_WRONLY, CTX))
+    await expect_errno(errno.EROFS, client.ops.open(snap_file, os.O_RDONLY | os.O_TRUNC, CTX))
+    assert await client.read_file(".helix/snapshots/s1/f") == b"before"
     await expect_errno(errno.EROFS, client.ops.create(snap_root, b"n", 0o644, os.O_WRONLY, CTX))
     await expect_errno(errno.EROFS, client.ops.unlink(snap_root, b"f", CTX))
     await expect_errno(errno.EROFS, client.ops.mkdir(snap_root, b"d", 0o755, CTX))
@@ -201,6 +203,25 @@ async def test_daemon_entries_plug_in(repo: Repository) -> None:
     assert answer == b"results for refresh tokens\n"
     attrs = await client.ops.getattr(await client.ino(".helix/search/x"), CTX)
     assert stat.S_ISREG(attrs.st_mode) and attrs.st_size == 0
+    client.ops.close()
+
+
+async def test_a_costly_file_reports_the_size_its_open_rendered(repo: Repository) -> None:
+    """`.helix/context` is computed at open, not at every stat: fstat after the open
+    gives its size, so readers that read st_size bytes (tail, mmap) get it all."""
+    rendered = iter([b"first context\n", b"a longer second context\n"])
+    extra = {b"context": TextFile(lambda: next(rendered), cheap=False)}
+    client = Client(make_ops(repo, helix_entries=extra))
+    ino = await client.ino(".helix/context")
+    assert (await client.ops.getattr(ino, CTX)).st_size == 0  # not computed by a stat
+    fi = await client.ops.open(ino, os.O_RDONLY, CTX)
+    size = (await client.ops.getattr(ino, CTX)).st_size
+    assert await client.ops.read(fi.fh, 0, size) == b"first context\n"
+    await client.ops.release(fi.fh)
+    fi = await client.ops.open(ino, os.O_RDONLY, CTX)
+    size = (await client.ops.getattr(ino, CTX)).st_size
+    assert await client.ops.read(fi.fh, 0, size) == b"a longer second context\n"
+    await client.ops.release(fi.fh)
     client.ops.close()
 
 

@@ -17,7 +17,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from mount_harness import Mount
+from mount_harness import Mount, MountFactory
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(120)]
 
@@ -378,3 +378,65 @@ def test_two_appenders_and_a_large_file_round_trip(mnt: Mount) -> None:
         check=True,
     ).stdout
     assert hashlib.sha256(stored).hexdigest() == digest
+
+
+def test_posix_details_of_qa_issue_3(mnt: Mount) -> None:
+    """QA issue 3, report #6: the same results as on a local disk."""
+    got = py(
+        mnt,
+        """
+        import json, os
+        out = {}
+        with open("t", "w") as f:
+            f.write("content")
+        os.close(os.open("t", os.O_RDONLY | os.O_TRUNC))
+        out["o_rdonly_o_trunc"] = os.stat("t").st_size
+        fd = os.open("t", os.O_RDWR)
+        os.unlink("t")
+        out["nlink_unlinked"] = os.fstat(fd).st_nlink
+        os.close(fd)
+        open("a", "w").close()
+        long = b"y" * 256
+        calls = [
+            lambda: open(long, "w"),
+            lambda: os.mkdir(long),
+            lambda: os.stat(long),
+            lambda: os.symlink("a", long),
+            lambda: os.rename("a", long),
+        ]
+        out["long_names"] = []
+        for call in calls:
+            try:
+                call()
+                out["long_names"].append(0)
+            except OSError as exc:
+                out["long_names"].append(exc.errno)
+        fd = os.open(".helix/context", os.O_RDONLY)  # a reader that trusts st_size
+        out["context"] = len(os.read(fd, os.fstat(fd).st_size)) > 0
+        os.close(fd)
+        print(json.dumps(out))
+        """,
+    )
+    assert got == {
+        "o_rdonly_o_trunc": 0,
+        "nlink_unlinked": 0,
+        "long_names": [errno.ENAMETOOLONG] * 5,
+        "context": True,
+    }
+
+
+def test_temp_named_files_survive_a_reset_and_renamed_dirs_list_their_paths(
+    make_mount: MountFactory,
+) -> None:
+    """QA issue 3, reports #2 and #4, as reproduced there (quiet window 300 ms)."""
+    mnt = make_mount(300)
+    mnt.sh("mkdir cd1; echo x > cd1/f; mv cd1 cd2; sleep 0.6")
+    newest = mnt.log(limit=1)[0]
+    assert newest["meta"]["changed"] == ["cd2", "cd2/f"]
+    assert newest["message"].endswith("save cd2/f")
+    mnt.sh("echo '<svg/>' > .logo.svg; echo keep > 'notes~'; echo 1 > 4913; sleep 0.6")
+    listed = [line.split()[-1] for line in mnt.helix("ls", "HEAD").stdout.splitlines()]
+    assert listed == [".logo.svg", "cd2/"]  # a hidden SVG is the user's file, not vim's
+    mnt.helix("reset", "--hard", "HEAD")
+    assert sorted(os.listdir(mnt.path)) == [".logo.svg", "4913", "cd2", "notes~"]
+    assert (mnt.path / "notes~").read_text() == "keep\n"

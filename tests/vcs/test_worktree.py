@@ -424,3 +424,101 @@ def test_directories_nested_deeper_than_pythons_default_recursion_limit(
     assert [c.status for c in repo.diff("HEAD~1", "HEAD")] == ["M"]
     assert repo.fsck().ok and repo.gc(dry_run=True).unreachable == 0
     assert tree.last_commit(path.encode()) == repo.resolve("HEAD")
+
+
+def test_editor_temp_files_survive_ref_moves_like_untracked_files(
+    repo: Repository, tree: Worktree
+) -> None:
+    """A temp-named file no commit holds stays in the work tree when the branch moves
+    (reset, merge, a commit or import from outside), as git keeps untracked files."""
+    _file(tree, b"src/app.py", b"v1")
+    tree.commit()
+    _file(tree, b"notes~", b"my notes")
+    _file(tree, b"src/4913", b"an issue")
+    _file(tree, b"gone/.a.swp", b"vim state")  # its directory is not in HEAD~2
+    tree.set_content(tree.lookup(tree.lookup(tree.root, b"src"), b"app.py"), b"v2")
+    tree.commit()
+    _file(tree, b"gone/kept", b"x")
+    tree.commit()
+    assert b"notes~" not in {e.name for e in repo.ls()}
+
+    def names(*path: bytes) -> set[bytes]:
+        node = tree.root
+        for part in path:
+            node = tree.lookup(node, part)
+        return {n for n, _ in tree.listdir(node)}
+
+    repo.reset_hard("HEAD")
+    assert names() == {b"src", b"gone", b"notes~"}
+    repo.reset_hard("HEAD~2")
+    assert names() == {b"src", b"gone", b"notes~"}
+    assert names(b"src") == {b"app.py", b"4913"}
+    assert names(b"gone") == {b".a.swp"}  # made again to hold it
+    assert tree.read(tree.lookup(tree.root, b"notes~"), 0, 100) == b"my notes"
+    assert tree.commit() is not None  # the directory that holds it is real
+    assert [e.name for e in repo.ls()] == [b"gone", b"src"]
+
+    repo.commit({"src/other.py": b"o"}, "from outside")
+    assert names(b"src") == {b"app.py", b"4913", b"other.py"}
+
+    repo.create_branch("side")
+    repo.commit({"side.txt": b"s"}, "on side", branch="side")
+    assert repo.merge("side").status == "fast-forward"
+    assert names(b"src") == {b"app.py", b"4913", b"other.py"}
+    assert b"side.txt" in names()
+    repo.commit({"side2.txt": b"s"}, "on side", branch="side")
+    repo.commit({"main.txt": b"m"}, "on main")
+    assert repo.merge("side").status == "merged"
+    assert names() == {b"src", b"gone", b"notes~", b"side.txt", b"side2.txt", b"main.txt"}
+    assert names(b"src") == {b"app.py", b"4913", b"other.py"}
+
+    moved = repo.resolve("HEAD~1")
+    repo.move_refs({"branches/main": moved})  # as a git import moves branches
+    assert b"side2.txt" not in names()  # the work tree follows the move
+    assert names(b"src") == {b"app.py", b"4913", b"other.py"}
+    assert tree.commit() is None
+
+
+def test_recovery_keeps_editor_temp_files(disk_repo: Repository) -> None:
+    tree = disk_repo.worktree()
+    _file(tree, b"a", b"1")
+    _file(tree, b"notes~", b"mine")
+    tree.save()
+    disk_repo.recover()
+    assert disk_repo.store.ref("work/main") is not None
+    tree.reload()
+    assert tree.read(tree.lookup(tree.root, b"notes~"), 0, 10) == b"mine"
+    assert [e.name for e in disk_repo.ls()] == [b"a"]
+
+
+def test_changed_names_the_paths_a_commit_changed_after_directory_renames(
+    repo: Repository, tree: Worktree
+) -> None:
+    """QA: `mkdir cd1; echo x > cd1/f; mv cd1 cd2` listed cd1/f (never in any tree) and
+    not cd2/f."""
+    _file(tree, b"old/keep", b"k")
+    tree.commit()
+    _file(tree, b"cd1/f", b"x")
+    tree.rename(tree.root, b"cd1", tree.root, b"cd2")
+    _file(tree, b"d1/sub/f", b"y")
+    _file(tree, b"d1/sub/.f.swp", b"vim")
+    tree.rename(tree.root, b"d1", tree.root, b"d2")
+    tree.rename(tree.root, b"d2", tree.root, b"d3")
+    tree.rename(tree.root, b"old", tree.root, b"new")  # a committed directory
+    cid = tree.commit()
+    assert cid is not None
+    changed = repo.commit_info(cid).meta["changed"]
+    assert changed == ["cd2", "cd2/f", "d3", "d3/sub", "d3/sub/f", "new", "new/keep", "old"]
+    assert {c.path for c in repo.diff("HEAD~1", "HEAD")} == {
+        b"cd2/f",
+        b"d3/sub/f",
+        b"new/keep",
+        b"old/keep",
+    }
+    _file(tree, b"e1/f", b"z")
+    tree.rename(tree.root, b"e1", tree.root, b"e2")
+    cid = tree.commit()
+    assert cid is not None
+    info = repo.commit_info(cid)
+    assert info.meta["changed"] == ["e2", "e2/f"]
+    assert info.message == "save e2/f"
