@@ -91,9 +91,16 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def _git_summary(doc: dict[str, Any]) -> str:
-    return f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
+    text = f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
         f", {doc['skipped']} already present" if doc.get("skipped") else ""
     )
+    refs = doc.get("refs_skipped") or []
+    if refs:
+        shown = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+        text += f"\nskipped {len(refs)} ref(s) (not at a commit, or no valid name): {shown}"
+    if doc.get("submodules_skipped"):
+        text += f"\nskipped {doc['submodules_skipped']} submodule entries"
+    return text
 
 
 def _pair(text: str, form: str) -> tuple[str, str]:
