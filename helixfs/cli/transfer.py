@@ -126,15 +126,23 @@ def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
         raise NotFound(f"cannot read {source}: {err.strerror}") from None
 
 
+def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: bytes | None) -> None:
+    # `a=f --delete a` is contradictory: refuse it rather than let the last one win
+    if os.fsencode(path) in changes:
+        raise InvalidInput(f"{path} is given twice: write it or delete it, once")
+    changes[os.fsencode(path)] = content
+
+
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
+    in_daemon = getattr(args, "in_daemon", False)
     for text in args.changes:
         path, source = _pair(text, "PATH=FILE")
-        changes[os.fsencode(path)] = _content(source, stdin_used, getattr(args, "in_daemon", False))
+        _add_change(changes, path, _content(source, stdin_used, in_daemon))
     for path in args.delete:
-        changes[os.fsencode(path)] = None
+        _add_change(changes, path, None)
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
     head = repo.resolve(args.branch or "HEAD")
     cid = repo.commit(changes, args.message, meta=meta, branch=args.branch, author=args.author)

@@ -55,18 +55,21 @@ def last_change(
     """
     if not path:
         return head  # every commit changes the root
-    text = path.decode("utf-8", "surrogateescape")
+    text = _normal(path.decode("utf-8", "surrogateescape"))
     current = repo.commit_info(head)
     if _entry_at(repo, current.tree, path) is None:
         return None
+    child = current
     for _ in range(limit):
         if not current.parents:
-            return current.id
+            break
         parent = repo.commit_info(current.parents[0])
         if _changed(repo, current, parent, path, text):
             return current.id
-        current = parent
-    return current.id
+        child, current = current, parent
+    # A list of changed paths that missed this one (stores from before the lists were
+    # normalised) must not make us name a commit that does not even hold the path.
+    return current.id if _entry_at(repo, current.tree, path) is not None else child.id
 
 
 def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text: str) -> bool:
@@ -76,12 +79,16 @@ def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text
     if isinstance(listed, list) and len(listed) < 1000 and "merge" not in commit.meta:
         touched = any(
             p == text or text.startswith(p + "/") or p.startswith(text + "/")
-            for p in listed
-            if isinstance(p, str)
+            for p in (_normal(p) for p in listed if isinstance(p, str))
         )
         if not touched:
             return False  # the list is complete: no tree needs decoding
     return _key(_entry_at(repo, commit.tree, path)) != _key(_entry_at(repo, parent.tree, path))
+
+
+def _normal(path: str) -> str:
+    """`/a//b/` as `a/b`: older commits listed paths as they were given."""
+    return "/".join(part for part in path.split("/") if part)
 
 
 def _entry_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None:

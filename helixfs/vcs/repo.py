@@ -48,7 +48,7 @@ from helixfs.vcs.refs import (
     snapshot_ref,
     work_ref,
 )
-from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees
+from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -340,7 +340,7 @@ class Repository:
                 return head
             info = dict(meta or {})
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
-            info["changed"] = sorted(path_text(p) for p in stored)[:1000]
+            info["changed"] = sorted(path_text(b"/".join(split_path(p))) for p in stored)[:1000]
             cid = self._write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )

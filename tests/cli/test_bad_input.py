@@ -62,6 +62,9 @@ BAD_COMMANDS = [
     (["import", "proj", "--branch", "nope"], "unknown revision"),
     (["export", "nope", "out"], "unknown revision"),
     (["export", "HEAD", "proj"], "not an empty folder"),
+    (["commit", "-m", "m", "dir=proj/a.txt"], "dir is a directory"),
+    (["commit", "-m", "m", "a.txt=proj/a.txt", "--delete", "a.txt"], "given twice"),
+    (["commit", "-m", "m", "/a.txt=proj/a.txt", "--delete", "a.txt"], "changed twice"),
 ]
 
 
