@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from helixfs import __version__
+from helixfs.cli.command import path_argument
 from helixfs.cli.output import Output
 from helixfs.cli.store_path import resolve_store
 from helixfs.errors import HelixError, NotFound
@@ -88,7 +89,9 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> HelixArgumentParse
         prog="helix",
         description="HelixFS: a versioned filesystem with long-term memory for AI agents.",
     )
-    parser.add_argument("--store", metavar="PATH", help="store folder (default: see README)")
+    parser.add_argument(
+        "--store", metavar="PATH", type=path_argument, help="store folder (default: see README)"
+    )
     parser.add_argument(
         "--json", action="store_true", dest="json_global", help="print one JSON document"
     )

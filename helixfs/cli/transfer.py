@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import add_command, path_argument
 from helixfs.cli.output import Output, human_bytes
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
@@ -27,8 +27,12 @@ def register(subparsers: Any) -> None:
         progress=True,
         help="commit a folder (DIR) or every commit of a git repository (--from-git REPO)",
     )
-    imp.add_argument("dir", metavar="DIR", nargs="?", help="folder to commit as a whole tree")
-    imp.add_argument("--from-git", metavar="REPO", help="git repository to import")
+    imp.add_argument(
+        "dir", metavar="DIR", nargs="?", type=path_argument, help="folder to commit as a whole tree"
+    )
+    imp.add_argument(
+        "--from-git", metavar="REPO", type=path_argument, help="git repository to import"
+    )
     imp.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
     imp.add_argument("-m", "--message", help="commit message (folder import)")
     imp.add_argument(
@@ -58,7 +62,7 @@ def register(subparsers: Any) -> None:
         help="write the tree of REV into DIR (which must be empty or absent)",
     )
     exp.add_argument("rev", metavar="REV")
-    exp.add_argument("dir", metavar="DIR")
+    exp.add_argument("dir", metavar="DIR", type=path_argument)
 
 
 def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:

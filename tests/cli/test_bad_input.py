@@ -80,6 +80,31 @@ def test_bad_input_changes_nothing(
     assert not (populated / "out").exists()
 
 
+EMPTY_PATHS = [
+    ["import", ""],
+    ["import", "--from-git", ""],
+    ["export", "HEAD", ""],
+    ["--store", "", "log"],
+    ["log", "--store", ""],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_PATHS, ids=[" ".join(map(repr, a)) for a in EMPTY_PATHS])
+def test_an_empty_path_is_a_usage_error(
+    helix: Helix, store: Path, populated: Path, argv: list[str]
+) -> None:
+    """QA #8: Path("") is `.`: `import ''` imported the current folder."""
+    before = store_state(store)
+    fails(helix(*argv), code=2, says="empty path")
+    assert store_state(store) == before
+
+
+def test_init_with_an_empty_path_creates_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    fails(run_helix("init", "", store=None, cwd=tmp_path, home=home), code=2, says="empty path")
+    assert not home.exists()
+
+
 def test_import_without_a_source_is_a_usage_problem(helix: Helix, populated: Path) -> None:
     fails(helix("import"), says="either DIR or --from-git")
     fails(helix("import", "proj", "--from-git", "proj"), says="either DIR or --from-git")
