@@ -109,6 +109,14 @@ def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) 
     return "".join(out)
 
 
+def _lines(text: str) -> list[str]:
+    """Lines ended by \n only, as git counts them: str.splitlines also ends a line at
+    form feeds, U+2028 and other separators, which shifts hunks and splits lines."""
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
+
+
 def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
     name = show_path(change.path)
     old = repo.contents.read(change.old.oid) if change.old else b""
@@ -120,8 +128,8 @@ def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
     if old_text is None or new_text is None:
         return [header, f"Binary files {src} and {dst} differ\n"]
     lines = difflib.unified_diff(
-        old_text.splitlines(keepends=True),
-        new_text.splitlines(keepends=True),
+        _lines(old_text),
+        _lines(new_text),
         src,
         dst,
         n=context,

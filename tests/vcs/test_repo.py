@@ -199,6 +199,18 @@ def test_diff_name_status_and_text(repo: Repository) -> None:
     assert "--- a/gone.txt\n+++ /dev/null" in text
 
 
+def test_diff_ends_lines_only_at_newlines(repo: Repository) -> None:
+    """QA #9: form feeds and U+2028 split lines and moved the hunk, as git does not."""
+    old = "line1\nform\x0cfeed\nsep\u2028here\nend\n".encode()
+    repo.commit({"t": old}, "a")
+    repo.commit({"t": old.replace(b"end", b"END")}, "b")
+    text = repo.diff_text("HEAD~1", "HEAD")
+    hunk = text.split("@@ -1,4 +1,4 @@\n", 1)[1]
+    assert hunk == " line1\n form\x0cfeed\n sep\u2028here\n-end\n+END\n"
+    repo.commit({"t": b"a\nno newline"}, "c")
+    assert repo.diff_text("HEAD~1", "HEAD").endswith("+no newline\n\\ No newline at end of file\n")
+
+
 def test_branches_are_refs(repo: Repository) -> None:
     repo.commit({"a": b"1"}, "one")
     repo.create_branch("feat")
