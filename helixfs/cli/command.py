@@ -21,12 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.output import Output
+from helixfs.errors import InvalidInput
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 Handler = Callable[[argparse.Namespace, "Repository", Output], int]
 StoreHandler = Callable[[argparse.Namespace, Path, Output], int]
+
+
+class UsageError(InvalidInput):
+    """A command line that makes no sense as given: exit 2, like argparse's own errors."""
 
 
 def path_argument(text: str) -> str:

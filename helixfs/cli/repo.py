@@ -90,7 +90,9 @@ def _fmt(key: str, value: Any) -> str:
 
 def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     doc = as_doc(repo.stats())
-    out.emit(doc, lambda: _key_values(doc))
+    problems = doc.get("problems") or []
+    numbers = {key: value for key, value in doc.items() if key != "problems"}
+    out.emit(doc, lambda: _key_values(numbers) + "".join(f"\nproblem: {p}" for p in problems))
     return 0
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command, path_argument
+from helixfs.cli.command import UsageError, add_command, path_argument
 from helixfs.cli.output import Output, human_bytes
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
         help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
     )
     commit.add_argument("changes", metavar="PATH=FILE", nargs="*", help="a file to write")
+    commit.set_defaults(intermixed="changes")
     commit.add_argument("-m", "--message", required=True, help="commit message")
     commit.add_argument(
         "--delete", metavar="PATH", action="append", default=[], help="a path to delete"
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if (args.dir is None) == (args.from_git is None):
-        raise InvalidInput("give either DIR or --from-git REPO")
+        raise UsageError("give either DIR or --from-git REPO")
     if args.from_git:
         from helixfs.vcs.gitimport import import_git
 
@@ -139,6 +140,8 @@ def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: by
 
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
+    if not args.changes and not args.delete:
+        raise UsageError("give at least one PATH=FILE or --delete PATH")
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
     in_daemon = getattr(args, "in_daemon", False)

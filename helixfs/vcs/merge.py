@@ -39,6 +39,7 @@ class MergeResult:
     status: str  # "up-to-date" | "fast-forward" | "merged" | "conflicts"
     commit: CommitId | None
     conflicts: list[bytes] = field(default_factory=list)
+    marked: list[bytes] = field(default_factory=list)  # the conflicts that got markers
 
 
 class MergeConflictError(MergeConflict):
@@ -289,4 +290,4 @@ def merge_branches(
     text = message or f"merge {branch} into {target}"
     cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
     status = "conflicts" if merger.conflicts else "merged"
-    return MergeResult(status, cid, merger.conflicts)
+    return MergeResult(status, cid, merger.conflicts, list(merger.marked))

@@ -536,7 +536,9 @@ class Repository:
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""
         with self.lock:
-            self._branch_head(check_name(branch))
+            # a dangling or unreadable head would leave every later command failing
+            head = self.commit_info(self._branch_head(check_name(branch)))
+            self.trees.get(head.tree)
             old = self.head_branch()
             if old == branch:
                 return

@@ -133,8 +133,20 @@ def test_merge_clean_and_conflicting(helix: Helix, tmp_path: Path) -> None:
     assert "conflict" in result.err
     assert ok(helix("rev-parse", "HEAD")).out == head
     result = helix("merge", "--allow-conflicts", "other")
-    assert result.code == 1 and "README.md" in result.out
+    assert result.code == 1 and "conflict (committed with markers): README.md" in result.out
     assert "<<<<<<<" in ok(helix("cat", "HEAD", "README.md")).out
+
+
+def test_merge_json_says_committed_only_when_it_committed(helix: Helix, tmp_path: Path) -> None:
+    """QA #14: up-to-date and fast-forward said "committed": true."""
+    _imported(helix, tmp_path)
+    ok(helix("branch", "ff"))
+    ok(helix("commit", "--branch", "ff", "-m", "on ff", "new=proj/README.md"))
+    doc = ok(helix("merge", "--json", "ff")).json()
+    assert (doc["status"], doc["committed"]) == ("fast-forward", False)
+    doc = ok(helix("merge", "--json", "ff")).json()
+    assert (doc["status"], doc["committed"]) == ("up-to-date", False)
+    assert ok(helix("merge", "ff")).out == "up-to-date: ff is already merged into main\n"
 
 
 def test_gc_fsck_stats(helix: Helix, tmp_path: Path) -> None:
@@ -227,6 +239,12 @@ def test_commit_through_the_api(helix: Helix, tmp_path: Path) -> None:
     assert ok(helix("cat", "HEAD", "docs/new.txt")).out == "new\n"
     fails(helix("cat", "HEAD", "src/util.py"), says="no such path")
     fails(helix("commit", "-m", "x", "no-equals-sign"), says="PATH=FILE")
+    # PATH=FILE after an option is still a change (QA #15: "unrecognized arguments")
+    ok(helix("commit", "-m", "m", "x=new.txt", "--delete", "docs/new.txt", "y/inner=new.txt"))
+    assert ok(helix("cat", "HEAD", "y/inner")).out == "new\n"
+    fails(helix("cat", "HEAD", "docs/new.txt"), says="no such path")
+    assert ok(helix("cat", "HEAD", "x")).out == "new\n"
+    ok(helix("reset", "--hard", doc["commit"]))
     fails(helix("commit", "-m", "x", "a=missing-file"), says="cannot read")
     fails(helix("commit", "-m", "x", "--delete", "nope"), says="nope")
     assert ok(helix("rev-parse", "HEAD")).out.strip() == doc["commit"]
