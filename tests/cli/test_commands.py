@@ -36,6 +36,27 @@ def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
     assert len(ok(helix("log", "-n", "1")).out.splitlines()) == 1
 
 
+def test_log_shows_the_saving_process_and_changed_paths(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """fs QA #5: a save records the process (name, pid) and its paths; log shows them."""
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        files = {f"dir/f{i}.txt": b"x" for i in range(7)}
+        repo.commit(files, "vim: save 7 paths", {"process": "vim", "pid": 4242}, author="tester")
+        repo.commit({"new\nline": b"y"}, "by pid only", {"pid": 17}, author="tester")
+    lines = ok(helix("log")).out.splitlines()
+    assert lines[0].endswith("tester [pid 17]  by pid only")
+    assert lines[1] == "    new\\nline"  # a newline in a name stays on one line
+    assert lines[2].endswith("tester [vim 4242]  vim: save 7 paths")
+    assert lines[3:9] == [f"    dir/f{i}.txt" for i in range(5)] + ["    ... and 2 more"]
+    assert lines[9].endswith("tester  init") and len(lines) == 10
+    graph = ok(helix("log", "--graph")).out.splitlines()
+    assert len(graph) == 3 and "[vim 4242]" in graph[1]
+    assert ok(helix("log", "--json")).json()[1]["meta"]["pid"] == 4242
+
+
 def test_reimport_of_the_same_folder_makes_no_commit(helix: Helix, tmp_path: Path) -> None:
     cid = _imported(helix, tmp_path)
     doc = ok(helix("import", "--json", "proj")).json()
