@@ -85,11 +85,16 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         )
     doc = as_doc(summary)
     verb = "imported" if doc["changed"] else "unchanged:"
+    skipped = (
+        f"\nskipped {doc['skipped']} entries (.git, .helix, the store, sockets, fifos, devices)"
+        if doc["skipped"]
+        else ""
+    )
     out.emit(
         doc,
         lambda: (
             f"{verb} {doc['files']} files ({human_bytes(doc['bytes'])}) "
-            f"on {doc['branch']} at {doc['commit'][:12]}"
+            f"on {doc['branch']} at {doc['commit'][:12]}{skipped}"
         ),
     )
     return 0
@@ -131,6 +136,10 @@ def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
         raise NotFound(f"cannot read {source}: {err.strerror}") from None
 
 
+OWN_META = frozenset({"changed", "latency_us"})
+"""Metadata keys every commit gets from vcs: a user's value would be replaced silently."""
+
+
 def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: bytes | None) -> None:
     # `a=f --delete a` is contradictory: refuse it rather than let the last one win
     if os.fsencode(path) in changes:
@@ -151,7 +160,10 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     for path in args.delete:
         _add_change(changes, path, None)
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
-    head = repo.resolve(args.branch or "HEAD")
+    reserved = sorted(OWN_META.intersection(meta))
+    if reserved:
+        raise InvalidInput(f"--meta {reserved[0]}=...: helix records {reserved[0]!r} itself")
+    head = repo.branch_head(args.branch) if args.branch else repo.resolve("HEAD")
     cid = repo.commit(changes, args.message, meta=meta, branch=args.branch, author=args.author)
     made = cid != head
     doc = {"commit": hex_id(cid), "changed": made, "paths": len(changes)}

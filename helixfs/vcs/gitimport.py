@@ -15,6 +15,7 @@ refused before anything is written (`prefix` imports side by side instead).
 
 from __future__ import annotations
 
+import codecs
 import os
 import subprocess
 from collections.abc import Callable
@@ -150,14 +151,15 @@ class _Converter:
 
     def commit(self, sha: str) -> tuple[CommitId, bool]:
         headers, message = _parse_commit(self.cat.get(sha, b"commit"))
-        author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0])
+        encoding = _encoding(headers)
+        author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0], encoding)
         parents = tuple(self._parent(sha, p.decode()) for p in headers.get(b"parent", []))
         tree = self.tree(bytes.fromhex(headers[b"tree"][0].decode()), author_ns)
         meta: dict[str, Any] = {
             "git": {
                 "commit": sha,
                 "author_date": author_date,
-                "committer": headers.get(b"committer", [b""])[0].decode("utf-8", "replace"),
+                "committer": headers.get(b"committer", [b""])[0].decode(encoding, "replace"),
             }
         }
         record = encode_commit(Commit(tree, parents, author_ns, author, message, meta))
@@ -187,17 +189,27 @@ def _parse_commit(raw: bytes) -> tuple[dict[bytes, list[bytes]], str]:
         headers.setdefault(key, []).append(value)
     if b"tree" not in headers:
         raise CorruptObject("git commit without a tree")
-    return headers, body.decode("utf-8", "surrogateescape")
+    return headers, body.decode(_encoding(headers), "surrogateescape")
 
 
-def _parse_person(value: bytes) -> tuple[str, int, str]:
+def _encoding(headers: dict[bytes, list[bytes]]) -> str:
+    """The commit's `encoding` header (git writes one for i18n.commitEncoding other than
+    UTF-8, e.g. ISO-8859-1), when Python knows it; UTF-8 otherwise."""
+    name = headers.get(b"encoding", [b"utf-8"])[0].decode("ascii", "replace")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return "utf-8"
+
+
+def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]:
     """`Name <email> 1700000000 +0100` -> ("Name <email>", time_ns, "1700000000 +0100")."""
     who, _, when = value.rpartition(b"> ")
     try:
         seconds, _, tz = when.decode().partition(" ")
-        return who.decode("utf-8", "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
+        return who.decode(encoding, "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
     except ValueError:
-        return value.decode("utf-8", "surrogateescape"), 0, ""
+        return value.decode(encoding, "surrogateescape"), 0, ""
 
 
 # -- refs -----------------------------------------------------------------------------

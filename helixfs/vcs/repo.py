@@ -256,6 +256,10 @@ class Repository:
             raise NotFound("this store has no HEAD: is it initialised?")
         return value.decode()
 
+    def branch_head(self, branch: str) -> CommitId:
+        """The commit a branch points at; NotFound "no branch named ..." otherwise."""
+        return self._branch_head(branch)
+
     def _branch_head(self, branch: str) -> CommitId:
         value = self.store.ref(branch_ref(branch))
         if value is None:

@@ -114,9 +114,12 @@ def import_dir(
     if not root.is_dir():
         raise NotFound(f"no such folder to import: {root}")
     name = branch if branch is not None else repo.head_branch()
-    repo.resolve(name)  # an unknown branch fails before any object is written
+    repo.branch_head(name)  # an unknown branch fails before any object is written
+    avoid = _store_folder(repo)
+    if any(_dev_ino(folder) in avoid for folder in (root, *root.resolve().parents)):
+        raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
     batch = _Batch(repo)
-    counts = _Counts(avoid=_store_folder(repo))
+    counts = _Counts(avoid=avoid)
     tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
     info = dict(meta or {})
     info.setdefault("imported_from", str(root.resolve()))
@@ -130,6 +133,14 @@ def import_dir(
 
 def _ignore(_: int) -> None:
     return None
+
+
+def _dev_ino(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _store_folder(repo: Repository) -> frozenset[tuple[int, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .conftest import Helix, fails, make_tree, ok
@@ -55,6 +56,14 @@ def test_log_shows_the_saving_process_and_changed_paths(
     graph = ok(helix("log", "--graph")).out.splitlines()
     assert len(graph) == 3 and "[vim 4242]" in graph[1]
     assert ok(helix("log", "--json")).json()[1]["meta"]["pid"] == 4242
+
+
+def test_import_says_what_it_skipped(helix: Helix, tmp_path: Path) -> None:
+    make_tree(tmp_path / "proj", PROJECT)
+    os.mkfifo(tmp_path / "proj" / "pipe")
+    (tmp_path / "proj" / ".git").mkdir()
+    out = ok(helix("import", "proj")).out
+    assert "skipped 2 entries" in out
 
 
 def test_reimport_of_the_same_folder_makes_no_commit(helix: Helix, tmp_path: Path) -> None:

@@ -222,3 +222,21 @@ def test_ref_names_that_are_not_utf8_are_skipped_and_reported(helix: Helix, tmp_
     )
     doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
     assert doc["branches"] == ["main"] and doc["refs_skipped"] == ["refs/heads/bad\\xffname"]
+
+
+def test_commit_encoding_header_is_honoured(helix: Helix, tmp_path: Path) -> None:
+    """QA #14: a commit with `encoding ISO-8859-1` came in as 'caf\\udce9'."""
+    repo = _two_commit_repo(tmp_path)
+    (tmp_path / "msg").write_bytes("café\n".encode("latin-1"))
+    git(
+        repo,
+        "-c",
+        "i18n.commitEncoding=ISO-8859-1",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-F",
+        str(tmp_path / "msg"),
+    )
+    ok(helix("import", "--from-git", str(repo)))
+    assert ok(helix("log", "--json", "-n", "1")).json()[0]["message"] == "café\n"
