@@ -196,7 +196,10 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     docs = [entry_doc(e) for e in repo.ls(args.rev, path_bytes(args.path))]
-    rows = [(d["type"], d["size"], d["name"] + ("/" if d["type"] == "dir" else "")) for d in docs]
+    rows = [
+        (d["type"], d["size"], _printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
+        for d in docs
+    ]
     out.emit(docs, lambda: table(rows))
     return 0
 

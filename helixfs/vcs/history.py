@@ -117,13 +117,25 @@ def _lines(text: str) -> list[str]:
     return [line + "\n" for line in lines] + ([last] if last else [])
 
 
+def _mode_lines(change: Change) -> str:
+    """git's mode lines: a chmod +x (or a file turned symlink) is a change worth seeing."""
+    old, new = change.old, change.new
+    if old is None and new is not None:
+        return f"new file mode {new.mode:o}\n"
+    if new is None and old is not None:
+        return f"deleted file mode {old.mode:o}\n"
+    if old is not None and new is not None and old.mode != new.mode:
+        return f"old mode {old.mode:o}\nnew mode {new.mode:o}\n"
+    return ""
+
+
 def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
     name = show_path(change.path)
     old = repo.contents.read(change.old.oid) if change.old else b""
     new = repo.contents.read(change.new.oid) if change.new else b""
     src = f"a/{name}" if change.old else "/dev/null"
     dst = f"b/{name}" if change.new else "/dev/null"
-    header = f"diff --helix a/{name} b/{name}\n"
+    header = f"diff --helix a/{name} b/{name}\n" + _mode_lines(change)
     old_text, new_text = as_text(old), as_text(new)
     if old_text is None or new_text is None:
         return [header, f"Binary files {src} and {dst} differ\n"]

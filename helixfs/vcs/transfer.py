@@ -245,18 +245,21 @@ def export(
     repo: Repository, rev: str, path: Path, *, progress: Progress | None = None
 ) -> ExportSummary:
     """Write the tree of `rev` as a new folder `path` (absent, or an empty folder)."""
-    target = Path(path)
+    # a link to an empty folder means that folder: renaming over the link would fail
+    target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     commit = repo.commit_info(rev)  # unknown rev: NotFound before anything is created
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise InvalidInput(f"{target} exists and is not an empty folder: not exporting there")
+        raise InvalidInput(f"{path} exists and is not an empty folder: not exporting there")
     parent = target.absolute().parent
     if not parent.is_dir():
         raise NotFound(f"no such folder: {parent}")
+    # an existing empty folder keeps its mode; mkdtemp's is private, a new one is 755
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o755
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the tree's root is an ordinary folder
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
+        staging.chmod(mode)
         if target.exists():
             target.rmdir()
         staging.rename(target)

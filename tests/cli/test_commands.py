@@ -66,6 +66,34 @@ def test_import_says_what_it_skipped(helix: Helix, tmp_path: Path) -> None:
     assert "skipped 2 entries" in out
 
 
+def test_diff_shows_mode_changes_and_ls_escapes_names(helix: Helix, tmp_path: Path) -> None:
+    """QA #16: a chmod +x showed only the header; a newline in a name broke ls's lines."""
+    _imported(helix, tmp_path)
+    os.chmod(tmp_path / "proj" / "src" / "util.py", 0o755)
+    ok(helix("import", "proj"))
+    text = ok(helix("diff", "HEAD~1", "HEAD")).out
+    assert text == "diff --helix a/src/util.py b/src/util.py\nold mode 100644\nnew mode 100755\n"
+    ok(helix("commit", "-m", "odd name", "two\nlines=proj/README.md"))
+    assert "new file mode 100644\n--- /dev/null" in ok(helix("diff", "HEAD~1", "HEAD")).out
+    names = [line.split()[-1] for line in ok(helix("ls", "HEAD")).out.splitlines()]
+    assert names == ["README.md", "src/", "two\\nlines"]
+
+
+def test_export_into_an_empty_folder_keeps_it_and_follows_a_link(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """QA #16: an empty target's mode became 755; a link to one failed with ENOTDIR."""
+    _imported(helix, tmp_path)
+    (tmp_path / "private").mkdir(mode=0o700)
+    ok(helix("export", "HEAD", "private"))
+    assert (tmp_path / "private").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "private" / "README.md").read_text() == "hello\n"
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    ok(helix("export", "HEAD", "link"))
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / "src" / "app.py").exists()
+
+
 def test_reimport_of_the_same_folder_makes_no_commit(helix: Helix, tmp_path: Path) -> None:
     cid = _imported(helix, tmp_path)
     doc = ok(helix("import", "--json", "proj")).json()
