@@ -72,6 +72,7 @@ BAD_COMMANDS = [
     (["commit", "-m", "m", "/a.txt=proj/a.txt", "--delete", "a.txt"], "changed twice"),
     (["branch", "@"], "nor be HEAD or @"),
     (["branch", "x.lock"], "may not end with '.lock'"),
+    (["branch", "bad\udcffname"], "'bad\\xffname' is not valid UTF-8"),
 ]
 
 USAGE_ERRORS = [
