@@ -21,12 +21,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.output import Output
+from helixfs.errors import InvalidInput
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 Handler = Callable[[argparse.Namespace, "Repository", Output], int]
 StoreHandler = Callable[[argparse.Namespace, Path, Output], int]
+
+
+class UsageError(InvalidInput):
+    """A command line that makes no sense as given: exit 2, like argparse's own errors."""
+
+
+def path_argument(text: str) -> str:
+    """argparse `type` of a folder or file argument: "" is a mistake, not `.` (which is
+    what Path("") means), so it is a usage error rather than the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path is not a path")
+    return text
 
 
 def add_command(
@@ -49,7 +62,9 @@ def add_command(
         name, help=help, description=description or help, aliases=list(aliases)
     )
     # `helix log --store S` works like `helix --store S log` (agents write both)
-    parser.add_argument("--store", dest="store_after", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--store", dest="store_after", metavar="PATH", type=path_argument, help=argparse.SUPPRESS
+    )
     if data:
         parser.add_argument(
             "--json", action="store_true", dest="json", help="print one JSON document"

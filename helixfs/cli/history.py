@@ -7,6 +7,7 @@ import base64
 import os
 import stat
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import add_command
@@ -96,11 +97,40 @@ def children_first(commits: list[Commit]) -> list[Commit]:
     return ordered
 
 
+LOG_PATHS = 5
+"""Changed paths shown under a commit in `helix log`; --json carries the whole list."""
+
+
 def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(commit.time_ns / 1e9))
     author = commit.author.split(" <", 1)[0]  # the name; --json carries the full string
-    return f"{hex_id(commit.id)[:12]}  {when}  {author}  {subject}"
+    return f"{hex_id(commit.id)[:12]}  {when}  {author}{_saved_by(commit.meta)}  {subject}"
+
+
+def _saved_by(meta: Mapping[str, Any]) -> str:
+    """The process a save came from (mount commits record it), as `.helix/log` shows it."""
+    process, pid = meta.get("process"), meta.get("pid")
+    shown_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+    if isinstance(process, str) and process:
+        return f" [{_printable(process)} {shown_pid}]" if shown_pid else f" [{_printable(process)}]"
+    return f" [pid {shown_pid}]" if shown_pid else ""
+
+
+def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The commit's changed paths, indented under it, at most LOG_PATHS of them."""
+    listed = meta.get("changed")
+    paths = [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+    lines = [f"    {_printable(p)}" for p in paths[:LOG_PATHS]]
+    if len(paths) > LOG_PATHS:
+        lines.append(f"    ... and {len(paths) - LOG_PATHS} more")
+    return lines
+
+
+def _printable(text: str) -> str:
+    """One line of valid text: a newline in a path must not look like another entry."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -115,7 +145,7 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
             [(c.id, tuple(c.parents)) for c in commits], [_log_line(c) for c in commits]
         )
     else:
-        lines = [_log_line(c) for c in commits]
+        lines = [line for c in commits for line in (_log_line(c), *_changed_lines(c.meta))]
     out.emit(None, "\n".join(lines))
     return 0
 
@@ -166,7 +196,10 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     docs = [entry_doc(e) for e in repo.ls(args.rev, path_bytes(args.path))]
-    rows = [(d["type"], d["size"], d["name"] + ("/" if d["type"] == "dir" else "")) for d in docs]
+    rows = [
+        (d["type"], d["size"], _printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
+        for d in docs
+    ]
     out.emit(docs, lambda: table(rows))
     return 0
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from helixfs import __version__
+from helixfs.cli.command import UsageError, path_argument
 from helixfs.cli.output import Output
 from helixfs.cli.store_path import resolve_store
 from helixfs.errors import HelixError, NotFound
@@ -88,7 +89,9 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> HelixArgumentParse
         prog="helix",
         description="HelixFS: a versioned filesystem with long-term memory for AI agents.",
     )
-    parser.add_argument("--store", metavar="PATH", help="store folder (default: see README)")
+    parser.add_argument(
+        "--store", metavar="PATH", type=path_argument, help="store folder (default: see README)"
+    )
     parser.add_argument(
         "--json", action="store_true", dest="json_global", help="print one JSON document"
     )
@@ -128,10 +131,23 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    args = build_parser(modules_for(argv)).parse_args(list(argv))
+    parser = build_parser(modules_for(argv))
+    args, extra = parser.parse_known_args(list(argv))
+    _intermix(parser, args, extra)
     args.json = bool(getattr(args, "json", False) or args.json_global)
     args.store = getattr(args, "store_after", None) or args.store
     return args
+
+
+def _intermix(parser: HelixArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Positionals after an option (`commit -m m a=x --delete b c=y`) join the command's
+    list: argparse takes positionals in one run, and parse_intermixed_args cannot
+    handle subcommands."""
+    dest = getattr(args, "intermixed", None)
+    if dest and extra and not any(arg.startswith("-") for arg in extra):
+        getattr(args, dest).extend(extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
 def _report(err: BaseException, stderr: TextIO) -> int:
@@ -139,7 +155,7 @@ def _report(err: BaseException, stderr: TextIO) -> int:
         raise err
     message = str(err) or type(err).__name__
     stderr.write(f"helix: error: {message}\n")
-    return EXIT_ERROR
+    return EXIT_USAGE if isinstance(err, UsageError) else EXIT_ERROR
 
 
 def _dispatch(args: argparse.Namespace, repo: Repository, store: Path, out: Output) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import add_command, path_argument
 from helixfs.cli.output import Output
 
 
@@ -21,10 +21,13 @@ def register(subparsers: Any) -> None:
         data=False,
         forward=False,
     )
-    mount.add_argument("store_path", metavar="STORE", help="store folder (see helix init)")
+    mount.add_argument(
+        "store_path", metavar="STORE", type=path_argument, help="store folder (see helix init)"
+    )
     mount.add_argument(
         "mountpoint",
         metavar="MOUNTPOINT",
+        type=path_argument,
         help="an existing folder (its own files are hidden while mounted)",
     )
     mount.add_argument(
@@ -57,7 +60,7 @@ def register(subparsers: Any) -> None:
         forward=False,
         aliases=["unmount"],
     )
-    umount.add_argument("mountpoint", metavar="MOUNTPOINT")
+    umount.add_argument("mountpoint", metavar="MOUNTPOINT", type=path_argument)
     umount.add_argument(
         "--lazy", "-z", action="store_true", help="detach now even if files are open in it"
     )

@@ -7,9 +7,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import UsageError, add_command
 from helixfs.cli.output import Output, table
-from helixfs.errors import InvalidInput, MergeConflict
+from helixfs.errors import MergeConflict
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -99,15 +99,16 @@ def _list_refs(kind: str, pairs: list[tuple[str, str]], current: str | None, out
 def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.name is None:
         if args.delete or args.rename:
-            raise InvalidInput("give the branch NAME to delete or rename")
+            raise UsageError("give the branch NAME to delete or rename")
         _list_refs("branches", _named_ids(repo.branches()), repo.head_branch(), out)
         return 0
     if args.delete:
+        _one_name(args, "branch")
         repo.delete_branch(args.name)
         out.emit({"deleted": args.name}, f"deleted branch {args.name}")
     elif args.rename:
         if not args.rev:
-            raise InvalidInput("usage: helix branch -m OLD NEW")
+            raise UsageError("usage: helix branch -m OLD NEW")
         repo.rename_branch(args.name, args.rev)
         out.emit(
             {"renamed": args.name, "to": args.rev}, f"renamed branch {args.name} to {args.rev}"
@@ -118,6 +119,12 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
+def _one_name(args: argparse.Namespace, kind: str) -> None:
+    """`-d A B` used to delete A and drop B silently: one name per delete."""
+    if args.rev is not None:
+        raise UsageError(f"-d deletes one {kind} at a time: helix {kind} -d NAME")
+
+
 def _created(out: Output, kind: str, name: str, cid: bytes | None, repo: Repository) -> None:
     target = hex_id(cid) if cid is not None else hex_id(repo.resolve(name))
     out.emit({kind: name, "id": target}, f"created {kind} {name} at {target[:12]}")
@@ -126,10 +133,11 @@ def _created(out: Output, kind: str, name: str, cid: bytes | None, repo: Reposit
 def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.name is None:
         if args.delete:
-            raise InvalidInput("give the snapshot NAME to delete")
+            raise UsageError("give the snapshot NAME to delete")
         _list_refs("snapshots", _named_ids(repo.snapshots()), None, out)
         return 0
     if args.delete:
+        _one_name(args, "snapshot")
         repo.delete_snapshot(args.name)
         out.emit({"deleted": args.name}, f"deleted snapshot {args.name}")
         return 0
@@ -169,10 +177,27 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return 1
     paths = [os.fsdecode(p) for p in result.conflicts]
     commit = hex_id(result.commit) if result.commit else None
-    doc = {"status": result.status, "commit": commit, "conflicts": paths, "committed": True}
+    committed = result.status in ("merged", "conflicts")  # not up-to-date, fast-forward
+    doc = {"status": result.status, "commit": commit, "conflicts": paths, "committed": committed}
     if paths:
-        out.emit(doc, lambda: "\n".join(f"conflict (committed with markers): {p}" for p in paths))
+        out.emit(doc, lambda: "\n".join(_conflict_line(p, result.marked) for p in result.conflicts))
         out.note(f"helix: error: merge of {args.branch}: {len(paths)} conflicting path(s)")
         return 1
-    out.emit(doc, f"{result.status}: {args.branch}" + (f" at {commit[:12]}" if commit else ""))
+    out.emit(doc, _merge_line(result.status, args.branch, repo.head_branch(), commit))
     return 0
+
+
+def _conflict_line(path: bytes, marked: list[bytes]) -> str:
+    if path in marked:
+        return f"conflict (committed with markers): {os.fsdecode(path)}"
+    # binary, modify/delete, file vs directory: one side's version was kept as it is
+    return f"conflict (one side kept, no markers): {os.fsdecode(path)}"
+
+
+def _merge_line(status: str, branch: str, target: str, commit: str | None) -> str:
+    short = commit[:12] if commit else ""
+    if status == "up-to-date":
+        return f"up-to-date: {branch} is already merged into {target}"
+    if status == "fast-forward":
+        return f"fast-forward: {target} moved to {branch} at {short}"
+    return f"{status}: {branch} into {target} at {short}"

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import add_command, path_argument
 from helixfs.cli.output import Output, human_bytes, table
 
 if TYPE_CHECKING:
@@ -18,7 +18,9 @@ def register(subparsers: Any) -> None:
     init = add_command(
         subparsers, "init", help="create an empty store", store_handler=cmd_init, forward=False
     )
-    init.add_argument("path", nargs="?", help="store folder (default: the resolved store)")
+    init.add_argument(
+        "path", nargs="?", type=path_argument, help="store folder (default: the resolved store)"
+    )
     add_command(
         subparsers,
         "stats",
@@ -61,7 +63,7 @@ def as_doc(value: Any) -> Any:
 def cmd_init(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.vcs.repo import Repository
 
-    path = Path(args.path).expanduser() if args.path else store
+    path = Path(args.path).expanduser() if args.path is not None else store
     repo = Repository.init(path)
     repo.close()
     out.emit({"store": str(path.resolve())}, f"initialised empty HelixFS store in {path}")
@@ -88,7 +90,9 @@ def _fmt(key: str, value: Any) -> str:
 
 def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     doc = as_doc(repo.stats())
-    out.emit(doc, lambda: _key_values(doc))
+    problems = doc.get("problems") or []
+    numbers = {key: value for key, value in doc.items() if key != "problems"}
+    out.emit(doc, lambda: _key_values(numbers) + "".join(f"\nproblem: {p}" for p in problems))
     return 0
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from helixfs.errors import InvalidInput
+
 ENV_VAR = "HELIX_STORE"
 MOUNT_MARKER = Path(".helix") / "store"
 
@@ -32,7 +34,9 @@ def store_of_mount(start: Path) -> Path | None:
 
 
 def resolve_store(explicit: str | None, cwd: Path | None = None) -> Path:
-    if explicit:
+    if explicit is not None:
+        if not explicit:
+            raise InvalidInput("--store: an empty path is not a store")
         return Path(explicit).expanduser()
     from_env = os.environ.get(ENV_VAR)
     if from_env:

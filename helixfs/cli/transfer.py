@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import UsageError, add_command, path_argument
 from helixfs.cli.output import Output, human_bytes
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
@@ -27,8 +27,12 @@ def register(subparsers: Any) -> None:
         progress=True,
         help="commit a folder (DIR) or every commit of a git repository (--from-git REPO)",
     )
-    imp.add_argument("dir", metavar="DIR", nargs="?", help="folder to commit as a whole tree")
-    imp.add_argument("--from-git", metavar="REPO", help="git repository to import")
+    imp.add_argument(
+        "dir", metavar="DIR", nargs="?", type=path_argument, help="folder to commit as a whole tree"
+    )
+    imp.add_argument(
+        "--from-git", metavar="REPO", type=path_argument, help="git repository to import"
+    )
     imp.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
     imp.add_argument("-m", "--message", help="commit message (folder import)")
     imp.add_argument(
@@ -41,6 +45,7 @@ def register(subparsers: Any) -> None:
         help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
     )
     commit.add_argument("changes", metavar="PATH=FILE", nargs="*", help="a file to write")
+    commit.set_defaults(intermixed="changes")
     commit.add_argument("-m", "--message", required=True, help="commit message")
     commit.add_argument(
         "--delete", metavar="PATH", action="append", default=[], help="a path to delete"
@@ -58,12 +63,12 @@ def register(subparsers: Any) -> None:
         help="write the tree of REV into DIR (which must be empty or absent)",
     )
     exp.add_argument("rev", metavar="REV")
-    exp.add_argument("dir", metavar="DIR")
+    exp.add_argument("dir", metavar="DIR", type=path_argument)
 
 
 def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if (args.dir is None) == (args.from_git is None):
-        raise InvalidInput("give either DIR or --from-git REPO")
+        raise UsageError("give either DIR or --from-git REPO")
     if args.from_git:
         from helixfs.vcs.gitimport import import_git
 
@@ -80,20 +85,32 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         )
     doc = as_doc(summary)
     verb = "imported" if doc["changed"] else "unchanged:"
+    skipped = (
+        f"\nskipped {doc['skipped']} entries (.git, .helix, the store, sockets, fifos, devices)"
+        if doc["skipped"]
+        else ""
+    )
     out.emit(
         doc,
         lambda: (
             f"{verb} {doc['files']} files ({human_bytes(doc['bytes'])}) "
-            f"on {doc['branch']} at {doc['commit'][:12]}"
+            f"on {doc['branch']} at {doc['commit'][:12]}{skipped}"
         ),
     )
     return 0
 
 
 def _git_summary(doc: dict[str, Any]) -> str:
-    return f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
+    text = f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
         f", {doc['skipped']} already present" if doc.get("skipped") else ""
     )
+    refs = doc.get("refs_skipped") or []
+    if refs:
+        shown = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+        text += f"\nskipped {len(refs)} ref(s) (not at a commit, or no valid name): {shown}"
+    if doc.get("submodules_skipped"):
+        text += f"\nskipped {doc['submodules_skipped']} submodule entries"
+    return text
 
 
 def _pair(text: str, form: str) -> tuple[str, str]:
@@ -119,17 +136,34 @@ def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
         raise NotFound(f"cannot read {source}: {err.strerror}") from None
 
 
+OWN_META = frozenset({"changed", "latency_us"})
+"""Metadata keys every commit gets from vcs: a user's value would be replaced silently."""
+
+
+def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: bytes | None) -> None:
+    # `a=f --delete a` is contradictory: refuse it rather than let the last one win
+    if os.fsencode(path) in changes:
+        raise InvalidInput(f"{path} is given twice: write it or delete it, once")
+    changes[os.fsencode(path)] = content
+
+
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
+    if not args.changes and not args.delete:
+        raise UsageError("give at least one PATH=FILE or --delete PATH")
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
+    in_daemon = getattr(args, "in_daemon", False)
     for text in args.changes:
         path, source = _pair(text, "PATH=FILE")
-        changes[os.fsencode(path)] = _content(source, stdin_used, getattr(args, "in_daemon", False))
+        _add_change(changes, path, _content(source, stdin_used, in_daemon))
     for path in args.delete:
-        changes[os.fsencode(path)] = None
+        _add_change(changes, path, None)
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
-    head = repo.resolve(args.branch or "HEAD")
+    reserved = sorted(OWN_META.intersection(meta))
+    if reserved:
+        raise InvalidInput(f"--meta {reserved[0]}=...: helix records {reserved[0]!r} itself")
+    head = repo.branch_head(args.branch) if args.branch else repo.resolve("HEAD")
     cid = repo.commit(changes, args.message, meta=meta, branch=args.branch, author=args.author)
     made = cid != head
     doc = {"commit": hex_id(cid), "changed": made, "paths": len(changes)}

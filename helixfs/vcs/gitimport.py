@@ -15,6 +15,7 @@ refused before anything is written (`prefix` imports side by side instead).
 
 from __future__ import annotations
 
+import codecs
 import os
 import subprocess
 from collections.abc import Callable
@@ -150,14 +151,15 @@ class _Converter:
 
     def commit(self, sha: str) -> tuple[CommitId, bool]:
         headers, message = _parse_commit(self.cat.get(sha, b"commit"))
-        author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0])
-        parents = tuple(self.commits[p.decode()] for p in headers.get(b"parent", []))
+        encoding = _encoding(headers)
+        author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0], encoding)
+        parents = tuple(self._parent(sha, p.decode()) for p in headers.get(b"parent", []))
         tree = self.tree(bytes.fromhex(headers[b"tree"][0].decode()), author_ns)
         meta: dict[str, Any] = {
             "git": {
                 "commit": sha,
                 "author_date": author_date,
-                "committer": headers.get(b"committer", [b""])[0].decode("utf-8", "replace"),
+                "committer": headers.get(b"committer", [b""])[0].decode(encoding, "replace"),
             }
         }
         record = encode_commit(Commit(tree, parents, author_ns, author, message, meta))
@@ -167,6 +169,14 @@ class _Converter:
             self.batch.add({ObjectId(cid): record})
         self.commits[sha] = cid
         return cid, existed
+
+    def _parent(self, sha: str, parent: str) -> CommitId:
+        """rev-list gives parents first; one missing means git's history has a hole
+        (a shallow or grafted repository)."""
+        found = self.commits.get(parent)
+        if found is None:
+            raise InvalidInput(f"git commit {sha} has parent {parent}, which is missing")
+        return found
 
 
 def _parse_commit(raw: bytes) -> tuple[dict[bytes, list[bytes]], str]:
@@ -179,17 +189,27 @@ def _parse_commit(raw: bytes) -> tuple[dict[bytes, list[bytes]], str]:
         headers.setdefault(key, []).append(value)
     if b"tree" not in headers:
         raise CorruptObject("git commit without a tree")
-    return headers, body.decode("utf-8", "surrogateescape")
+    return headers, body.decode(_encoding(headers), "surrogateescape")
 
 
-def _parse_person(value: bytes) -> tuple[str, int, str]:
+def _encoding(headers: dict[bytes, list[bytes]]) -> str:
+    """The commit's `encoding` header (git writes one for i18n.commitEncoding other than
+    UTF-8, e.g. ISO-8859-1), when Python knows it; UTF-8 otherwise."""
+    name = headers.get(b"encoding", [b"utf-8"])[0].decode("ascii", "replace")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return "utf-8"
+
+
+def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]:
     """`Name <email> 1700000000 +0100` -> ("Name <email>", time_ns, "1700000000 +0100")."""
     who, _, when = value.rpartition(b"> ")
     try:
         seconds, _, tz = when.decode().partition(" ")
-        return who.decode("utf-8", "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
+        return who.decode(encoding, "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
     except ValueError:
-        return value.decode("utf-8", "surrogateescape"), 0, ""
+        return value.decode(encoding, "surrogateescape"), 0, ""
 
 
 # -- refs -----------------------------------------------------------------------------
@@ -201,40 +221,67 @@ class _GitRef:
     name: str  # the HelixFS name
     sha: str  # the git commit it points at
     ref: str  # the helix ref name
+    git_name: str  # the git ref name, for messages
 
 
 def _git_refs(path: Path, prefix: str, skipped: list[str]) -> list[_GitRef]:
+    """Branches and tags that point at commits, with their HelixFS names.
+
+    Skipped (and listed in `skipped`): names that are not UTF-8 or not valid HelixFS
+    names, and refs at anything but a commit (a tag, lightweight or annotated, can
+    name a blob or a tree). Two git refs that map to one name are refused.
+    """
     out = _git(
         path,
         "for-each-ref",
-        "--format=%(refname) %(objecttype) %(objectname) %(*objectname)",
+        "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname) %(refname)",
         "refs/heads",
         "refs/tags",
-    ).stdout.decode()
+    ).stdout
     found = []
-    for line in out.splitlines():
-        parts = line.split()
-        refname, kind, sha = parts[0], parts[1], parts[2]
-        peeled = parts[3] if len(parts) > 3 else None
-        is_branch = refname.startswith("refs/heads/")
-        short = refname.split("/", 2)[2]
-        target = peeled if kind == "tag" and peeled else sha
-        name = prefix + short.replace("/", "-")
-        try:
-            check_name(name, "branch" if is_branch else "snapshot")
-        except InvalidName:
-            skipped.append(refname)
-            continue
-        if (
-            not is_branch
-            and kind == "tag"
-            and _git(path, "cat-file", "-t", target).stdout.strip() != b"commit"
-        ):
-            skipped.append(refname)
-            continue
-        ref = branch_ref(name) if is_branch else snapshot_ref(name)
-        found.append(_GitRef("branch" if is_branch else "snapshot", name, target, ref))
+    for line in out.split(b"\n"):
+        if line:
+            ref = _git_ref(line, prefix)
+            if ref is None:
+                skipped.append(line.split(b" ", 4)[-1].decode("utf-8", "backslashreplace"))
+            else:
+                found.append(ref)
+    _refuse_clashes(found)
     return found
+
+
+def _git_ref(line: bytes, prefix: str) -> _GitRef | None:
+    """One `for-each-ref` line as a ref to import, or None for one to skip."""
+    kind, sha, peeled_kind, peeled, raw_name = line.split(b" ", 4)
+    try:
+        refname = raw_name.decode()
+    except UnicodeDecodeError:
+        return None
+    # An annotated tag is peeled once: a tag of a tag is skipped like a tag of a tree.
+    target_kind, target = (peeled_kind, peeled) if kind == b"tag" else (kind, sha)
+    if target_kind != b"commit":
+        return None
+    is_branch = refname.startswith("refs/heads/")
+    name = prefix + refname.split("/", 2)[2].replace("/", "-")
+    try:
+        check_name(name, "branch" if is_branch else "snapshot")
+    except InvalidName:
+        return None
+    ref = branch_ref(name) if is_branch else snapshot_ref(name)
+    return _GitRef("branch" if is_branch else "snapshot", name, target.decode(), ref, refname)
+
+
+def _refuse_clashes(refs: list[_GitRef]) -> None:
+    """Two git refs that became one HelixFS name (`a/b` and `a-b`) would overwrite each
+    other; guessing a third name would not survive the next import, so refuse."""
+    by_ref: dict[str, _GitRef] = {}
+    for ref in refs:
+        other = by_ref.setdefault(ref.ref, ref)
+        if other is not ref:
+            raise InvalidInput(
+                f"git refs {other.git_name!r} and {ref.git_name!r} would both become "
+                f"{ref.kind} {ref.name!r}: rename one of them in git; nothing was imported"
+            )
 
 
 def _check_ref(repo: Repository, path: Path, ref: _GitRef) -> None:
@@ -269,6 +316,7 @@ def import_git(
     if not path.is_dir():
         raise NotFound(f"no such folder: {path}")
     _git(path, "rev-parse", "--git-dir")
+    _refuse_shallow(path)
     id_size = (
         32
         if _git(path, "rev-parse", "--show-object-format", check=False).stdout.strip() == b"sha256"
@@ -309,6 +357,17 @@ def import_git(
         converter.submodules,
         refs_skipped,
     )
+
+
+def _refuse_shallow(path: Path) -> None:
+    """A shallow clone lacks the parents of its oldest commits. Taking them as roots
+    would give commit ids a later full import could not fast-forward, so refuse."""
+    shallow = _git(path, "rev-parse", "--is-shallow-repository", check=False).stdout
+    if shallow.strip() == b"true":
+        raise InvalidInput(
+            f"{path} is a shallow git clone (older commits are missing): "
+            "fetch its whole history (git fetch --unshallow) and import again"
+        )
 
 
 def _move_refs(repo: Repository, refs: list[_GitRef], commits: dict[str, CommitId]) -> None:

@@ -55,18 +55,21 @@ def last_change(
     """
     if not path:
         return head  # every commit changes the root
-    text = path.decode("utf-8", "surrogateescape")
+    text = _normal(path.decode("utf-8", "surrogateescape"))
     current = repo.commit_info(head)
     if _entry_at(repo, current.tree, path) is None:
         return None
+    child = current
     for _ in range(limit):
         if not current.parents:
-            return current.id
+            break
         parent = repo.commit_info(current.parents[0])
         if _changed(repo, current, parent, path, text):
             return current.id
-        current = parent
-    return current.id
+        child, current = current, parent
+    # A list of changed paths that missed this one (stores from before the lists were
+    # normalised) must not make us name a commit that does not even hold the path.
+    return current.id if _entry_at(repo, current.tree, path) is not None else child.id
 
 
 def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text: str) -> bool:
@@ -76,12 +79,16 @@ def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text
     if isinstance(listed, list) and len(listed) < 1000 and "merge" not in commit.meta:
         touched = any(
             p == text or text.startswith(p + "/") or p.startswith(text + "/")
-            for p in listed
-            if isinstance(p, str)
+            for p in (_normal(p) for p in listed if isinstance(p, str))
         )
         if not touched:
             return False  # the list is complete: no tree needs decoding
     return _key(_entry_at(repo, commit.tree, path)) != _key(_entry_at(repo, parent.tree, path))
+
+
+def _normal(path: str) -> str:
+    """`/a//b/` as `a/b`: older commits listed paths as they were given."""
+    return "/".join(part for part in path.split("/") if part)
 
 
 def _entry_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None:
@@ -102,19 +109,39 @@ def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) 
     return "".join(out)
 
 
+def _lines(text: str) -> list[str]:
+    """Lines ended by \n only, as git counts them: str.splitlines also ends a line at
+    form feeds, U+2028 and other separators, which shifts hunks and splits lines."""
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
+
+
+def _mode_lines(change: Change) -> str:
+    """git's mode lines: a chmod +x (or a file turned symlink) is a change worth seeing."""
+    old, new = change.old, change.new
+    if old is None and new is not None:
+        return f"new file mode {new.mode:o}\n"
+    if new is None and old is not None:
+        return f"deleted file mode {old.mode:o}\n"
+    if old is not None and new is not None and old.mode != new.mode:
+        return f"old mode {old.mode:o}\nnew mode {new.mode:o}\n"
+    return ""
+
+
 def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
     name = show_path(change.path)
     old = repo.contents.read(change.old.oid) if change.old else b""
     new = repo.contents.read(change.new.oid) if change.new else b""
     src = f"a/{name}" if change.old else "/dev/null"
     dst = f"b/{name}" if change.new else "/dev/null"
-    header = f"diff --helix a/{name} b/{name}\n"
+    header = f"diff --helix a/{name} b/{name}\n" + _mode_lines(change)
     old_text, new_text = as_text(old), as_text(new)
     if old_text is None or new_text is None:
         return [header, f"Binary files {src} and {dst} differ\n"]
     lines = difflib.unified_diff(
-        old_text.splitlines(keepends=True),
-        new_text.splitlines(keepends=True),
+        _lines(old_text),
+        _lines(new_text),
         src,
         dst,
         n=context,

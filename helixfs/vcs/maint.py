@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from helixfs.errors import CorruptObject, HelixError, NotFound
+from helixfs.errors import HelixError, NotFound
 from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -76,6 +76,8 @@ class RepoStats:
     commit_p95_us: float | None
     branches: int
     snapshots: int
+    # refs whose history or tree could not be read: left out of the numbers above
+    problems: list[str] = field(default_factory=list)
 
 
 def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
@@ -223,19 +225,13 @@ def _percentile(values: list[int], q: float) -> float | None:
 
 
 def stats(repo: Repository, last: int) -> RepoStats:
+    """Store numbers and commit latencies; a ref that cannot be read (dangling, corrupt,
+    newer record version) is listed in `problems` instead of failing the whole report,
+    since a damaged store is where a user most wants them."""
     store_stats = repo.store.stats()
-    latencies: list[int] = []
-    seen = set()
-    for info in repo.branches():
-        for commit in repo.log(info.commit.hex(), limit=last):
-            if commit.id in seen:
-                break
-            seen.add(commit.id)
-            value = commit.meta.get("latency_us")
-            if isinstance(value, int):
-                latencies.append(value)
-    latencies = latencies[:last] if len(latencies) > last else latencies
-    referenced = _referenced_bytes(repo)
+    problems: dict[str, str] = {}
+    latencies = _latencies(repo, last, problems)
+    referenced = _referenced_bytes(repo, problems)
     logical = store_stats.logical_bytes
     return RepoStats(
         objects=store_stats.objects,
@@ -251,10 +247,28 @@ def stats(repo: Repository, last: int) -> RepoStats:
         commit_p95_us=_percentile(latencies, 0.95),
         branches=len(repo.branches()),
         snapshots=len(repo.snapshots()),
+        problems=[f"{ref}: {error}" for ref, error in problems.items()],
     )
 
 
-def _referenced_bytes(repo: Repository) -> int:
+def _latencies(repo: Repository, last: int, problems: dict[str, str]) -> list[int]:
+    latencies: list[int] = []
+    seen = set()
+    for info in repo.branches():
+        try:
+            for commit in repo.log(info.commit.hex(), limit=last):
+                if commit.id in seen:
+                    break
+                seen.add(commit.id)
+                value = commit.meta.get("latency_us")
+                if isinstance(value, int):
+                    latencies.append(value)
+        except HelixError as exc:
+            problems.setdefault(BRANCHES + info.name, str(exc))
+    return latencies[:last]
+
+
+def _referenced_bytes(repo: Repository, problems: dict[str, str]) -> int:
     """Sum of file sizes over every branch and snapshot head (what copies would cost).
 
     Sizes are memoised per tree id, so heads that share most of their subtrees (the
@@ -270,9 +284,10 @@ def _referenced_bytes(repo: Repository) -> int:
         return known
 
     total = 0
-    for info in [*repo.branches(), *repo.snapshots()]:
-        try:
-            total += size_of(repo.commit_info(info.commit).tree)
-        except (CorruptObject, NotFound):
-            continue
+    for prefix, refs in ((BRANCHES, repo.branches()), (SNAPSHOTS, repo.snapshots())):
+        for info in refs:
+            try:
+                total += size_of(repo.commit_info(info.commit).tree)
+            except HelixError as exc:
+                problems.setdefault(prefix + info.name, str(exc))
     return total

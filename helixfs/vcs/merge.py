@@ -39,6 +39,7 @@ class MergeResult:
     status: str  # "up-to-date" | "fast-forward" | "merged" | "conflicts"
     commit: CommitId | None
     conflicts: list[bytes] = field(default_factory=list)
+    marked: list[bytes] = field(default_factory=list)  # the conflicts that got markers
 
 
 class MergeConflictError(MergeConflict):
@@ -216,12 +217,48 @@ class _TreeMerger:
 
 
 def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
-    """The newest common ancestor of two commits (None for unrelated histories)."""
-    ours = {c.id for c in repo.log(a.hex(), first_parent=False)}
-    for commit in repo.log(b.hex(), first_parent=False):
-        if commit.id in ours:
-            return commit.id
-    return None
+    """A best common ancestor of two commits (None for unrelated histories).
+
+    Decided by ancestry alone, never by commit time: clocks skew and imported git
+    history keeps author dates, so a parent can be newer than its child. Of several
+    best bases (criss-cross merges) the newest is taken.
+    """
+    bases = merge_bases(repo, a, b)
+    if not bases:
+        return None
+    return max(bases, key=lambda cid: (repo.commit_info(cid).time_ns, cid))
+
+
+def merge_bases(repo: Repository, a: CommitId, b: CommitId) -> list[CommitId]:
+    """Every common ancestor of `a` and `b` that is not an ancestor of another one."""
+    ours = _reachable(repo, [a])
+    candidates: list[CommitId] = []
+    seen = {b}
+    todo = [b]
+    while todo:
+        cid = todo.pop()
+        if cid in ours:
+            candidates.append(cid)  # its own ancestors are common too, but not better
+            continue
+        for parent in repo.commit_info(cid).parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    # One path from `b` can stop at a candidate that another path passes below.
+    below = _reachable(repo, [p for c in candidates for p in repo.commit_info(c).parents])
+    return [c for c in candidates if c not in below]
+
+
+def _reachable(repo: Repository, starts: list[CommitId]) -> set[CommitId]:
+    """Every commit reachable from `starts` through parents, the starts included."""
+    seen = set(starts)
+    todo = list(seen)
+    while todo:
+        for parent in repo.commit_info(todo.pop()).parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
 
 
 def merge_branches(
@@ -262,4 +299,4 @@ def merge_branches(
     text = message or f"merge {branch} into {target}"
     cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
     status = "conflicts" if merger.conflicts else "merged"
-    return MergeResult(status, cid, merger.conflicts)
+    return MergeResult(status, cid, merger.conflicts, list(merger.marked))

@@ -25,10 +25,18 @@ def check_name(name: object, what: str = "branch") -> str:
     """A valid branch/snapshot name, or InvalidName saying what is wrong with it."""
     if not isinstance(name, str) or not name:
         raise InvalidName(f"{what} name must be a non-empty string")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate escapes: bytes from argv that are not UTF-8
+        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise InvalidName(f"{what} name '{shown}' is not valid UTF-8") from None
     if len(name.encode("utf-8", "surrogateescape")) > 200:
         raise InvalidName(f"{what} name is longer than 200 bytes: {name[:40]!r}...")
-    if name[0] in ".-" or name == HEAD or name.endswith(".lock"):
-        raise InvalidName(f"{what} name {name!r} may not start with '.' or '-', nor be HEAD")
+    if name[0] in ".-" or name in (HEAD, "@"):
+        # `@` is revision syntax for HEAD: a branch of that name could never be named
+        raise InvalidName(f"{what} name {name!r} may not start with '.' or '-', nor be HEAD or @")
+    if name.endswith(".lock"):
+        raise InvalidName(f"{what} name {name!r} may not end with '.lock'")
     if _BAD_NAME.search(name):
         raise InvalidName(
             f"{what} name {name!r} may not contain spaces, control characters, "

@@ -48,7 +48,7 @@ from helixfs.vcs.refs import (
     snapshot_ref,
     work_ref,
 )
-from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees
+from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -256,6 +256,10 @@ class Repository:
             raise NotFound("this store has no HEAD: is it initialised?")
         return value.decode()
 
+    def branch_head(self, branch: str) -> CommitId:
+        """The commit a branch points at; NotFound "no branch named ..." otherwise."""
+        return self._branch_head(branch)
+
     def _branch_head(self, branch: str) -> CommitId:
         value = self.store.ref(branch_ref(branch))
         if value is None:
@@ -340,7 +344,7 @@ class Repository:
                 return head
             info = dict(meta or {})
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
-            info["changed"] = sorted(path_text(p) for p in stored)[:1000]
+            info["changed"] = sorted(path_text(b"/".join(split_path(p))) for p in stored)[:1000]
             cid = self._write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )
@@ -560,7 +564,9 @@ class Repository:
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""
         with self.lock:
-            self._branch_head(check_name(branch))
+            # a dangling or unreadable head would leave every later command failing
+            head = self.commit_info(self._branch_head(check_name(branch)))
+            self.trees.get(head.tree)
             old = self.head_branch()
             if old == branch:
                 return

@@ -114,9 +114,12 @@ def import_dir(
     if not root.is_dir():
         raise NotFound(f"no such folder to import: {root}")
     name = branch if branch is not None else repo.head_branch()
-    repo.resolve(name)  # an unknown branch fails before any object is written
+    repo.branch_head(name)  # an unknown branch fails before any object is written
+    avoid = _store_folder(repo)
+    if any(_dev_ino(folder) in avoid for folder in (root, *root.resolve().parents)):
+        raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
     batch = _Batch(repo)
-    counts = _Counts(avoid=_store_folder(repo))
+    counts = _Counts(avoid=avoid)
     tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
     info = dict(meta or {})
     info.setdefault("imported_from", str(root.resolve()))
@@ -130,6 +133,14 @@ def import_dir(
 
 def _ignore(_: int) -> None:
     return None
+
+
+def _dev_ino(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _store_folder(repo: Repository) -> frozenset[tuple[int, int]]:
@@ -234,18 +245,21 @@ def export(
     repo: Repository, rev: str, path: Path, *, progress: Progress | None = None
 ) -> ExportSummary:
     """Write the tree of `rev` as a new folder `path` (absent, or an empty folder)."""
-    target = Path(path)
+    # a link to an empty folder means that folder: renaming over the link would fail
+    target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     commit = repo.commit_info(rev)  # unknown rev: NotFound before anything is created
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise InvalidInput(f"{target} exists and is not an empty folder: not exporting there")
+        raise InvalidInput(f"{path} exists and is not an empty folder: not exporting there")
     parent = target.absolute().parent
     if not parent.is_dir():
         raise NotFound(f"no such folder: {parent}")
+    # an existing empty folder keeps its mode; mkdtemp's is private, a new one is 755
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o755
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the tree's root is an ordinary folder
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
+        staging.chmod(mode)
         if target.exists():
             target.rmdir()
         staging.rename(target)

@@ -212,6 +212,8 @@ class Trees:
                 node = sub
             if isinstance(node.get(parts[-1]), dict):
                 raise InvalidInput(f"{show_path(path)} is both a file and a directory")
+            if parts[-1] in node:  # `a` and `/a`, or a write and a delete: which wins?
+                raise InvalidInput(f"{show_path(path)} is changed twice in one commit")
             node[parts[-1]] = change
         now = mtime_ns if mtime_ns is not None else time.time_ns()
         return self._apply(root, nested, objects, now, b"", {} if bases is None else bases)
@@ -265,6 +267,9 @@ class Trees:
                 return old
             mode = old.mode if old else MODE_DIR
             return TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
+        if old is not None and old.is_dir():
+            # the reverse is refused above; a filesystem says EISDIR too
+            raise IsADirectory(f"{show_path(path)} is a directory, not a file")
         objects.update(change.objects)
         if old is not None and old.is_file():
             if old.oid == change.oid:

@@ -59,10 +59,77 @@ BAD_COMMANDS = [
     (["merge", "nope"], "nope"),
     (["import", "no-such-folder"], "no such folder"),
     (["import", "--from-git", "proj"], "git"),
-    (["import", "proj", "--branch", "nope"], "unknown revision"),
+    (["import", "proj", "--branch", "nope"], "no branch named 'nope'"),
+    (["commit", "-m", "m", "--branch", "nope", "x=proj/a.txt"], "no branch named 'nope'"),
+    (["commit", "-m", "m", "--branch", "snap", "x=proj/a.txt"], "no branch named 'snap'"),
+    (["commit", "-m", "m", "--meta", "changed=x", "x=proj/a.txt"], "records 'changed' itself"),
+    (["import", "store"], "the store's own folder"),
+    (["import", "store/objects"], "the store's own folder"),
     (["export", "nope", "out"], "unknown revision"),
     (["export", "HEAD", "proj"], "not an empty folder"),
+    (["commit", "-m", "m", "dir=proj/a.txt"], "dir is a directory"),
+    (["commit", "-m", "m", "a.txt=proj/a.txt", "--delete", "a.txt"], "given twice"),
+    (["commit", "-m", "m", "/a.txt=proj/a.txt", "--delete", "a.txt"], "changed twice"),
+    (["branch", "@"], "nor be HEAD or @"),
+    (["branch", "x.lock"], "may not end with '.lock'"),
+    (["branch", "bad\udcffname"], "'bad\\xffname' is not valid UTF-8"),
 ]
+
+USAGE_ERRORS = [
+    (["import"], "either DIR or --from-git"),
+    (["import", "proj", "--from-git", "proj"], "either DIR or --from-git"),
+    (["branch", "-d"], "give the branch NAME"),
+    (["branch", "-d", "side", "main"], "one branch at a time"),
+    (["branch", "-m", "side"], "helix branch -m OLD NEW"),
+    (["snapshot", "-d"], "give the snapshot NAME"),
+    (["snapshot", "-d", "snap", "other"], "one snapshot at a time"),
+    (["commit", "-m", "m"], "at least one PATH=FILE"),
+    (["commit", "-m", "m", "x=proj/a.txt", "--bogus"], "unrecognized arguments: --bogus"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS]
+)
+def test_usage_errors_exit_2_and_change_nothing(
+    helix: Helix, store: Path, populated: Path, argv: list[str], message: str
+) -> None:
+    """QA #10, #15: `branch -d A B` deleted A and ignored B; these all exited 1."""
+    before = store_state(store)
+    result = fails(helix(*argv), code=2, says=message)
+    assert "Traceback" not in result.err
+    assert store_state(store) == before
+
+
+def _dangling_branch(store: Path) -> None:
+    """`branches/feature` at an id no object has (as a torn copy or a bad tool leaves)."""
+    from helixfs.store import RefUpdate
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        repo.store.write({}, [RefUpdate("branches/feature", b"\x01" * 32, expected=None)])
+
+
+def test_checkout_of_a_dangling_branch_changes_nothing(
+    helix: Helix, store: Path, populated: Path
+) -> None:
+    """QA #11: HEAD moved onto the dangling branch and every later command failed."""
+    _dangling_branch(store)
+    before = store_state(store)
+    fails(helix("checkout", "feature"), says="0101010101")
+    assert store_state(store) == before
+    ok(helix("log"))
+
+
+def test_stats_reports_unreadable_refs_instead_of_failing(
+    helix: Helix, store: Path, populated: Path
+) -> None:
+    """QA #12: one dangling ref made `helix stats` fail as a whole."""
+    _dangling_branch(store)
+    doc = ok(helix("stats", "--json")).json()
+    assert len(doc["problems"]) == 1 and doc["problems"][0].startswith("branches/feature: ")
+    assert doc["branches"] == 3 and doc["referenced_bytes"] > 0
+    assert "problem: branches/feature: " in ok(helix("stats")).out
 
 
 @pytest.mark.parametrize(
@@ -77,9 +144,34 @@ def test_bad_input_changes_nothing(
     assert not (populated / "out").exists()
 
 
+EMPTY_PATHS = [
+    ["import", ""],
+    ["import", "--from-git", ""],
+    ["export", "HEAD", ""],
+    ["--store", "", "log"],
+    ["log", "--store", ""],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_PATHS, ids=[" ".join(map(repr, a)) for a in EMPTY_PATHS])
+def test_an_empty_path_is_a_usage_error(
+    helix: Helix, store: Path, populated: Path, argv: list[str]
+) -> None:
+    """QA #8: Path("") is `.`: `import ''` imported the current folder."""
+    before = store_state(store)
+    fails(helix(*argv), code=2, says="empty path")
+    assert store_state(store) == before
+
+
+def test_init_with_an_empty_path_creates_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    fails(run_helix("init", "", store=None, cwd=tmp_path, home=home), code=2, says="empty path")
+    assert not home.exists()
+
+
 def test_import_without_a_source_is_a_usage_problem(helix: Helix, populated: Path) -> None:
-    fails(helix("import"), says="either DIR or --from-git")
-    fails(helix("import", "proj", "--from-git", "proj"), says="either DIR or --from-git")
+    fails(helix("import"), 2, says="either DIR or --from-git")
+    fails(helix("import", "proj", "--from-git", "proj"), 2, says="either DIR or --from-git")
 
 
 def _corrupt_file(store: Path, path: str) -> None:

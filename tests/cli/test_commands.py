@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .conftest import Helix, fails, make_tree, ok
@@ -34,6 +35,63 @@ def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
     assert [c["message"] for c in log] == ["import proj", "init"]
     assert log[0]["id"] == cid and log[0]["author"] == "tester"
     assert len(ok(helix("log", "-n", "1")).out.splitlines()) == 1
+
+
+def test_log_shows_the_saving_process_and_changed_paths(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """fs QA #5: a save records the process (name, pid) and its paths; log shows them."""
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        files = {f"dir/f{i}.txt": b"x" for i in range(7)}
+        repo.commit(files, "vim: save 7 paths", {"process": "vim", "pid": 4242}, author="tester")
+        repo.commit({"new\nline": b"y"}, "by pid only", {"pid": 17}, author="tester")
+    lines = ok(helix("log")).out.splitlines()
+    assert lines[0].endswith("tester [pid 17]  by pid only")
+    assert lines[1] == "    new\\nline"  # a newline in a name stays on one line
+    assert lines[2].endswith("tester [vim 4242]  vim: save 7 paths")
+    assert lines[3:9] == [f"    dir/f{i}.txt" for i in range(5)] + ["    ... and 2 more"]
+    assert lines[9].endswith("tester  init") and len(lines) == 10
+    graph = ok(helix("log", "--graph")).out.splitlines()
+    assert len(graph) == 3 and "[vim 4242]" in graph[1]
+    assert ok(helix("log", "--json")).json()[1]["meta"]["pid"] == 4242
+
+
+def test_import_says_what_it_skipped(helix: Helix, tmp_path: Path) -> None:
+    make_tree(tmp_path / "proj", PROJECT)
+    os.mkfifo(tmp_path / "proj" / "pipe")
+    (tmp_path / "proj" / ".git").mkdir()
+    out = ok(helix("import", "proj")).out
+    assert "skipped 2 entries" in out
+
+
+def test_diff_shows_mode_changes_and_ls_escapes_names(helix: Helix, tmp_path: Path) -> None:
+    """QA #16: a chmod +x showed only the header; a newline in a name broke ls's lines."""
+    _imported(helix, tmp_path)
+    os.chmod(tmp_path / "proj" / "src" / "util.py", 0o755)
+    ok(helix("import", "proj"))
+    text = ok(helix("diff", "HEAD~1", "HEAD")).out
+    assert text == "diff --helix a/src/util.py b/src/util.py\nold mode 100644\nnew mode 100755\n"
+    ok(helix("commit", "-m", "odd name", "two\nlines=proj/README.md"))
+    assert "new file mode 100644\n--- /dev/null" in ok(helix("diff", "HEAD~1", "HEAD")).out
+    names = [line.split()[-1] for line in ok(helix("ls", "HEAD")).out.splitlines()]
+    assert names == ["README.md", "src/", "two\\nlines"]
+
+
+def test_export_into_an_empty_folder_keeps_it_and_follows_a_link(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """QA #16: an empty target's mode became 755; a link to one failed with ENOTDIR."""
+    _imported(helix, tmp_path)
+    (tmp_path / "private").mkdir(mode=0o700)
+    ok(helix("export", "HEAD", "private"))
+    assert (tmp_path / "private").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "private" / "README.md").read_text() == "hello\n"
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    ok(helix("export", "HEAD", "link"))
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / "src" / "app.py").exists()
 
 
 def test_reimport_of_the_same_folder_makes_no_commit(helix: Helix, tmp_path: Path) -> None:
@@ -133,8 +191,20 @@ def test_merge_clean_and_conflicting(helix: Helix, tmp_path: Path) -> None:
     assert "conflict" in result.err
     assert ok(helix("rev-parse", "HEAD")).out == head
     result = helix("merge", "--allow-conflicts", "other")
-    assert result.code == 1 and "README.md" in result.out
+    assert result.code == 1 and "conflict (committed with markers): README.md" in result.out
     assert "<<<<<<<" in ok(helix("cat", "HEAD", "README.md")).out
+
+
+def test_merge_json_says_committed_only_when_it_committed(helix: Helix, tmp_path: Path) -> None:
+    """QA #14: up-to-date and fast-forward said "committed": true."""
+    _imported(helix, tmp_path)
+    ok(helix("branch", "ff"))
+    ok(helix("commit", "--branch", "ff", "-m", "on ff", "new=proj/README.md"))
+    doc = ok(helix("merge", "--json", "ff")).json()
+    assert (doc["status"], doc["committed"]) == ("fast-forward", False)
+    doc = ok(helix("merge", "--json", "ff")).json()
+    assert (doc["status"], doc["committed"]) == ("up-to-date", False)
+    assert ok(helix("merge", "ff")).out == "up-to-date: ff is already merged into main\n"
 
 
 def test_gc_fsck_stats(helix: Helix, tmp_path: Path) -> None:
@@ -227,6 +297,12 @@ def test_commit_through_the_api(helix: Helix, tmp_path: Path) -> None:
     assert ok(helix("cat", "HEAD", "docs/new.txt")).out == "new\n"
     fails(helix("cat", "HEAD", "src/util.py"), says="no such path")
     fails(helix("commit", "-m", "x", "no-equals-sign"), says="PATH=FILE")
+    # PATH=FILE after an option is still a change (QA #15: "unrecognized arguments")
+    ok(helix("commit", "-m", "m", "x=new.txt", "--delete", "docs/new.txt", "y/inner=new.txt"))
+    assert ok(helix("cat", "HEAD", "y/inner")).out == "new\n"
+    fails(helix("cat", "HEAD", "docs/new.txt"), says="no such path")
+    assert ok(helix("cat", "HEAD", "x")).out == "new\n"
+    ok(helix("reset", "--hard", doc["commit"]))
     fails(helix("commit", "-m", "x", "a=missing-file"), says="cannot read")
     fails(helix("commit", "-m", "x", "--delete", "nope"), says="nope")
     assert ok(helix("rev-parse", "HEAD")).out.strip() == doc["commit"]

@@ -155,3 +155,88 @@ def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> No
         b for b in ok(run_helix("branch", "--json", store=store)).json()["branches"] if b["current"]
     ]
     assert current[0]["name"] == "trunk"
+
+
+def _two_commit_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "small"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _write(repo, "f", "1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "c1", date=1_600_000_000)
+    _write(repo, "f", "2\n")
+    git(repo, "commit", "-q", "-am", "c2", date=1_600_000_100)
+    return repo
+
+
+def test_branches_that_map_to_one_name_are_refused_and_nothing_written(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """QA #2: `topic/x` and `topic-x` both become `g-topic-x`; one used to be dropped."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "branch", "topic/x", "HEAD~1")
+    git(repo, "branch", "topic-x")
+    before = store_state(store)  # refs and every object id: nothing is flushed first
+    result = fails(helix("import", "--from-git", str(repo), "--prefix", "g-"), says="topic/x")
+    assert "'g-topic-x'" in result.err and "refs/heads/topic-x" in result.err
+    assert store_state(store) == before
+
+
+def test_tags_on_blobs_and_trees_are_skipped(helix: Helix, tmp_path: Path) -> None:
+    """QA #3: a lightweight tag on a blob or tree is skipped like an annotated one."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "tag", "blobtag", git(repo, "rev-parse", "HEAD:f").strip())
+    git(repo, "tag", "treetag", git(repo, "rev-parse", "HEAD^{tree}").strip())
+    git(repo, "tag", "-a", "-m", "on a tree", "annotree", "HEAD^{tree}")
+    git(repo, "tag", "good", "HEAD~1")
+    result = ok(helix("import", "--from-git", str(repo)))
+    assert "skipped 3 ref(s)" in result.out
+    doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert doc["snapshots"] == ["good"]
+    assert sorted(doc["refs_skipped"]) == [
+        "refs/tags/annotree",
+        "refs/tags/blobtag",
+        "refs/tags/treetag",
+    ]
+    # only the empty commit `helix init` made, which main left behind, is unreachable
+    assert ok(helix("gc", "--json", "--dry-run")).json()["unreachable"] == 1
+
+
+def test_shallow_clone_is_refused_in_one_line(helix: Helix, store: Path, tmp_path: Path) -> None:
+    """QA #4: the parents of a shallow clone's oldest commit are missing."""
+    repo = _two_commit_repo(tmp_path)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+    before = store_state(store)
+    fails(helix("import", "--from-git", str(shallow)), says="shallow")
+    assert store_state(store) == before
+
+
+def test_ref_names_that_are_not_utf8_are_skipped_and_reported(helix: Helix, tmp_path: Path) -> None:
+    """QA #5: `bad\\xffname` used to end the import with a UnicodeDecodeError."""
+    repo = _two_commit_repo(tmp_path)
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    ref = b"refs/heads/bad\xffname"
+    subprocess.run(
+        [b"git", b"-C", os.fsencode(repo), b"update-ref", ref, b"HEAD"], env=env, check=True
+    )
+    doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert doc["branches"] == ["main"] and doc["refs_skipped"] == ["refs/heads/bad\\xffname"]
+
+
+def test_commit_encoding_header_is_honoured(helix: Helix, tmp_path: Path) -> None:
+    """QA #14: a commit with `encoding ISO-8859-1` came in as 'caf\\udce9'."""
+    repo = _two_commit_repo(tmp_path)
+    (tmp_path / "msg").write_bytes("café\n".encode("latin-1"))
+    git(
+        repo,
+        "-c",
+        "i18n.commitEncoding=ISO-8859-1",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-F",
+        str(tmp_path / "msg"),
+    )
+    ok(helix("import", "--from-git", str(repo)))
+    assert ok(helix("log", "--json", "-n", "1")).json()[0]["message"] == "café\n"

@@ -7,8 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helixfs.errors import MergeConflict
+from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs import Repository
-from helixfs.vcs.merge import merge_lines
+from helixfs.vcs.merge import merge_base, merge_bases, merge_lines
+from helixfs.vcs.objects import Commit, encode_commit
 
 BASE = b"one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
 
@@ -99,6 +101,58 @@ def test_modify_delete_is_a_conflict(repo: Repository) -> None:
     repo.commit({"f": b"2"}, "main edits")
     with pytest.raises(MergeConflict):
         repo.merge("feat")
+
+
+def _at(repo: Repository, files: dict[str, bytes], parents: list[CommitId], day: int) -> CommitId:
+    """A commit of `files` (changes on the scratch branch) made at a chosen time."""
+    tree = repo.commit_info(repo.commit(dict(files), "tree", branch="scratch")).tree
+    record = encode_commit(Commit(tree, tuple(parents), day * 86_400 * 10**9, "t", "m", {}))
+    cid = CommitId(object_id(record))
+    repo.store.write({ObjectId(cid): record}, [])
+    return cid
+
+
+def test_merge_base_follows_ancestry_when_times_go_backwards(repo: Repository) -> None:
+    """QA #1 (git's g6): Y is X's child but older; main reverts Y, side merged Y.
+
+    The best base is Y, so the revert on main stands; a newest-first walk took X and
+    brought Y's line back.
+    """
+    repo.create_branch("scratch")
+    x = _at(repo, {"f": b"1\n2\n3\n", "g": b"g\n"}, [], day=150)
+    y = _at(repo, {"f": b"1\nY\n3\n"}, [x], day=1)
+    s = _at(repo, {"f": b"1\n2\n3\n", "g": b"g2\n"}, [x], day=30)
+    m = _at(repo, {"f": b"1\nY\n3\n"}, [s, y], day=60)
+    z = _at(repo, {"f": b"1\n2\n3\n", "g": b"g\n"}, [y], day=90)
+    repo.move_refs({"branches/main": z, "branches/side": m})
+    assert merge_bases(repo, z, m) == [y] and merge_base(repo, m, z) == y
+    result = repo.merge("side")
+    assert result.status == "merged"
+    assert repo.read("HEAD", "f") == b"1\n2\n3\n" and repo.read("HEAD", "g") == b"g2\n"
+
+
+def test_up_to_date_and_fast_forward_by_ancestry(repo: Repository) -> None:
+    repo.create_branch("scratch")
+    x = _at(repo, {"f": b"x"}, [], day=100)
+    y = _at(repo, {"f": b"y"}, [x], day=1)  # a child older than its parent
+    repo.move_refs({"branches/main": y, "branches/old": x, "branches/new": y})
+    assert repo.merge("old").status == "up-to-date"
+    assert repo.resolve("main") == y
+    repo.move_refs({"branches/main": x})
+    assert (repo.merge("new").status, repo.resolve("main")) == ("fast-forward", y)
+
+
+def test_criss_cross_has_two_best_bases_and_unrelated_none(repo: Repository) -> None:
+    repo.create_branch("scratch")
+    root = _at(repo, {"f": b"0"}, [], day=1)
+    a = _at(repo, {"a": b"a"}, [root], day=2)
+    b = _at(repo, {"b": b"b"}, [root], day=3)
+    ab = _at(repo, {"ab": b"1"}, [a, b], day=4)
+    ba = _at(repo, {"ba": b"1"}, [b, a], day=5)
+    assert sorted(merge_bases(repo, ab, ba)) == sorted([a, b])
+    assert merge_base(repo, ab, ba) == b  # the newer of the two
+    other = _at(repo, {"o": b"o"}, [], day=6)
+    assert merge_bases(repo, ab, other) == [] and merge_base(repo, ab, other) is None
 
 
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"d\n", b"e"]), max_size=12).map(b"".join)

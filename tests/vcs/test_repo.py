@@ -16,7 +16,7 @@ from helixfs.errors import (
     NotFound,
     StoreLocked,
 )
-from helixfs.vcs import Repository
+from helixfs.vcs import Repository, history
 
 from .conftest import CountingStore
 
@@ -62,6 +62,51 @@ def test_commit_deletes_and_rejects_bad_input_without_changing_anything(repo: Re
             repo.commit(bad, "bad")  # type: ignore[arg-type]
         assert repo.resolve("HEAD") == before
     assert repo.resolve("HEAD~1") == head
+
+
+def test_a_file_over_a_directory_is_refused_like_the_reverse(repo: Repository) -> None:
+    """QA #7: `b=FILE` over directory `b` silently dropped the whole subtree."""
+    head = repo.commit({"b/c.txt": b"1", "f": b"2"}, "one")
+    with pytest.raises(IsADirectory, match="b is a directory"):
+        repo.commit({"b": b"file"}, "over a dir")
+    with pytest.raises(NotADirectory):
+        repo.commit({"f/deeper": b"x"}, "under a file")
+    assert repo.resolve("HEAD") == head
+    repo.commit({"b": None}, "delete the directory")
+    repo.commit({"b": b"now a file"}, "then write")  # the explicit way still works
+    assert repo.read("HEAD", "b") == b"now a file"
+
+
+def test_one_path_changed_twice_is_refused(repo: Repository) -> None:
+    head = repo.commit({"a": b"1"}, "one")
+    for bad in ({"a": b"2", "/a": None}, {"d/x": b"1", "/d/x/": b"2"}):
+        with pytest.raises(InvalidInput, match="changed twice"):
+            repo.commit(bad, "twice")  # type: ignore[arg-type]
+    assert repo.resolve("HEAD") == head
+
+
+def test_changed_paths_are_recorded_normalised_and_found_by_last_change(
+    repo: Repository,
+) -> None:
+    """QA #6: `/abs` was listed raw, so last_change walked past it to `init`."""
+    repo.commit({"/abs": b"1"}, "first")
+    repo.commit({"other": b"2"}, "second")
+    third = repo.commit({"/abs": b"2", "d/x/": b"3"}, "third")
+    repo.commit({"z": b"1"}, "fourth")
+    assert repo.commit_info(third).meta["changed"] == ["abs", "d/x"]
+    head = repo.resolve("HEAD")
+    assert history.last_change(repo, head, b"abs") == third
+    assert history.last_change(repo, head, b"/d/x") == third
+
+
+def test_last_change_never_names_a_commit_without_the_path(repo: Repository) -> None:
+    """A commit whose changed list misses a path (older stores listed `/abs` raw) must
+    not send last_change on to a commit where the path does not exist."""
+    root = repo.resolve("HEAD")
+    tree = repo.commit_info(repo.commit({"abs": b"1"}, "real", branch=None)).tree
+    repo.reset_hard(root.hex())
+    lying = repo._write_commit("main", tree, [root], "listed wrong", {"changed": ["other"]}, {})
+    assert history.last_change(repo, lying, b"abs") == lying
 
 
 def test_unchanged_tree_does_not_make_a_commit(repo: Repository) -> None:
@@ -152,6 +197,18 @@ def test_diff_name_status_and_text(repo: Repository) -> None:
     assert "Binary files a/bin and b/bin differ" in text
     assert "--- /dev/null\n+++ b/new.txt" in text
     assert "--- a/gone.txt\n+++ /dev/null" in text
+
+
+def test_diff_ends_lines_only_at_newlines(repo: Repository) -> None:
+    """QA #9: form feeds and U+2028 split lines and moved the hunk, as git does not."""
+    old = "line1\nform\x0cfeed\nsep\u2028here\nend\n".encode()
+    repo.commit({"t": old}, "a")
+    repo.commit({"t": old.replace(b"end", b"END")}, "b")
+    text = repo.diff_text("HEAD~1", "HEAD")
+    hunk = text.split("@@ -1,4 +1,4 @@\n", 1)[1]
+    assert hunk == " line1\n form\x0cfeed\n sep\u2028here\n-end\n+END\n"
+    repo.commit({"t": b"a\nno newline"}, "c")
+    assert repo.diff_text("HEAD~1", "HEAD").endswith("+no newline\n\\ No newline at end of file\n")
 
 
 def test_branches_are_refs(repo: Repository) -> None:
