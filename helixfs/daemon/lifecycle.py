@@ -107,6 +107,9 @@ class MountConfig:
 def _check_mountpoint(target: Path) -> None:
     try:
         mode = os.stat(target).st_mode
+        # stat may be answered from attributes the kernel cached before the daemon died;
+        # statfs always asks the daemon, so it is what finds a dead mount
+        os.statvfs(target)
     except FileNotFoundError:
         raise NotFound(f"mount point {target} does not exist") from None
     except OSError as exc:
