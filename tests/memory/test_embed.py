@@ -18,11 +18,14 @@ from helixfs.memory.embed import (
     ENV_CACHE_DIR,
     ENV_MODEL_DIR,
     ENV_THREADS,
+    MAX_BATCH,
     MINILM_MAX_TOKENS,
+    TOKENS_PER_RUN,
     FastEmbedder,
     ModelUnavailableWarning,
     assemble_packaged_model,
     assembled_dir_name,
+    batch_size,
     default_threads,
     find_model_dir,
     load_embedder,
@@ -185,3 +188,11 @@ def test_default_threads_by_core_count(
     clean_env.delenv(ENV_THREADS, raising=False)
     clean_env.setattr(os, "cpu_count", lambda: cores)
     assert default_threads() == threads
+
+
+def test_long_texts_are_embedded_a_few_at_a_time_short_ones_many() -> None:
+    """ONNX keeps the arena of its largest run: 64 workspace chunks in one run took the
+    daemon to 2.7 GB, so a run holds at most TOKENS_PER_RUN tokens."""
+    assert batch_size(["a short fact about ports"] * 100) == MAX_BATCH
+    assert batch_size(["x" * 2400, "short"]) * MINILM_MAX_TOKENS <= TOKENS_PER_RUN
+    assert batch_size(["x" * 10**6]) >= 1
