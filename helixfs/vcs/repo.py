@@ -117,7 +117,10 @@ class Repository:
             raise AlreadyExists(f"a HelixFS store already exists at {folder}")
         if folder.exists() and not folder.is_dir():
             raise InvalidInput(f"{folder} is not a directory")
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidInput(f"cannot create store folder {folder}: {err.strerror}") from err
         store = _open_rocks(folder)
         try:
             repo = cls.create(store)

@@ -169,6 +169,14 @@ def test_init_with_an_empty_path_creates_nothing(tmp_path: Path) -> None:
     assert not home.exists()
 
 
+def test_init_where_no_folder_can_be_made_says_so_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder\n")
+    done = run_helix("init", str(blocker / "store"), store=None, cwd=tmp_path)
+    fails(done, says="cannot create store folder")
+    assert "Errno" not in done.err and blocker.read_text() == "not a folder\n"
+
+
 def test_import_without_a_source_is_a_usage_problem(helix: Helix, populated: Path) -> None:
     fails(helix("import"), 2, says="either DIR or --from-git")
     fails(helix("import", "proj", "--from-git", "proj"), 2, says="either DIR or --from-git")
