@@ -82,7 +82,7 @@ class Operations(pyfuse3.Operations):
         self.spools = SpoolTable(self.store_path / "tmp")
         self.writes = Writes(self.spools, self.saver)
         self.invalidator = edge.Invalidator()
-        self.views = Views(repo, self.inodes, self.invalidator, self.saver)
+        self.views = Views(repo, self.inodes, self.invalidator, self.saver, self._follow_open)
         self.helix = helix_root(self, self.store_path, helix_entries or {})
         self.readdir_reply: ReaddirReply = pyfuse3.readdir_reply
         self._handles = HandleTable()
@@ -127,6 +127,12 @@ class Operations(pyfuse3.Operations):
         self.invalidator.stop()
         self._unsubscribe()
         self._unsubscribe = lambda: None
+
+    def _follow_open(self, old: Node, new: Node) -> None:
+        self.spools.rebind(old, new)
+        for handle in self._handles.files():
+            if handle.node is old:
+                handle.node = new
 
     # -- helixdir.Host ------------------------------------------------------------------
 

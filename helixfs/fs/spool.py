@@ -276,6 +276,16 @@ class SpoolTable:
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found
 
+    def rebind(self, old: object, new: object) -> None:
+        """The same file got a new node (its branch was reloaded): its spool and open
+        count follow it."""
+        found = self._spools.pop(id(old), None)
+        if found:
+            self._spools[id(new)] = (new, found[1])
+        opens = self._opens.pop(id(old), 0)
+        if opens:
+            self._opens[id(new)] = self._opens.get(id(new), 0) + opens
+
     def drop(self, node: object) -> None:
         found = self._spools.pop(id(node), None)
         if found:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import stat
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
@@ -33,12 +34,18 @@ class Views:
     """Every view of the mount, by (kind, name), plus the root."""
 
     def __init__(
-        self, repo: Repository, inodes: InodeTable, invalidator: Invalidator, saver: Saver
+        self,
+        repo: Repository,
+        inodes: InodeTable,
+        invalidator: Invalidator,
+        saver: Saver,
+        follow_open: Callable[[Node, Node], None] = lambda old, new: None,
     ) -> None:
         self.repo = repo
         self.inodes = inodes
         self.invalidator = invalidator
         self.saver = saver
+        self.follow_open = follow_open  # an open file's handles move to its new node
         head = repo.head_branch()
         self.root = View("root", head, repo.worktree(head), ROOT_INODE, ROOT_INODE)
         inodes.new_slot(self.root)
@@ -125,6 +132,10 @@ class Views:
         old = self.inodes.in_view(view)
         paths = _paths(old, view)
         self.inodes.drop_view_generation(view)
+        # The same branch reloaded (an outside commit, reset or merge): a file it left
+        # as it was stays the same file for its open descriptors, as on a local disk.
+        # Another branch (a HEAD switch) is another file: descriptors keep the old one.
+        same_branch = view.worktree is worktree
         view.worktree = worktree
         self.inodes.new_slot(view)
         for entry in sorted(old, key=lambda e: len(paths.get(e.ino) or ())):
@@ -137,6 +148,8 @@ class Views:
                 self.inodes.orphan(entry)
                 self.invalidator.entry(entry.parent, entry.name, entry.ino)
                 continue
+            if same_branch and entry.node.is_file():
+                self.follow_open(entry.node, node)
             self.inodes.remap(entry, view, node)
             self.invalidator.inode(entry.ino)
 

@@ -341,6 +341,27 @@ async def test_writes_to_a_file_held_across_a_reset_fail_cleanly(client: Client)
     assert await client.read_file("f") == b"v1"
 
 
+async def test_a_file_held_open_across_an_outside_commit_that_left_it_keeps_its_writes(
+    client: Client,
+) -> None:
+    """QA: `helix commit other=...` while an editor or a database holds f open. On a
+    local disk `git commit` or `git reset --hard` leaves an unchanged file's inode alone,
+    so its descriptors keep writing to it; here too."""
+    await client.write_file("f", b"keep")
+    fi = await client.ops.open(await client.ino("f"), os.O_RDWR, CTX)
+    client.ops.repo.commit({b"other.txt": b"o"}, "from outside")
+    await client.ops.write(fi.fh, 0, b"K")
+    await client.ops.flush(fi.fh)
+    before = client.ops.repo.resolve("HEAD").hex()
+    client.ops.repo.commit({b"more.txt": b"m"}, "again, with the write pending")
+    await client.ops.write(fi.fh, 4, b"!")
+    await client.ops.release(fi.fh)
+    client.ops.saver.flush_now()
+    assert await client.read_file("f") == b"Keep!"
+    assert client.ops.repo.read("HEAD", "f") == b"Keep!"
+    assert client.ops.repo.read(before, "other.txt") == b"o"
+
+
 async def test_open_file_keeps_its_branch_across_a_head_switch(client: Client) -> None:
     await client.write_file("f", b"main v1")
     await client.ops.mkdir(await client.ino(".helix/branches"), b"other", 0o755, CTX)

@@ -134,6 +134,28 @@ def test_out_of_band_reset_shows_in_the_mount_at_once(mnt: Mount) -> None:
     assert sorted(os.listdir(mnt.path)) == ["f.txt"]
 
 
+def test_an_open_database_keeps_working_across_an_outside_commit(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """QA: a long-lived SQLite connection got `disk I/O error` (ESTALE at its fsync)
+    after `helix commit other=FILE`, and lost that transaction."""
+    import sqlite3
+
+    db = sqlite3.connect(mnt.path / "app.db")
+    db.execute("create table t(v text)")
+    db.execute("insert into t values ('before')")
+    db.commit()
+    (tmp_path / "o.txt").write_text("o\n")
+    mnt.helix("commit", "-m", "from outside", f"other.txt={tmp_path / 'o.txt'}")
+    db.execute("insert into t values ('after')")
+    db.commit()
+    db.close()
+    check = sqlite3.connect(mnt.path / "app.db")
+    assert [r[0] for r in check.execute("select v from t")] == ["before", "after"]
+    check.close()
+    assert (mnt.path / "other.txt").read_text() == "o\n"
+
+
 def test_out_of_band_checkout_and_merge_show_in_the_mount(mnt: Mount) -> None:
     (mnt.path / "base.txt").write_text("base\n")
     mnt.helix("branch", "feature")
