@@ -116,7 +116,7 @@ def _git_summary(doc: dict[str, Any]) -> str:
 def _pair(text: str, form: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise InvalidInput(f"expected {form}, got {text!r}")
+        raise UsageError(f"expected {form}, got {text!r}")
     return key, value
 
 

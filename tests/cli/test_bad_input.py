@@ -84,6 +84,8 @@ USAGE_ERRORS = [
     (["snapshot", "-d"], "give the snapshot NAME"),
     (["snapshot", "-d", "snap", "other"], "one snapshot at a time"),
     (["commit", "-m", "m"], "at least one PATH=FILE"),
+    (["commit", "-m", "m", "proj/a.txt"], "expected PATH=FILE"),
+    (["commit", "-m", "m", "--meta", "novalue", "x=proj/a.txt"], "expected --meta KEY=VALUE"),
     (["commit", "-m", "m", "x=proj/a.txt", "--bogus"], "unrecognized arguments: --bogus"),
 ]
 
