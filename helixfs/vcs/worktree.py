@@ -98,12 +98,14 @@ class Worktree:
         with self._lock:
             store = self.repo.store
             head = self._fixed if self._fixed is not None else self.repo._branch_head(self.branch)
-            head_tree = self.repo.commit_info(head).tree
+            head_info = self.repo.commit_info(head)
+            head_tree = head_info.tree
             work = None if self.readonly else store.ref(work_ref(self.branch))
             self._head = head
             self._work_value = ObjectId(work) if work is not None else None
             root_tree = self._work_value or head_tree
-            self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree)
+            # a tree records no time for its root: show the head commit's
+            self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree, mtime_ns=head_info.time_ns)
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()
             self._renamed: set[bytes] = set()  # where directories moved since the commit

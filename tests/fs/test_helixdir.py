@@ -362,6 +362,13 @@ async def test_a_file_held_open_across_an_outside_commit_that_left_it_keeps_its_
     assert client.ops.repo.read(before, "other.txt") == b"o"
 
 
+async def test_a_branch_folder_shows_its_head_commit_time_not_1970(client: Client) -> None:
+    await client.write_file("f", b"x")
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
+    attrs = await client.ops.getattr(await client.ino(".helix/branches/b"), CTX)
+    assert attrs.st_mtime_ns == client.ops.repo.commit_info("b").time_ns
+
+
 async def test_open_file_keeps_its_branch_across_a_head_switch(client: Client) -> None:
     await client.write_file("f", b"main v1")
     await client.ops.mkdir(await client.ino(".helix/branches"), b"other", 0o755, CTX)
