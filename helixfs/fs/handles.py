@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from helixfs.errors import IsADirectory, NotFound, NotPermitted
+from helixfs.errors import HelixError, IsADirectory, NotFound, NotPermitted
 from helixfs.fs.edge import BadHandle
 from helixfs.fs.helixdir import VirtualDir, VirtualFile
 from helixfs.fs.inodes import NodeInode
@@ -63,8 +63,15 @@ class VirtualHandle:
         if self.written is None:
             raise BadHandle("opened read-only")
         end = offset + len(buf)
-        self.written.extend(b"\0" * max(0, end - len(self.written)))
+        length, replaced = len(self.written), bytes(self.written[offset:end])
+        self.written.extend(b"\0" * max(0, end - length))
         self.written[offset:end] = buf
+        try:
+            self.file.check(bytes(self.written))
+        except HelixError:  # refused: nothing of this write is kept
+            self.written[offset : offset + len(replaced)] = replaced
+            del self.written[length:]
+            raise
         self.unapplied = True
         return len(buf)
 

@@ -53,6 +53,10 @@ class VirtualFile(Entry):
     def write(self, data: bytes) -> None:
         raise NotPermitted("this .helix file is read-only")
 
+    def check(self, data: bytes) -> None:
+        """Refuse a complete line of bad input as it is written: a shell ignores the
+        error of the close that applies it (`echo nosuch > .helix/HEAD`)."""
+
     @property
     def writable(self) -> bool:
         return bool(self.mode & 0o200)
@@ -191,6 +195,12 @@ class HeadFile(VirtualFile):
 
     def write(self, data: bytes) -> None:
         self._host.switch_branch(_name(data.strip()))
+
+    def check(self, data: bytes) -> None:
+        if data.endswith(b"\n"):
+            name = _name(data.strip())
+            if name not in {ref.name for ref in self._host.repo.branches()}:
+                raise NotFound(f"no branch named {name!r}")
 
 
 class StoreFile(VirtualFile):

@@ -154,7 +154,7 @@ async def test_head_write_switches_the_root(client: Client) -> None:
 async def test_head_write_of_unknown_branch_fails_cleanly(client: Client) -> None:
     ino = await client.ino(".helix/HEAD")
     fi = await client.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
-    await client.ops.write(fi.fh, 0, b"no-such-branch\n")
+    await client.ops.write(fi.fh, 0, b"no-such-branch")  # no newline: checked at close
     await expect_errno(errno.ENOENT, client.ops.flush(fi.fh))
     await client.ops.release(fi.fh)
     assert client.ops.repo.head_branch() == "main"
@@ -275,6 +275,20 @@ def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -
     assert ops.invalidator.recorded == [("inode", ROOT)]
     assert isinstance(pyfuse3.ROOT_INODE, int)
     ops.close()
+
+
+async def test_a_bad_head_line_is_refused_by_the_write_itself(client: Client) -> None:
+    """QA2: `echo nosuch > .helix/HEAD` exited 0: the error came at close, which a shell
+    ignores. A complete line is checked as it is written."""
+    head = await client.ino(".helix/HEAD")
+    fi = await client.ops.open(head, os.O_WRONLY | os.O_TRUNC, CTX)
+    await expect_errno(errno.ENOENT, client.ops.write(fi.fh, 0, b"nosuch\n"))
+    await client.ops.flush(fi.fh)  # nothing was kept to apply
+    await client.ops.release(fi.fh)
+    fi = await client.ops.open(head, os.O_WRONLY | os.O_APPEND, CTX)
+    await expect_errno(errno.ENOENT, client.ops.write(fi.fh, 5, b"x\n"))  # `echo x >>`
+    await client.ops.release(fi.fh)
+    assert client.ops.repo.head_branch() == "main"
 
 
 async def test_head_write_through_a_dup_ed_fd(client: Client) -> None:
