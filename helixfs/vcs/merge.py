@@ -10,6 +10,14 @@ Line merge: both sides are diffed against the base (difflib); hunks that overlap
 touch are a conflict unless both sides made the very same edit. Binary files, type
 changes (file vs directory) and modify/delete are conflicts too (ours is kept, marked
 in the list).
+
+Criss-cross histories have several best common ancestors. As git's recursive merge
+does, they are merged with one another first (pairwise, recursively) into a virtual
+base tree that lives in memory only; a text conflict among the bases stays in it with
+its markers, so both sides differ from it there and the final merge reports it. A
+conflict among the bases that cannot carry markers (binary, modify/delete, type
+change) leaves the path "unsettled": the final merge reports it unless both sides
+agree, whatever the virtual base holds there.
 """
 
 from __future__ import annotations
@@ -21,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from helixfs.errors import MergeConflict
-from helixfs.ids import CommitId, ObjectId
+from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import ANY, RefUpdate
-from helixfs.vcs.content import pack_bytes
-from helixfs.vcs.objects import TreeEntry, encode_entry, uncompressed
+from helixfs.vcs.content import ContentReader, pack_bytes
+from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref, work_ref
 from helixfs.vcs.treeops import EMPTY_TREE_ID, find, show_path
 
@@ -157,46 +165,82 @@ def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes]
     return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
 
 
+class _Scratch:
+    """What one merge builds but never writes: the virtual base's records and trees.
+
+    Every merger of one merge reads through it, so a virtual base (or a merge of
+    virtual bases) is read like a stored tree without touching the store.
+    """
+
+    def __init__(self, repo: Repository) -> None:
+        self.objects: Objects = {}
+        self.trees: dict[ObjectId, Tree] = {}
+        self.unsettled: set[bytes] = set()  # paths the bases conflict on without markers
+        self.reader = ContentReader(repo.store, pending=self.objects, records=repo.contents.records)
+
+
 class _TreeMerger:
-    def __init__(self, repo: Repository, labels: tuple[str, str]) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        labels: tuple[str, str],
+        scratch: _Scratch,
+        objects: Objects | None = None,
+    ) -> None:
+        """`objects`: where the merged records go (fresh, to be written, by default)."""
         self.repo = repo
         self.labels = labels
-        self.objects: Objects = {}
+        self.scratch = scratch
+        self.objects: Objects = {} if objects is None else objects
         self.conflicts: list[bytes] = []
         self.marked: dict[bytes, bytes] = {}
         self.now = time.time_ns()
 
+    def _tree(self, oid: ObjectId) -> Tree:
+        built = self.scratch.trees.get(oid)
+        return built if built is not None else self.repo.trees.get(oid)
+
     def merge(self, base: ObjectId, ours: ObjectId, theirs: ObjectId, prefix: bytes) -> ObjectId:
-        trees = self.repo.trees
-        tb, to, tt = trees.get(base), trees.get(ours), trees.get(theirs)
+        tb, to, tt = self._tree(base), self._tree(ours), self._tree(theirs)
         names = sorted(set(tb.names) | set(to.names) | set(tt.names))
         entries: list[TreeEntry] = []
         for name in names:
             merged = self._entry(find(tb, name), find(to, name), find(tt, name), prefix + name)
             if merged is not None:
                 entries.append(merged)
-        return trees.encode(entries, [encode_entry(e) for e in entries], self.objects)
+        trees = self.repo.trees
+        oid = trees.encode(entries, [encode_entry(e) for e in entries], self.objects)
+        # encode just cached it; kept here too, as a virtual base tree is in no store
+        self.scratch.trees[oid] = trees.get(oid)
+        return oid
+
+    def _unsettled(self, path: bytes) -> bool:
+        """Whether the bases conflict (without markers) at or below `path`."""
+        return any(u == path or u.startswith(path + b"/") for u in self.scratch.unsettled)
 
     def _entry(
         self, b: TreeEntry | None, o: TreeEntry | None, t: TreeEntry | None, path: bytes
     ) -> TreeEntry | None:
         if _key(o) == _key(t):
             return o
-        if _key(b) == _key(o):
+        # Where the bases conflicted without markers the virtual base holds an arbitrary
+        # pick: a side equal to it proves nothing, so only agreement is clean there.
+        unsettled = self._unsettled(path)
+        if _key(b) == _key(o) and not unsettled:
             return t
-        if _key(b) == _key(t):
+        if _key(b) == _key(t) and not unsettled:
             return o
         if o is not None and t is not None and o.is_dir() and t.is_dir():
             base = b.oid if b is not None and b.is_dir() else EMPTY_TREE_ID
             sub = self.merge(base, o.oid, t.oid, path + b"/")
             return TreeEntry(o.name, o.mode, sub, 0, o.mtime_ns, o.xattrs)
-        if o is not None and t is not None and o.is_file() and t.is_file():
+        if o is not None and t is not None and o.is_file() and t.is_file() and not unsettled:
             return self._file(b, o, t, path)
         self.conflicts.append(path)  # modify/delete or a type change: keep ours, report
         return o if o is not None else t
 
     def _file(self, b: TreeEntry | None, o: TreeEntry, t: TreeEntry, path: bytes) -> TreeEntry:
-        read = self.repo.contents.read
+        read = self.scratch.reader.read
         base = read(b.oid) if b is not None and b.is_file() else b""
         ours, theirs = read(o.oid), read(t.oid)
         if any(as_text(x) is None for x in (base, ours, theirs)):
@@ -221,7 +265,8 @@ def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
 
     Decided by ancestry alone, never by commit time: clocks skew and imported git
     history keeps author dates, so a parent can be newer than its child. Of several
-    best bases (criss-cross merges) the newest is taken.
+    best bases (criss-cross merges) the newest is taken; a merge does not use this
+    pick but all of them (see `_base_tree`).
     """
     bases = merge_bases(repo, a, b)
     if not bases:
@@ -231,7 +276,12 @@ def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
 
 def merge_bases(repo: Repository, a: CommitId, b: CommitId) -> list[CommitId]:
     """Every common ancestor of `a` and `b` that is not an ancestor of another one."""
-    ours = _reachable(repo, [a])
+    return _best_common(repo, [a], b)
+
+
+def _best_common(repo: Repository, heads: list[CommitId], b: CommitId) -> list[CommitId]:
+    """merge_bases of `b` and a commit whose parents would be `heads` (a virtual base)."""
+    ours = _reachable(repo, heads)
     candidates: list[CommitId] = []
     seen = {b}
     todo = [b]
@@ -261,15 +311,39 @@ def _reachable(repo: Repository, starts: list[CommitId]) -> set[CommitId]:
     return seen
 
 
+def _base_tree(repo: Repository, bases: list[CommitId], scratch: _Scratch) -> ObjectId:
+    """The tree to merge against: the best base's, or several merged into a virtual one.
+
+    git's recursive merge: taking one of several best bases (the newest, once) loses
+    what the others changed, e.g. a revert on one side of a criss-cross. The bases are
+    merged one by one (oldest first, for a stable result), each pair against their own
+    best bases, recursively; the result and its records stay in `scratch`.
+    """
+    if not bases:
+        return EMPTY_TREE_ID
+    ordered = sorted(bases, key=lambda cid: (repo.commit_info(cid).time_ns, cid))
+    tree = repo.commit_info(ordered[0]).tree
+    merged = [ordered[0]]  # the commits the virtual base so far descends from
+    for other in ordered[1:]:
+        inner = _base_tree(repo, _best_common(repo, merged, other), scratch)
+        labels = ("merged bases", f"base {hex_id(other)[:12]}")
+        merger = _TreeMerger(repo, labels, scratch, objects=scratch.objects)
+        tree = merger.merge(inner, tree, repo.commit_info(other).tree, b"")
+        # text conflicts keep their markers in the virtual base; the rest cannot
+        scratch.unsettled.update(p for p in merger.conflicts if p not in merger.marked)
+        merged.append(other)
+    return tree
+
+
 def merge_branches(
     repo: Repository, branch: str, target: str, message: str | None, allow_conflicts: bool
 ) -> MergeResult:
     theirs = repo.resolve(branch)
     ours = repo.resolve(f"branches/{target}")
-    base = merge_base(repo, ours, theirs)
-    if base == theirs:
+    bases = merge_bases(repo, ours, theirs)
+    if theirs in bases:  # then it is the only one
         return MergeResult("up-to-date", ours)
-    if base == ours:
+    if ours in bases:
         # the saved work tree moves too, keeping only its editor temp files (ADR 0019):
         # left behind, it would show the old files and the next save would revert this
         objects: dict[ObjectId, bytes] = {}
@@ -281,8 +355,9 @@ def merge_branches(
         ]
         repo.store.write(objects, refs, uncompressed=uncompressed(objects))
         return MergeResult("fast-forward", theirs)
-    merger = _TreeMerger(repo, (target, branch))
-    base_tree = repo.commit_info(base).tree if base is not None else EMPTY_TREE_ID
+    scratch = _Scratch(repo)
+    base_tree = _base_tree(repo, bases, scratch)
+    merger = _TreeMerger(repo, (target, branch), scratch)
     tree = merger.merge(base_tree, repo.commit_info(ours).tree, repo.commit_info(theirs).tree, b"")
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(show_path(p) for p in merger.conflicts[:10])

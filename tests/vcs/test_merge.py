@@ -155,6 +155,94 @@ def test_criss_cross_has_two_best_bases_and_unrelated_none(repo: Repository) -> 
     assert merge_bases(repo, ab, other) == [] and merge_base(repo, ab, other) is None
 
 
+def _criss_cross(
+    repo: Repository,
+    base: dict[str, bytes],
+    a1: dict[str, bytes],
+    b1: dict[str, bytes],
+    fix_a: dict[str, bytes] | None = None,
+    fix_b: dict[str, bytes] | None = None,
+) -> None:
+    """QA's history: A and B fork from main (A1, B1), then each merges the other's
+    first commit (committing `fix_*` on top, to resolve a conflict): A1 and B1 are
+    then both best bases of A and B."""
+    repo.commit(dict(base), "base")
+    repo.create_branch("A")
+    repo.create_branch("B")
+    for name, changes in (("A", a1), ("B", b1)):
+        repo.commit(dict(changes), f"{name}1", branch=name)
+        repo.create_branch(f"{name}1", name)
+    for into, other, fix in (("A", "B1", fix_a), ("B", "A1", fix_b)):
+        repo.merge(other, into=into, allow_conflicts=True)
+        if fix:
+            repo.commit(dict(fix), "resolve", branch=into)
+    assert sorted(merge_bases(repo, repo.resolve("A"), repo.resolve("B"))) == sorted(
+        [repo.resolve("A1"), repo.resolve("B1")]
+    )
+
+
+def test_criss_cross_keeps_a_revert_on_one_side(repo: Repository) -> None:
+    """QA: B reverts A1's x after the cross merges; taking one base (the newest, B1,
+    which never changed x) saw "only ours changed x" and silently kept A1's 2."""
+    _criss_cross(repo, {"x": b"1\n"}, {"x": b"2\n"}, {"y": b"y\n"})
+    repo.commit({"x": b"1\n"}, "revert", branch="B")
+    repo.commit({"z": b"z\n"}, "A2", branch="A")
+    result = repo.merge("B", into="A")
+    assert result.status == "merged" and result.conflicts == []
+    assert repo.read("A", "x") == b"1\n"  # what git's recursive merge gives
+    assert [repo.read("A", p) for p in ("y", "z")] == [b"y\n", b"z\n"]
+
+
+def test_criss_cross_bases_conflict_resolved_alike_merges_clean(repo: Repository) -> None:
+    """The bases conflict on line 2 (markers in the virtual base); both sides fixed it
+    the same way, so it is clean, and a later edit on one side comes through."""
+    both = BASE.replace(b"two", b"AB")
+    _criss_cross(
+        repo,
+        {"f": BASE},
+        {"f": BASE.replace(b"two", b"A")},
+        {"f": BASE.replace(b"two", b"B")},
+        fix_a={"f": both},
+        fix_b={"f": both},
+    )
+    repo.commit({"f": both.replace(b"six", b"SIX")}, "A2", branch="A")
+    result = repo.merge("B", into="A")
+    assert result.status == "merged" and result.conflicts == []
+    assert repo.read("A", "f") == both.replace(b"six", b"SIX")
+
+
+def test_criss_cross_bases_conflict_resolved_apart_is_reported(repo: Repository) -> None:
+    """Each side settled the bases' conflict its own way: a real conflict, with markers.
+    One base alone (B1) equals theirs there, which silently kept ours."""
+    _criss_cross(
+        repo,
+        {"f": BASE},
+        {"f": BASE.replace(b"two", b"A")},
+        {"f": BASE.replace(b"two", b"B")},
+        fix_a={"f": BASE.replace(b"two", b"A")},
+        fix_b={"f": BASE.replace(b"two", b"B")},
+    )
+    head = repo.resolve("A")
+    with pytest.raises(MergeConflict) as caught:
+        repo.merge("B", into="A")
+    assert caught.value.conflicts == [b"f"]  # type: ignore[attr-defined]
+    marked = caught.value.files[b"f"]  # type: ignore[attr-defined]
+    assert marked == BASE.replace(b"two\n", b"<<<<<<< A\nA\n=======\nB\n>>>>>>> B\n")
+    assert repo.resolve("A") == head
+
+
+def test_criss_cross_binary_conflict_between_bases_is_reported(repo: Repository) -> None:
+    """A binary file cannot carry markers: whatever the virtual base holds there, a
+    side equal to it must not win silently."""
+    _criss_cross(repo, {"bin": b"\0base"}, {"bin": b"\0a"}, {"bin": b"\0b"})
+    assert (repo.read("A", "bin"), repo.read("B", "bin")) == (b"\0a", b"\0b")
+    with pytest.raises(MergeConflict) as caught:
+        repo.merge("B", into="A")
+    assert caught.value.conflicts == [b"bin"]  # type: ignore[attr-defined]
+    repo.commit({"bin": b"\0b"}, "agree", branch="A")
+    assert repo.merge("B", into="A").status == "merged"
+
+
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"d\n", b"e"]), max_size=12).map(b"".join)
 
 
