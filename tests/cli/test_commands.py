@@ -296,7 +296,7 @@ def test_commit_through_the_api(helix: Helix, tmp_path: Path) -> None:
     assert head["meta"]["agent"] == "claude" and head["meta"]["experiment"] == "e1"
     assert ok(helix("cat", "HEAD", "docs/new.txt")).out == "new\n"
     fails(helix("cat", "HEAD", "src/util.py"), says="no such path")
-    fails(helix("commit", "-m", "x", "no-equals-sign"), says="PATH=FILE")
+    fails(helix("commit", "-m", "x", "no-equals-sign"), 2, says="PATH=FILE")
     # PATH=FILE after an option is still a change (QA #15: "unrecognized arguments")
     ok(helix("commit", "-m", "m", "x=new.txt", "--delete", "docs/new.txt", "y/inner=new.txt"))
     assert ok(helix("cat", "HEAD", "y/inner")).out == "new\n"
