@@ -28,12 +28,16 @@ def _write(repo: Path, name: str, text: str) -> None:
     path.write_text(text)
 
 
+def new_git_repo(repo: Path) -> Path:
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """main: 3 commits + a merge of `feature/x` (2 commits); a tag and an annotated tag."""
-    repo = tmp_path / "gitrepo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
+    repo = new_git_repo(tmp_path / "gitrepo")
     _write(repo, "README.md", "one\n")
     _write(repo, "src/app.py", "print('hi')\n")
     git(repo, "add", "-A")
@@ -158,9 +162,7 @@ def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> No
 
 
 def _two_commit_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "small"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
+    repo = new_git_repo(tmp_path / "small")
     _write(repo, "f", "1\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "c1", date=1_600_000_000)
