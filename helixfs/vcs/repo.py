@@ -184,7 +184,7 @@ class Repository:
 
     def _commit_work(self, branch: str, work: ObjectId, head: CommitId) -> CommitId | None:
         objects: dict[ObjectId, bytes] = {}
-        tree = self.trees.without_ephemeral(work, objects)
+        tree = self.trees.without_ephemeral(work, objects, self.commit_info(head).tree)
         if tree == self.commit_info(head).tree:
             return None
         paths = self.trees.changed_paths(self.commit_info(head).tree, tree)
@@ -465,7 +465,6 @@ class Repository:
         self.store.write(
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
         )
-        self.trees.mark_clean(tree)
         self._remember(Commit(*fields, id=cid))
         return cid
 

@@ -80,7 +80,8 @@ class Trees:
         self.store = store
         self._cache: dict[ObjectId, Tree] = {EMPTY_TREE_ID: EMPTY_TREE}
         self._limit = limit
-        self._filtered: dict[ObjectId, ObjectId] = {EMPTY_TREE_ID: EMPTY_TREE_ID}
+        self._clean: set[ObjectId] = {EMPTY_TREE_ID}  # trees with no temp-named file at all
+        self._filtered: dict[tuple[ObjectId, ObjectId | None], ObjectId] = {}
 
     def get(self, oid: ObjectId) -> Tree:
         """A directory listing; a paged tree comes back whole, its pages in `pages`."""
@@ -347,22 +348,30 @@ class Trees:
     # -- ephemeral filtering ------------------------------------------------------------
 
     def mark_clean(self, oid: ObjectId) -> None:
-        """`oid` is known to hold no ephemeral file (it is, or is inside, a commit tree)."""
-        self._filtered[oid] = oid
+        """`oid` is known to hold no file with an editor temp name, even below."""
+        self._clean.add(oid)
 
-    def without_ephemeral(self, oid: ObjectId, objects: Objects) -> ObjectId:
-        """The same tree minus editor temp files, memoised by id (ids never change)."""
-        done = self._filtered.get(oid)
+    def without_ephemeral(
+        self, oid: ObjectId, objects: Objects, tracked: ObjectId | None = None
+    ) -> ObjectId:
+        """The same tree minus the editor temp files that `tracked` (the head commit's
+        tree at this place) does not hold: as with git's ignore rules, a committed file
+        stays committed whatever its name (ADR 0019). Memoised by ids (they never change).
+        """
+        if oid == tracked or oid in self._clean:
+            return oid
+        done = self._filtered.get((oid, tracked))
         if done is not None:
             return done
         tree = self.get(oid)
+        head = self.get(tracked) if tracked is not None else None
         entries, raws, changed = [], [], []
         for entry, raw in zip(tree.entries, tree.raw, strict=True):
-            if is_ephemeral(entry.name) and not entry.is_dir():
+            if is_ephemeral(entry.name) and not entry.is_dir() and not holds_file(head, entry.name):
                 changed.append(entry.name)
                 continue
             if entry.is_dir():
-                sub = self.without_ephemeral(entry.oid, objects)
+                sub = self.without_ephemeral(entry.oid, objects, subtree(head, entry.name))
                 if sub != entry.oid:
                     entry = TreeEntry(
                         entry.name, entry.mode, sub, entry.size, entry.mtime_ns, entry.xattrs
@@ -374,8 +383,7 @@ class Trees:
         result = (
             self.encode(entries, raws, objects, previous=tree, changed=changed) if changed else oid
         )
-        self._filtered[oid] = result
-        self._filtered[result] = result
+        self._filtered[(oid, tracked)] = result
         return result
 
     def carry_ephemeral(
@@ -434,6 +442,18 @@ class Trees:
 
 def _itself(name: bytes) -> bytes:
     return name
+
+
+def holds_file(tree: Tree | None, name: bytes) -> bool:
+    """Whether `tree` has a non-directory entry `name` (a committed file or symlink)."""
+    found = find(tree, name) if tree is not None else None
+    return found is not None and not found.is_dir()
+
+
+def subtree(tree: Tree | None, name: bytes) -> ObjectId | None:
+    """The id of `tree`'s directory `name`, or None."""
+    found = find(tree, name) if tree is not None else None
+    return found.oid if found is not None and found.is_dir() else None
 
 
 def find(tree: Tree, name: bytes) -> TreeEntry | None:

@@ -66,7 +66,7 @@ from helixfs.vcs.objects import (
 )
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.refs import work_ref
-from helixfs.vcs.treeops import show_path
+from helixfs.vcs.treeops import holds_file, show_path, subtree
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -616,20 +616,23 @@ class Worktree:
         child.raw = encode_entry(child.entry())
         return child.raw
 
-    def _commit_tree(self, node: Node, objects: Objects) -> ObjectId:
-        """The tree a commit records: the work tree without editor temp files."""
+    def _commit_tree(self, node: Node, objects: Objects, tracked: ObjectId | None) -> ObjectId:
+        """The tree a commit records: the work tree without the editor temp files that
+        `tracked` (the head commit's tree at this place) does not hold."""
         assert node.oid is not None
+        trees = self.repo.trees
         if node.pure:
             return node.oid
         if node.children is None:
-            return self.repo.trees.without_ephemeral(node.oid, objects)
+            return trees.without_ephemeral(node.oid, objects, tracked)
+        head = trees.get(tracked) if tracked is not None else None
         entries = []
         for name, child in self._sorted(node):
-            if is_ephemeral(name) and not child.is_dir():
+            if is_ephemeral(name) and not child.is_dir() and not holds_file(head, name):
                 continue
             entry = child.entry()
             if child.is_dir():
-                sub = self._commit_tree(child, objects)
+                sub = self._commit_tree(child, objects, subtree(head, name))
                 entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
             entries.append(entry)
         return self.repo.trees.build(entries, objects)
@@ -719,8 +722,8 @@ class Worktree:
             started = time.perf_counter_ns()
             objects = self._unwritten
             root = self._encode(self.root, objects)
-            tree = self._commit_tree(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
+            tree = self._commit_tree(self.root, objects, head_tree)
             if tree == head_tree:
                 self._persist(root)
                 self._changed.clear()

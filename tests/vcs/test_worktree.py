@@ -479,6 +479,28 @@ def test_editor_temp_files_survive_ref_moves_like_untracked_files(
     assert tree.commit() is None
 
 
+def test_a_committed_temp_name_stays_committed_like_a_tracked_file(
+    repo: Repository, tree: Worktree
+) -> None:
+    """QA2: a `keep~` committed by an import vanished from the next save's commit once
+    the work tree held a temp file of its own. As with git's ignore rules, a name that
+    the head commit holds is tracked: its changes are committed, its deletion too."""
+    repo.commit({"keep~": b"t", "sub/.z.swp": b"s", "a.txt": b"a"}, "an import")
+    _file(tree, b"notes~", b"mine")  # untracked: the branch now has a saved work tree
+    tree.set_content(tree.lookup(tree.root, b"a.txt"), b"a2")
+    tree.commit()
+    assert {e.name for e in repo.ls()} == {b"a.txt", b"keep~", b"sub"}
+    assert repo.read("HEAD", "sub/.z.swp") == b"s"  # below a folder never loaded
+    tree.set_content(tree.lookup(tree.root, b"keep~"), b"t2")
+    tree.commit()
+    assert repo.read("HEAD", "keep~") == b"t2"
+    tree.unlink(tree.root, b"keep~")
+    tree.commit()
+    assert {e.name for e in repo.ls()} == {b"a.txt", b"sub"}
+    repo.recover()  # a saved work tree is committed against its head the same way
+    assert [e.name for e in repo.ls("HEAD", "sub")] == [b".z.swp"]
+
+
 def test_recovery_keeps_editor_temp_files(disk_repo: Repository) -> None:
     tree = disk_repo.worktree()
     _file(tree, b"a", b"1")
