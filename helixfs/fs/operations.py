@@ -129,6 +129,8 @@ class Operations(pyfuse3.Operations):
         self._unsubscribe = lambda: None
 
     def _follow_open(self, old: Node, new: Node) -> None:
+        """Views.regenerate: a file its branch's reload left as it was got a new node;
+        its open descriptors and their spool follow it (their writes are not stale)."""
         self.spools.rebind(old, new)
         for handle in self._handles.files():
             if handle.node is old:
