@@ -303,7 +303,12 @@ class Repository:
         return itertools.islice(walk, limit)
 
     def ls(self, rev: str = "HEAD", path: bytes | str = b"") -> list[TreeEntry]:
-        return list(self.trees.listing(self.commit_info(rev).tree, path).entries)
+        """A folder's entries; a file's own entry, as `ls FILE` and `git ls-tree` show it."""
+        tree = self.commit_info(rev).tree
+        entry = self.trees.entry(tree, path)
+        if entry is not None and not entry.is_dir():
+            return [entry]
+        return list(self.trees.listing(tree, path).entries)
 
     def entry(self, rev: str, path: bytes | str) -> TreeEntry | None:
         return self.trees.entry(self.commit_info(rev).tree, path)

@@ -43,7 +43,7 @@ BAD_COMMANDS = [
     (["log", "nosuchrev"], "unknown revision"),
     (["cat", "HEAD", "missing.txt"], "no such path"),
     (["cat", "HEAD", "dir"], "is a directory"),
-    (["ls", "HEAD", "a.txt"], "not a directory"),
+    (["ls", "HEAD", "missing.txt"], "no such path"),
     (["ls", "HEAD~5"], "past the first commit"),
     (["rev-parse", "ffffffffffff"], "unknown revision"),
     (["diff", "HEAD", "nope"], "unknown revision"),

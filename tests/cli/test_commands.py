@@ -29,6 +29,8 @@ def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
     entries = ok(helix("ls", "--json", "HEAD", "src")).json()
     assert [e["name"] for e in entries] == ["app.py", "util.py"]
     assert entries[0]["type"] == "file" and entries[0]["size"] == len(PROJECT["src/app.py"])
+    (one,) = ok(helix("ls", "--json", "HEAD", "src/app.py")).json()  # a file: its own entry
+    assert one == entries[0]
     assert ok(helix("cat", "HEAD", "src/app.py")).out == PROJECT["src/app.py"]
     assert ok(helix("cat", "--json", "HEAD", "README.md")).json()["content"] == "hello\n"
     log = ok(helix("log", "--json")).json()

@@ -179,8 +179,9 @@ def test_ls_read_errors(repo: Repository) -> None:
         repo.read("HEAD", "d")
     with pytest.raises(NotFound):
         repo.read("HEAD", "d/nope")
+    assert [e.name for e in repo.ls("HEAD", "d/f")] == [b"f"]  # a file lists itself
     with pytest.raises(NotADirectory):
-        repo.ls("HEAD", "d/f")
+        repo.ls("HEAD", "d/f/g")
 
 
 def test_diff_name_status_and_text(repo: Repository) -> None:
