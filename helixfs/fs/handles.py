@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from helixfs.errors import HelixError, IsADirectory, NotFound, NotPermitted
+from helixfs.errors import IsADirectory, NotFound, NotPermitted
 from helixfs.fs.edge import BadHandle
 from helixfs.fs.helixdir import VirtualDir, VirtualFile
 from helixfs.fs.inodes import NodeInode
@@ -62,16 +62,11 @@ class VirtualHandle:
     def write(self, offset: int, buf: bytes) -> int:
         if self.written is None:
             raise BadHandle("opened read-only")
-        end = offset + len(buf)
-        length, replaced = len(self.written), bytes(self.written[offset:end])
-        self.written.extend(b"\0" * max(0, end - length))
-        self.written[offset:end] = buf
-        try:
-            self.file.check(bytes(self.written))
-        except HelixError:  # refused: nothing of this write is kept
-            self.written[offset : offset + len(replaced)] = replaced
-            del self.written[length:]
-            raise
+        written = bytearray(self.written)  # refused by check: nothing of it is kept
+        written.extend(b"\0" * max(0, offset + len(buf) - len(written)))
+        written[offset : offset + len(buf)] = buf
+        self.file.check(bytes(written))
+        self.written = written
         self.unapplied = True
         return len(buf)
 

@@ -30,7 +30,6 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     IsADirectory,
-    NameTooLong,
     NotADirectory,
     NotPermitted,
     ReadOnly,
@@ -44,7 +43,7 @@ from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
 from helixfs.fs.writes import Writes
-from helixfs.vcs.node import NAME_MAX
+from helixfs.vcs.node import check_name_length
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -161,7 +160,7 @@ class Operations(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        _check_length(name)
+        check_name_length(name)
         parent = self.inodes.get(parent_inode)
         if name == b".":
             found = parent
@@ -327,7 +326,7 @@ class Operations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        _check_length(name)
+        check_name_length(name)
         parent = self.inodes.get(parent_inode)
         if isinstance(parent, VirtualInode):
             self._virtual_dir(parent).mkdir(name)
@@ -338,7 +337,7 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        _check_length(name)
+        check_name_length(name)
         parent = self.inodes.get(parent_inode)
         if isinstance(parent, VirtualInode):
             self._virtual_dir(parent).rmdir(name)
@@ -358,7 +357,7 @@ class Operations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        _check_length(name)
+        check_name_length(name)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name)
         node = parent.worktree.symlink(parent.node, name, target)
@@ -385,7 +384,7 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        _check_length(name)
+        check_name_length(name)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name)
         if parent.worktree.lookup(parent.node, name).is_dir():
@@ -405,8 +404,8 @@ class Operations(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
-        _check_length(name_old)
-        _check_length(name_new)
+        check_name_length(name_old)
+        check_name_length(name_new)
         old_parent = self.inodes.get(parent_inode_old)
         new_parent = self.inodes.get(parent_inode_new)
         if isinstance(old_parent, VirtualInode) or isinstance(new_parent, VirtualInode):
@@ -671,10 +670,3 @@ class Operations(pyfuse3.Operations):
     def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
         if parent.ino == ROOT_INODE and name == HELIX:
             raise Busy(".helix is reserved for the virtual control folder")
-
-
-def _check_length(name: bytes) -> None:
-    """ENAMETOOLONG for a name over NAME_MAX, before anything else looks at it (the
-    kernel leaves name lengths to the filesystem)."""
-    if len(name) > NAME_MAX:
-        raise NameTooLong(f"a file name is at most {NAME_MAX} bytes, not {len(name)}")

@@ -173,6 +173,11 @@ def encode_body(key: int, frame: bytes, size: int) -> bytes:
     return _HEADERS[Codec.BODY] + _BODY.pack(key, len(frame), size)
 
 
+def is_body(frame: bytes) -> bool:
+    """Whether a stored value is a BODY frame (its frame is stored apart)."""
+    return len(frame) > HEADER_SIZE and frame[4] == Codec.BODY
+
+
 def body_key(key: int) -> bytes:
     return key.to_bytes(8, "big")
 

@@ -58,6 +58,7 @@ from helixfs.store.frame import (
     encode_delta,
     encode_plain,
     encode_raw,
+    is_body,
     logical_size,
     parse_body,
     parse_delta,
@@ -404,9 +405,10 @@ class RocksStore:
             count += 1
             try:
                 logical += logical_size(ObjectId(key), frame)
-                if frame[4] == Codec.BODY:
+                if is_body(frame):
+                    body = parse_body(ObjectId(key), frame)
                     bodies += 1
-                    stored += len(body_key(0)) + parse_body(ObjectId(key), frame).length
+                    stored += len(body.key) + body.length
             except HelixError:
                 unreadable += 1  # stats still answer; fsck names the culprits
             stored += len(key) + len(frame)
@@ -487,7 +489,7 @@ class RocksStore:
             frame = self._objects_cf.get(oid)
             if frame is None:
                 raise NotFound(f"object {hex_id(oid)} is not in the store")
-            if len(frame) > HEADER_SIZE and frame[4] == Codec.BODY:
+            if is_body(frame):
                 frame = self._body(oid, frame)
             if keep:
                 self._remember(self._frames, oid, frame, len(frame))
@@ -515,7 +517,7 @@ class RocksStore:
 
     def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId) -> None:
         frame = self._objects_cf.get(oid)
-        if frame is not None and len(frame) > HEADER_SIZE and frame[4] == Codec.BODY:
+        if frame is not None and is_body(frame):
             # a damaged BODY frame names no body: dropping the object is all we can do
             with contextlib.suppress(CorruptObject):
                 batch.delete(parse_body(oid, frame).key, self._bodies)

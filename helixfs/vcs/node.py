@@ -109,11 +109,16 @@ def mark_stale(directory: Node | None, name: bytes) -> None:
         directory.stale.add(name)
 
 
+def check_name_length(name: bytes) -> None:
+    """ENAMETOOLONG past NAME_MAX (the kernel leaves name lengths to the filesystem)."""
+    if len(name) > NAME_MAX:
+        raise NameTooLong(f"file name of {len(name)} bytes: at most {NAME_MAX} ({name!r:.80})")
+
+
 def check_entry_name(name: object) -> bytes:
     if not isinstance(name, bytes):
         raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
-    if len(name) > NAME_MAX:
-        raise NameTooLong(f"file name of {len(name)} bytes: at most {NAME_MAX} ({name!r:.80})")
+    check_name_length(name)
     if not name or b"/" in name or b"\0" in name or name in (b".", b".."):
         raise InvalidName(f"invalid file name {name!r:.80}")
     return name

@@ -184,10 +184,11 @@ class Repository:
 
     def _commit_work(self, branch: str, work: ObjectId, head: CommitId) -> CommitId | None:
         objects: dict[ObjectId, bytes] = {}
-        tree = self.trees.without_ephemeral(work, objects, self.commit_info(head).tree)
-        if tree == self.commit_info(head).tree:
+        head_tree = self.commit_info(head).tree
+        tree = self.trees.without_ephemeral(work, objects, head_tree)
+        if tree == head_tree:
             return None
-        paths = self.trees.changed_paths(self.commit_info(head).tree, tree)
+        paths = self.trees.changed_paths(head_tree, tree)
         changes = [path_text(p) for p in itertools.islice(paths, 1000)]
         meta = {"recovered": True, "changed": changes}
         return self._write_commit(branch, tree, [head], "recovered pending changes", meta, objects)

@@ -427,8 +427,11 @@ class Trees:
                 added[entry.name] = entry
         if not added:
             return None
-        kept = [(e, r) for e, r in zip(new_tree.entries, new_tree.raw, strict=True)]
-        merged = [(e, r) for e, r in kept if e.name not in added]
+        merged = [
+            (e, r)
+            for e, r in zip(new_tree.entries, new_tree.raw, strict=True)
+            if e.name not in added
+        ]
         merged += [(e, encode_entry(e)) for e in added.values()]
         merged.sort(key=lambda item: item[0].name)
         return self.encode(

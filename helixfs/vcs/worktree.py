@@ -635,7 +635,7 @@ class Worktree:
                 sub = self._commit_tree(child, objects, subtree(head, name))
                 entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
             entries.append(entry)
-        return self.repo.trees.build(entries, objects)
+        return trees.build(entries, objects)
 
     def _live(self, path: bytes) -> Node | bool | None:
         """The live node at `path`, None if there is none, True if a directory on the way
