@@ -159,9 +159,14 @@ class ControlServer:
     keeps its own mount busy.
     """
 
-    def __init__(self, store: Path, runner: CommandRunner) -> None:
+    def __init__(
+        self, store: Path, runner: CommandRunner, settle: Callable[[], object] = lambda: None
+    ) -> None:
+        """`settle()`: blocks until what a command changed shows in the mount (the
+        kernel's caches invalidated); its reply waits for it, off the FUSE loop."""
         self.path = socket_path(store)
         self.runner = runner
+        self.settle = settle
         self._lock = trio.Lock()
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -212,8 +217,10 @@ class ControlServer:
                     result: tuple[int, bytes, bytes] = await trio.to_thread.run_sync(
                         self.run_command, argv
                     )
-                    return result
-                return self.run_command(argv)
+                else:
+                    result = self.run_command(argv)
+                await trio.to_thread.run_sync(self.settle)
+                return result
             finally:
                 os.chdir("/")
 

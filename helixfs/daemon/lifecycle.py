@@ -192,7 +192,11 @@ async def serve(
         stack.callback(saver.flush_now)
         stack.callback(operations.close)  # stores open files; their saves go into the flush
 
-        control = ControlServer(config.store, lambda argv, out, err: runner(argv, repo, out, err))
+        control = ControlServer(
+            config.store,
+            lambda argv, out, err: runner(argv, repo, out, err),
+            operations.invalidator.settle,
+        )
         nursery = await stack.enter_async_context(trio.open_nursery())
         nursery.start_soon(saver.run)
         nursery.start_soon(_watch_signals)

@@ -35,18 +35,13 @@ BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 # entries and attributes stay true; the timeout only bounds a missed case.
 WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
+SETTLE_STALL = 1.0  # seconds without a delivered invalidation before a switch stops waiting
 
 
 class CrossDevice(HelixError):
     """A rename between two views: the kernel's `mv` falls back to copy + delete."""
 
     errno = errno.EXDEV
-
-
-class Stale(HelixError):
-    """An open file whose branch state was replaced under it (reset, merge)."""
-
-    errno = errno.ESTALE
 
 
 class BadHandle(HelixError):
@@ -187,6 +182,24 @@ class Invalidator:
         self.recorded: list[tuple[Any, ...]] = []
         self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self._progress = threading.Condition()
+        self._sent = self._done = 0  # requests queued / delivered (or refused) so far
+
+    def settle(self, stall: float = SETTLE_STALL) -> bool:
+        """Wait until every invalidation queued so far has reached the kernel, so that a
+        switch seen by its caller is seen by every process. False if none got through
+        for `stall` seconds: the kernel then waits on a request of ours (a lookup in a
+        directory it must lock, a read of a page it must drop), and the loop must go on
+        to answer it; the rest lands right after."""
+        with self._progress:
+            target = self._sent
+            while self.active and self._done < target:
+                before = self._done
+                self._progress.wait(stall)
+                if self._done == before:
+                    log.warning("cache invalidations still pending after %.1f s", stall)
+                    return False
+        return True
 
     def start(self) -> None:
         if self._thread is None:
@@ -209,6 +222,8 @@ class Invalidator:
 
     def _send(self, request: tuple[Any, ...]) -> None:
         if self.active:
+            with self._progress:
+                self._sent += 1
             self._queue.put(request)
         else:
             self.recorded.append(request)
@@ -223,6 +238,9 @@ class Invalidator:
             except OSError as exc:
                 if exc.errno not in (errno.ENOENT, errno.EBADF, errno.ENOTCONN):
                     log.warning("invalidate %s failed: %s", request[:2], exc)
+            with self._progress:
+                self._done += 1
+                self._progress.notify_all()
 
 
 def process_name(pid: int) -> str | None:

@@ -18,15 +18,27 @@ Layout (64-bit inode numbers):
 
 from __future__ import annotations
 
+import errno
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from helixfs.errors import NotFound
+from helixfs.errors import HelixError, NotFound
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
+
+
+class Stale(HelixError):
+    """A number or open file whose tree state was replaced (HEAD switch, reset, merge).
+
+    ESTALE, not ENOENT: on it the kernel walks the path again with fresh lookups, so a
+    process whose cached name still led to the old number finds what is there now.
+    """
+
+    errno = errno.ESTALE
+
 
 ROOT_INODE = 1
 SLOT_BITS = 32
@@ -100,7 +112,7 @@ class InodeTable:
         try:
             return self._entries[ino]
         except KeyError:
-            raise NotFound(f"inode {ino} is not known (stale handle)") from None
+            raise Stale(f"inode {ino} is not known (stale handle)") from None
 
     def node(self, ino: int) -> NodeInode:
         found = self.get(ino)

@@ -144,6 +144,10 @@ class Operations(pyfuse3.Operations):
         self.settle()
         self.repo.checkout(name)  # subscribers (views.ref_moved) move the root
         self.views.switch_root(name)
+        # Before the write that asked for it returns: no process may meet the old
+        # branch's cached names or pages after it. Safe on this loop: the writer holds
+        # no directory lock, and a kernel stuck on another request ends the wait.
+        self.invalidator.settle()
 
     def settle(self) -> None:
         self.saver.commit_now(self.views.root.worktree)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import InvalidInput, IsADirectory
-from helixfs.fs.edge import Stale
 from helixfs.fs.handles import FileHandle
-from helixfs.fs.inodes import NodeInode
+from helixfs.fs.inodes import NodeInode, Stale
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import Spool, SpoolTable
 

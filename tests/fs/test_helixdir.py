@@ -247,6 +247,20 @@ async def test_out_of_band_reset_shows_up(client: Client) -> None:
     assert ("entry", ROOT, b"new", new_ino) in recorded
 
 
+async def test_a_number_dropped_by_a_reset_is_stale_not_missing(client: Client) -> None:
+    """The kernel may still hold a dropped number under a cached name (until the
+    invalidation lands): ESTALE makes it look the path up again and find what is there
+    now, where ENOENT would report a file that exists as missing."""
+    await client.write_file("f", b"v1")
+    first = client.ops.repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    ino = await client.ino("f")
+    client.ops.repo.reset_hard(first)
+    await expect_errno(errno.ESTALE, client.ops.getattr(ino, CTX))
+    await expect_errno(errno.ESTALE, client.ops.open(ino, os.O_RDONLY, CTX))
+    assert await client.read_file("f") == b"v1"
+
+
 async def test_open_file_survives_an_out_of_band_reset(client: Client) -> None:
     await client.write_file("f", b"v1")
     first = client.ops.repo.resolve("HEAD").hex()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 
 import blake3
 import pytest
@@ -163,6 +164,42 @@ def test_search_and_context_files_answer_from_memory_and_workspace(
     (mnt.path / "docs" / "rotation.md").write_text("The zanzibar rotation runs nightly.\n")
     query = mnt.path / ".helix" / "search" / "zanzibar rotation"
     wait_until(lambda: "docs/rotation.md" in query.read_text(), 60, "the workspace index")
+
+
+SWITCH_AND_LOOK = """
+import os
+import subprocess
+expected = {"main": ("on-main", True), "b": ("on-b, longer", False)}
+wrong = []
+for i in range(20):
+    branch = "b" if i % 2 == 0 else "main"
+    open("f.txt").read(), os.stat("f.txt"), os.path.exists("d/only-main")  # cached now
+    SWITCH
+    text, only_main = expected[branch]
+    seen = (open("f.txt").read().strip(), os.stat("f.txt").st_size, os.path.exists("d/only-main"))
+    if seen != (text, len(text) + 1, only_main):
+        wrong.append((i, branch, seen))
+print(wrong or "ok")
+"""
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "open('.helix/HEAD', 'w').write(branch)",
+        "subprocess.run(HELIX + ['checkout', branch], check=True, capture_output=True)",
+    ],
+    ids=["write-HEAD", "helix-checkout"],
+)
+def test_a_head_switch_shows_at_once(mnt: Mount, switch: str) -> None:
+    """Issue 3: once the switch returns, every path shows the new branch: no window in
+    which the kernel's cached names, sizes or pages of the old branch answer (it used
+    to give ENOENT for f.txt, or the old size, for a few milliseconds)."""
+    mnt.sh("echo on-main > f.txt && mkdir d && echo x > d/only-main && mkdir .helix/branches/b")
+    mnt.sh("echo 'on-b, longer' > .helix/branches/b/f.txt && rm .helix/branches/b/d/only-main")
+    script = f"HELIX = {HELIX_CMD!r}\n" + SWITCH_AND_LOOK.replace("SWITCH", switch)
+    done = mnt.sh(f"python3 -c {shlex.quote(script)}")
+    assert done.stdout.strip() == "ok"
 
 
 def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
