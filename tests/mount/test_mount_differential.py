@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -222,3 +223,81 @@ def test_the_mount_behaves_as_a_local_disk(
     work.check_trees("the store mounted again", again.path)
     again.stop()
     assert "ok" in again.helix("fsck").stdout.lower()
+
+
+class Branches:
+    """Branches and snapshots made, switched and written through `.helix/`, against
+    plain copies of folders on the disk."""
+
+    def __init__(self, mount: Path, model: Path, work: Workload) -> None:
+        self.mount, self.model, self.work = mount, model, work
+        self.current = "main"
+        self.branches = {"main"}
+        self.snapshots: set[str] = set()
+        (model / "branches" / "main").mkdir(parents=True)
+        (model / "snapshots").mkdir()
+
+    def place(self, branch: str) -> tuple[Path, Path]:
+        """Where a branch shows in the mount (the root if current), and its copy."""
+        shown = self.mount if branch == self.current else self.mount / ".helix/branches" / branch
+        return shown, self.model / "branches" / branch
+
+    def step(self) -> None:
+        rng = self.work.rng
+        action = rng.choices(["work", "branch", "switch", "snapshot", "drop"], [30, 3, 3, 2, 1])[0]
+        if action == "work" or (action in ("switch", "drop") and len(self.branches) == 1):
+            self.work.roots = self.place(rng.choice(sorted(self.branches)))
+            self.work.step()
+        elif action == "branch":
+            name = f"b{len(self.work.log)}"
+            os.mkdir(self.mount / ".helix/branches" / name)
+            self._copy(self.place(self.current)[1], self.model / "branches" / name)
+            self.branches.add(name)
+        elif action == "snapshot":
+            name = f"s{len(self.work.log)}"
+            os.mkdir(self.mount / ".helix/snapshots" / name)
+            self._copy(self.place(self.current)[1], self.model / "snapshots" / name)
+            self.snapshots.add(name)
+        elif action == "switch":
+            self.current = rng.choice(sorted(self.branches - {self.current}))
+            (self.mount / ".helix/HEAD").write_text(self.current)
+        else:
+            name = rng.choice(sorted(self.branches - {self.current}))
+            os.rmdir(self.mount / ".helix/branches" / name)
+            shutil.rmtree(self.model / "branches" / name)
+            self.branches.remove(name)
+        self.work.log.append(f"{action} (current: {self.current})")
+
+    def check(self, what: str) -> None:
+        for branch in sorted(self.branches):
+            shown, copy = self.place(branch)
+            self.work.roots = (shown, copy)
+            self.work.check_trees(f"{what}: branch {branch} at {shown.name}")
+        for name in sorted(self.snapshots):
+            folder = self.mount / ".helix/snapshots" / name
+            self.work.roots = (folder, self.model / "snapshots" / name)
+            self.work.check_trees(f"{what}: snapshot {name}")
+            with pytest.raises(OSError) as refused:
+                (folder / "new-file").write_bytes(b"x")
+            assert refused.value.errno == errno.EROFS
+
+    def _copy(self, source: Path, target: Path) -> None:
+        shutil.copytree(source, target, symlinks=True)
+        self.work.log.append(f"copy {source.name} -> {target.name}")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_branches_and_snapshots_behave_as_copies(
+    make_mount: MountFactory, tmp_path: Path, seed: int
+) -> None:
+    mnt: Mount = make_mount(0)
+    model = tmp_path / "model"
+    branches = Branches(mnt.path, model, Workload(seed, mnt.path, model / "branches/main"))
+    for n in range(1, OPERATIONS + 1):
+        branches.step()
+        if n % CHECK_EVERY == 0:
+            branches.check(f"after {n} operations")
+    assert mnt.stop() == 0
+    again = make_mount(0, store=mnt.store)
+    branches.mount = again.path
+    branches.check("the store mounted again")
