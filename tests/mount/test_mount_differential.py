@@ -301,3 +301,27 @@ def test_branches_and_snapshots_behave_as_copies(
     again = make_mount(0, store=mnt.store)
     branches.mount = again.path
     branches.check("the store mounted again")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_kill9_keeps_all_work_that_a_close_persisted(
+    make_mount: MountFactory, tmp_path: Path, seed: int
+) -> None:
+    """With a long quiet window nothing is committed yet: the saved work tree alone
+    holds the work. A change (rename, unlink, chmod...) persists with the next close
+    (ADR 0006), so after the last operation one file is written and closed; then the
+    daemon dies, and the store mounted again must show all of it, committed."""
+    mnt: Mount = make_mount(60_000)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    work = Workload(seed, mnt.path, disk)
+    for _ in range(OPERATIONS // 2):
+        work.step()
+    for root in work.roots:
+        _write(root / "last-save", b"closed before the crash")
+    mnt.kill9()
+    again = make_mount(60_000, store=mnt.store)
+    work.check_trees("the store mounted after kill -9", again.path)
+    assert again.log(limit=1)[0]["message"] == "recovered pending changes"
+    again.stop()
+    assert "ok" in again.helix("fsck").stdout.lower()
