@@ -160,13 +160,13 @@ class ControlServer:
     """
 
     def __init__(
-        self, store: Path, runner: CommandRunner, settle: Callable[[], object] = lambda: None
+        self, store: Path, runner: CommandRunner, drain: Callable[[], object] = lambda: None
     ) -> None:
-        """`settle()`: blocks until what a command changed shows in the mount (the
+        """`drain()`: blocks until what a command changed shows in the mount (the
         kernel's caches invalidated); its reply waits for it, off the FUSE loop."""
         self.path = socket_path(store)
         self.runner = runner
-        self.settle = settle
+        self.drain = drain
         self._lock = trio.Lock()
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -219,7 +219,7 @@ class ControlServer:
                     )
                 else:
                     result = self.run_command(argv)
-                await trio.to_thread.run_sync(self.settle)
+                await trio.to_thread.run_sync(self.drain)
                 return result
             finally:
                 os.chdir("/")

@@ -195,7 +195,7 @@ async def serve(
         control = ControlServer(
             config.store,
             lambda argv, out, err: runner(argv, repo, out, err),
-            operations.invalidator.settle,
+            operations.invalidator.drain,
         )
         nursery = await stack.enter_async_context(trio.open_nursery())
         nursery.start_soon(saver.run)

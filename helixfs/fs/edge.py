@@ -35,7 +35,7 @@ BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 # entries and attributes stay true; the timeout only bounds a missed case.
 WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
-SETTLE_STALL = 1.0  # seconds without a delivered invalidation before a switch stops waiting
+DRAIN_STALL = 1.0  # seconds without a delivered invalidation before a switch stops waiting
 
 
 class CrossDevice(HelixError):
@@ -185,7 +185,7 @@ class Invalidator:
         self._progress = threading.Condition()
         self._sent = self._done = 0  # requests queued / delivered (or refused) so far
 
-    def settle(self, stall: float = SETTLE_STALL) -> bool:
+    def drain(self, stall: float = DRAIN_STALL) -> bool:
         """Wait until every invalidation queued so far has reached the kernel, so that a
         switch seen by its caller is seen by every process. False if none got through
         for `stall` seconds: the kernel then waits on a request of ours (a lookup in a

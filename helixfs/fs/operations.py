@@ -147,7 +147,7 @@ class Operations(pyfuse3.Operations):
         # Before the write that asked for it returns: no process may meet the old
         # branch's cached names or pages after it. Safe on this loop: the writer holds
         # no directory lock, and a kernel stuck on another request ends the wait.
-        self.invalidator.settle()
+        self.invalidator.drain()
 
     def settle(self) -> None:
         self.saver.commit_now(self.views.root.worktree)
