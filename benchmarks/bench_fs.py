@@ -126,18 +126,20 @@ def mounted(
 
 
 def _wait_ready(proc: subprocess.Popen[str]) -> None:
+    """Until the daemon prints its `mounted` line. Raw reads: a buffered readline()
+    after select() can hold that line in its buffer behind a log line, unseen."""
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
-    lines = []
+    text = b""
     while time.monotonic() < deadline:
         if select.select([proc.stdout], [], [], 0.5)[0]:
-            line = proc.stdout.readline()
-            if not line:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
                 break
-            lines.append(line)
-            if line.startswith("mounted "):
+            text += chunk
+            if any(line.startswith(b"mounted ") for line in text.splitlines()):
                 return
-    raise RuntimeError("mount did not come up: " + "".join(lines))
+    raise RuntimeError("mount did not come up: " + text.decode(errors="replace"))
 
 
 def drop_caches() -> None:

@@ -106,6 +106,27 @@ def detach(path: Path) -> None:
             return
 
 
+def read_until_line(fd: int, prefix: str, timeout: float) -> tuple[bool, str]:
+    """Read a pipe until a line starts with `prefix` (True) or it ends or times out.
+
+    Raw reads of the descriptor: a buffered readline() after select() can swallow the
+    awaited line into its buffer along with an earlier one, and select() then waits for
+    data that has already arrived.
+    """
+    deadline = time.monotonic() + timeout
+    text = b""
+    while time.monotonic() < deadline:
+        if not select.select([fd], [], [], 0.5)[0]:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        text += chunk
+        if any(line.startswith(prefix.encode()) for line in text.splitlines()):
+            return True, text.decode(errors="replace")
+    return False, text.decode(errors="replace")
+
+
 def is_mounted(path: Path) -> bool:
     target = str(path)
     with open("/proc/self/mountinfo") as info:
@@ -149,18 +170,11 @@ class Mount:
             env=env,
         )
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                self.output.append(line)
-                if line.startswith("mounted "):
-                    return
-        self.stop()
-        raise AssertionError("the mount did not come up:\n" + "".join(self.output))
+        found, text = read_until_line(self.proc.stdout.fileno(), "mounted ", START_TIMEOUT)
+        self.output.append(text)
+        if not found:
+            self.stop()
+            raise AssertionError("the mount did not come up:\n" + "".join(self.output))
 
     def stop(self) -> int | None:
         """Unmount and end the daemon; its exit status (None if it had to be killed)."""
