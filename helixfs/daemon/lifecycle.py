@@ -32,6 +32,7 @@ import pyfuse3
 import trio
 
 from helixfs.daemon.control import ControlServer
+from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
 from helixfs.daemon.mounts import tune_readahead
@@ -71,6 +72,9 @@ FSTAB_ONLY = frozenset(
 )
 # Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
 HELIX_OPTIONS = ("quiet_window",)
+# One reader task: handlers never await, so a second task could never run a request
+# meanwhile; it only added a lock hand-over and task switch per request.
+READER_TASKS = 1
 
 
 @dataclass(frozen=True)
@@ -205,9 +209,7 @@ async def serve(
         nursery.start_soon(memory_files.index_forever)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
-        # One reader task: handlers never await, so a second task could never run a
-        # request meanwhile; it only added a lock hand-over and task switch per request.
-        await pyfuse3.main(min_tasks=1, max_tasks=1)
+        await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)
         log.info("FUSE loop ended: committing and closing")
         nursery.cancel_scope.cancel()
 
@@ -232,6 +234,7 @@ def _mount(operations: Operations, config: MountConfig) -> None:
             f"cannot mount on {config.mountpoint}: {exc} (is /dev/fuse usable and the"
             " mount point not already mounted?)"
         ) from exc
+    use_quick_wait(READER_TASKS)
 
 
 async def _tune_once_answering(mountpoint: Path) -> None:

@@ -228,3 +228,16 @@ def test_the_workspace_index_follows_a_diff_as_a_full_pass_would(
         full_side.index_commit(repo.resolve())
         full_side.close()
     assert _index_rows(tmp_path / "store" / MEMORY_DB) == _index_rows(tmp_path / "full" / MEMORY_DB)
+
+
+def test_the_quick_request_wait_applies_only_where_it_was_read() -> None:
+    """ADR 0022: it replaces a private pyfuse3 function, so it refuses every case it
+    was not written for (pyfuse3's own wait stays)."""
+    import pyfuse3
+
+    from helixfs.daemon.fuseloop import use_quick_wait
+
+    own_wait = pyfuse3._wait_fuse_readable
+    assert not use_quick_wait(2)  # several readers: the lock it skips orders them
+    assert not use_quick_wait(1)  # no FUSE session in this process
+    assert pyfuse3._wait_fuse_readable is own_wait

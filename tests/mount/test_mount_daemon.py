@@ -254,3 +254,14 @@ def test_umount_of_a_busy_mount_names_lazy_and_lazy_detaches(
         if holder.poll() is None:
             holder.kill()
     assert helix("--store", mount.store, "cat", "HEAD", "held.txt").stdout == "held\nmore\n"
+
+
+def test_the_daemon_reads_queued_requests_without_waiting(make_mount: MountFactory) -> None:
+    """ADR 0022 is in force in the real daemon (its log says so), and a metadata burst
+    through it behaves: every file made is listed, read back and removed."""
+    mnt = make_mount(300)
+    mnt.sh("mkdir t && for i in $(seq 300); do echo $i > t/f$i; done")
+    assert mnt.sh("cat t/f* | wc -l").stdout.strip() == "300"
+    mnt.sh("rm -rf t")
+    assert mnt.stop() == 0
+    assert "a queued FUSE request is read without waiting" in "".join(mnt.output)
