@@ -10,9 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
-from helixfs.cli.output import Output, table
+from helixfs.cli.output import Output, shown, table
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -32,9 +32,11 @@ def register(subparsers: Any) -> None:
     ls = add_command(subparsers, "ls", help="list a directory of a revision", handler=cmd_ls)
     ls.add_argument("rev", metavar="REV")
     ls.add_argument("path", metavar="PATH", nargs="?", default="")
+    add_path_b64(ls)
     cat = add_command(subparsers, "cat", help="print a file of a revision", handler=cmd_cat)
     cat.add_argument("rev", metavar="REV")
     cat.add_argument("path", metavar="PATH")
+    add_path_b64(cat)
     rev_parse = add_command(
         subparsers, "rev-parse", help="the full id of a revision", handler=cmd_rev_parse
     )
@@ -46,11 +48,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
-
-
-def path_bytes(text: str) -> bytes:
-    """A command-line path as the bytes the tree stores (surrogates round-trip)."""
-    return os.fsencode(text).strip(b"/")
 
 
 def name_text(name: bytes) -> str:
@@ -129,8 +126,7 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
 
 def _printable(text: str) -> str:
     """One line of valid text: a newline in a path must not look like another entry."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown(text))
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -195,7 +191,7 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 
 
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    docs = [entry_doc(e) for e in repo.ls(args.rev, path_bytes(args.path))]
+    docs = [entry_doc(e) for e in repo.ls(args.rev, repo_path(args.path, args))]
     rows = [
         (d["type"], d["size"], _printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
         for d in docs
@@ -205,9 +201,10 @@ def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def cmd_cat(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    data = repo.read(args.rev, path_bytes(args.path))
+    path = repo_path(args.path, args)
+    data = repo.read(args.rev, path)
     if out.as_json:
-        doc: dict[str, Any] = {"path": args.path, "size": len(data)}
+        doc: dict[str, Any] = {"path": name_text(path), "size": len(data)}
         try:
             doc["content"] = data.decode("utf-8")
         except UnicodeDecodeError:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import UsageError, add_command, path_argument
-from helixfs.cli.output import Output, human_bytes
+from helixfs.cli.command import UsageError, add_command, add_path_b64, path_argument, repo_path
+from helixfs.cli.output import Output, human_bytes, shown
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.ids import hex_id
@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
     )
     commit.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
     commit.add_argument("--author", help="author (default: $HELIX_AUTHOR or $USER)")
+    add_path_b64(commit)
     exp = add_command(
         subparsers,
         "export",
@@ -140,11 +141,15 @@ OWN_META = frozenset({"changed", "latency_us"})
 """Metadata keys every commit gets from vcs: a user's value would be replaced silently."""
 
 
-def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: bytes | None) -> None:
+def _add_change(
+    changes: dict[bytes | str, bytes | None], path: bytes, content: bytes | None
+) -> None:
     # `a=f --delete a` is contradictory: refuse it rather than let the last one win
-    if os.fsencode(path) in changes:
-        raise InvalidInput(f"{path} is given twice: write it or delete it, once")
-    changes[os.fsencode(path)] = content
+    if path in changes:
+        raise InvalidInput(
+            f"{shown(os.fsdecode(path))} is given twice: write it or delete it, once"
+        )
+    changes[path] = content
 
 
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -156,9 +161,9 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     in_daemon = getattr(args, "in_daemon", False)
     for text in args.changes:
         path, source = _pair(text, "PATH=FILE")
-        _add_change(changes, path, _content(source, stdin_used, in_daemon))
+        _add_change(changes, repo_path(path, args), _content(source, stdin_used, in_daemon))
     for path in args.delete:
-        _add_change(changes, path, None)
+        _add_change(changes, repo_path(path, args), None)
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
     reserved = sorted(OWN_META.intersection(meta))
     if reserved:
