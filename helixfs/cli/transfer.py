@@ -44,9 +44,19 @@ def register(subparsers: Any) -> None:
         handler=cmd_commit,
         help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
     )
-    commit.add_argument("changes", metavar="PATH=FILE", nargs="*", help="a file to write")
+    commit.add_argument(
+        "changes", metavar="PATH=FILE", nargs="*", help="write FILE at PATH (split at the first =)"
+    )
     commit.set_defaults(intermixed="changes")
     commit.add_argument("-m", "--message", required=True, help="commit message")
+    commit.add_argument(
+        "--write",
+        nargs=2,
+        metavar=("PATH", "FILE"),
+        action="append",
+        default=[],
+        help="as PATH=FILE, for a PATH that holds '=' (or a --path-b64 PATH)",
+    )
     commit.add_argument(
         "--delete", metavar="PATH", action="append", default=[], help="a path to delete"
     )
@@ -121,6 +131,16 @@ def _pair(text: str, form: str) -> tuple[str, str]:
     return key, value
 
 
+def _writes(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(PATH, FILE) of each write. PATH=FILE splits at the first `=`, since a FILE is a
+    local path the user can always write without one; a PATH holding `=` (and base64,
+    which ends in `=` padding) goes through `--write PATH FILE`, which needs no split."""
+    if args.changes and getattr(args, "path_b64", False):
+        raise UsageError("with --path-b64, give writes as --write PATH FILE (base64 holds '=')")
+    pairs = [_pair(text, "PATH=FILE") for text in args.changes]
+    return pairs + [(path, source) for path, source in args.write]
+
+
 def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
     if source == "-":
         if in_daemon:
@@ -154,13 +174,12 @@ def _add_change(
 
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
-    if not args.changes and not args.delete:
-        raise UsageError("give at least one PATH=FILE or --delete PATH")
+    if not args.changes and not args.write and not args.delete:
+        raise UsageError("give at least one PATH=FILE, --write PATH FILE or --delete PATH")
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
     in_daemon = getattr(args, "in_daemon", False)
-    for text in args.changes:
-        path, source = _pair(text, "PATH=FILE")
+    for path, source in _writes(args):
         _add_change(changes, repo_path(path, args), _content(source, stdin_used, in_daemon))
     for path in args.delete:
         _add_change(changes, repo_path(path, args), None)

@@ -308,3 +308,14 @@ def test_commit_through_the_api(helix: Helix, tmp_path: Path) -> None:
     fails(helix("commit", "-m", "x", "a=missing-file"), says="cannot read")
     fails(helix("commit", "-m", "x", "--delete", "nope"), says="nope")
     assert ok(helix("rev-parse", "HEAD")).out.strip() == doc["commit"]
+
+
+def test_commit_a_path_that_holds_an_equals_sign(helix: Helix, tmp_path: Path) -> None:
+    """`k=v.txt=f` splits at the first `=`: `--write PATH FILE` needs no split at all."""
+    (tmp_path / "x=y.txt").write_text("data\n")
+    ok(helix("commit", "-m", "eq", "--write", "conf/k=v.txt", "x=y.txt"))
+    assert ok(helix("cat", "HEAD", "conf/k=v.txt")).out == "data\n"
+    ok(helix("commit", "-m", "mixed", "plain=x=y.txt", "--write", "a=b", "x=y.txt"))
+    assert ok(helix("cat", "HEAD", "plain")).out == ok(helix("cat", "HEAD", "a=b")).out
+    fails(helix("commit", "-m", "x", "--write", "only-a-path"), 2, says="expected 2")
+    fails(helix("commit", "-m", "x", "--path-b64", "YQ===x=y.txt"), 2, says="--write PATH FILE")
