@@ -68,6 +68,8 @@ BAD_COMMANDS = [
     (["export", "nope", "out"], "unknown revision"),
     (["export", "HEAD", "proj"], "not an empty folder"),
     (["commit", "-m", "m", "dir=proj/a.txt"], "dir is a directory"),
+    (["commit", "-m", "m", ".helix/x=proj/a.txt"], "control folder"),
+    (["commit", "-m", "m", "/.helix=proj/a.txt"], "control folder"),
     (["commit", "-m", "m", "a.txt=proj/a.txt", "--delete", "a.txt"], "given twice"),
     (["commit", "-m", "m", "/a.txt=proj/a.txt", "--delete", "a.txt"], "changed twice"),
     (["branch", "@"], "nor be HEAD or @"),
