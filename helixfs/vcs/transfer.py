@@ -255,7 +255,10 @@ def export(
         raise NotFound(f"no such folder: {parent}")
     # an existing empty folder keeps its mode; mkdtemp's is private, a new one is 755
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o755
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
+    except OSError as err:  # its message would name the staging folder, not the user's
+        raise InvalidInput(f"cannot create {path} in {parent}: {err.strerror}") from None
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)

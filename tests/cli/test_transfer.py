@@ -79,6 +79,12 @@ def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> 
     assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
 
 
+def test_export_where_no_folder_can_be_made_names_the_target(helix: Helix) -> None:
+    """The error named the hidden staging folder (`/proc/.out.helix-export-x1y2`)."""
+    result = fails(helix("export", "HEAD", "/proc/helix-out"), says="cannot create")
+    assert "/proc/helix-out" in result.err and "helix-export" not in result.err
+
+
 def test_export_into_an_empty_folder_is_allowed(helix: Helix, tmp_path: Path) -> None:
     make_tree(tmp_path / "p", {"a": "a"})
     ok(helix("import", "p"))
