@@ -44,7 +44,10 @@ def register(subparsers: Any) -> None:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:  # argparse would name this function: "invalid _positive value"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
