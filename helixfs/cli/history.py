@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
-from helixfs.cli.output import Output, shown, table
+from helixfs.cli.output import Output, printable, table
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _saved_by(meta: Mapping[str, Any]) -> str:
     process, pid = meta.get("process"), meta.get("pid")
     shown_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     if isinstance(process, str) and process:
-        return f" [{_printable(process)} {shown_pid}]" if shown_pid else f" [{_printable(process)}]"
+        return f" [{printable(process)} {shown_pid}]" if shown_pid else f" [{printable(process)}]"
     return f" [pid {shown_pid}]" if shown_pid else ""
 
 
@@ -121,15 +121,10 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
     """The commit's changed paths, indented under it, at most LOG_PATHS of them."""
     listed = meta.get("changed")
     paths = [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
-    lines = [f"    {_printable(p)}" for p in paths[:LOG_PATHS]]
+    lines = [f"    {printable(p)}" for p in paths[:LOG_PATHS]]
     if len(paths) > LOG_PATHS:
         lines.append(f"    ... and {len(paths) - LOG_PATHS} more")
     return lines
-
-
-def _printable(text: str) -> str:
-    """One line of valid text: a newline in a path must not look like another entry."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown(text))
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -167,7 +162,7 @@ def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         if out.as_json and not args.name_status:
             out.emit({"changes": changes, "text": repo.diff_text(args.a, args.b)})
         else:
-            rows = [(c.get("status", "?"), c.get("path", "")) for c in changes]
+            rows = [(c.get("status", "?"), printable(c.get("path", ""))) for c in changes]
             out.emit({"changes": changes}, lambda: table(rows))
         return 0
     out.emit(None, repo.diff_text(args.a, args.b))
@@ -196,7 +191,7 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     docs = [entry_doc(e) for e in repo.ls(args.rev, repo_path(args.path, args))]
     rows = [
-        (d["type"], d["size"], _printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
+        (d["type"], d["size"], printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
         for d in docs
     ]
     out.emit(docs, lambda: table(rows))

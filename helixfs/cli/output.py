@@ -104,6 +104,11 @@ def shown(text: str) -> str:
     return original_bytes(text).decode("utf-8", "backslashreplace")
 
 
+def printable(text: str) -> str:
+    """One line of valid text: a newline in a path must not look like another entry."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown(text))
+
+
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
     cells = [[str(c) for c in row] for row in rows]

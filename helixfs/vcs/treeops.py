@@ -60,7 +60,10 @@ def split_path(path: bytes | str) -> list[bytes]:
 
 
 def show_path(path: bytes) -> str:
-    return path.decode("utf-8", "backslashreplace")
+    """A path on one line of text, for messages and diff headers: bytes that are not
+    UTF-8 as `\\xNN`, and control characters (a newline, a tab) escaped the same way."""
+    text = path.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True, slots=True)

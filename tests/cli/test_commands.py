@@ -340,3 +340,14 @@ def test_commit_a_path_that_holds_an_equals_sign(helix: Helix, tmp_path: Path) -
     assert ok(helix("cat", "HEAD", "plain")).out == ok(helix("cat", "HEAD", "a=b")).out
     fails(helix("commit", "-m", "x", "--write", "only-a-path"), 2, says="expected 2")
     fails(helix("commit", "-m", "x", "--path-b64", "YQ===x=y.txt"), 2, says="--write PATH FILE")
+
+
+def test_a_newline_in_a_path_stays_on_its_line(helix: Helix, tmp_path: Path) -> None:
+    """`diff --name-status`, the diff header and error messages printed the newline
+    raw, so one path read as two entries (and an error took two lines)."""
+    (tmp_path / "f").write_text("x\n")
+    ok(helix("commit", "-m", "nl", "--write", "new\nline", "f"))
+    assert ok(helix("diff", "--name-status", "HEAD~1")).out == "A  new\\nline\n"
+    diff = ok(helix("diff", "HEAD~1")).out.splitlines()
+    assert diff[0] == "diff --helix a/new\\nline b/new\\nline"
+    fails(helix("cat", "HEAD", "no\nsuch"), says="no such path: no\\nsuch")
