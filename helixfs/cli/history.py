@@ -18,6 +18,7 @@ from helixfs.ids import hex_id
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
     from helixfs.vcs.repo import Repository
+    from helixfs.vcs.treeops import Change
 
 
 def register(subparsers: Any) -> None:
@@ -144,15 +145,14 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
-def change_doc(change: Any) -> dict[str, Any]:
-    """One diff entry, whatever fields the core's Change carries (status, path, ids)."""
-    doc: dict[str, Any] = {}
-    for key in ("status", "path", "old_path", "old_id", "new_id", "old_mode", "new_mode"):
-        if hasattr(change, key):
-            value = getattr(change, key)
-            if isinstance(value, bytes):
-                value = name_text(value) if "path" in key else hex_id(value)
-            doc[key] = value
+def change_doc(change: Change) -> dict[str, Any]:
+    """One diff entry: status, path, and each side's id and mode (absent on the side
+    where the path does not exist), so a mode-only change can be told from an edit."""
+    doc: dict[str, Any] = {"status": change.status, "path": name_text(change.path)}
+    for side, entry in (("old", change.old), ("new", change.new)):
+        if entry is not None:
+            doc[f"{side}_id"] = hex_id(entry.oid)
+            doc[f"{side}_mode"] = f"{entry.mode:o}"
     return doc
 
 

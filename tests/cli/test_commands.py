@@ -351,3 +351,17 @@ def test_a_newline_in_a_path_stays_on_its_line(helix: Helix, tmp_path: Path) -> 
     diff = ok(helix("diff", "HEAD~1")).out.splitlines()
     assert diff[0] == "diff --helix a/new\\nline b/new\\nline"
     fails(helix("cat", "HEAD", "no\nsuch"), says="no such path: no\\nsuch")
+
+
+def test_diff_json_gives_each_side_id_and_mode(helix: Helix, tmp_path: Path) -> None:
+    """change_doc looked for fields the core's Change does not have, so --json gave only
+    status and path: a chmod could not be told from an edit."""
+    make_tree(tmp_path / "p", {"run.sh": "echo hi\n", "gone.txt": "x\n"})
+    ok(helix("import", "p"))
+    os.chmod(tmp_path / "p" / "run.sh", 0o755)
+    os.remove(tmp_path / "p" / "gone.txt")
+    ok(helix("import", "p"))
+    gone, run = ok(helix("diff", "--json", "--name-status", "HEAD~1")).json()["changes"]
+    assert gone["status"] == "D" and gone["old_mode"] == "100644" and "new_id" not in gone
+    assert (run["old_mode"], run["new_mode"]) == ("100644", "100755")
+    assert run["old_id"] == run["new_id"]
