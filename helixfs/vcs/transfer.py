@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import pack_bytes, store_stream
-from helixfs.vcs.objects import MODE_DIR, TreeEntry
+from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.refs import branch_ref
 
 if TYPE_CHECKING:
@@ -326,6 +326,5 @@ def _finish(target: bytes, entry: TreeEntry, *, dir_mode: bool) -> None:
             os.setxattr(target, key, value)
         except OSError:  # the destination filesystem may refuse user xattrs
             continue
-    mode = stat.S_IMODE(entry.mode) or (stat.S_IMODE(MODE_DIR) if dir_mode else 0o644)
-    os.chmod(target, mode)
+    os.chmod(target, stat.S_IMODE(entry.mode))  # 000 is a mode too, not "none recorded"
     os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))

@@ -79,6 +79,16 @@ def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> 
     assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
 
 
+def test_export_keeps_a_mode_without_permission_bits(helix: Helix, tmp_path: Path) -> None:
+    """A file imported (or saved in the mount) with mode 000 came out as 644."""
+    make_tree(tmp_path / "p", {"locked": "x\n", "open": "y\n"})
+    os.chmod(tmp_path / "p" / "locked", 0)
+    ok(helix("import", "p"))
+    ok(helix("export", "HEAD", "out"))
+    assert (tmp_path / "out" / "locked").stat().st_mode & 0o7777 == 0
+    assert (tmp_path / "out" / "open").stat().st_mode & 0o7777 == 0o644
+
+
 def test_export_where_no_folder_can_be_made_names_the_target(helix: Helix) -> None:
     """The error named the hidden staging folder (`/proc/.out.helix-export-x1y2`)."""
     result = fails(helix("export", "HEAD", "/proc/helix-out"), says="cannot create")
