@@ -308,10 +308,20 @@ def _check_ref(repo: Repository, path: Path, ref: _GitRef) -> None:
     )
 
 
+def _check_prefix(prefix: str) -> None:
+    """A prefix no name may start with would skip every ref: exit 0, nothing imported."""
+    if prefix:
+        try:
+            check_name(prefix + "main")
+        except InvalidName as err:
+            raise InvalidName(f"--prefix {prefix!r} cannot start a name: {err}") from None
+
+
 def import_git(
     repo: Repository, path: Path, *, prefix: str = "", progress: Progress | None = None
 ) -> GitImportSummary:
     """Import every commit reachable from the branches and tags of the git repo `path`."""
+    _check_prefix(prefix)
     path = Path(path)
     if not path.is_dir():
         raise NotFound(f"no such folder: {path}")

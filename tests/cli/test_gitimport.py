@@ -242,3 +242,15 @@ def test_commit_encoding_header_is_honoured(helix: Helix, tmp_path: Path) -> Non
     )
     ok(helix("import", "--from-git", str(repo)))
     assert ok(helix("log", "--json", "-n", "1")).json()[0]["message"] == "café\n"
+
+
+def test_a_prefix_no_name_may_start_with_is_refused(
+    helix: Helix, store: Path, git_repo: Path
+) -> None:
+    """`--prefix a/` skipped every ref as "no valid name" and exited 0, importing nothing."""
+    before = store_state(store)
+    for prefix in ("a/", "-", "x y"):
+        fails(helix("import", "--from-git", str(git_repo), "--prefix", prefix), says="--prefix")
+    assert store_state(store) == before
+    ok(helix("import", "--from-git", str(git_repo), "--prefix", "git-"))
+    assert ok(helix("rev-parse", "git-main")).code == 0
