@@ -80,6 +80,7 @@ def register(subparsers: Any) -> None:
 def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if (args.dir is None) == (args.from_git is None):
         raise UsageError("give either DIR or --from-git REPO")
+    _refuse_options_of_the_other_import(args)
     if args.from_git:
         from helixfs.vcs.gitimport import import_git
 
@@ -109,6 +110,14 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         ),
     )
     return 0
+
+
+def _refuse_options_of_the_other_import(args: argparse.Namespace) -> None:
+    """`--from-git R --branch B` used to ignore --branch silently (and DIR --prefix P)."""
+    if args.from_git and (args.branch is not None or args.message is not None):
+        raise UsageError("--branch and -m apply to a folder import, not --from-git")
+    if args.dir is not None and args.prefix:
+        raise UsageError("--prefix applies to --from-git, not to a folder import")
 
 
 def _git_summary(doc: dict[str, Any]) -> str:

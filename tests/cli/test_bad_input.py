@@ -80,6 +80,9 @@ BAD_COMMANDS = [
 USAGE_ERRORS = [
     (["import"], "either DIR or --from-git"),
     (["import", "proj", "--from-git", "proj"], "either DIR or --from-git"),
+    (["import", "--from-git", "proj", "--branch", "main"], "apply to a folder import"),
+    (["import", "--from-git", "proj", "-m", "msg"], "apply to a folder import"),
+    (["import", "proj", "--prefix", "p-"], "--prefix applies to --from-git"),
     (["branch", "-d"], "give the branch NAME"),
     (["branch", "-d", "side", "main"], "one branch at a time"),
     (["branch", "-m", "side"], "helix branch -m OLD NEW"),
