@@ -55,8 +55,18 @@ def split_path(path: bytes | str) -> list[bytes]:
     parts = path.split(b"/")
     for part in parts:
         if not part or part in (b".", b"..") or b"\0" in part or len(part) > 255:
-            raise InvalidInput(f"invalid path {path!r:.200}")
+            raise InvalidInput(f"invalid path {show_path(path)[:200]!r}: {_why(part)}")
     return parts
+
+
+def _why(part: bytes) -> str:
+    if part in (b".", b".."):
+        return "a path is relative to the root, without '.' or '..'"
+    if not part:
+        return "it has an empty component ('//')"
+    if b"\0" in part:
+        return "it holds a NUL byte"
+    return "a name is longer than 255 bytes"
 
 
 def show_path(path: bytes) -> str:

@@ -43,6 +43,8 @@ BAD_COMMANDS = [
     (["log", "nosuchrev"], "unknown revision"),
     (["cat", "HEAD", "missing.txt"], "no such path"),
     (["cat", "HEAD", "dir"], "is a directory"),
+    (["cat", "HEAD", "./a.txt"], "invalid path './a.txt': a path is relative to the root"),
+    (["commit", "-m", "m", "a//b=proj/a.txt"], "invalid path 'a//b': it has an empty"),
     (["ls", "HEAD", "missing.txt"], "no such path"),
     (["ls", "HEAD~5"], "past the first commit"),
     (["rev-parse", "ffffffffffff"], "unknown revision"),
