@@ -61,8 +61,8 @@ def repo_path(text: str, args: argparse.Namespace) -> bytes:
     (ADR 0020)."""
     if not getattr(args, "path_b64", False):
         return os.fsencode(text)
-    try:
-        return base64.b64decode(text, validate=True)
+    try:  # whitespace ignored: `base64` wraps its output at 76 characters
+        return base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
         raise UsageError(f"--path-b64: {text!r} is not base64") from None
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .conftest import Helix, make_tree, ok
+from .conftest import Helix, fails, make_tree, ok
 
 NAME = b"caf\xe9.txt"  # latin-1 "café.txt": not UTF-8
 AS_JSON = {"bytes_b64": base64.b64encode(NAME).decode()}
@@ -88,5 +88,8 @@ def test_such_a_name_is_taken_back_raw_or_as_base64(helix: Helix, tmp_path: Path
     assert entry["name"] == AS_JSON
     ok(helix("commit", "-m", "drop", "--path-b64", "--delete", b64))
     assert [e["name"] for e in ok(helix("ls", "--json", "HEAD")).json()] == ["a.txt"]
+    wrapped = base64.encodebytes(b"deep/" * 20 + NAME).decode()  # as `base64` prints it
+    assert "\n" in wrapped.strip()
+    fails(helix("cat", "--path-b64", "HEAD", wrapped), says="no such path: deep")
     result = helix("cat", "--path-b64", "HEAD", "not base64!")
     assert result.code == 2 and "is not base64" in result.err
