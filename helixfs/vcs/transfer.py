@@ -28,6 +28,7 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import pack_bytes, store_stream
 from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.refs import branch_ref
+from helixfs.vcs.treeops import show_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -177,6 +178,7 @@ def _import_entry(
 ) -> TreeEntry | None:
     st = item.stat(follow_symlinks=False)
     name = item.name
+    _check_mtime(item.path, st.st_mtime_ns)
     if stat.S_ISDIR(st.st_mode):
         if name in SKIPPED_DIRS or (st.st_dev, st.st_ino) in counts.avoid:
             counts.skipped += 1
@@ -198,6 +200,19 @@ def _import_entry(
     progress(1)
     xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path)
     return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
+
+
+MTIME_RANGE = range(-(2**63), 2**63)
+"""What a tree entry's mtime can hold (signed 64-bit ns: years 1677 to 2262)."""
+
+
+def _check_mtime(path: bytes, mtime_ns: int) -> None:
+    """Linux allows later dates (ext4: 2446), which made the tree encoder fail."""
+    if mtime_ns not in MTIME_RANGE:
+        raise InvalidInput(
+            f"{show_path(path)}: its mtime is outside 1677..2262, which HelixFS cannot "
+            "store (touch it, then import again)"
+        )
 
 
 def _xattrs(path: bytes) -> tuple[tuple[bytes, bytes], ...]:

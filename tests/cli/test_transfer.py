@@ -7,6 +7,8 @@ import os
 import random
 from pathlib import Path
 
+import pytest
+
 from .conftest import Helix, fails, make_tree, ok, store_state
 
 ODD_NAME = b"caf\xc3\xa9 \xff\xfe name\twith tab"
@@ -77,6 +79,26 @@ def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> 
     ok(helix("import", "x"))
     ok(helix("export", "HEAD", "y"))
     assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
+
+
+def test_import_of_a_file_dated_past_2262_is_one_clear_error(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """Linux allows such mtimes (ext4 up to 2446); the tree encoder died with a traceback
+    (struct.error). Before 1970 works: mtimes are signed."""
+    make_tree(tmp_path / "p", {"old": "o\n", "future": "f\n"})
+    year_1960, year_2300 = -315_619_200 * 10**9, 10_413_792_000 * 10**9
+    os.utime(tmp_path / "p" / "old", ns=(year_1960, year_1960))
+    os.utime(tmp_path / "p" / "future", ns=(year_2300, year_2300))
+    if (tmp_path / "p" / "future").stat().st_mtime_ns != year_2300:
+        pytest.skip("this filesystem cannot hold a mtime in 2300")
+    before = store_state(store)
+    fails(helix("import", "p"), says="p/future: its mtime is outside 1677..2262")
+    assert store_state(store) == before
+    os.utime(tmp_path / "p" / "future")
+    ok(helix("import", "p"))
+    (old,) = [e for e in ok(helix("ls", "--json", "HEAD")).json() if e["name"] == "old"]
+    assert old["mtime_ns"] == year_1960
 
 
 def test_export_keeps_a_mode_without_permission_bits(helix: Helix, tmp_path: Path) -> None:
