@@ -207,9 +207,15 @@ def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]
     who, _, when = value.rpartition(b"> ")
     try:
         seconds, _, tz = when.decode().partition(" ")
-        return who.decode(encoding, "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
+        time_ns = min(max(int(seconds) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
+        return who.decode(encoding, "surrogateescape") + ">", time_ns, when.decode()
     except ValueError:
         return value.decode(encoding, "surrogateescape"), 0, ""
+
+
+_NS_LIMIT = 2**63 - 1
+"""Commit times and mtimes are signed 64-bit ns (1677..2262). Git allows later dates
+(a broken clock): they are kept at the limit, and meta's author_date keeps git's own."""
 
 
 # -- refs -----------------------------------------------------------------------------

@@ -254,3 +254,26 @@ def test_a_prefix_no_name_may_start_with_is_refused(
     assert store_state(store) == before
     ok(helix("import", "--from-git", str(git_repo), "--prefix", "git-"))
     assert ok(helix("rev-parse", "git-main")).code == 0
+
+
+def test_a_commit_dated_past_2262_is_kept_at_the_limit(helix: Helix, tmp_path: Path) -> None:
+    """A git date past what signed 64-bit ns hold (a broken clock) ended the import with
+    a struct.error traceback. Git's own date stays in meta."""
+    repo = new_git_repo(tmp_path / "future")
+    _write(repo, "x", "x\n")
+    git(repo, "add", "-A")
+    tree = git(repo, "write-tree").strip()
+    person = "Ada <ada@example.org> 99999999999 +0200"  # year 5138: git's parser refuses it
+    raw = f"tree {tree}\nauthor {person}\ncommitter {person}\n\nfrom the future\n"
+    written = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=raw.encode(),
+        capture_output=True,
+        check=True,
+    )
+    git(repo, "update-ref", "refs/heads/main", written.stdout.decode().strip())
+    ok(helix("import", "--from-git", str(repo)))
+    (commit,) = ok(helix("log", "--json")).json()
+    assert commit["time_ns"] == 2**63 - 1
+    assert commit["meta"]["git"]["author_date"] == "99999999999 +0200"
+    assert ok(helix("cat", "HEAD", "x")).out == "x\n"
