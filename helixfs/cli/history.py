@@ -6,6 +6,7 @@ import argparse
 import base64
 import os
 import stat
+import sys
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+    return min(value, sys.maxsize)  # more than any history; islice refuses larger
 
 
 def name_text(name: bytes) -> str:

@@ -37,6 +37,7 @@ def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
     assert [c["message"] for c in log] == ["import proj", "init"]
     assert log[0]["id"] == cid and log[0]["author"] == "tester"
     assert len(ok(helix("log", "-n", "1")).out.splitlines()) == 1
+    assert len(ok(helix("log", "-n", "9" * 30)).out.splitlines()) == 2  # was a traceback
 
 
 def test_log_shows_the_saving_process_and_changed_paths(
