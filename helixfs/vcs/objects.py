@@ -338,6 +338,8 @@ def encode_commit(commit: Commit) -> bytes:
     if len(commit.parents) > 255:
         raise InvalidInput("a commit has at most 255 parents")
     author = commit.author.encode("utf-8", "surrogateescape")
+    if len(author) > 0xFFFF:  # its length is a u16
+        raise InvalidInput(f"an author is at most 65535 bytes, not {len(author)}")
     message = commit.message.encode("utf-8", "surrogateescape")
     meta = canonical_json(commit.meta)
     return b"".join(

@@ -97,6 +97,16 @@ USAGE_ERRORS = [
 ]
 
 
+def test_an_author_too_long_to_store_is_one_line(
+    helix: Helix, store: Path, populated: Path
+) -> None:
+    """Its length is a u16 in the commit record: 64 KiB and more was a struct.error."""
+    before = store_state(store)
+    long_author = "a" * 70_000
+    fails(helix("commit", "-m", "m", "--author", long_author, "x=proj/a.txt"), says="65535")
+    assert store_state(store) == before
+
+
 def _dangling_branch(store: Path) -> None:
     """`branches/feature` at an id no object has (as a torn copy or a bad tool leaves)."""
     from helixfs.store import RefUpdate
