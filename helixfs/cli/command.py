@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import binascii
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,7 +62,7 @@ def repo_path(text: str, args: argparse.Namespace) -> bytes:
         return os.fsencode(text)
     try:  # whitespace ignored: `base64` wraps its output at 76 characters
         return base64.b64decode("".join(text.split()), validate=True)
-    except (binascii.Error, ValueError):
+    except ValueError:  # binascii.Error is one
         raise UsageError(f"--path-b64: {text!r} is not base64") from None
 
 
