@@ -20,6 +20,7 @@ from helixfs.vcs.objects import (
     KIND_BLOB,
     KIND_CHUNKED,
     KIND_COMMIT,
+    KIND_NAMES,
     KIND_PAGED,
     KIND_TREE,
     decode_any,
@@ -192,23 +193,16 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
                 problems.append(f"object {hex_id(oid)} points at missing/corrupt {hex_id(child)}")
                 continue
             if kinds[child] not in allowed:
-                wanted = " or ".join(_KIND_NAMES[k] for k in allowed)
+                wanted = " or ".join(KIND_NAMES[k] for k in allowed)
                 problems.append(
                     f"object {hex_id(oid)} points at {hex_id(child)}, a "
-                    f"{_KIND_NAMES[kinds[child]]} where a {wanted} was expected"
+                    f"{KIND_NAMES[kinds[child]]} where a {wanted} was expected"
                 )
             if child not in seen:
                 stack.append(child)
 
 
 _CONTENT = (KIND_BLOB, KIND_CHUNKED)
-_KIND_NAMES = {
-    KIND_BLOB: "blob",
-    KIND_CHUNKED: "chunked file",
-    KIND_TREE: "tree",
-    KIND_PAGED: "paged tree",
-    KIND_COMMIT: "commit",
-}
 
 
 def _typed_links(record: bytes) -> list[tuple[ObjectId, tuple[bytes, ...]]]:

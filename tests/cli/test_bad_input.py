@@ -107,6 +107,13 @@ def test_an_author_too_long_to_store_is_one_line(
     assert store_state(store) == before
 
 
+def test_a_tree_id_given_as_a_revision_says_what_it_is(helix: Helix, populated: Path) -> None:
+    """`log --json` prints each commit's tree id; giving it back said only "no commit"."""
+    tree = ok(helix("log", "--json", "-n", "1")).json()[0]["tree"]
+    fails(helix("ls", tree), says="is the id of a tree, not a commit")
+    fails(helix("rev-parse", tree[:12]), says="is the id of a tree, not a commit")
+
+
 def _dangling_branch(store: Path) -> None:
     """`branches/feature` at an id no object has (as a torn copy or a bad tool leaves)."""
     from helixfs.store import RefUpdate
