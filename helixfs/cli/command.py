@@ -16,6 +16,8 @@ command in this process even when a daemon owns the store (`mount`, `init`).
 from __future__ import annotations
 
 import argparse
+import base64
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,28 @@ def path_argument(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("an empty path is not a path")
     return text
+
+
+def add_path_b64(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path-b64",
+        action="store_true",
+        help="repository PATHs are given as base64 of their bytes (--json's bytes_b64)",
+    )
+
+
+def repo_path(text: str, args: argparse.Namespace) -> bytes:
+    """A repository path from the command line, as the bytes the tree stores.
+
+    Raw bytes in argv round-trip through os.fsencode; `--path-b64` takes the form
+    --json prints for a name that is not UTF-8, for callers that can only pass text
+    (ADR 0020)."""
+    if not getattr(args, "path_b64", False):
+        return os.fsencode(text)
+    try:  # whitespace ignored: `base64` wraps its output at 76 characters
+        return base64.b64decode("".join(text.split()), validate=True)
+    except ValueError:  # binascii.Error is one
+        raise UsageError(f"--path-b64: {text!r} is not base64") from None
 
 
 def add_command(

@@ -6,18 +6,20 @@ import argparse
 import base64
 import os
 import stat
+import sys
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command
+from helixfs.cli.command import add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
-from helixfs.cli.output import Output, table
+from helixfs.cli.output import Output, printable, table
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
     from helixfs.vcs.repo import Repository
+    from helixfs.vcs.treeops import Change
 
 
 def register(subparsers: Any) -> None:
@@ -32,9 +34,11 @@ def register(subparsers: Any) -> None:
     ls = add_command(subparsers, "ls", help="list a directory of a revision", handler=cmd_ls)
     ls.add_argument("rev", metavar="REV")
     ls.add_argument("path", metavar="PATH", nargs="?", default="")
+    add_path_b64(ls)
     cat = add_command(subparsers, "cat", help="print a file of a revision", handler=cmd_cat)
     cat.add_argument("rev", metavar="REV")
     cat.add_argument("path", metavar="PATH")
+    add_path_b64(cat)
     rev_parse = add_command(
         subparsers, "rev-parse", help="the full id of a revision", handler=cmd_rev_parse
     )
@@ -42,15 +46,13 @@ def register(subparsers: Any) -> None:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:  # argparse would name this function: "invalid _positive value"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def path_bytes(text: str) -> bytes:
-    """A command-line path as the bytes the tree stores (surrogates round-trip)."""
-    return os.fsencode(text).strip(b"/")
+    return min(value, sys.maxsize)  # more than any history; islice refuses larger
 
 
 def name_text(name: bytes) -> str:
@@ -113,7 +115,7 @@ def _saved_by(meta: Mapping[str, Any]) -> str:
     process, pid = meta.get("process"), meta.get("pid")
     shown_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     if isinstance(process, str) and process:
-        return f" [{_printable(process)} {shown_pid}]" if shown_pid else f" [{_printable(process)}]"
+        return f" [{printable(process)} {shown_pid}]" if shown_pid else f" [{printable(process)}]"
     return f" [pid {shown_pid}]" if shown_pid else ""
 
 
@@ -121,16 +123,10 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
     """The commit's changed paths, indented under it, at most LOG_PATHS of them."""
     listed = meta.get("changed")
     paths = [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
-    lines = [f"    {_printable(p)}" for p in paths[:LOG_PATHS]]
+    lines = [f"    {printable(p)}" for p in paths[:LOG_PATHS]]
     if len(paths) > LOG_PATHS:
         lines.append(f"    ... and {len(paths) - LOG_PATHS} more")
     return lines
-
-
-def _printable(text: str) -> str:
-    """One line of valid text: a newline in a path must not look like another entry."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -150,15 +146,14 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
-def change_doc(change: Any) -> dict[str, Any]:
-    """One diff entry, whatever fields the core's Change carries (status, path, ids)."""
-    doc: dict[str, Any] = {}
-    for key in ("status", "path", "old_path", "old_id", "new_id", "old_mode", "new_mode"):
-        if hasattr(change, key):
-            value = getattr(change, key)
-            if isinstance(value, bytes):
-                value = name_text(value) if "path" in key else hex_id(value)
-            doc[key] = value
+def change_doc(change: Change) -> dict[str, Any]:
+    """One diff entry: status, path, and each side's id and mode (absent on the side
+    where the path does not exist), so a mode-only change can be told from an edit."""
+    doc: dict[str, Any] = {"status": change.status, "path": name_text(change.path)}
+    for side, entry in (("old", change.old), ("new", change.new)):
+        if entry is not None:
+            doc[f"{side}_id"] = hex_id(entry.oid)
+            doc[f"{side}_mode"] = f"{entry.mode:o}"
     return doc
 
 
@@ -168,7 +163,7 @@ def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         if out.as_json and not args.name_status:
             out.emit({"changes": changes, "text": repo.diff_text(args.a, args.b)})
         else:
-            rows = [(c.get("status", "?"), c.get("path", "")) for c in changes]
+            rows = [(c.get("status", "?"), printable(c.get("path", ""))) for c in changes]
             out.emit({"changes": changes}, lambda: table(rows))
         return 0
     out.emit(None, repo.diff_text(args.a, args.b))
@@ -195,9 +190,9 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 
 
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    docs = [entry_doc(e) for e in repo.ls(args.rev, path_bytes(args.path))]
+    docs = [entry_doc(e) for e in repo.ls(args.rev, repo_path(args.path, args))]
     rows = [
-        (d["type"], d["size"], _printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
+        (d["type"], d["size"], printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
         for d in docs
     ]
     out.emit(docs, lambda: table(rows))
@@ -205,9 +200,10 @@ def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 
 def cmd_cat(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    data = repo.read(args.rev, path_bytes(args.path))
+    path = repo_path(args.path, args)
+    data = repo.read(args.rev, path)
     if out.as_json:
-        doc: dict[str, Any] = {"path": args.path, "size": len(data)}
+        doc: dict[str, Any] = {"path": name_text(path), "size": len(data)}
         try:
             doc["content"] = data.decode("utf-8")
         except UnicodeDecodeError:

@@ -3,10 +3,15 @@
 A data command builds one JSON-able document and, separately, says how a human should
 see it. With `--json` the document is printed as one JSON value on stdout and nothing
 else is; without it, the human form is printed (tables aligned by `table`).
+
+Names are bytes and need not be UTF-8 (ADR 0020). Inside helix such bytes travel as str
+with surrogate escapes; they leave here, in one place: a JSON string that is not UTF-8
+becomes {"bytes_b64": ...}, and human text shows each such byte as `\\xNN`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,19 +30,19 @@ class Output:
     def emit(self, doc: JSONDoc, human: str | Callable[[], str] | None = None) -> None:
         """Print `doc` as JSON, or its human form (a string or a function producing it)."""
         if self.as_json:
-            json.dump(doc, self.stdout, indent=2, sort_keys=False, default=str)
+            json.dump(json_safe(doc), self.stdout, indent=2, sort_keys=False)
             self.stdout.write("\n")
             return
         text = human() if callable(human) else human
         if text is None:
-            text = json.dumps(doc, indent=2, default=str)
+            text = json.dumps(json_safe(doc), indent=2)
         if text:
-            self.stdout.write(text if text.endswith("\n") else text + "\n")
+            self.stdout.write(shown(text if text.endswith("\n") else text + "\n"))
 
     def line(self, text: str) -> None:
         """A human-only line (suppressed under --json, which prints only the document)."""
         if not self.as_json:
-            self.stdout.write(text + "\n")
+            self.stdout.write(shown(text) + "\n")
 
     def note(self, text: str) -> None:
         """A side remark on stderr: never pollutes the JSON document on stdout."""
@@ -51,6 +56,57 @@ class Output:
             yield bar
         finally:
             bar.finish()
+
+
+BYTES_KEY = "bytes_b64"
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every string that is not UTF-8 (surrogate-escaped bytes) replaced by
+    {"bytes_b64": base64 of its bytes}: JSON text must be Unicode, and a name must not
+    lose bytes on the way out (ADR 0020). Keys cannot be objects: they get `\\xNN`."""
+    if isinstance(value, str):
+        return value if _is_unicode(value) else {BYTES_KEY: _b64(value)}
+    if isinstance(value, dict):
+        return {shown(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return json_safe(str(value))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(original_bytes(text)).decode("ascii")
+
+
+def original_bytes(text: str) -> bytes:
+    """The bytes a surrogate-escaped str stands for (a stray surrogate kept as such)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def shown(text: str) -> str:
+    """Text any terminal can print: a byte that is not UTF-8 shows as `\\xNN` (which a
+    shell's $'...' quoting reads back), instead of failing on a strict stdout."""
+    if _is_unicode(text):
+        return text
+    return original_bytes(text).decode("utf-8", "backslashreplace")
+
+
+def printable(text: str) -> str:
+    """One line of valid text: a newline in a path must not look like another entry."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown(text))
 
 
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command
-from helixfs.cli.output import Output, table
+from helixfs.cli.output import Output, printable, table
 from helixfs.errors import MergeConflict
 from helixfs.ids import hex_id
 
@@ -171,7 +171,7 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         paths = [os.fsdecode(p) for p in getattr(err, "conflicts", [])]
         out.emit(
             {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False},
-            lambda: "\n".join(f"conflict: {p}" for p in paths),
+            lambda: "\n".join(f"conflict: {printable(p)}" for p in paths),
         )
         out.note(f"helix: error: {err}")
         return 1
@@ -189,9 +189,9 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 def _conflict_line(path: bytes, marked: list[bytes]) -> str:
     if path in marked:
-        return f"conflict (committed with markers): {os.fsdecode(path)}"
+        return f"conflict (committed with markers): {printable(os.fsdecode(path))}"
     # binary, modify/delete, file vs directory: one side's version was kept as it is
-    return f"conflict (one side kept, no markers): {os.fsdecode(path)}"
+    return f"conflict (one side kept, no markers): {printable(os.fsdecode(path))}"
 
 
 def _merge_line(status: str, branch: str, target: str, commit: str | None) -> str:

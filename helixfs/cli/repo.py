@@ -81,6 +81,8 @@ def _key_values(doc: dict[str, Any]) -> str:
 
 
 def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
         return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}"
     if isinstance(value, int) and key.endswith("bytes"):

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import UsageError, add_command, path_argument
-from helixfs.cli.output import Output, human_bytes
+from helixfs.cli.command import UsageError, add_command, add_path_b64, path_argument, repo_path
+from helixfs.cli.output import Output, human_bytes, shown
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.ids import hex_id
@@ -44,9 +44,19 @@ def register(subparsers: Any) -> None:
         handler=cmd_commit,
         help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
     )
-    commit.add_argument("changes", metavar="PATH=FILE", nargs="*", help="a file to write")
+    commit.add_argument(
+        "changes", metavar="PATH=FILE", nargs="*", help="write FILE at PATH (split at the first =)"
+    )
     commit.set_defaults(intermixed="changes")
     commit.add_argument("-m", "--message", required=True, help="commit message")
+    commit.add_argument(
+        "--write",
+        nargs=2,
+        metavar=("PATH", "FILE"),
+        action="append",
+        default=[],
+        help="as PATH=FILE, for a PATH that holds '=' (or a --path-b64 PATH)",
+    )
     commit.add_argument(
         "--delete", metavar="PATH", action="append", default=[], help="a path to delete"
     )
@@ -55,6 +65,7 @@ def register(subparsers: Any) -> None:
     )
     commit.add_argument("--branch", metavar="NAME", help="branch to commit to (default: HEAD's)")
     commit.add_argument("--author", help="author (default: $HELIX_AUTHOR or $USER)")
+    add_path_b64(commit)
     exp = add_command(
         subparsers,
         "export",
@@ -69,6 +80,7 @@ def register(subparsers: Any) -> None:
 def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if (args.dir is None) == (args.from_git is None):
         raise UsageError("give either DIR or --from-git REPO")
+    _refuse_options_of_the_other_import(args)
     if args.from_git:
         from helixfs.vcs.gitimport import import_git
 
@@ -100,6 +112,14 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
+def _refuse_options_of_the_other_import(args: argparse.Namespace) -> None:
+    """`--from-git R --branch B` used to ignore --branch silently (and DIR --prefix P)."""
+    if args.from_git and (args.branch is not None or args.message is not None):
+        raise UsageError("--branch and -m apply to a folder import, not --from-git")
+    if args.dir is not None and args.prefix:
+        raise UsageError("--prefix applies to --from-git, not to a folder import")
+
+
 def _git_summary(doc: dict[str, Any]) -> str:
     text = f"imported {doc['commits']} commits on {len(doc['branches'])} branch(es)" + (
         f", {doc['skipped']} already present" if doc.get("skipped") else ""
@@ -118,6 +138,16 @@ def _pair(text: str, form: str) -> tuple[str, str]:
     if not sep or not key:
         raise UsageError(f"expected {form}, got {text!r}")
     return key, value
+
+
+def _writes(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(PATH, FILE) of each write. PATH=FILE splits at the first `=`, since a FILE is a
+    local path the user can always write without one; a PATH holding `=` (and base64,
+    which ends in `=` padding) goes through `--write PATH FILE`, which needs no split."""
+    if args.changes and getattr(args, "path_b64", False):
+        raise UsageError("with --path-b64, give writes as --write PATH FILE (base64 holds '=')")
+    pairs = [_pair(text, "PATH=FILE") for text in args.changes]
+    return pairs + [(path, source) for path, source in args.write]
 
 
 def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
@@ -140,25 +170,28 @@ OWN_META = frozenset({"changed", "latency_us"})
 """Metadata keys every commit gets from vcs: a user's value would be replaced silently."""
 
 
-def _add_change(changes: dict[bytes | str, bytes | None], path: str, content: bytes | None) -> None:
+def _add_change(
+    changes: dict[bytes | str, bytes | None], path: bytes, content: bytes | None
+) -> None:
     # `a=f --delete a` is contradictory: refuse it rather than let the last one win
-    if os.fsencode(path) in changes:
-        raise InvalidInput(f"{path} is given twice: write it or delete it, once")
-    changes[os.fsencode(path)] = content
+    if path in changes:
+        raise InvalidInput(
+            f"{shown(os.fsdecode(path))} is given twice: write it or delete it, once"
+        )
+    changes[path] = content
 
 
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
-    if not args.changes and not args.delete:
-        raise UsageError("give at least one PATH=FILE or --delete PATH")
+    if not args.changes and not args.write and not args.delete:
+        raise UsageError("give at least one PATH=FILE, --write PATH FILE or --delete PATH")
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
     in_daemon = getattr(args, "in_daemon", False)
-    for text in args.changes:
-        path, source = _pair(text, "PATH=FILE")
-        _add_change(changes, path, _content(source, stdin_used, in_daemon))
+    for path, source in _writes(args):
+        _add_change(changes, repo_path(path, args), _content(source, stdin_used, in_daemon))
     for path in args.delete:
-        _add_change(changes, path, None)
+        _add_change(changes, repo_path(path, args), None)
     meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
     reserved = sorted(OWN_META.intersection(meta))
     if reserved:

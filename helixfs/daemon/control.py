@@ -148,7 +148,7 @@ def _write_bytes(stream: TextIO, data: bytes) -> None:
 # loop that the command was holding. Every other command runs on the trio thread, where
 # the filesystem's inode tables live, so the ref-move notifications it triggers are
 # handled where those tables are used.
-FILE_COMMANDS = frozenset({"import", "export", "demo"})
+FILE_COMMANDS = frozenset({"import", "export", "demo", "commit"})  # commit reads PATH=FILE
 
 
 class ControlServer:

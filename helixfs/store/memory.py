@@ -91,6 +91,9 @@ class MemoryStore:
     def compact(self) -> None:
         """Nothing to do: a deleted object's memory is freed with it."""
 
+    def disk_bytes(self) -> int:
+        return 0
+
     def stats(self) -> StoreStats:
         with self._lock:
             logical = sum(len(r) for r in self._objects.values())

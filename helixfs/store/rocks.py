@@ -397,6 +397,10 @@ class RocksStore:
 
     # ------------------------------------------------------------------ stats, lifecycle
 
+    def disk_bytes(self) -> int:
+        self._check_open()
+        return disk_usage(self.path)
+
     def stats(self) -> StoreStats:
         """A full scan of the objects: exact figures, meant for `helix stats`, not loops."""
         self._check_open()
@@ -419,7 +423,7 @@ class RocksStore:
             objects=count,
             logical_bytes=logical,
             stored_bytes=stored,
-            disk_bytes=disk_usage(self.path),
+            disk_bytes=self.disk_bytes(),
             cache_hits=self._hits,
             cache_misses=self._misses,
             extra={

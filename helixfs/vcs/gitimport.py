@@ -207,9 +207,15 @@ def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]
     who, _, when = value.rpartition(b"> ")
     try:
         seconds, _, tz = when.decode().partition(" ")
-        return who.decode(encoding, "surrogateescape") + ">", int(seconds) * 10**9, when.decode()
+        time_ns = min(max(int(seconds) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
+        return who.decode(encoding, "surrogateescape") + ">", time_ns, when.decode()
     except ValueError:
         return value.decode(encoding, "surrogateescape"), 0, ""
+
+
+_NS_LIMIT = 2**63 - 1
+"""Commit times and mtimes are signed 64-bit ns (1677..2262). Git allows later dates
+(a broken clock): they are kept at the limit, and meta's author_date keeps git's own."""
 
 
 # -- refs -----------------------------------------------------------------------------
@@ -308,10 +314,20 @@ def _check_ref(repo: Repository, path: Path, ref: _GitRef) -> None:
     )
 
 
+def _check_prefix(prefix: str) -> None:
+    """A prefix no name may start with would skip every ref: exit 0, nothing imported."""
+    if prefix:
+        try:
+            check_name(prefix + "main")
+        except InvalidName as err:
+            raise InvalidName(f"--prefix {prefix!r} cannot start a name: {err}") from None
+
+
 def import_git(
     repo: Repository, path: Path, *, prefix: str = "", progress: Progress | None = None
 ) -> GitImportSummary:
     """Import every commit reachable from the branches and tags of the git repo `path`."""
+    _check_prefix(prefix)
     path = Path(path)
     if not path.is_dir():
         raise NotFound(f"no such folder: {path}")

@@ -20,6 +20,7 @@ from helixfs.vcs.objects import (
     KIND_BLOB,
     KIND_CHUNKED,
     KIND_COMMIT,
+    KIND_NAMES,
     KIND_PAGED,
     KIND_TREE,
     decode_any,
@@ -47,7 +48,10 @@ class GcReport:
     dry_run: bool
     reachable: int
     unreachable: int
-    freed_bytes: int  # logical record bytes of what was (or would be) dropped
+    logical_bytes: int  # record bytes of what was (or would be) dropped, uncompressed
+    # how much the store's disk usage dropped, measured after compaction; None on a dry
+    # run. Far below logical_bytes when the records were compressed or deduplicated.
+    freed_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -113,19 +117,28 @@ def gc(repo: Repository, dry_run: bool, progress: Progress = None) -> GcReport:
     reachable = mark(repo)
     all_ids = list(repo.store.ids())
     doomed: list[ObjectId] = []
-    freed = 0
+    logical = 0
     for done, oid in enumerate(all_ids, 1):
         if oid not in reachable:
             doomed.append(oid)
             with contextlib.suppress(HelixError):
-                freed += len(repo.store.get(oid, keep=False))
+                logical += len(repo.store.get(oid, keep=False))
         if progress is not None:
             progress(done, len(all_ids))
-    if not dry_run and doomed:
-        repo.store.delete(doomed)
-        repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
+    freed = None if dry_run else _sweep(repo, doomed)
     live = sum(1 for oid in all_ids if oid in reachable)
-    return GcReport(dry_run, live, len(doomed), freed)
+    return GcReport(dry_run, live, len(doomed), logical, freed)
+
+
+def _sweep(repo: Repository, doomed: list[ObjectId]) -> int:
+    """Delete `doomed` and return the disk bytes that gave back (never below 0: the
+    store's log can grow by a few KiB meanwhile)."""
+    if not doomed:
+        return 0
+    before = repo.store.disk_bytes()
+    repo.store.delete(doomed)
+    repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
+    return max(0, before - repo.store.disk_bytes())
 
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
@@ -180,23 +193,16 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
                 problems.append(f"object {hex_id(oid)} points at missing/corrupt {hex_id(child)}")
                 continue
             if kinds[child] not in allowed:
-                wanted = " or ".join(_KIND_NAMES[k] for k in allowed)
+                wanted = " or ".join(KIND_NAMES[k] for k in allowed)
                 problems.append(
                     f"object {hex_id(oid)} points at {hex_id(child)}, a "
-                    f"{_KIND_NAMES[kinds[child]]} where a {wanted} was expected"
+                    f"{KIND_NAMES[kinds[child]]} where a {wanted} was expected"
                 )
             if child not in seen:
                 stack.append(child)
 
 
 _CONTENT = (KIND_BLOB, KIND_CHUNKED)
-_KIND_NAMES = {
-    KIND_BLOB: "blob",
-    KIND_CHUNKED: "chunked file",
-    KIND_TREE: "tree",
-    KIND_PAGED: "paged tree",
-    KIND_COMMIT: "commit",
-}
 
 
 def _typed_links(record: bytes) -> list[tuple[ObjectId, tuple[bytes, ...]]]:

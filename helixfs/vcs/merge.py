@@ -8,8 +8,9 @@ the merge commit then lists the paths in `meta["conflicts"]` and the result repo
 
 Line merge: both sides are diffed against the base (difflib); hunks that overlap or
 touch are a conflict unless both sides made the very same edit. Binary files, type
-changes (file vs directory) and modify/delete are conflicts too (ours is kept, marked
-in the list).
+changes (file vs directory) and modify/delete are conflicts too (ours is kept, or the
+side that still has the file, and the path is listed). A folder deleted on one side
+and changed on the other is merged file by file, as git does.
 
 Criss-cross histories have several best common ancestors. As git's recursive merge
 does, they are merged with one another first (pairwise, recursively) into a virtual
@@ -165,6 +166,14 @@ def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes]
     return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
 
 
+def _folder_or_gone(entry: TreeEntry | None) -> bool:
+    return entry is None or entry.is_dir()
+
+
+def _tree_of(entry: TreeEntry | None) -> ObjectId:
+    return entry.oid if entry is not None else EMPTY_TREE_ID
+
+
 class _Scratch:
     """What one merge builds but never writes: the virtual base's records and trees.
 
@@ -236,8 +245,23 @@ class _TreeMerger:
             return TreeEntry(o.name, o.mode, sub, 0, o.mtime_ns, o.xattrs)
         if o is not None and t is not None and o.is_file() and t.is_file() and not unsettled:
             return self._file(b, o, t, path)
+        if b is not None and b.is_dir() and _folder_or_gone(o) and _folder_or_gone(t):
+            return self._deleted_folder(b, o, t, path)
         self.conflicts.append(path)  # modify/delete or a type change: keep ours, report
         return o if o is not None else t
+
+    def _deleted_folder(
+        self, b: TreeEntry, o: TreeEntry | None, t: TreeEntry | None, path: bytes
+    ) -> TreeEntry | None:
+        """A folder one side deleted and the other changed: merged file by file, as git
+        does, so only a file the other side edited conflicts (there, not on the folder)
+        and the files it never touched stay deleted."""
+        kept = o if o is not None else t
+        assert kept is not None  # both gone is agreement, settled before
+        sub = self.merge(b.oid, _tree_of(o), _tree_of(t), path + b"/")
+        if sub == EMPTY_TREE_ID:
+            return None
+        return TreeEntry(kept.name, kept.mode, sub, 0, kept.mtime_ns, kept.xattrs)
 
     def _file(self, b: TreeEntry | None, o: TreeEntry, t: TreeEntry, path: bytes) -> TreeEntry:
         read = self.scratch.reader.read

@@ -44,6 +44,13 @@ KIND_CHUNKED = b"C"
 KIND_TREE = b"T"
 KIND_COMMIT = b"M"
 KIND_PAGED = b"P"
+KIND_NAMES = {
+    KIND_BLOB: "blob",
+    KIND_CHUNKED: "chunked file",
+    KIND_TREE: "tree",
+    KIND_PAGED: "paged tree",
+    KIND_COMMIT: "commit",
+}
 KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT, KIND_PAGED)
 DIRECTORY_KINDS = (KIND_TREE, KIND_PAGED)
 HEADER_SIZE = len(MAGIC) + 2
@@ -338,6 +345,8 @@ def encode_commit(commit: Commit) -> bytes:
     if len(commit.parents) > 255:
         raise InvalidInput("a commit has at most 255 parents")
     author = commit.author.encode("utf-8", "surrogateescape")
+    if len(author) > 0xFFFF:  # its length is a u16
+        raise InvalidInput(f"an author is at most 65535 bytes, not {len(author)}")
     message = commit.message.encode("utf-8", "surrogateescape")
     meta = canonical_json(commit.meta)
     return b"".join(

@@ -426,7 +426,12 @@ class Repository:
                 else raw_path
             )
             if content is None:
-                stored[path] = None
+                stored[path] = None  # deleting is fine: it cleans up an old tree
+            elif split_path(path)[:1] == [CONTROL_DIR]:
+                raise InvalidInput(
+                    f"{path_text(path)!r}: .helix at the root is the mount's control folder, "
+                    "where a file could never be seen"
+                )
             elif isinstance(content, bytes | bytearray | memoryview):
                 stored[path] = pack_bytes(content)
             elif hasattr(content, "read"):
@@ -646,6 +651,9 @@ class Repository:
         with self.lock:
             return maint.stats(self, last)
 
+
+CONTROL_DIR = b".helix"
+"""The root name the mount serves as its virtual folder (and refuses to create)."""
 
 OBJECTS_DIR = "objects"
 """The RocksDB directory inside a store folder (memory.db, control.sock, tmp/ sit beside)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import AmbiguousRevision, CorruptObject, InvalidInput, NotFound
 from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id
-from helixfs.vcs.objects import KIND_COMMIT, kind_of
+from helixfs.vcs.objects import KIND_COMMIT, KIND_NAMES, kind_of
 from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, branch_ref, snapshot_ref
 
 if TYPE_CHECKING:
@@ -77,16 +77,31 @@ def _resolve_hex(repo: Repository, prefix: str) -> CommitId:
         oid = ObjectId(bytes.fromhex(prefix))
         if repo.store.contains(oid) and is_commit(repo, oid):
             return CommitId(oid)
-        raise NotFound(f"no commit {prefix}")
-    found = [oid for oid in _ids_with_prefix(repo, prefix) if is_commit(repo, oid)]
+        raise NotFound(f"no commit {prefix}{_what_else(repo, [oid])}")
+    matching = _ids_with_prefix(repo, prefix)
+    found = [oid for oid in matching if is_commit(repo, oid)]
     if not found:
-        raise NotFound(f"unknown revision {prefix!r}: no commit id starts with it")
+        raise NotFound(
+            f"unknown revision {prefix!r}: no commit id starts with it{_what_else(repo, matching)}"
+        )
     if len(found) > 1:
         shown = ", ".join(hex_id(o)[:12] for o in sorted(found)[:5])
         raise AmbiguousRevision(
             f"{prefix!r} matches {len(found)} commits: {shown}; give more digits"
         )
     return CommitId(found[0])
+
+
+def _what_else(repo: Repository, oids: list[ObjectId]) -> str:
+    """What a user gave instead of a commit (a tree id from `log --json`, a file's id
+    from `ls --json`), so the message says why it is refused."""
+    kinds = set()
+    for oid in oids[:5]:
+        try:
+            kinds.add(KIND_NAMES.get(kind_of(repo.store.get(oid)), "object"))
+        except (CorruptObject, NotFound):
+            continue
+    return f" (it is the id of a {' or '.join(sorted(kinds))}, not a commit)" if kinds else ""
 
 
 def _ids_with_prefix(repo: Repository, prefix: str) -> list[ObjectId]:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import pack_bytes, store_stream
-from helixfs.vcs.objects import MODE_DIR, TreeEntry
+from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.refs import branch_ref
+from helixfs.vcs.treeops import show_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -177,6 +178,7 @@ def _import_entry(
 ) -> TreeEntry | None:
     st = item.stat(follow_symlinks=False)
     name = item.name
+    _check_mtime(item.path, st.st_mtime_ns)
     if stat.S_ISDIR(st.st_mode):
         if name in SKIPPED_DIRS or (st.st_dev, st.st_ino) in counts.avoid:
             counts.skipped += 1
@@ -198,6 +200,19 @@ def _import_entry(
     progress(1)
     xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path)
     return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
+
+
+MTIME_RANGE = range(-(2**63), 2**63)
+"""What a tree entry's mtime can hold (signed 64-bit ns: years 1677 to 2262)."""
+
+
+def _check_mtime(path: bytes, mtime_ns: int) -> None:
+    """Linux allows later dates (ext4: 2446), which made the tree encoder fail."""
+    if mtime_ns not in MTIME_RANGE:
+        raise InvalidInput(
+            f"{show_path(path)}: its mtime is outside 1677..2262, which HelixFS cannot "
+            "store (touch it, then import again)"
+        )
 
 
 def _xattrs(path: bytes) -> tuple[tuple[bytes, bytes], ...]:
@@ -255,7 +270,10 @@ def export(
         raise NotFound(f"no such folder: {parent}")
     # an existing empty folder keeps its mode; mkdtemp's is private, a new one is 755
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o755
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.helix-export-", dir=parent))
+    except OSError as err:  # its message would name the staging folder, not the user's
+        raise InvalidInput(f"cannot create {path} in {parent}: {err.strerror}") from None
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
@@ -323,6 +341,5 @@ def _finish(target: bytes, entry: TreeEntry, *, dir_mode: bool) -> None:
             os.setxattr(target, key, value)
         except OSError:  # the destination filesystem may refuse user xattrs
             continue
-    mode = stat.S_IMODE(entry.mode) or (stat.S_IMODE(MODE_DIR) if dir_mode else 0o644)
-    os.chmod(target, mode)
+    os.chmod(target, stat.S_IMODE(entry.mode))  # 000 is a mode too, not "none recorded"
     os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))

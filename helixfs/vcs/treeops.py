@@ -55,12 +55,25 @@ def split_path(path: bytes | str) -> list[bytes]:
     parts = path.split(b"/")
     for part in parts:
         if not part or part in (b".", b"..") or b"\0" in part or len(part) > 255:
-            raise InvalidInput(f"invalid path {path!r:.200}")
+            raise InvalidInput(f"invalid path {show_path(path)[:200]!r}: {_why(part)}")
     return parts
 
 
+def _why(part: bytes) -> str:
+    if part in (b".", b".."):
+        return "a path is relative to the root, without '.' or '..'"
+    if not part:
+        return "it has an empty component ('//')"
+    if b"\0" in part:
+        return "it holds a NUL byte"
+    return "a name is longer than 255 bytes"
+
+
 def show_path(path: bytes) -> str:
-    return path.decode("utf-8", "backslashreplace")
+    """A path on one line of text, for messages and diff headers: bytes that are not
+    UTF-8 as `\\xNN`, and control characters (a newline, a tab) escaped the same way."""
+    text = path.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True, slots=True)

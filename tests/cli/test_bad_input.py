@@ -43,6 +43,8 @@ BAD_COMMANDS = [
     (["log", "nosuchrev"], "unknown revision"),
     (["cat", "HEAD", "missing.txt"], "no such path"),
     (["cat", "HEAD", "dir"], "is a directory"),
+    (["cat", "HEAD", "./a.txt"], "invalid path './a.txt': a path is relative to the root"),
+    (["commit", "-m", "m", "a//b=proj/a.txt"], "invalid path 'a//b': it has an empty"),
     (["ls", "HEAD", "missing.txt"], "no such path"),
     (["ls", "HEAD~5"], "past the first commit"),
     (["rev-parse", "ffffffffffff"], "unknown revision"),
@@ -68,6 +70,8 @@ BAD_COMMANDS = [
     (["export", "nope", "out"], "unknown revision"),
     (["export", "HEAD", "proj"], "not an empty folder"),
     (["commit", "-m", "m", "dir=proj/a.txt"], "dir is a directory"),
+    (["commit", "-m", "m", ".helix/x=proj/a.txt"], "control folder"),
+    (["commit", "-m", "m", "/.helix=proj/a.txt"], "control folder"),
     (["commit", "-m", "m", "a.txt=proj/a.txt", "--delete", "a.txt"], "given twice"),
     (["commit", "-m", "m", "/a.txt=proj/a.txt", "--delete", "a.txt"], "changed twice"),
     (["branch", "@"], "nor be HEAD or @"),
@@ -78,6 +82,9 @@ BAD_COMMANDS = [
 USAGE_ERRORS = [
     (["import"], "either DIR or --from-git"),
     (["import", "proj", "--from-git", "proj"], "either DIR or --from-git"),
+    (["import", "--from-git", "proj", "--branch", "main"], "apply to a folder import"),
+    (["import", "--from-git", "proj", "-m", "msg"], "apply to a folder import"),
+    (["import", "proj", "--prefix", "p-"], "--prefix applies to --from-git"),
     (["branch", "-d"], "give the branch NAME"),
     (["branch", "-d", "side", "main"], "one branch at a time"),
     (["branch", "-m", "side"], "helix branch -m OLD NEW"),
@@ -88,6 +95,23 @@ USAGE_ERRORS = [
     (["commit", "-m", "m", "--meta", "novalue", "x=proj/a.txt"], "expected --meta KEY=VALUE"),
     (["commit", "-m", "m", "x=proj/a.txt", "--bogus"], "unrecognized arguments: --bogus"),
 ]
+
+
+def test_an_author_too_long_to_store_is_one_line(
+    helix: Helix, store: Path, populated: Path
+) -> None:
+    """Its length is a u16 in the commit record: 64 KiB and more was a struct.error."""
+    before = store_state(store)
+    long_author = "a" * 70_000
+    fails(helix("commit", "-m", "m", "--author", long_author, "x=proj/a.txt"), says="65535")
+    assert store_state(store) == before
+
+
+def test_a_tree_id_given_as_a_revision_says_what_it_is(helix: Helix, populated: Path) -> None:
+    """`log --json` prints each commit's tree id; giving it back said only "no commit"."""
+    tree = ok(helix("log", "--json", "-n", "1")).json()[0]["tree"]
+    fails(helix("ls", tree), says="is the id of a tree, not a commit")
+    fails(helix("rev-parse", tree[:12]), says="is the id of a tree, not a commit")
 
 
 def _dangling_branch(store: Path) -> None:

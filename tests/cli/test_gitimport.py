@@ -242,3 +242,38 @@ def test_commit_encoding_header_is_honoured(helix: Helix, tmp_path: Path) -> Non
     )
     ok(helix("import", "--from-git", str(repo)))
     assert ok(helix("log", "--json", "-n", "1")).json()[0]["message"] == "café\n"
+
+
+def test_a_prefix_no_name_may_start_with_is_refused(
+    helix: Helix, store: Path, git_repo: Path
+) -> None:
+    """`--prefix a/` skipped every ref as "no valid name" and exited 0, importing nothing."""
+    before = store_state(store)
+    for prefix in ("a/", "-", "x y"):
+        fails(helix("import", "--from-git", str(git_repo), "--prefix", prefix), says="--prefix")
+    assert store_state(store) == before
+    ok(helix("import", "--from-git", str(git_repo), "--prefix", "git-"))
+    assert ok(helix("rev-parse", "git-main")).code == 0
+
+
+def test_a_commit_dated_past_2262_is_kept_at_the_limit(helix: Helix, tmp_path: Path) -> None:
+    """A git date past what signed 64-bit ns hold (a broken clock) ended the import with
+    a struct.error traceback. Git's own date stays in meta."""
+    repo = new_git_repo(tmp_path / "future")
+    _write(repo, "x", "x\n")
+    git(repo, "add", "-A")
+    tree = git(repo, "write-tree").strip()
+    person = "Ada <ada@example.org> 99999999999 +0200"  # year 5138: git's parser refuses it
+    raw = f"tree {tree}\nauthor {person}\ncommitter {person}\n\nfrom the future\n"
+    written = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=raw.encode(),
+        capture_output=True,
+        check=True,
+    )
+    git(repo, "update-ref", "refs/heads/main", written.stdout.decode().strip())
+    ok(helix("import", "--from-git", str(repo)))
+    (commit,) = ok(helix("log", "--json")).json()
+    assert commit["time_ns"] == 2**63 - 1
+    assert commit["meta"]["git"]["author_date"] == "99999999999 +0200"
+    assert ok(helix("cat", "HEAD", "x")).out == "x\n"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import random
 from pathlib import Path
+
+import pytest
 
 from .conftest import Helix, fails, make_tree, ok, store_state
 
@@ -63,7 +66,7 @@ def test_export_of_an_import_is_identical(helix: Helix, tmp_path: Path) -> None:
     mtime = (source / "README.md").stat().st_mtime_ns
     assert (tmp_path / "copy" / "README.md").stat().st_mtime_ns == mtime
     names = ok(helix("ls", "--json", "HEAD")).json()
-    assert os.fsdecode(ODD_NAME) in [n["name"] for n in names]
+    assert {"bytes_b64": base64.b64encode(ODD_NAME).decode()} in [n["name"] for n in names]
     assert ok(helix("cat", "HEAD", os.fsdecode(ODD_NAME))).out == "odd\n"
 
 
@@ -76,6 +79,42 @@ def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> 
     ok(helix("import", "x"))
     ok(helix("export", "HEAD", "y"))
     assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
+
+
+def test_import_of_a_file_dated_past_2262_is_one_clear_error(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """Linux allows such mtimes (ext4 up to 2446); the tree encoder died with a traceback
+    (struct.error). Before 1970 works: mtimes are signed."""
+    make_tree(tmp_path / "p", {"old": "o\n", "future": "f\n"})
+    year_1960, year_2300 = -315_619_200 * 10**9, 10_413_792_000 * 10**9
+    os.utime(tmp_path / "p" / "old", ns=(year_1960, year_1960))
+    os.utime(tmp_path / "p" / "future", ns=(year_2300, year_2300))
+    if (tmp_path / "p" / "future").stat().st_mtime_ns != year_2300:
+        pytest.skip("this filesystem cannot hold a mtime in 2300")
+    before = store_state(store)
+    fails(helix("import", "p"), says="p/future: its mtime is outside 1677..2262")
+    assert store_state(store) == before
+    os.utime(tmp_path / "p" / "future")
+    ok(helix("import", "p"))
+    (old,) = [e for e in ok(helix("ls", "--json", "HEAD")).json() if e["name"] == "old"]
+    assert old["mtime_ns"] == year_1960
+
+
+def test_export_keeps_a_mode_without_permission_bits(helix: Helix, tmp_path: Path) -> None:
+    """A file imported (or saved in the mount) with mode 000 came out as 644."""
+    make_tree(tmp_path / "p", {"locked": "x\n", "open": "y\n"})
+    os.chmod(tmp_path / "p" / "locked", 0)
+    ok(helix("import", "p"))
+    ok(helix("export", "HEAD", "out"))
+    assert (tmp_path / "out" / "locked").stat().st_mode & 0o7777 == 0
+    assert (tmp_path / "out" / "open").stat().st_mode & 0o7777 == 0o644
+
+
+def test_export_where_no_folder_can_be_made_names_the_target(helix: Helix) -> None:
+    """The error named the hidden staging folder (`/proc/.out.helix-export-x1y2`)."""
+    result = fails(helix("export", "HEAD", "/proc/helix-out"), says="cannot create")
+    assert "/proc/helix-out" in result.err and "helix-export" not in result.err
 
 
 def test_export_into_an_empty_folder_is_allowed(helix: Helix, tmp_path: Path) -> None:

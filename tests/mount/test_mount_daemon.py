@@ -122,6 +122,15 @@ def test_relative_paths_of_forwarded_commands_mean_the_callers_cwd(
     assert (mnt.path / "copy" / "src.txt").read_text() == "exported\n"
 
 
+def test_commit_of_a_file_inside_the_mount_does_not_deadlock_the_daemon(mnt: Mount) -> None:
+    """`helix commit PATH=FILE` reads FILE in the daemon; it ran on the trio thread, so a
+    FILE inside the mount waited for the loop the command held: both hung for good."""
+    (mnt.path / "in.txt").write_text("from the mount\n")
+    helix("--store", mnt.store, "commit", "-m", "m", "copy.txt=in.txt", cwd=mnt.path)
+    assert (mnt.path / "copy.txt").read_text() == "from the mount\n"
+    assert "copy.txt" in helix("--store", mnt.store, "ls", "HEAD").stdout
+
+
 def test_out_of_band_reset_shows_in_the_mount_at_once(mnt: Mount) -> None:
     (mnt.path / "f.txt").write_text("v1\n")
     first = mnt.head()

@@ -103,6 +103,25 @@ def test_modify_delete_is_a_conflict(repo: Repository) -> None:
         repo.merge("feat")
 
 
+def test_a_deleted_folder_merges_file_by_file(repo: Repository) -> None:
+    """A folder deleted on one side and added to on the other was one conflict on the
+    folder, and --allow-conflicts brought back the deleted files the other side never
+    touched. As in git: the other side's new file stays, the rest is deleted."""
+    _fork(repo, {"d/x": b"x", "d/z": b"z", "keep": b"k"})
+    repo.commit({"d/y": b"added on feat"}, "feat adds", branch="feat")
+    repo.commit({"d": None}, "main deletes the folder")
+    result = repo.merge("feat")
+    assert result.status == "merged" and result.conflicts == []
+    assert [e.name for e in repo.ls("HEAD", "d")] == [b"y"]
+    repo.commit({"gone/a": b"1"}, "again")
+    repo.create_branch("feat2")
+    repo.commit({"gone/a": b"edited on feat2"}, "feat2 edits", branch="feat2")
+    repo.commit({"gone": None}, "main deletes it")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat2")
+    assert err.value.conflicts == [b"gone/a"]  # type: ignore[attr-defined]
+
+
 def _at(repo: Repository, files: dict[str, bytes], parents: list[CommitId], day: int) -> CommitId:
     """A commit of `files` (changes on the scratch branch) made at a chosen time."""
     tree = repo.commit_info(repo.commit(dict(files), "tree", branch="scratch")).tree

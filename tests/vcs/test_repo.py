@@ -77,6 +77,17 @@ def test_a_file_over_a_directory_is_refused_like_the_reverse(repo: Repository) -
     assert repo.read("HEAD", "b") == b"now a file"
 
 
+def test_a_write_under_the_root_control_folder_is_refused(repo: Repository) -> None:
+    """The mount serves root `.helix` as its virtual folder: a committed `.helix/x` was
+    shadowed there for good (and could not be deleted through the mount)."""
+    head = repo.commit({"a/.helix/x": b"deeper is an ordinary name"}, "one")
+    for bad in ({".helix/x": b"1"}, {"/.helix": b"1"}, {".helix/d/e": b"1", "ok": b"2"}):
+        with pytest.raises(InvalidInput, match="control folder"):
+            repo.commit(bad, "bad")  # type: ignore[arg-type]
+    assert repo.resolve("HEAD") == head
+    assert repo.read("HEAD", "a/.helix/x") == b"deeper is an ordinary name"
+
+
 def test_one_path_changed_twice_is_refused(repo: Repository) -> None:
     head = repo.commit({"a": b"1"}, "one")
     for bad in ({"a": b"2", "/a": None}, {"d/x": b"1", "/d/x/": b"2"}):
