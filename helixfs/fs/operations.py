@@ -305,11 +305,15 @@ class Operations(pyfuse3.Operations):
     def _listed_child(
         self, parent: NodeInode | VirtualInode, handle: DirHandle, index: int
     ) -> NodeInode | VirtualInode:
+        name = handle.names[index]
         if handle.nodes is None or not isinstance(parent, NodeInode):
-            return self._child(parent, handle.names[index])
-        return self.inodes.for_node(
-            parent.view, handle.nodes[index], parent.ino, handle.names[index]
-        )
+            return self._child(parent, name)
+        node = handle.nodes[index]
+        if node.parent is not parent.node or node.name != name:
+            # Removed, moved or replaced since opendir: readdirplus would make the kernel
+            # cache a name that no longer leads there, so list what the name is now.
+            return self._child(parent, name)
+        return self.inodes.for_node(parent.view, node, parent.ino, name)
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:
