@@ -95,6 +95,7 @@ class InodeTable:
     _slots: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _slot_next: dict[int, int] = field(default_factory=dict)
     _virtual_next: Iterator[int] = field(default_factory=lambda: itertools.count(VIRTUAL_FIRST))
+    _buried: dict[int, NodeInode] = field(default_factory=dict)
 
     def get(self, ino: int) -> Inode:
         try:
@@ -170,10 +171,23 @@ class InodeTable:
 
     def orphan(self, entry: NodeInode) -> None:
         """Keep an entry of a dropped generation while descriptors hold it, detached (its
-        old node still answers getattr and reads), like an unlinked open file."""
+        old node still answers getattr and reads), like an unlinked open file. A
+        directory only the kernel holds (a shell's cwd) is buried instead."""
         if entry.opens:
             entry.detached = entry.superseded = True
             self._entries[entry.ino] = entry
+        elif entry.lookups and entry.node.is_dir():
+            entry.detached = entry.superseded = True
+            self._buried[entry.ino] = entry
+
+    def buried(self, ino: int) -> NodeInode:
+        """A directory gone with its generation that the kernel still holds: it answers
+        getattr as a removed directory would, and nothing else (get() does not know it),
+        so a process inside it can still `cd ..`, as on a local disk."""
+        found = self._buried.get(ino)
+        if found is None:
+            raise NotFound(f"inode {ino} is not known (stale handle)")
+        return found
 
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
         """Keep `entry`'s number for `node` of the view's new generation."""
@@ -182,7 +196,7 @@ class InodeTable:
         self._entries[entry.ino] = entry
 
     def forget(self, ino: int, count: int) -> None:
-        found = self._entries.get(ino)
+        found = self._entries.get(ino) or self._buried.get(ino)
         if found is None:
             return
         found.lookups = max(0, found.lookups - count)
@@ -192,6 +206,7 @@ class InodeTable:
     def release_if_unused(self, entry: NodeInode) -> None:
         if entry.detached and entry.lookups == 0 and entry.opens == 0:
             self._entries.pop(entry.ino, None)
+            self._buried.pop(entry.ino, None)
             key = (entry.view.slot, id(entry.node))
             if self._by_node.get(key) is entry:
                 del self._by_node[key]

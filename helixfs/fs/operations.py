@@ -31,6 +31,7 @@ from helixfs.errors import (
     InvalidInput,
     IsADirectory,
     NotADirectory,
+    NotFound,
     NotPermitted,
     ReadOnly,
 )
@@ -209,7 +210,12 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        return self._attrs(self.inodes.get(inode))
+        try:
+            return self._attrs(self.inodes.get(inode))
+        except NotFound:
+            attrs = self._attrs(self.inodes.buried(inode))
+            attrs.st_nlink = 0
+            return attrs
 
     def _attrs(self, entry: NodeInode | VirtualInode) -> pyfuse3.EntryAttributes:
         if isinstance(entry, VirtualInode):

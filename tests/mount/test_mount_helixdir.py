@@ -190,6 +190,34 @@ def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     assert new_open == "on-b"
 
 
+CWD_IN_A_FOLDER_THE_SWITCH_REMOVES = """
+import os, time
+os.chdir('gone')
+held = open('child.txt')  # an open file under the folder
+open('../.helix/HEAD', 'w').write('b')
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:  # until the kernel hears of the switch
+    try:
+        if os.stat('.').st_nlink == 0:
+            break
+    except OSError as exc:
+        print('stat', exc.strerror)
+        break
+    time.sleep(0.05)
+os.chdir('..')
+print(os.getcwd())
+"""
+
+
+def test_a_shell_in_a_folder_a_head_switch_removes_can_leave_it(mnt: Mount) -> None:
+    """As after `git checkout` on a local disk: the cwd is a removed folder (stat gives
+    st_nlink 0) and `cd ..` works. It used to be an unknown inode: stat, getcwd and
+    `cd ..` failed with ENOENT, so the shell was stuck."""
+    mnt.sh("mkdir .helix/branches/b && mkdir gone && echo c > gone/child.txt")
+    done = mnt.sh(f'python3 -c "{CWD_IN_A_FOLDER_THE_SWITCH_REMOVES}"', timeout=60)
+    assert done.stdout.strip() == str(mnt.path)
+
+
 def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) -> None:
     """An agent "cleaning up a stray dot-folder" must not wipe its work: the current
     branch is a link in `.helix/branches`, which rm does not follow."""
