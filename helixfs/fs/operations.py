@@ -280,23 +280,30 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        entry = self.inodes.get(inode)
+        handle = DirHandle(inode)
+        self._list(handle)
+        return self._handles.add(handle)
+
+    def _list(self, handle: DirHandle) -> None:
+        """Take the directory's listing now: at opendir, and again at rewinddir."""
+        entry = self.inodes.get(handle.ino)
         if isinstance(entry, VirtualInode):
-            if not isinstance(entry.entry, VirtualDir):
-                raise NotADirectory("not a directory")
-            return self._handles.add(DirHandle(inode, entry.entry.names()))
+            handle.names = self._virtual_dir(entry).names()
+            return
         if not entry.node.is_dir():
             raise NotADirectory("not a directory")
         listing = entry.worktree.listdir(entry.node)
-        if inode == ROOT_INODE:
+        if handle.ino == ROOT_INODE:
             listing = [(name, node) for name, node in listing if name != HELIX]
-        return self._handles.add(
-            DirHandle(inode, [name for name, _ in listing], [node for _, node in listing])
-        )
+        handle.names = [name for name, _ in listing]
+        handle.nodes = [node for _, node in listing]
 
     @fuse_errors
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         handle = self._handles.typed(fh, DirHandle)
+        if start_id == 0 and handle.listed:
+            self._list(handle)  # rewinddir: POSIX wants the directory as it is now
+        handle.listed = True
         parent = self.inodes.get(handle.ino)
         for index in range(start_id, len(handle.names)):
             name = handle.names[index]

@@ -77,6 +77,27 @@ async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
     assert await client.ino("d") != old_d
 
 
+async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> None:
+    """POSIX: after rewinddir (readdir from offset 0 again on the same handle) the stream
+    refers to the directory's current state, as on a local disk."""
+    await client.write_file("old", b"")
+    got: list[bytes] = []
+
+    def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
+        got.append(name)
+        return True
+
+    client.ops.readdir_reply = reply
+    fh = await client.ops.opendir(ROOT, CTX)
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.write_file("new", b"")
+    await client.ops.unlink(ROOT, b"old", CTX)
+    got.clear()
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.ops.releasedir(fh)
+    assert got == [b"new"]
+
+
 async def test_helix_is_reachable_but_not_listed(client: Client) -> None:
     await client.write_file("x", b"")
     assert b".helix" not in await client.names()
