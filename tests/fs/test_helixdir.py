@@ -343,6 +343,52 @@ async def test_deleting_a_branch_with_pending_saves_leaves_no_work_ref(
     ops.close()
 
 
+async def open_in_branch(client: Client, branch: bytes, name: bytes) -> int:
+    """A new file in `.helix/branches/BRANCH`, left open with b"before " written."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, branch, 0o755, CTX)
+    folder = (await client.ops.lookup(branches, branch, CTX)).st_ino
+    fi, _ = await client.ops.create(folder, name, 0o644, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, 0, b"before ")
+    return int(fi.fh)
+
+
+async def close(client: Client, fh: int) -> None:
+    await client.ops.flush(fh)
+    await client.ops.release(fh)
+
+
+async def test_a_file_held_open_in_a_deleted_branch_does_not_come_back(
+    client: Client,
+) -> None:
+    """Its close used to write work/BRANCH again: a new branch of the same name then
+    showed the deleted branch's file instead of the current state."""
+    repo = client.ops.repo
+    fh = await open_in_branch(client, b"gone", b"held")
+    branches = await client.ino(".helix/branches")
+    await client.ops.rmdir(branches, b"gone", CTX)
+    await client.ops.write(fh, 7, b"after")
+    await close(client, fh)
+    assert repo.store.ref("work/gone") is None
+    await client.ops.mkdir(branches, b"gone", 0o755, CTX)
+    assert b"held" not in await client.names(".helix/branches/gone")
+
+
+async def test_a_file_held_open_in_a_renamed_branch_is_saved_in_it(client: Client) -> None:
+    """As a file open in a folder `mv` renamed: its later writes and its close land under
+    the new name. They used to go to the old name's work ref, lost to the new name."""
+    repo = client.ops.repo
+    fh = await open_in_branch(client, b"old", b"held")
+    branches = await client.ino(".helix/branches")
+    await client.ops.rename(branches, b"old", branches, b"new", 0, CTX)
+    await client.ops.write(fh, 7, b"after")
+    await close(client, fh)
+    assert repo.read("new", b"held") == b"before after"
+    assert repo.store.ref("work/old") is None
+    await client.ops.mkdir(branches, b"old", 0o755, CTX)
+    assert b"held" not in await client.names(".helix/branches/old")
+
+
 async def test_writes_to_a_file_held_across_a_reset_fail_cleanly(client: Client) -> None:
     await client.write_file("f", b"v1")
     first = client.ops.repo.resolve("HEAD").hex()
