@@ -84,7 +84,10 @@ class Views:
         if not view.readonly and not self._is_live(view.worktree):
             self.saver.forget(view.worktree)  # a late commit would resurrect work/NAME
         paths = _paths(self.inodes.in_view(view), view)
-        self._tell_gone(self.inodes.drop_view_generation(view), paths)
+        gone = self.inodes.drop_view_generation(view)
+        for entry in gone:  # open files and the kernel's folders stay, as removed ones
+            self.inodes.orphan(entry)
+        self._tell_gone(gone, paths)
         self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
 
     def switch_root(self, branch: str) -> None:

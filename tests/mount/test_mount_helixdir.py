@@ -218,6 +218,39 @@ def test_a_shell_in_a_folder_a_head_switch_removes_can_leave_it(mnt: Mount) -> N
     assert done.stdout.strip() == str(mnt.path)
 
 
+CWD_IN_A_DELETED_BRANCH = """
+import os, time
+branches = os.path.abspath('.helix/branches')
+os.makedirs('.helix/branches/b/sub')
+held = os.open('.helix/branches/b/held', os.O_RDWR | os.O_CREAT, 0o644)
+os.write(held, b'12345')
+os.chdir('.helix/branches/b/sub')
+os.rmdir(os.path.join(branches, 'b'))
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:  # until the kernel hears of the delete
+    try:
+        if os.stat('.').st_nlink == 0:
+            break
+    except OSError as exc:
+        print('stat', exc.strerror)
+        break
+    time.sleep(0.05)
+print(os.fstat(held).st_size)
+os.chdir('..')
+os.chdir('..')
+print(os.getcwd())
+"""
+
+
+def test_a_deleted_branch_folder_is_a_removed_folder_for_whoever_holds_it(
+    mnt: Mount,
+) -> None:
+    """fstat of a file held open in it, and `cd ..` out of it, work as in a removed
+    folder on a local disk; both used to fail with ENOENT."""
+    done = mnt.sh(f'python3 -c "{CWD_IN_A_DELETED_BRANCH}"', timeout=60)
+    assert done.stdout.split() == ["5", str(mnt.path / ".helix" / "branches")]
+
+
 def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) -> None:
     """An agent "cleaning up a stray dot-folder" must not wipe its work: the current
     branch is a link in `.helix/branches`, which rm does not follow."""
