@@ -18,6 +18,7 @@ Layout (64-bit inode numbers):
 
 from __future__ import annotations
 
+import errno
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,15 @@ if TYPE_CHECKING:
 ROOT_INODE = 1
 SLOT_BITS = 32
 VIRTUAL_FIRST = 2
+
+
+class StaleInode(NotFound):
+    """A number the kernel still holds but that no longer names anything here (its view
+    moved to other content). ESTALE, not ENOENT: Linux then walks the path again with
+    every name revalidated, so `open`/`stat` of a path just after a HEAD switch or an
+    outside reset find what the path is now, not a cached name of the old state."""
+
+    errno = errno.ESTALE
 
 
 @dataclass(eq=False, slots=True)
@@ -101,7 +111,7 @@ class InodeTable:
         try:
             return self._entries[ino]
         except KeyError:
-            raise NotFound(f"inode {ino} is not known (stale handle)") from None
+            raise StaleInode(f"inode {ino} is not known (stale handle)") from None
 
     def node(self, ino: int) -> NodeInode:
         found = self.get(ino)
@@ -186,7 +196,7 @@ class InodeTable:
         so a process inside it can still `cd ..`, as on a local disk."""
         found = self._buried.get(ino)
         if found is None:
-            raise NotFound(f"inode {ino} is not known (stale handle)")
+            raise StaleInode(f"inode {ino} is not known (stale handle)")
         return found
 
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
