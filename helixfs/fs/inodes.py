@@ -134,6 +134,13 @@ class InodeTable:
             self._numbers[path] = ino
         return ino
 
+    def renumber(self, ino: int) -> None:
+        """The `.helix/` folder numbered `ino` was deleted: one made again at its path is
+        another folder and gets another number. The kernel may still hold this one (a
+        shell inside it), marked deleted, and would refuse to create anything in it."""
+        for path in [path for path, number in self._numbers.items() if number == ino]:
+            del self._numbers[path]
+
     def virtual(self, path: tuple[bytes, ...], entry: object) -> VirtualInode:
         """The inode of a virtual `.helix/` entry (re-resolved on every lookup)."""
         ino = self.number_for(path)

@@ -89,6 +89,7 @@ class Views:
             self.inodes.orphan(entry)
         self._tell_gone(gone, paths)
         self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
+        self.inodes.renumber(view.root_ino)
 
     def switch_root(self, branch: str) -> None:
         """Show `branch` at the mount root (inode 1 stays the root)."""

@@ -126,6 +126,19 @@ async def test_rmdir_branch_and_refusal_for_current(client: Client) -> None:
     await expect_errno(errno.ENOENT, client.ops.rmdir(branches, b"nope", CTX))
 
 
+async def test_a_branch_folder_made_again_is_a_new_inode(client: Client) -> None:
+    """A shell may still be inside the deleted folder: the kernel holds its inode,
+    marked deleted, and would refuse every create in a new folder of the same number."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"again", 0o755, CTX)
+    first = await client.ino(".helix/branches/again")
+    await client.ops.rmdir(branches, b"again", CTX)
+    await client.ops.mkdir(branches, b"again", 0o755, CTX)
+    second = await client.ino(".helix/branches/again")
+    assert second != first
+    assert await client.ino(".helix/branches/again") == second  # stable while it lives
+
+
 async def test_rename_branch(client: Client) -> None:
     branches = await client.ino(".helix/branches")
     await client.ops.mkdir(branches, b"old", 0o755, CTX)

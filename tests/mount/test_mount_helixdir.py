@@ -276,6 +276,20 @@ def test_a_deleted_branch_folder_is_a_removed_folder_for_whoever_holds_it(
     assert done.stdout.split() == ["5", str(mnt.path / ".helix" / "branches")]
 
 
+def test_a_branch_made_again_while_a_shell_is_in_the_deleted_one_is_writable(
+    mnt: Mount,
+) -> None:
+    """The new folder had the deleted one's inode number, which the kernel still held
+    (the shell's cwd) marked deleted: every create in it failed with ENOENT."""
+    done = mnt.sh(
+        "mkdir .helix/branches/q && cd .helix/branches/q && rmdir ../q && mkdir ../q"
+        " && echo x > " + str(mnt.path / ".helix/branches/q/new") + " && echo created",
+        check=False,
+    )
+    assert done.stdout.strip() == "created", done.stderr
+    assert mnt.helix("cat", "q", "new").stdout == "x\n"
+
+
 def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) -> None:
     """An agent "cleaning up a stray dot-folder" must not wipe its work: the current
     branch is a link in `.helix/branches`, which rm does not follow."""
