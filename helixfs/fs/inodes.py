@@ -111,6 +111,8 @@ class InodeTable:
         try:
             return self._entries[ino]
         except KeyError:
+            if ino in self._buried:  # a removed folder: nothing in it, as on a local disk
+                raise NotFound(f"inode {ino} is a removed folder") from None
             raise StaleInode(f"inode {ino} is not known (stale handle)") from None
 
     def node(self, ino: int) -> NodeInode:

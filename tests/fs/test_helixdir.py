@@ -356,6 +356,20 @@ async def test_deleting_a_branch_with_pending_saves_leaves_no_work_ref(
     ops.close()
 
 
+async def test_a_folder_a_head_switch_removes_is_a_removed_folder_while_held(
+    client: Client,
+) -> None:
+    """As after `git checkout` on a local disk: the kernel still holds it (a shell's
+    cwd): it stats with st_nlink 0, and it has nothing in it (ENOENT, not ESTALE)."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    folder = await client.mkdir("only_on_main")
+    await write_virtual(client, ".helix/HEAD", b"b\n")
+    assert (await client.ops.getattr(folder, CTX)).st_nlink == 0
+    await expect_errno(errno.ENOENT, client.ops.opendir(folder, CTX))
+    await expect_errno(errno.ENOENT, client.ops.lookup(folder, b"x", CTX))
+
+
 async def open_in_branch(client: Client, branch: bytes, name: bytes) -> int:
     """A new file in `.helix/branches/BRANCH`, left open with b"before " written."""
     branches = await client.ino(".helix/branches")
