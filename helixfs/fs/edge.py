@@ -35,7 +35,7 @@ BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 # entries and attributes stay true; the timeout only bounds a missed case.
 WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
-DRAIN_STALL = 1.0  # seconds without a delivered invalidation before a switch stops waiting
+DRAIN_STALL = 0.1  # seconds without a delivered invalidation before a switch stops waiting
 
 
 class CrossDevice(HelixError):

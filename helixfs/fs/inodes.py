@@ -24,17 +24,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from helixfs.errors import HelixError, NotFound
+from helixfs.errors import NotFound
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
 
 
-class Stale(HelixError):
-    """A number or open file whose tree state was replaced (HEAD switch, reset, merge).
+class Stale(NotFound):
+    """A number the kernel still holds, or an open file, whose tree state was replaced
+    (HEAD switch, reset, merge): it names nothing here any more.
 
-    ESTALE, not ENOENT: on it the kernel walks the path again with fresh lookups, so a
-    process whose cached name still led to the old number finds what is there now.
+    ESTALE, not ENOENT: on it Linux walks the path again with every name revalidated, so
+    `open`/`stat` of a path just after a switch find what the path is now, not a cached
+    name of the old state.
     """
 
     errno = errno.ESTALE
@@ -107,11 +109,14 @@ class InodeTable:
     _slots: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _slot_next: dict[int, int] = field(default_factory=dict)
     _virtual_next: Iterator[int] = field(default_factory=lambda: itertools.count(VIRTUAL_FIRST))
+    _buried: dict[int, NodeInode] = field(default_factory=dict)
 
     def get(self, ino: int) -> Inode:
         try:
             return self._entries[ino]
         except KeyError:
+            if ino in self._buried:  # a removed folder: nothing in it, as on a local disk
+                raise NotFound(f"inode {ino} is a removed folder") from None
             raise Stale(f"inode {ino} is not known (stale handle)") from None
 
     def node(self, ino: int) -> NodeInode:
@@ -134,6 +139,13 @@ class InodeTable:
                 raise RuntimeError("virtual inode range exhausted")
             self._numbers[path] = ino
         return ino
+
+    def renumber(self, ino: int) -> None:
+        """The `.helix/` folder numbered `ino` was deleted: one made again at its path is
+        another folder and gets another number. The kernel may still hold this one (a
+        shell inside it), marked deleted, and would refuse to create anything in it."""
+        for path in [path for path, number in self._numbers.items() if number == ino]:
+            del self._numbers[path]
 
     def virtual(self, path: tuple[bytes, ...], entry: object) -> VirtualInode:
         """The inode of a virtual `.helix/` entry (re-resolved on every lookup)."""
@@ -182,10 +194,23 @@ class InodeTable:
 
     def orphan(self, entry: NodeInode) -> None:
         """Keep an entry of a dropped generation while descriptors hold it, detached (its
-        old node still answers getattr and reads), like an unlinked open file."""
+        old node still answers getattr and reads), like an unlinked open file. A
+        directory only the kernel holds (a shell's cwd) is buried instead."""
         if entry.opens:
             entry.detached = entry.superseded = True
             self._entries[entry.ino] = entry
+        elif entry.lookups and entry.node.is_dir():
+            entry.detached = entry.superseded = True
+            self._buried[entry.ino] = entry
+
+    def buried(self, ino: int) -> NodeInode:
+        """A directory gone with its generation that the kernel still holds: it answers
+        getattr as a removed directory would, and nothing else (get() does not know it),
+        so a process inside it can still `cd ..`, as on a local disk."""
+        found = self._buried.get(ino)
+        if found is None:
+            raise Stale(f"inode {ino} is not known (stale handle)")
+        return found
 
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
         """Keep `entry`'s number for `node` of the view's new generation."""
@@ -194,7 +219,7 @@ class InodeTable:
         self._entries[entry.ino] = entry
 
     def forget(self, ino: int, count: int) -> None:
-        found = self._entries.get(ino)
+        found = self._entries.get(ino) or self._buried.get(ino)
         if found is None:
             return
         found.lookups = max(0, found.lookups - count)
@@ -204,6 +229,7 @@ class InodeTable:
     def release_if_unused(self, entry: NodeInode) -> None:
         if entry.detached and entry.lookups == 0 and entry.opens == 0:
             self._entries.pop(entry.ino, None)
+            self._buried.pop(entry.ino, None)
             key = (entry.view.slot, id(entry.node))
             if self._by_node.get(key) is entry:
                 del self._by_node[key]

@@ -31,6 +31,7 @@ from helixfs.errors import (
     InvalidInput,
     IsADirectory,
     NotADirectory,
+    NotFound,
     NotPermitted,
     ReadOnly,
 )
@@ -213,7 +214,12 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        return self._attrs(self.inodes.get(inode))
+        try:
+            return self._attrs(self.inodes.get(inode))
+        except NotFound:
+            attrs = self._attrs(self.inodes.buried(inode))
+            attrs.st_nlink = 0
+            return attrs
 
     def _attrs(self, entry: NodeInode | VirtualInode) -> pyfuse3.EntryAttributes:
         if isinstance(entry, VirtualInode):
@@ -278,23 +284,30 @@ class Operations(pyfuse3.Operations):
 
     @fuse_errors
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        entry = self.inodes.get(inode)
+        handle = DirHandle(inode)
+        self._list(handle)
+        return self._handles.add(handle)
+
+    def _list(self, handle: DirHandle) -> None:
+        """Take the directory's listing now: at opendir, and again at rewinddir."""
+        entry = self.inodes.get(handle.ino)
         if isinstance(entry, VirtualInode):
-            if not isinstance(entry.entry, VirtualDir):
-                raise NotADirectory("not a directory")
-            return self._handles.add(DirHandle(inode, entry.entry.names()))
+            handle.names = self._virtual_dir(entry).names()
+            return
         if not entry.node.is_dir():
             raise NotADirectory("not a directory")
         listing = entry.worktree.listdir(entry.node)
-        if inode == ROOT_INODE:
+        if handle.ino == ROOT_INODE:
             listing = [(name, node) for name, node in listing if name != HELIX]
-        return self._handles.add(
-            DirHandle(inode, [name for name, _ in listing], [node for _, node in listing])
-        )
+        handle.names = [name for name, _ in listing]
+        handle.nodes = [node for _, node in listing]
 
     @fuse_errors
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         handle = self._handles.typed(fh, DirHandle)
+        if start_id == 0 and handle.listed:
+            self._list(handle)  # rewinddir: POSIX wants the directory as it is now
+        handle.listed = True
         parent = self.inodes.get(handle.ino)
         for index in range(start_id, len(handle.names)):
             name = handle.names[index]
@@ -309,11 +322,15 @@ class Operations(pyfuse3.Operations):
     def _listed_child(
         self, parent: NodeInode | VirtualInode, handle: DirHandle, index: int
     ) -> NodeInode | VirtualInode:
+        name = handle.names[index]
         if handle.nodes is None or not isinstance(parent, NodeInode):
-            return self._child(parent, handle.names[index])
-        return self.inodes.for_node(
-            parent.view, handle.nodes[index], parent.ino, handle.names[index]
-        )
+            return self._child(parent, name)
+        node = handle.nodes[index]
+        if node.parent is not parent.node or node.name != name:
+            # Removed, moved or replaced since opendir: readdirplus would make the kernel
+            # cache a name that no longer leads there, so list what the name is now.
+            return self._child(parent, name)
+        return self.inodes.for_node(parent.view, node, parent.ino, name)
 
     @fuse_errors
     async def releasedir(self, fh: int) -> None:

@@ -83,9 +83,13 @@ class Views:
             return
         if not view.readonly and not self._is_live(view.worktree):
             self.saver.forget(view.worktree)  # a late commit would resurrect work/NAME
-        for entry in self.inodes.drop_view_generation(view):
-            self.invalidator.entry(entry.parent, entry.name, entry.ino)
+        paths = _paths(self.inodes.in_view(view), view)
+        gone = self.inodes.drop_view_generation(view)
+        for entry in gone:  # open files and the kernel's folders stay, as removed ones
+            self.inodes.orphan(entry)
+        self._tell_gone(gone, paths)
         self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
+        self.inodes.renumber(view.root_ino)
 
     def switch_root(self, branch: str) -> None:
         """Show `branch` at the mount root (inode 1 stays the root)."""
@@ -138,6 +142,7 @@ class Views:
         same_branch = view.worktree is worktree
         view.worktree = worktree
         self.inodes.new_slot(view)
+        gone = []
         for entry in sorted(old, key=lambda e: len(paths.get(e.ino) or ())):
             node = None if entry.detached else _resolve(worktree, paths.get(entry.ino))
             if (
@@ -146,12 +151,21 @@ class Views:
                 or not _same_file(entry.node, node)
             ):
                 self.inodes.orphan(entry)
-                self.invalidator.entry(entry.parent, entry.name, entry.ino)
+                gone.append(entry)
                 continue
             if same_branch and entry.node.is_file():
                 self.follow_open(entry.node, node)
             self.inodes.remap(entry, view, node)
             self.invalidator.inode(entry.ino)
+        self._tell_gone(gone, paths)
+
+    def _tell_gone(self, gone: list[NodeInode], paths: dict[int, tuple[bytes, ...] | None]) -> None:
+        """Delete the kernel's names of `gone`, deepest first: the kernel refuses to
+        delete a directory that still has a name in use under it (ENOTEMPTY: an open
+        file), and a directory it was not told is gone, say a shell's cwd, answers
+        ENOENT to stat, `cd ..` and getcwd instead of being a deleted directory."""
+        for entry in sorted(gone, key=lambda e: len(paths.get(e.ino) or ()), reverse=True):
+            self.invalidator.entry(entry.parent, entry.name, entry.ino)
 
 
 def _paths(entries: list[NodeInode], view: View) -> dict[int, tuple[bytes, ...] | None]:

@@ -531,7 +531,9 @@ class Repository:
                     RefUpdate(work_ref(name), None, expected=ANY),
                 ],
             )
-            self._worktrees.pop(name, None)
+            tree = self._worktrees.pop(name, None)
+            if tree is not None:
+                tree.retire()
             self._notify(name)
             return cid
 
@@ -553,7 +555,10 @@ class Repository:
             if self.head_branch() == old:
                 refs.append(RefUpdate(HEAD, new.encode(), expected=old.encode()))
             self.store.write({}, refs)
-            self._worktrees.pop(old, None)
+            tree = self._worktrees.pop(old, None)
+            if tree is not None:  # the same state under the new name: open files follow
+                tree.branch = new
+                self._worktrees[new] = tree
             self._notify(old)
             self._notify(new)
 

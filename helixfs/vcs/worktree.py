@@ -85,6 +85,7 @@ class Worktree:
         self.repo = repo
         self.branch = branch
         self.readonly = commit is not None
+        self.retired = False  # its branch was deleted: see retire()
         self._fixed = commit
         self._lock = repo.lock
         self.reload()
@@ -684,10 +685,19 @@ class Worktree:
             if child.is_dir():
                 self._add_below(child, path + b"/" + name, changed)
 
+    def retire(self) -> None:
+        """The branch was deleted: what is still written here (a file held open in its
+        folder) is dropped at close, as in a removed folder on a local disk. A later save
+        would write work/BRANCH again, and a new branch of that name would show it."""
+        with self._lock:
+            self.retired = True
+
     def save(self, *, sync: bool = False) -> None:
         """Persist the live state now: after this returns, kill -9 loses nothing."""
         with self._lock:
             self._writable()
+            if self.retired:
+                return
             if not self._unsaved:
                 if sync:
                     self.repo.store.sync()
@@ -717,7 +727,7 @@ class Worktree:
         """Save and commit; None when the commit tree equals the head's."""
         with self._lock:
             self._writable()
-            if not self.dirty:
+            if not self.dirty or self.retired:
                 return None
             started = time.perf_counter_ns()
             objects = self._unwritten

@@ -52,6 +52,52 @@ async def test_readdir_offsets_resume_where_they_stopped(client: Client) -> None
     assert names == [f"f{i}".encode() for i in range(7)]
 
 
+async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
+    client: Client,
+) -> None:
+    """readdirplus makes the kernel cache each listed name: a name removed, moved away
+    or replaced since opendir must not come back pointing at its old file."""
+    for name in ("a", "b", "c", "d"):
+        await client.write_file(name, name.encode())
+    old_d = await client.ino("d")
+    got: list[tuple[bytes, int]] = []
+
+    def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
+        got.append((name, attrs.st_ino))
+        return True
+
+    client.ops.readdir_reply = reply
+    fh = await client.ops.opendir(ROOT, CTX)
+    await client.ops.unlink(ROOT, b"a", CTX)
+    await client.ops.rename(ROOT, b"b", ROOT, b"z", 0, CTX)
+    await client.ops.rename(ROOT, b"c", ROOT, b"d", 0, CTX)  # d is now c's file
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.ops.releasedir(fh)
+    assert got == [(b"d", await client.ino("d"))]
+    assert await client.ino("d") != old_d
+
+
+async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> None:
+    """POSIX: after rewinddir (readdir from offset 0 again on the same handle) the stream
+    refers to the directory's current state, as on a local disk."""
+    await client.write_file("old", b"")
+    got: list[bytes] = []
+
+    def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
+        got.append(name)
+        return True
+
+    client.ops.readdir_reply = reply
+    fh = await client.ops.opendir(ROOT, CTX)
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.write_file("new", b"")
+    await client.ops.unlink(ROOT, b"old", CTX)
+    got.clear()
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.ops.releasedir(fh)
+    assert got == [b"new"]
+
+
 async def test_helix_is_reachable_but_not_listed(client: Client) -> None:
     await client.write_file("x", b"")
     assert b".helix" not in await client.names()
@@ -212,7 +258,7 @@ async def test_unlinked_open_file_stays_readable(client: Client) -> None:
     await client.ops.release(fi.fh)
     await client.ops.forget([(ino, 2)])  # create + lookup
     assert await client.names() == []
-    await expect_errno(errno.ESTALE, client.ops.getattr(ino, CTX))
+    await expect_errno(errno.ESTALE, client.ops.getattr(ino, CTX))  # a number now unknown
 
 
 async def test_rename_over_an_existing_file(client: Client) -> None:

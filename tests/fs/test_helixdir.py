@@ -126,6 +126,19 @@ async def test_rmdir_branch_and_refusal_for_current(client: Client) -> None:
     await expect_errno(errno.ENOENT, client.ops.rmdir(branches, b"nope", CTX))
 
 
+async def test_a_branch_folder_made_again_is_a_new_inode(client: Client) -> None:
+    """A shell may still be inside the deleted folder: the kernel holds its inode,
+    marked deleted, and would refuse every create in a new folder of the same number."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"again", 0o755, CTX)
+    first = await client.ino(".helix/branches/again")
+    await client.ops.rmdir(branches, b"again", CTX)
+    await client.ops.mkdir(branches, b"again", 0o755, CTX)
+    second = await client.ino(".helix/branches/again")
+    assert second != first
+    assert await client.ino(".helix/branches/again") == second  # stable while it lives
+
+
 async def test_rename_branch(client: Client) -> None:
     branches = await client.ino(".helix/branches")
     await client.ops.mkdir(branches, b"old", 0o755, CTX)
@@ -355,6 +368,66 @@ async def test_deleting_a_branch_with_pending_saves_leaves_no_work_ref(
     assert repo.store.ref("work/gone") is None
     assert b"gone" not in await client.names(".helix/branches")
     ops.close()
+
+
+async def test_a_folder_a_head_switch_removes_is_a_removed_folder_while_held(
+    client: Client,
+) -> None:
+    """As after `git checkout` on a local disk: the kernel still holds it (a shell's
+    cwd): it stats with st_nlink 0, and it has nothing in it (ENOENT, not ESTALE)."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    folder = await client.mkdir("only_on_main")
+    await write_virtual(client, ".helix/HEAD", b"b\n")
+    assert (await client.ops.getattr(folder, CTX)).st_nlink == 0
+    await expect_errno(errno.ENOENT, client.ops.opendir(folder, CTX))
+    await expect_errno(errno.ENOENT, client.ops.lookup(folder, b"x", CTX))
+
+
+async def open_in_branch(client: Client, branch: bytes, name: bytes) -> int:
+    """A new file in `.helix/branches/BRANCH`, left open with b"before " written."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, branch, 0o755, CTX)
+    folder = (await client.ops.lookup(branches, branch, CTX)).st_ino
+    fi, _ = await client.ops.create(folder, name, 0o644, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, 0, b"before ")
+    return int(fi.fh)
+
+
+async def close(client: Client, fh: int) -> None:
+    await client.ops.flush(fh)
+    await client.ops.release(fh)
+
+
+async def test_a_file_held_open_in_a_deleted_branch_does_not_come_back(
+    client: Client,
+) -> None:
+    """Its close used to write work/BRANCH again: a new branch of the same name then
+    showed the deleted branch's file instead of the current state."""
+    repo = client.ops.repo
+    fh = await open_in_branch(client, b"gone", b"held")
+    branches = await client.ino(".helix/branches")
+    await client.ops.rmdir(branches, b"gone", CTX)
+    await client.ops.write(fh, 7, b"after")
+    await close(client, fh)
+    assert repo.store.ref("work/gone") is None
+    await client.ops.mkdir(branches, b"gone", 0o755, CTX)
+    assert b"held" not in await client.names(".helix/branches/gone")
+
+
+async def test_a_file_held_open_in_a_renamed_branch_is_saved_in_it(client: Client) -> None:
+    """As a file open in a folder `mv` renamed: its later writes and its close land under
+    the new name. They used to go to the old name's work ref, lost to the new name."""
+    repo = client.ops.repo
+    fh = await open_in_branch(client, b"old", b"held")
+    branches = await client.ino(".helix/branches")
+    await client.ops.rename(branches, b"old", branches, b"new", 0, CTX)
+    await client.ops.write(fh, 7, b"after")
+    await close(client, fh)
+    assert repo.read("new", b"held") == b"before after"
+    assert repo.store.ref("work/old") is None
+    await client.ops.mkdir(branches, b"old", 0o755, CTX)
+    assert b"held" not in await client.names(".helix/branches/old")
 
 
 async def test_writes_to_a_file_held_across_a_reset_fail_cleanly(client: Client) -> None:

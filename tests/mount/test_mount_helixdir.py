@@ -202,6 +202,31 @@ def test_a_head_switch_shows_at_once(mnt: Mount, switch: str) -> None:
     assert done.stdout.strip() == "ok"
 
 
+SWITCH_THEN_READ = """
+import collections
+seen = collections.Counter()
+for i in range(100):
+    branch = 'b' if i % 2 == 0 else 'main'
+    with open('.helix/HEAD', 'w') as head:
+        head.write(branch)
+    try:
+        seen[open('dir/f').read().strip() == branch] += 1
+    except OSError as exc:
+        seen[exc.strerror] += 1
+print(dict(seen))
+"""
+
+
+def test_paths_right_after_a_head_write_lead_to_the_new_branch(mnt: Mount) -> None:
+    """`echo b > .helix/HEAD && cat dir/f` reads b's file. The kernel drops the old
+    branch's names a little after the close of HEAD returns; a path used at once could
+    meet one, whose inode the switch had dropped: ENOENT, about one time in three."""
+    mnt.sh("mkdir dir && echo main > dir/f && mkdir .helix/branches/b")
+    mnt.sh("echo b > .helix/branches/b/dir/f")
+    done = mnt.sh(f'python3 -c "{SWITCH_THEN_READ}"', timeout=120)
+    assert done.stdout.strip() == "{True: 100}"
+
+
 def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     """Issue 3: after a HEAD switch open files keep working or fail cleanly.
 
@@ -224,6 +249,81 @@ def test_open_files_survive_a_head_switch(mnt: Mount) -> None:
     old_fd, new_open = done.stdout.splitlines()
     assert old_fd in ("on-main", "error 5", "error 116")  # its old content, or a clean error
     assert new_open == "on-b"
+
+
+CWD_IN_A_FOLDER_THE_SWITCH_REMOVES = """
+import os, time
+os.chdir('gone')
+held = open('child.txt')  # an open file under the folder
+open('../.helix/HEAD', 'w').write('b')
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:  # until the kernel hears of the switch
+    try:
+        if os.stat('.').st_nlink == 0:
+            break
+    except OSError as exc:
+        print('stat', exc.strerror)
+        break
+    time.sleep(0.05)
+os.chdir('..')
+print(os.getcwd())
+"""
+
+
+def test_a_shell_in_a_folder_a_head_switch_removes_can_leave_it(mnt: Mount) -> None:
+    """As after `git checkout` on a local disk: the cwd is a removed folder (stat gives
+    st_nlink 0) and `cd ..` works. It used to be an unknown inode: stat, getcwd and
+    `cd ..` failed with ENOENT, so the shell was stuck."""
+    mnt.sh("mkdir .helix/branches/b && mkdir gone && echo c > gone/child.txt")
+    done = mnt.sh(f'python3 -c "{CWD_IN_A_FOLDER_THE_SWITCH_REMOVES}"', timeout=60)
+    assert done.stdout.strip() == str(mnt.path)
+
+
+CWD_IN_A_DELETED_BRANCH = """
+import os, time
+branches = os.path.abspath('.helix/branches')
+os.makedirs('.helix/branches/b/sub')
+held = os.open('.helix/branches/b/held', os.O_RDWR | os.O_CREAT, 0o644)
+os.write(held, b'12345')
+os.chdir('.helix/branches/b/sub')
+os.rmdir(os.path.join(branches, 'b'))
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:  # until the kernel hears of the delete
+    try:
+        if os.stat('.').st_nlink == 0:
+            break
+    except OSError as exc:
+        print('stat', exc.strerror)
+        break
+    time.sleep(0.05)
+print(os.fstat(held).st_size)
+os.chdir('..')
+os.chdir('..')
+print(os.getcwd())
+"""
+
+
+def test_a_deleted_branch_folder_is_a_removed_folder_for_whoever_holds_it(
+    mnt: Mount,
+) -> None:
+    """fstat of a file held open in it, and `cd ..` out of it, work as in a removed
+    folder on a local disk; both used to fail with ENOENT."""
+    done = mnt.sh(f'python3 -c "{CWD_IN_A_DELETED_BRANCH}"', timeout=60)
+    assert done.stdout.split() == ["5", str(mnt.path / ".helix" / "branches")]
+
+
+def test_a_branch_made_again_while_a_shell_is_in_the_deleted_one_is_writable(
+    mnt: Mount,
+) -> None:
+    """The new folder had the deleted one's inode number, which the kernel still held
+    (the shell's cwd) marked deleted: every create in it failed with ENOENT."""
+    done = mnt.sh(
+        "mkdir .helix/branches/q && cd .helix/branches/q && rmdir ../q && mkdir ../q"
+        " && echo x > " + str(mnt.path / ".helix/branches/q/new") + " && echo created",
+        check=False,
+    )
+    assert done.stdout.strip() == "created", done.stderr
+    assert mnt.helix("cat", "q", "new").stdout == "x\n"
 
 
 def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) -> None:
