@@ -9,6 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pyfuse3
 import pytest
 from mount_harness import (
     HELIX,
@@ -22,6 +23,7 @@ from mount_harness import (
 )
 
 from helixfs.daemon.control import forward
+from helixfs.daemon.fuseloop import KNOWN_VERSIONS
 from helixfs.daemon.lock import is_locked
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
@@ -273,4 +275,6 @@ def test_the_daemon_reads_queued_requests_without_waiting(make_mount: MountFacto
     assert mnt.sh("cat t/f* | wc -l").stdout.strip() == "300"
     mnt.sh("rm -rf t")
     assert mnt.stop() == 0
-    assert "a queued FUSE request is read without waiting" in "".join(mnt.output)
+    known = pyfuse3.__version__.startswith(KNOWN_VERSIONS)  # a newer one keeps its own wait
+    said = "a queued FUSE request is read without waiting" if known else "keeping its own wait"
+    assert said in "".join(mnt.output)
