@@ -184,7 +184,7 @@ class InodeTable:
 
     def drop_view_generation(self, view: View) -> list[NodeInode]:
         """Unmap every node of the view's current slot (numbers the kernel still holds
-        answer ENOENT until `remap` gives them a node again); returns what was mapped."""
+        answer ESTALE until `remap` gives them a node again); returns what was mapped."""
         old = self.in_view(view)
         for entry in old:
             del self._by_node[(view.slot, id(entry.node))]

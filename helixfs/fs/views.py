@@ -88,7 +88,7 @@ class Views:
         for entry in gone:  # open files and the kernel's folders stay, as removed ones
             self.inodes.orphan(entry)
         self._tell_gone(gone, paths)
-        self.inodes.new_slot(view)  # numbers the kernel still holds now answer ENOENT
+        self.inodes.new_slot(view)  # numbers the kernel still holds now answer ESTALE
         self.inodes.renumber(view.root_ino)
 
     def switch_root(self, branch: str) -> None:
