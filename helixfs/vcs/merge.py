@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import MergeConflict
 from helixfs.ids import CommitId, ObjectId, hex_id
-from helixfs.store import ANY, RefUpdate
+from helixfs.store import RefUpdate
 from helixfs.vcs.content import ContentReader, pack_bytes
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
-from helixfs.vcs.refs import branch_ref, work_ref
+from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import EMPTY_TREE_ID, find, show_path
 
 if TYPE_CHECKING:
@@ -368,14 +368,10 @@ def merge_branches(
     if theirs in bases:  # then it is the only one
         return MergeResult("up-to-date", ours)
     if ours in bases:
-        # the saved work tree moves too, keeping only its editor temp files (ADR 0019):
-        # left behind, it would show the old files and the next save would revert this
         objects: dict[ObjectId, bytes] = {}
-        old, new = repo.commit_info(ours).tree, repo.commit_info(theirs).tree
-        work = repo._carried_work(target, old, new, objects)
         refs = [
             RefUpdate(branch_ref(target), theirs, expected=ours),
-            RefUpdate(work_ref(target), work, expected=ANY),
+            repo._work_follows(target, ours, theirs, objects),
         ]
         repo.store.write(objects, refs, uncompressed=uncompressed(objects))
         return MergeResult("fast-forward", theirs)

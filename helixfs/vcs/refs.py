@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from helixfs.errors import InvalidName
+from helixfs.vcs.treeops import show_path
 
 HEAD = "HEAD"
 BRANCHES = "branches/"
@@ -28,9 +29,9 @@ def check_name(name: object, what: str = "branch") -> str:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # surrogate escapes: bytes from argv that are not UTF-8
-        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        shown = show_path(name.encode("utf-8", "surrogateescape"))
         raise InvalidName(f"{what} name '{shown}' is not valid UTF-8") from None
-    if len(name.encode("utf-8", "surrogateescape")) > 200:
+    if len(name.encode("utf-8")) > 200:
         raise InvalidName(f"{what} name is longer than 200 bytes: {name[:40]!r}...")
     if name[0] in ".-" or name in (HEAD, "@"):
         # `@` is revision syntax for HEAD: a branch of that name could never be named

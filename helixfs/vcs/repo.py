@@ -405,12 +405,9 @@ class Repository:
             ]
             objects: dict[ObjectId, bytes] = {}
             for branch in branches:
-                # the saved work tree follows the move, keeping only its temp files
                 old = self.store.ref(branch_ref(branch))
-                base = self.commit_info(CommitId(old)).tree if old else EMPTY_TREE_ID
-                new = self.commit_info(targets[BRANCHES + branch]).tree
-                work = self._carried_work(branch, base, new, objects)
-                updates.append(RefUpdate(work_ref(branch), work, expected=ANY))
+                was = CommitId(old) if old else None
+                updates.append(self._work_follows(branch, was, targets[BRANCHES + branch], objects))
             self.store.write(objects, updates, uncompressed=uncompressed(objects))
             for branch in branches:
                 self._moved(branch)
@@ -478,6 +475,21 @@ class Repository:
         )
         self._remember(Commit(*fields, id=cid))
         return cid
+
+    def _work_follows(
+        self,
+        branch: str,
+        old: CommitId | None,
+        new: CommitId,
+        objects: dict[ObjectId, bytes],
+    ) -> RefUpdate:
+        """The update of `branch`'s saved work tree for a move of the branch from commit
+        `old` to `new` (reset, fast-forward, ref moves): left behind, the mount would show
+        the old files and its next save would undo the move. Only its editor temp files
+        are carried over (ADR 0019); their records go to `objects`."""
+        base = self.commit_info(old).tree if old is not None else EMPTY_TREE_ID
+        work = self._carried_work(branch, base, self.commit_info(new).tree, objects)
+        return RefUpdate(work_ref(branch), work, expected=ANY)
 
     def _carried_work(
         self, branch: str, old: ObjectId, new: ObjectId, objects: dict[ObjectId, bytes]
@@ -601,17 +613,11 @@ class Repository:
             self._settle(name)
             head = self._branch_head(name)
             objects: dict[ObjectId, bytes] = {}
-            work = self._carried_work(
-                name, self.commit_info(head).tree, self.commit_info(target).tree, objects
-            )
-            self.store.write(
-                objects,
-                [
-                    RefUpdate(branch_ref(name), target, expected=head),
-                    RefUpdate(work_ref(name), work, expected=ANY),
-                ],
-                uncompressed=uncompressed(objects),
-            )
+            refs = [
+                RefUpdate(branch_ref(name), target, expected=head),
+                self._work_follows(name, head, target, objects),
+            ]
+            self.store.write(objects, refs, uncompressed=uncompressed(objects))
             self._moved(name)
             return target
 

@@ -303,14 +303,14 @@ def _export_tree(
             counts.dirs += 1
             os.mkdir(target, 0o700)
             _export_tree(repo, entry.oid, target, counts, progress)
-            _finish(target, entry, dir_mode=True)
+            _finish(target, entry)
         elif entry.is_symlink():
             os.symlink(repo.contents.read(entry.oid), target)
             os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
             counts.files += 1
         else:
             counts.bytes += _write_file(repo, entry.oid, target)
-            _finish(target, entry, dir_mode=False)
+            _finish(target, entry)
             counts.files += 1
             progress(1)
 
@@ -335,7 +335,7 @@ def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes]:
         yield repo.contents.read(oid, starts[i], starts[i + 1] - starts[i])
 
 
-def _finish(target: bytes, entry: TreeEntry, *, dir_mode: bool) -> None:
+def _finish(target: bytes, entry: TreeEntry) -> None:
     for key, value in entry.xattrs:
         try:
             os.setxattr(target, key, value)
