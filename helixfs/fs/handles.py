@@ -116,4 +116,5 @@ class HandleTable:
         return self._handles.pop(fh, None)
 
     def files(self) -> list[FileHandle]:
-        return [h for h in self._handles.values() if isinstance(h, FileHandle)]
+        """Open files; safe from another thread (gc's): the table is copied first."""
+        return [h for h in list(self._handles.values()) if isinstance(h, FileHandle)]

@@ -44,6 +44,7 @@ from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
 from helixfs.fs.writes import Writes
+from helixfs.ids import ObjectId
 from helixfs.vcs.node import check_name_length
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ class Operations(pyfuse3.Operations):
         self._handles = HandleTable()
         self._digests = xattrs.ContentDigests()
         self._unsubscribe = repo.subscribe(self._ref_moved)
+        self._release_in_use = repo.keep_in_use(self._open_content)
         self._started_ns = time.time_ns()
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
 
@@ -127,6 +129,15 @@ class Operations(pyfuse3.Operations):
         self.invalidator.stop()
         self._unsubscribe()
         self._unsubscribe = lambda: None
+        self._release_in_use()
+        self._release_in_use = lambda: None
+
+    def _open_content(self) -> list[ObjectId]:
+        """The stored content open descriptors read (a spool reads its unwritten bytes
+        from its node's content too): gc keeps it even where no ref reaches it any more,
+        in a deleted branch or a commit a reset left behind. Called by gc on a worker
+        thread: `files()` copies the handle table in one step, under the GIL."""
+        return [h.node.oid for h in self._handles.files() if h.node.oid is not None]
 
     def _follow_open(self, old: Node, new: Node) -> None:
         """Views.regenerate: a file its branch's reload left as it was got a new node;

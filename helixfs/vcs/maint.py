@@ -8,7 +8,7 @@ damaged store can be assessed in one run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -90,11 +90,14 @@ def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
             yield name, ObjectId(value)
 
 
-def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
-    """Every object reachable from a ref. A chunked file's chunks are blobs, which point
-    at nothing: they are marked without being read (most of a store's bytes)."""
+def mark(
+    repo: Repository, progress: Progress = None, in_use: Iterable[ObjectId] = ()
+) -> set[ObjectId]:
+    """Every object reachable from a ref or from `in_use`. A chunked file's chunks are
+    blobs, which point at nothing: they are marked without being read (most of a
+    store's bytes)."""
     reachable: set[ObjectId] = set()
-    stack = [oid for _, oid in _roots(repo)] + list(CONSTANTS)
+    stack = [oid for _, oid in _roots(repo)] + list(CONSTANTS) + list(in_use)
     while stack:
         oid = stack.pop()
         if oid in reachable:
@@ -113,8 +116,10 @@ def mark(repo: Repository, progress: Progress = None) -> set[ObjectId]:
     return reachable
 
 
-def gc(repo: Repository, dry_run: bool, progress: Progress = None) -> GcReport:
-    reachable = mark(repo)
+def gc(
+    repo: Repository, dry_run: bool, progress: Progress = None, in_use: Iterable[ObjectId] = ()
+) -> GcReport:
+    reachable = mark(repo, in_use=in_use)
     all_ids = list(repo.store.ids())
     doomed: list[ObjectId] = []
     logical = 0

@@ -16,7 +16,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -86,6 +86,7 @@ class Repository:
         self._commits: dict[CommitId, Commit] = {}
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
+        self._in_use: list[Callable[[], Iterable[ObjectId]]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -199,6 +200,13 @@ class Repository:
         """Call `callback(branch)` after a ref moves outside that branch's own worktree."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback)
+
+    def keep_in_use(self, source: Callable[[], Iterable[ObjectId]]) -> Callable[[], None]:
+        """Have gc keep the objects `source()` names, with all they reference: content a
+        mount still serves (a file open in a deleted branch, in the view of a commit a
+        reset left behind) that no ref reaches any more. Returns the undo."""
+        self._in_use.append(source)
+        return lambda: self._in_use.remove(source)
 
     def _notify(self, branch: str) -> None:
         for listener in list(self._listeners):
@@ -652,7 +660,8 @@ class Repository:
         with self.lock:
             for tree in self._worktrees.values():
                 tree.save()
-            return maint.gc(self, dry_run, progress)
+            in_use = [oid for source in self._in_use for oid in source()]
+            return maint.gc(self, dry_run, progress, in_use)
 
     def fsck(self, progress: Callable[[int, int], None] | None = None) -> maint.FsckReport:
         with self.lock:

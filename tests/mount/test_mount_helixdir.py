@@ -308,6 +308,44 @@ def test_a_deleted_branch_folder_is_a_removed_folder_for_whoever_holds_it(
     assert done.stdout.split() == ["5", str(mnt.path / ".helix" / "branches")]
 
 
+def test_gc_keeps_what_open_descriptors_read_in_a_deleted_branch(mnt: Mount) -> None:
+    """`helix gc` used to delete the content of files still open in a branch deleted
+    meanwhile: their next read failed with ENOENT. An unlinked file stays readable
+    through its descriptor, and so does a file of a deleted branch."""
+    side = mnt.path / ".helix/branches/side"
+    os.mkdir(side)
+    big, small = os.urandom(300_000), b"only on side\n"  # chunked, and a plain blob
+    (side / "big.bin").write_bytes(big)
+    (side / "small.txt").write_bytes(small)
+    reader = os.open(side / "big.bin", os.O_RDONLY)
+    writer = os.open(side / "small.txt", os.O_RDWR)
+    try:
+        os.pwrite(writer, b"ONLY", 0)  # spooled: the rest still reads the stored content
+        os.rmdir(side)
+        mnt.helix("gc")
+        assert os.pread(reader, len(big) + 1, 0) == big
+        assert os.pread(writer, 100, 0) == b"ONLY on side\n"
+    finally:
+        os.close(reader)
+        os.close(writer)
+    assert mnt.helix("fsck").returncode == 0
+
+
+def test_gc_keeps_a_file_open_in_the_view_of_a_commit_a_reset_left_behind(mnt: Mount) -> None:
+    (mnt.path / "f.txt").write_bytes(b"v1 only\n")
+    left_behind = mnt.log()[0]["id"]
+    (mnt.path / "f.txt").write_bytes(b"v2\n")
+    fd = os.open(mnt.path / f".helix/commits/{left_behind}/f.txt", os.O_RDONLY)
+    try:
+        mnt.helix("reset", "--hard", mnt.log()[-1]["id"])
+        mnt.helix("gc")
+        assert os.pread(fd, 100, 0) == b"v1 only\n"
+    finally:
+        os.close(fd)
+    mnt.helix("gc")  # closed: now it goes
+    assert mnt.helix("cat", left_behind, "f.txt", check=False).returncode == 1
+
+
 def test_a_branch_made_again_while_a_shell_is_in_the_deleted_one_is_writable(
     mnt: Mount,
 ) -> None:

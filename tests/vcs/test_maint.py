@@ -76,6 +76,28 @@ def test_gc_after_reset_drops_abandoned_commits(repo: Repository, store: Countin
     assert repo.fsck().ok
 
 
+def test_gc_keeps_what_is_in_use_until_released(repo: Repository, store: CountingStore) -> None:
+    """A mount names the content its open files read (keep_in_use): gc keeps it, and
+    all it references, while no ref reaches it; released, it goes."""
+    import os
+
+    repo.create_branch("side")
+    repo.commit({"big": os.urandom(3 << 20), "small": b"side only"}, "side", branch="side")
+    tree = repo.commit_info("side").tree
+    big = repo.entry("side", "big")
+    assert big is not None
+    chunks = repo.contents.chunks(big.oid)
+    assert chunks is not None
+    repo.delete_branch("side")
+    release = repo.keep_in_use(lambda: [tree])
+    repo.gc()
+    assert store.contains(tree) and all(store.contains(c) for c in chunks[1])
+    assert repo.trees.get(tree).names == (b"big", b"small")
+    release()
+    repo.gc()
+    assert not store.contains(tree) and not store.contains(chunks[1][0])
+
+
 def test_fsck_clean_store(repo: Repository) -> None:
     repo.commit({"a": b"1"}, "one")
     calls: list[tuple[int, int]] = []
