@@ -107,3 +107,15 @@ class Busy(HelixError):
     """The target is in use: e.g. deleting the branch the mount currently shows."""
 
     errno = errno.EBUSY
+
+
+class StoreFull(HelixError):
+    """The disk holding the store has no room for a write: nothing of it was stored."""
+
+    errno = errno.ENOSPC
+
+
+class DiskFailed(HelixError):
+    """The disk refused a write of the store (an I/O error): nothing of it was stored."""
+
+    errno = errno.EIO

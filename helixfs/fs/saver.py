@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 0.3
+RETRY_SECONDS = 5.0  # a commit the store refused (a full disk) is tried again this late
 
 
 @dataclass
@@ -109,16 +110,35 @@ class Saver:
         self._unpersisted.discard(id(worktree))
 
     def flush_now(self) -> None:
-        """Commit everything pending (daemon shutdown)."""
+        """Commit everything pending (daemon shutdown); one branch the store refuses
+        does not keep the others from being committed."""
         while self._pending:
             _, entry = self._pending.popitem()
-            self._commit(entry.worktree, entry.meta)
+            try:
+                self._commit(entry.worktree, entry.meta)
+            except HelixError as exc:
+                log.error(
+                    "branch %s: pending changes lost at unmount: %s", entry.worktree.branch, exc
+                )
 
     def commit_due(self, now: float) -> None:
         for key, entry in list(self._pending.items()):
             if entry.deadline <= now:
                 del self._pending[key]
-                self._commit(entry.worktree, entry.meta)
+                try:
+                    self._commit(entry.worktree, entry.meta)
+                except HelixError as exc:
+                    # Not even saved (the disk is full): kept pending and tried again,
+                    # so the changes land once there is room. The timer must live on:
+                    # the mount dies with it.
+                    log.warning(
+                        "branch %s: pending changes not saved, retrying in %.0f s: %s",
+                        entry.worktree.branch,
+                        RETRY_SECONDS,
+                        exc,
+                    )
+                    entry.deadline = now + RETRY_SECONDS
+                    self._pending.setdefault(key, entry)
 
     @property
     def pending(self) -> int:
@@ -143,8 +163,10 @@ class Saver:
         try:
             if worktree.commit(meta=meta or None) is not None:
                 self.commits += 1
-        except HelixError:
+        except HelixError as exc:
             # Saved (work/BRANCH), nothing is lost: the next save, or the recovery on the
-            # next open, commits it.
-            log.exception("commit of branch %s failed; its state stays saved", worktree.branch)
+            # next open, commits it. If saving fails too, the caller hears of it.
+            log.warning(
+                "commit of branch %s failed, saving its state instead: %s", worktree.branch, exc
+            )
             worktree.save()

@@ -71,6 +71,7 @@ from helixfs.store.rocksdb_open import (
     RELOCATE_AT_GARBAGE,
     blob_garbage_ratio,
     claim_owner,
+    disk_error,
     disk_usage,
     forget_owner,
     open_db,
@@ -78,6 +79,7 @@ from helixfs.store.rocksdb_open import (
     scan,
     unchecked_reads,
 )
+from helixfs.store.space import SpaceGuard
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
@@ -94,6 +96,7 @@ OLDER_FORMATS = (b"1",)  # no `bodies` yet: nothing to convert, the marker is ra
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 REF_CACHE_LIMIT = 4096  # refs cached, present or absent
+REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
 
@@ -141,6 +144,7 @@ class RocksStore:
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
         self._db = open_db(self.path)
+        self._space = SpaceGuard(self.path)
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
         self._objects_cf = self._db.get_column_family("objects")
@@ -236,6 +240,7 @@ class RocksStore:
         hints = delta_bases or {}
         with self._lock:
             planned = plan_refs(refs, self.ref)
+            self._space.claim(sum(map(len, objects.values())) + REF_WRITE_BYTES * len(refs))
             batch = rocksdict.WriteBatch(raw_mode=True)
             fresh: dict[ObjectId, Known] = {}
             edges: list[tuple[ObjectId, ObjectId]] = []
@@ -352,12 +357,15 @@ class RocksStore:
         make them reachable) they are flushed to their files: a write that returns
         never points at objects a crash could take back.
         """
-        if bulk:
-            self._db.write(batch, self._bulk_write)
-            self._unlogged = True
-            return
-        self._flush_bulk()
-        self._db.write(batch, self._sync_write if sync else None)
+        try:
+            if bulk:
+                self._db.write(batch, self._bulk_write)
+                self._unlogged = True
+                return
+            self._flush_bulk()
+            self._db.write(batch, self._sync_write if sync else None)
+        except Exception as err:
+            raise disk_error(self.path, err) from err
 
     def _flush_bulk(self) -> None:
         if self._unlogged:
@@ -368,8 +376,11 @@ class RocksStore:
     def sync(self) -> None:
         self._check_open()
         with self._lock:
-            self._flush_bulk()
-            self._db.flush_wal(True)
+            try:
+                self._flush_bulk()
+                self._db.flush_wal(True)
+            except Exception as err:
+                raise disk_error(self.path, err) from err
 
     def compact(self) -> None:
         """Flush memtables and rewrite everything (gc calls it after deleting).
@@ -386,14 +397,17 @@ class RocksStore:
             rocksdict.BottommostLevelCompaction.force_optimized()
         )
         with self._lock:
-            self._db.flush(True)
-            self._flush_bulk()
-            for name in COLUMN_FAMILIES:
-                self._db.get_column_family(name).compact_range(None, None, everything)
-            for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
-                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
-                    with relocating_blobs(family):
-                        family.compact_range(None, None, everything)
+            try:
+                self._db.flush(True)
+                self._flush_bulk()
+                for name in COLUMN_FAMILIES:
+                    self._db.get_column_family(name).compact_range(None, None, everything)
+                for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
+                    if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
+                        with relocating_blobs(family):
+                            family.compact_range(None, None, everything)
+            except Exception as err:
+                raise disk_error(self.path, err) from err
 
     # ------------------------------------------------------------------ stats, lifecycle
 

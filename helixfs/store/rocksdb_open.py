@@ -6,6 +6,7 @@ texts, measured and chosen once, while rocks.py is about frames, deltas and refs
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import rocksdict
 
-from helixfs.errors import InvalidInput, StoreLocked
+from helixfs.errors import DiskFailed, HelixError, InvalidInput, StoreFull, StoreLocked
+
+log = logging.getLogger(__name__)
 
 OWNER_FILE = "OWNER"
 COLUMN_FAMILIES = ("objects", "bodies", "refs", "meta")
@@ -55,6 +58,25 @@ def open_db(path: Path) -> rocksdict.Rdict:
         if "LOCK" in text and ("lock" in text.lower() or "unavailable" in text):
             raise StoreLocked(locked_message(path)) from None
         raise InvalidInput(f"cannot open store at {path}: {text}") from err
+
+
+def disk_error(path: Path, err: Exception) -> HelixError:
+    """A failed RocksDB write (rocksdict raises a bare Exception with RocksDB's status
+    text) as StoreFull or DiskFailed, so that a mount answers ENOSPC or EIO and lives on.
+
+    After such an error RocksDB refuses every write until the store is opened again:
+    the space guard (store/space.py) exists so that it never sees a full disk.
+    """
+    if isinstance(err, HelixError):
+        return err
+    text = str(err)
+    log.error("store %s: RocksDB failed a write: %s", path, text)
+    if "No space left" in text:
+        return StoreFull(
+            f"the disk of store {path} is full; RocksDB now refuses writes until the "
+            f"store is opened again (free space, then remount): {text}"
+        )
+    return DiskFailed(f"the disk of store {path} failed a write: {text}")
 
 
 def locked_message(path: Path) -> str:

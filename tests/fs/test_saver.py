@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
+import pyfuse3
+import pytest
 import trio
 import trio.testing
 from fs_client import CTX, ROOT, Client, make_ops
 
+from helixfs.fs import saver
 from helixfs.fs.operations import Operations
+from helixfs.store import space
 from helixfs.vcs.repo import Repository
 
 
@@ -243,3 +248,40 @@ async def test_close_stores_files_still_open_and_is_idempotent(repo: Repository)
     ops.close()
     ops.close()
     assert repo.read("HEAD", b"open.txt") == b"unflushed"
+
+
+def test_a_commit_the_full_disk_refuses_is_tried_again_once_there_is_room(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timer task used to die with the refused commit, and the whole mount with it."""
+    free = {"bytes": 10 << 30}
+    real_statvfs = os.statvfs
+
+    def statvfs(path: str | Path) -> os.statvfs_result:
+        found = list(real_statvfs(path))
+        found[4] = free["bytes"] // found[1]  # f_bavail, in f_frsize units
+        return os.statvfs_result(found)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(space, "RECHECK_SECONDS", 0.0)  # look at the disk on every write
+    ops = make_ops(repo, window=0.5)
+    client = Client(ops)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.saver.run)
+            before = commits(repo)
+            await client.write_file("a", b"saved while there was room")
+            free["bytes"] = space.RESERVE_BYTES  # full before the quiet window ends
+            with pytest.raises(pyfuse3.FUSEError) as refused:
+                await client.write_file("b", b"no room for me")
+            assert refused.value.errno == errno.ENOSPC
+            await trio.sleep(1)
+            assert commits(repo) == before and ops.saver.pending == 1
+            free["bytes"] = 10 << 30
+            await trio.sleep(saver.RETRY_SECONDS)
+            assert commits(repo) == before + 1 and ops.saver.pending == 0
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert repo.read("HEAD", b"a") == b"saved while there was room"

@@ -1,0 +1,85 @@
+"""A full disk under the store: saves fail with ENOSPC, the mount lives on, and saves
+work again once space is freed. Before, the first refused write took the daemon down
+(the mount vanished, later writes went into the bare mount point), and RocksDB refused
+every write after it until the store was opened again."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mount_harness import HELIX, MountFactory, helix, is_mounted, wait_until
+
+pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
+
+DISK_MB = 160  # the store keeps 64 MiB free (store/space.py)
+FILE_BYTES = 4_000_000
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs (the tests run as root: CI does, and FUSE mounts need it here)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a small tmpfs for the full-disk test: {done.stderr}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(folder: Path, stop_at: int) -> tuple[dict[str, bytes], OSError | None]:
+    """Write files until the disk refuses one: the files whose close returned, and
+    the refusal."""
+    written: dict[str, bytes] = {}
+    for n in range(stop_at):
+        data = os.urandom(FILE_BYTES)
+        try:
+            with open(folder / f"f{n}.bin", "wb") as out:
+                out.write(data)
+        except OSError as exc:
+            return written, exc
+        written[f"f{n}.bin"] = data
+    return written, None
+
+
+@pytest.mark.parametrize("quiet_window_ms", [0, 300])
+def test_a_full_disk_gives_enospc_and_the_mount_recovers_when_space_is_freed(
+    make_mount: MountFactory, small_disk: Path, quiet_window_ms: int
+) -> None:
+    filler = small_disk / "filler"
+    filler.write_bytes(os.urandom(40 << 20))
+    store = small_disk / "store"
+    helix("init", store)
+    mnt = make_mount(quiet_window_ms, store=store)
+    try:
+        written, refused = fill(mnt.path, stop_at=2 * DISK_MB * 1_000_000 // FILE_BYTES)
+        assert refused is not None and refused.errno == errno.ENOSPC, refused
+        assert written, "the disk refused even the first file"
+        assert is_mounted(mnt.path), "the daemon died on a full disk"
+        for name, data in written.items():
+            assert (mnt.path / name).read_bytes() == data
+        assert mnt.helix("log", "-n", "1").returncode == 0
+
+        filler.unlink()  # room again: the next save works, without a remount
+        (mnt.path / "after.txt").write_text("saved once there was room\n")
+        wait_until(lambda: "after.txt" in mnt.helix("log", "-n", "1").stdout, what="commit")
+        assert (mnt.path / "after.txt").read_text() == "saved once there was room\n"
+    finally:
+        assert mnt.stop() == 0, "".join(mnt.output)
+    assert helix("--store", store, "fsck").returncode == 0
+    for name, data in written.items():
+        stored = subprocess.run(
+            [*HELIX, "--store", str(store), "cat", "HEAD", name], capture_output=True, check=True
+        )
+        assert stored.stdout == data
