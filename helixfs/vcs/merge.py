@@ -10,7 +10,9 @@ Line merge: both sides are diffed against the base (difflib); hunks that overlap
 touch are a conflict unless both sides made the very same edit. Binary files, type
 changes (file vs directory) and modify/delete are conflicts too (ours is kept, or the
 side that still has the file, and the path is listed). A folder deleted on one side
-and changed on the other is merged file by file, as git does.
+and changed on the other is merged file by file, as git does. A file one side renamed
+(same or similar content under a new name, `renames.py`) and the other edited is
+merged under its new name, as git's rename detection does.
 
 Criss-cross histories have several best common ancestors. As git's recursive merge
 does, they are merged with one another first (pairwise, recursively) into a virtual
@@ -29,13 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from helixfs.errors import MergeConflict
+from helixfs.errors import MergeConflict, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
-from helixfs.vcs.content import ContentReader, pack_bytes
+from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
-from helixfs.vcs.treeops import EMPTY_TREE_ID, find, show_path
+from helixfs.vcs.renames import renames
+from helixfs.vcs.treeops import EMPTY_TREE_ID, Trees, find, show_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -263,6 +266,56 @@ class _TreeMerger:
             return None
         return TreeEntry(kept.name, kept.mode, sub, 0, kept.mtime_ns, kept.xattrs)
 
+    def follow_renames(
+        self, base: ObjectId, ours: ObjectId, theirs: ObjectId, merged: ObjectId
+    ) -> ObjectId:
+        """A file one side renamed and the other edited was a modify/delete conflict:
+        the edit now follows the file to its new name, as with git's rename detection."""
+        trees = self.repo.trees
+        moves: dict[bytes, tuple[bytes, ObjectId, bool]] = {}
+        for side, is_ours in ((ours, True), (theirs, False)):
+            found = renames(trees, self.scratch.reader, base, side, set(self.conflicts))
+            for old, new in found.items():
+                moves.setdefault(old, (new, side, is_ours))
+        changes: dict[bytes, Stored | None] = {}
+        followed: list[tuple[bytes, ObjectId]] = []  # (old path, the side that moved it)
+        for old, (new, side, is_ours) in moves.items():
+            # the version the other side edited, which the conflict kept at the old name
+            b, kept = _entry_at(trees, base, old), _entry_at(trees, merged, old)
+            if new in self.conflicts or kept is None or not kept.is_file() or b is None:
+                continue  # the new name conflicts on its own, or the edit was no file
+            moved = _entry_at(trees, side, new)
+            assert moved is not None
+            o, t = (moved, kept) if is_ours else (kept, moved)
+            result = self._file(b, o, t, new)
+            if new in self.conflicts and new not in self.marked:
+                self.conflicts.remove(new)  # binary: no markers can hold both edits,
+                continue  # so it stays a modify/delete conflict, both versions kept
+            self.conflicts.remove(old)
+            changes[old] = None
+            changes[new] = Stored(result.oid, result.size, {})
+            followed.append((old, side))
+        if changes:
+            merged = trees.apply(merged, changes, self.objects)
+        for old, side in followed:
+            merged = self._prune(merged, side, old)
+        return merged
+
+    def _prune(self, merged: ObjectId, side: ObjectId, path: bytes) -> ObjectId:
+        """The folders a followed rename emptied go, where the renaming side has none:
+        it moved the whole folder, and the conflict alone had kept it."""
+        trees = self.repo.trees
+        parent = path.rpartition(b"/")[0]
+        while parent:
+            entry = _entry_at(trees, merged, parent)
+            if entry is None or not entry.is_dir() or trees.get(entry.oid).entries:
+                break
+            if _entry_at(trees, side, parent) is not None:
+                break
+            merged = trees.apply(merged, {parent: None}, self.objects)
+            parent = parent.rpartition(b"/")[0]
+        return merged
+
     def _file(self, b: TreeEntry | None, o: TreeEntry, t: TreeEntry, path: bytes) -> TreeEntry:
         read = self.scratch.reader.read
         base = read(b.oid) if b is not None and b.is_file() else b""
@@ -282,6 +335,13 @@ class _TreeMerger:
             else (t.mode if b is not None and o.mode == b.mode else o.mode)
         )
         return TreeEntry(o.name, mode, stored.oid, stored.size, self.now, o.xattrs)
+
+
+def _entry_at(trees: Trees, root: ObjectId, path: bytes) -> TreeEntry | None:
+    try:
+        return trees.entry(root, path)
+    except (NotFound, NotADirectory):
+        return None
 
 
 def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
@@ -378,7 +438,10 @@ def merge_branches(
     scratch = _Scratch(repo)
     base_tree = _base_tree(repo, bases, scratch)
     merger = _TreeMerger(repo, (target, branch), scratch)
-    tree = merger.merge(base_tree, repo.commit_info(ours).tree, repo.commit_info(theirs).tree, b"")
+    ours_tree, theirs_tree = repo.commit_info(ours).tree, repo.commit_info(theirs).tree
+    tree = merger.merge(base_tree, ours_tree, theirs_tree, b"")
+    if merger.conflicts and repo.store.contains(base_tree):  # not a virtual base
+        tree = merger.follow_renames(base_tree, ours_tree, theirs_tree, tree)
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(show_path(p) for p in merger.conflicts[:10])
         raise MergeConflictError(

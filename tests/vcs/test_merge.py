@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helixfs.errors import MergeConflict
+from helixfs.errors import MergeConflict, NotFound
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs import Repository
 from helixfs.vcs.merge import merge_base, merge_bases, merge_lines
@@ -279,3 +279,68 @@ def test_merge_lines_conflicts_carry_markers(base: bytes, ours: bytes, theirs: b
         assert b"<<<<<<<" not in merged
     else:
         assert b"<<<<<<< ours\n" in merged and b">>>>>>> theirs\n" in merged
+
+
+MODULE = b"".join(b"line %d of a module that an agent keeps editing\n" % n for n in range(40))
+
+
+def test_an_edit_follows_a_file_the_other_side_renamed(repo: Repository) -> None:
+    """Was a modify/delete conflict on the old name."""
+    _fork(repo, {"src/util.py": MODULE, "keep": b"k"})
+    repo.commit({"src/util.py": None, "src/helpers.py": MODULE}, "rename", branch="feat")
+    repo.commit({"src/util.py": MODULE.replace(b"line 3 ", b"LINE 3 ")}, "main edits")
+    result = repo.merge("feat")
+    assert result.status == "merged" and result.conflicts == []
+    assert repo.read("HEAD", "src/helpers.py") == MODULE.replace(b"line 3 ", b"LINE 3 ")
+    assert repo.entry("HEAD", "src") is not None
+    assert [e.name for e in repo.ls("HEAD", "src")] == [b"helpers.py"]
+
+
+def test_a_rename_with_edits_merges_with_the_other_sides_edit(repo: Repository) -> None:
+    """Renamed and edited on one side (most lines shared), edited elsewhere on the other,
+    in either direction: both edits land under the new name."""
+    _fork(repo, {"a.py": MODULE})
+    repo.commit({"a.py": MODULE.replace(b"line 30 ", b"THEIRS 30 ")}, "feat edits", branch="feat")
+    renamed = MODULE.replace(b"line 2 ", b"OURS 2 ")
+    repo.commit({"a.py": None, "b/a_moved.py": renamed}, "main renames and edits")
+    assert repo.merge("feat").status == "merged"
+    assert repo.read("HEAD", "b/a_moved.py") == renamed.replace(b"line 30 ", b"THEIRS 30 ")
+    assert repo.entry("HEAD", "b/a_moved.py") is not None and not _exists(repo, "a.py")
+
+
+def test_a_rename_whose_edits_clash_conflicts_under_the_new_name(repo: Repository) -> None:
+    _fork(repo, {"a.py": MODULE})
+    repo.commit({"a.py": None, "z.py": MODULE.replace(b"line 5 ", b"feat 5 ")}, "mv", branch="feat")
+    repo.commit({"a.py": MODULE.replace(b"line 5 ", b"main 5 ")}, "main edits")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"z.py"]  # type: ignore[attr-defined]
+    assert b"<<<<<<< main\nmain 5" in err.value.files[b"z.py"]  # type: ignore[attr-defined]
+
+
+def test_a_folder_renamed_on_one_side_takes_the_other_sides_edits(repo: Repository) -> None:
+    _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n"})
+    repo.commit({"old": None, "new/x.py": MODULE, "new/y.py": MODULE + b"y\n"}, "mv", branch="feat")
+    repo.commit({"old/y.py": MODULE + b"y edited\n"}, "main edits")
+    result = repo.merge("feat")
+    assert result.status == "merged" and not _exists(repo, "old")
+    assert repo.read("HEAD", "new/y.py") == MODULE + b"y edited\n"
+    assert repo.read("HEAD", "new/x.py") == MODULE
+
+
+def test_a_renamed_binary_edited_on_the_other_side_stays_a_conflict(repo: Repository) -> None:
+    """No markers can hold both edits of a binary file: both versions are kept."""
+    blob = bytes(range(256)) * 8
+    _fork(repo, {"img.bin": blob})
+    repo.commit({"img.bin": None, "pic.bin": blob}, "mv", branch="feat")
+    repo.commit({"img.bin": blob[::-1]}, "main edits")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"img.bin"]  # type: ignore[attr-defined]
+
+
+def _exists(repo: Repository, path: str) -> bool:
+    try:
+        return repo.entry("HEAD", path) is not None
+    except NotFound:
+        return False
