@@ -276,6 +276,7 @@ class Operations(pyfuse3.Operations):
     def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
         """utimens is metadata, not a namespace change: committed with the save around
         it (tar and cp -p set times right after close), persisted by the next one."""
+        mtime_ns = edge.clamp_mtime(mtime_ns)
         if mtime_ns != entry.node.mtime_ns:
             entry.worktree.set_attrs(entry.node, mtime_ns=mtime_ns)
         spool = self.spools.get(entry.node)

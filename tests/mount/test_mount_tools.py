@@ -1,0 +1,59 @@
+"""Everyday tools run in the mount and in a local-disk folder give the same result.
+
+Each test runs one session of a tool (a shell line in a subprocess, under a timeout) in
+a folder of the mount and in a folder of pytest's tmp dir, and compares what a user
+sees: exit status, output, file contents, modes and mtimes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from mount_harness import Mount, sh
+
+pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
+
+NS_MAX = 2**63 - 1  # the latest mtime a tree entry holds: 2262-04-11
+NS_MIN = -(2**63)  # the earliest: 1677-09-21
+YEAR_2300 = 10_413_792_000  # seconds
+YEAR_1600 = -11_676_096_000
+
+
+def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
+    """`session` in the mount's `work/` and in a local `work/`: the mount's folder, and
+    each run's output (stdout, stderr and exit status)."""
+    outputs = []
+    for root in (mnt.path, tmp_path):
+        work = root / "work"
+        work.mkdir()
+        done = sh(session, work, check=False)
+        outputs.append(f"{done.stdout}{done.stderr}exit={done.returncode}\n")
+    return mnt.path / "work", outputs[0], outputs[1]
+
+
+def test_a_date_outside_1677_2262_is_clamped_as_a_local_disk_clamps_its_own(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """A tree entry holds signed 64-bit ns. A local disk clamps a time outside its own
+    range (ext4: 1901..2446) and the call succeeds; the mount answered EINVAL, so
+    `touch -d 2300-01-01` failed and `tar x` of a file dated 2300 exited 2."""
+    archive = tmp_path / "dates.tar"
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, when in (("future", YEAR_2300), ("past", YEAR_1600), ("now", 10**9)):
+            info = tarfile.TarInfo(name)
+            info.mtime = when
+            tar.addfile(info)
+    session = f"tar --warning=no-timestamp -xf {archive} && touch -d '2300-01-01 UTC' touched && ls"
+    work, in_mount, on_disk = run_both(mnt, tmp_path, session)
+    assert in_mount == on_disk == "future\nnow\npast\ntouched\nexit=0\n"
+    mtimes = {name: (work / name).stat().st_mtime_ns for name in ("future", "past", "now")}
+    assert mtimes == {"future": NS_MAX, "past": NS_MIN, "now": 10**18}
+    assert (work / "touched").stat().st_mtime_ns == NS_MAX
+    listed = json.loads(mnt.helix("ls", "--json", "HEAD", "work").stdout)
+    assert {e["name"]: e["mtime_ns"] for e in listed}["future"] == NS_MAX
+    os.utime(work / "future", ns=(NS_MAX, NS_MAX))  # the bounds themselves are kept
+    assert (work / "future").stat().st_mtime_ns == NS_MAX
