@@ -365,7 +365,11 @@ class Operations(pyfuse3.Operations):
             self._virtual_dir(parent).mkdir(name)
             return await self.lookup(parent_inode, name, ctx)
         self._refuse_helix_name(parent, name)
-        node = parent.worktree.mkdir(parent.node, name, stat.S_IFDIR | stat.S_IMODE(mode))
+        mode = stat.S_IFDIR | stat.S_IMODE(mode)
+        # As on a local disk, a folder made in a setgid folder is setgid too (the kernel
+        # leaves that to the filesystem): shared group folders keep the bit all the way down.
+        mode |= parent.node.mode & stat.S_ISGID
+        node = parent.worktree.mkdir(parent.node, name, mode)
         return self._created(parent, node, name, ctx)
 
     @fuse_errors

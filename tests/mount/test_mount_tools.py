@@ -57,3 +57,17 @@ def test_a_date_outside_1677_2262_is_clamped_as_a_local_disk_clamps_its_own(
     assert {e["name"]: e["mtime_ns"] for e in listed}["future"] == NS_MAX
     os.utime(work / "future", ns=(NS_MAX, NS_MAX))  # the bounds themselves are kept
     assert (work / "future").stat().st_mtime_ns == NS_MAX
+
+
+def test_a_folder_made_in_a_setgid_folder_is_setgid_too(mnt: Mount, tmp_path: Path) -> None:
+    """Shared group folders (`chmod g+s`) rely on it: on a local disk a new subfolder
+    inherits the bit, so the files made deeper down keep the group too. The mount made
+    the subfolder without it."""
+    session = (
+        "umask 022 && mkdir shared && chmod 2775 shared && mkdir shared/sub shared/sub/deeper"
+        " && touch shared/file && mkdir plain && mkdir plain/sub"
+        " && stat -c '%a %n' shared shared/sub shared/sub/deeper shared/file plain/sub"
+    )
+    _, in_mount, on_disk = run_both(mnt, tmp_path, session)
+    assert in_mount == on_disk
+    assert "2755 shared/sub\n" in in_mount
