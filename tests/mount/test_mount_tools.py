@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -21,6 +22,12 @@ NS_MAX = 2**63 - 1  # the latest mtime a tree entry holds: 2262-04-11
 NS_MIN = -(2**63)  # the earliest: 1677-09-21
 YEAR_2300 = 10_413_792_000  # seconds
 YEAR_1600 = -11_676_096_000
+
+
+def need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"missing tools: {missing} (.ci/run installs them)")
 
 
 def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
@@ -71,3 +78,38 @@ def test_a_folder_made_in_a_setgid_folder_is_setgid_too(mnt: Mount, tmp_path: Pa
     _, in_mount, on_disk = run_both(mnt, tmp_path, session)
     assert in_mount == on_disk
     assert "2755 shared/sub\n" in in_mount
+
+
+def test_an_archive_with_hard_links_fails_cleanly_and_the_documented_ways_copy(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """Hard links get EPERM (ADR 0003): GNU tar reports the second name and exits 2;
+    the README's ways around it give both names, as the local disk does."""
+    need("tar", "rsync")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a").write_text("same\n")
+    os.link(source / "a", source / "b")
+    sh(f"tar cf {tmp_path / 'links.tar'} src", tmp_path)
+    refused = mnt.sh(f"mkdir t && tar xf {tmp_path / 'links.tar'} -C t", check=False)
+    assert refused.returncode == 2
+    assert "Cannot hard link" in refused.stderr and "Operation not permitted" in refused.stderr
+    session = (
+        f"python3 -m tarfile -e {tmp_path / 'links.tar'} py"
+        f" && cp -a --no-preserve=links {source} cp && rsync -a {source}/ rsync"
+        " && cat py/src/a py/src/b cp/a cp/b rsync/a rsync/b"
+    )
+    _, in_mount, on_disk = run_both(mnt, tmp_path, session)
+    assert in_mount == on_disk == "same\n" * 6 + "exit=0\n"
+
+
+def test_fifos_sockets_and_devices_are_refused_with_eperm(mnt: Mount) -> None:
+    """They cannot be stored; each tool reports a clean "Operation not permitted"."""
+    session = (
+        "mkfifo pipe; echo fifo=$?; mknod null c 1 3; echo mknod=$?;"
+        " python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\"; echo bind=$?;"
+        " ls -A | wc -l"
+    )
+    done = mnt.sh(session)
+    assert done.stdout == "fifo=1\nmknod=1\nbind=1\n0\n"
+    assert done.stderr.count("Operation not permitted") == 3
