@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +116,80 @@ def test_fifos_sockets_and_devices_are_refused_with_eperm(mnt: Mount) -> None:
     done = mnt.sh(session)
     assert done.stdout == "fifo=1\nmknod=1\nbind=1\n0\n"
     assert done.stderr.count("Operation not permitted") == 3
+
+
+MANIFEST = r"""
+import hashlib, json, os, stat, sys
+root = os.fsencode(sys.argv[1])
+rows = []
+for folder, dirs, files in os.walk(root):
+    for name in dirs + files:
+        path = os.path.join(folder, name)
+        st = os.lstat(path)
+        # Any time after the source was made is "now": when the tool ran (a folder it
+        # made; rsync sets some times while its other process still renames files).
+        recent = st.st_mtime_ns >= int(sys.argv[2])
+        mtime = "now" if recent else st.st_mtime_ns
+        row = [os.path.relpath(path, root).hex(), st.st_mode, mtime]
+        if stat.S_ISREG(st.st_mode):
+            row.append(hashlib.sha256(open(path, "rb").read()).hexdigest())
+        elif stat.S_ISLNK(st.st_mode):
+            row.append(os.readlink(path).hex())
+        if not stat.S_ISLNK(st.st_mode):
+            row += sorted((x, os.getxattr(path, x).hex()) for x in os.listxattr(path))
+        rows.append(row)
+print(json.dumps(sorted(rows)))
+"""
+
+
+def manifest(folder: Path, now: int) -> list[object]:
+    """Every entry below `folder`: name bytes, mode, mtime (or "now" from `now` ns on),
+    content or target, xattrs."""
+    done = subprocess.run(
+        [sys.executable, "-c", MANIFEST, folder, str(now)],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    rows: list[object] = json.loads(done.stdout)
+    return rows
+
+
+def test_rsync_cp_tar_and_zip_copies_match_the_local_disk(mnt: Mount, tmp_path: Path) -> None:
+    """Odd names (255 bytes, a newline, invalid UTF-8), modes, nanosecond mtimes, user
+    xattrs and symlinks, copied in by rsync -aX (temp file + rename, then --inplace and
+    --delete), cp -a and tar --xattrs: the same trees as on the local disk, also after
+    a remount."""
+    need("rsync", "tar", "zip", "unzip", "setfattr")
+    source = tmp_path / "src"
+    sh(
+        "mkdir -p src/a/b && cd src && echo one > a/f && chmod 640 a/f"
+        " && head -c 300000 /dev/urandom > a/b/big && echo run > a/run && chmod 4755 a/run"
+        " && ln -s b/big a/link && ln -s /nowhere a/dangling"
+        " && echo long > $(printf 'L%.0s' $(seq 255)) && echo nl > \"$(printf 'new\\nline')\""
+        " && echo bad > \"$(printf 'bad\\xff\\xfe')\" && setfattr -n user.color -v blue a/f"
+        " && setfattr -n user.dir -v 0x00ff a"
+        " && find . -exec touch -h -d '2003-03-03 03:03:03.5' {} +"
+        " && touch -d '2001-02-03 04:05:06.123456789' a/f && touch -h -d '2002-01-01' a/link"
+        " && touch -d '1999-12-31' a/b",
+        tmp_path,
+    )
+    now = time.time_ns()
+    session = (
+        f"rsync -aX {source}/ rsync && echo more >> rsync/a/f && rm rsync/a/run"
+        f" && echo extra > rsync/extra && rsync -aX --delete {source}/ rsync"
+        f" && echo change >> rsync/a/b/big && rsync -aX --inplace --no-whole-file {source}/ rsync"
+        f" && cp -a {source} cp && tar -C {source} --xattrs --xattrs-include='user.*' -cf - ."
+        " | (mkdir tar && tar -C tar --xattrs --xattrs-include='user.*' -xf -)"
+        f" && (cd {source} && zip -qry -X - .) > all.zip && mkdir unzip && cd unzip"
+        " && unzip -q ../all.zip && cd .. && rm all.zip"
+    )
+    work, in_mount, on_disk = run_both(mnt, tmp_path, session)
+    assert in_mount == on_disk == "exit=0\n"
+    expected = manifest(tmp_path / "work", now)
+    kept_ns = [row for row in expected if row[2] == 981_173_106_123_456_789]  # type: ignore[index]
+    assert len(kept_ns) == 3  # a/f in rsync/, cp/ and tar/ (zip keeps whole seconds)
+    assert manifest(work, now) == expected
+    mnt.stop()
+    mnt.start("--quiet-window", "0")
+    assert manifest(work, now) == expected
