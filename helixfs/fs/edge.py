@@ -36,6 +36,7 @@ BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
 DRAIN_STALL = 0.1  # seconds without a delivered invalidation before a switch stops waiting
+MTIME_MIN, MTIME_MAX = -(2**63), 2**63 - 1  # a tree entry's mtime: signed 64-bit ns
 
 
 class CrossDevice(HelixError):
@@ -108,6 +109,13 @@ def attributes(
     attrs.st_mtime_ns = mtime_ns
     attrs.st_ctime_ns = max(ctime_ns, mtime_ns)
     return attrs
+
+
+def clamp_mtime(mtime_ns: int) -> int:
+    """A time outside 1677..2262 is kept at the nearest end: the kernel does the same for
+    a local disk's own range (ext4: 1901..2446), and `touch` or `tar x` of a file dated
+    2300 then succeeds there instead of failing with EINVAL."""
+    return min(max(mtime_ns, MTIME_MIN), MTIME_MAX)
 
 
 def node_attributes(

@@ -276,6 +276,7 @@ class Operations(pyfuse3.Operations):
     def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
         """utimens is metadata, not a namespace change: committed with the save around
         it (tar and cp -p set times right after close), persisted by the next one."""
+        mtime_ns = edge.clamp_mtime(mtime_ns)
         if mtime_ns != entry.node.mtime_ns:
             entry.worktree.set_attrs(entry.node, mtime_ns=mtime_ns)
         spool = self.spools.get(entry.node)
@@ -364,7 +365,11 @@ class Operations(pyfuse3.Operations):
             self._virtual_dir(parent).mkdir(name)
             return await self.lookup(parent_inode, name, ctx)
         self._refuse_helix_name(parent, name)
-        node = parent.worktree.mkdir(parent.node, name, stat.S_IFDIR | stat.S_IMODE(mode))
+        mode = stat.S_IFDIR | stat.S_IMODE(mode)
+        # As on a local disk, a folder made in a setgid folder is setgid too (the kernel
+        # leaves that to the filesystem): shared group folders keep the bit all the way down.
+        mode |= parent.node.mode & stat.S_ISGID
+        node = parent.worktree.mkdir(parent.node, name, mode)
         return self._created(parent, node, name, ctx)
 
     @fuse_errors
