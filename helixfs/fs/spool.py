@@ -222,7 +222,7 @@ class Spool:
             return
         if end <= SPILL_AT and self._budget.take(end - len(self._memory)):
             return
-        self._file = tempfile.TemporaryFile(dir=self._tmp_dir)  # noqa: SIM115
+        self._file = _spool_file(self._tmp_dir)
         if self._memory:
             os.pwrite(self._file.fileno(), self._memory, 0)
         os.ftruncate(self._file.fileno(), len(self._memory))
@@ -239,6 +239,16 @@ class Spool:
         self.dirty = True
         self.mtime_override = None
         self.mtime_ns = time.time_ns()
+
+
+def _spool_file(tmp_dir: Path) -> BinaryIO:
+    """An unnamed file in tmp/, made again if it was removed under a live mount (a
+    name like tmp/ invites cleanups): every big write failed with ENOENT until remount."""
+    try:
+        return tempfile.TemporaryFile(dir=tmp_dir)
+    except FileNotFoundError:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryFile(dir=tmp_dir)
 
 
 _END = 1 << 63  # sorts after any range starting at the same offset

@@ -234,3 +234,12 @@ def test_files_held_open_while_written_spill_to_the_store_disk_not_daemon_memory
             handle.close()
     for n in range(count):
         assert (mnt.path / f"held{n}.bin").read_bytes() == bytes([n]) * (SPILL_AT - 1)
+
+
+def test_a_big_write_works_after_the_store_tmp_folder_was_removed(mnt: Mount) -> None:
+    """STORE/tmp was made once, at mount: removed by a cleanup, every write past the
+    in-memory part of a spool failed with ENOENT until the next mount."""
+    shutil.rmtree(mnt.store / "tmp")
+    data = bytes(range(256)) * ((SPILL_AT + 4096) // 256)
+    (mnt.path / "big.bin").write_bytes(data)
+    assert (mnt.path / "big.bin").read_bytes() == data
