@@ -194,7 +194,7 @@ class ControlServer:
     async def _handle(self, stream: trio.SocketStream) -> None:
         async with stream:
             try:
-                request = json.loads(await _arecv_frame(stream))
+                request = _parse_request(await _arecv_frame(stream))
                 code, out, err = await self._execute(request)
             except (ValueError, KeyError, TypeError, trio.BrokenResourceError) as exc:
                 log.warning("bad control request: %s", exc)
@@ -238,6 +238,15 @@ class ControlServer:
             err.write("helix: error: internal error in the helix daemon (see its log)\n")
             code = 1
         return code, _captured(out), _captured(err)
+
+
+def _parse_request(frame: bytes) -> dict[str, Any]:
+    """A request's JSON object; anything else (a list, a number) is a ValueError, so a
+    stray or foreign client gets its connection closed instead of ending the daemon."""
+    request = json.loads(frame)
+    if not isinstance(request, dict):
+        raise ValueError(f"a control request is a JSON object, not {type(request).__name__}")
+    return request
 
 
 def command_name(argv: Sequence[str]) -> str | None:

@@ -30,9 +30,29 @@ from helixfs.ids import ObjectId
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
+MEMORY_BUDGET = 64 << 20  # bytes every spool of a mount may keep in memory together
 EDITS_KEPT = 1 << 16  # byte ranges remembered since the last store; past that, "all of it"
 
 ReadBase = Callable[[int, int], bytes]
+
+
+class MemoryBudget:
+    """The memory that the spools of one mount share. Without it, each open file could
+    keep SPILL_AT in memory: 200 files held open while written (a parallel build) took
+    800 MB of the daemon's memory, and the OOM killer takes the mount with it."""
+
+    def __init__(self, limit: int = MEMORY_BUDGET) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, nbytes: int) -> bool:
+        if self.used + nbytes > self.limit:
+            return False
+        self.used += nbytes
+        return True
+
+    def give(self, nbytes: int) -> None:
+        self.used -= nbytes
 
 
 class Spool:
@@ -44,9 +64,15 @@ class Spool:
     """
 
     def __init__(
-        self, tmp_dir: Path, read_base: ReadBase, base_size: int, base_id: ObjectId | None = None
+        self,
+        tmp_dir: Path,
+        read_base: ReadBase,
+        base_size: int,
+        base_id: ObjectId | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self._tmp_dir = tmp_dir
+        self._budget = budget or MemoryBudget()
         self._memory: bytearray | None = bytearray()
         self._file: BinaryIO | None = None
         self._read_base = read_base
@@ -110,6 +136,7 @@ class Spool:
             self._base_limit = min(self._base_limit, size)
             self._written = [(a, min(b, size)) for a, b in self._written if a < size]
             if self._memory is not None:
+                self._budget.give(max(0, len(self._memory) - size))
                 del self._memory[size:]
             else:
                 os.ftruncate(self._fd, size)
@@ -179,6 +206,8 @@ class Spool:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+        if self._memory is not None:
+            self._budget.give(len(self._memory))
         self._memory = None
 
     @property
@@ -187,13 +216,17 @@ class Spool:
         return self._file.fileno()
 
     def _make_room(self, end: int) -> None:
-        """Move to a file in tmp/ before memory would pass SPILL_AT (sparse stays sparse)."""
-        if self._memory is None or end <= SPILL_AT:
+        """Move to a file in tmp/ before memory would pass SPILL_AT, or the budget the
+        mount's spools share (sparse stays sparse)."""
+        if self._memory is None or end <= len(self._memory):
             return
-        self._file = tempfile.TemporaryFile(dir=self._tmp_dir)  # noqa: SIM115
+        if end <= SPILL_AT and self._budget.take(end - len(self._memory)):
+            return
+        self._file = _spool_file(self._tmp_dir)
         if self._memory:
             os.pwrite(self._file.fileno(), self._memory, 0)
         os.ftruncate(self._file.fileno(), len(self._memory))
+        self._budget.give(len(self._memory))
         self._memory = None
 
     def _edited(self, low: int, high: int) -> None:
@@ -206,6 +239,16 @@ class Spool:
         self.dirty = True
         self.mtime_override = None
         self.mtime_ns = time.time_ns()
+
+
+def _spool_file(tmp_dir: Path) -> BinaryIO:
+    """An unnamed file in tmp/, made again if it was removed under a live mount (a
+    name like tmp/ invites cleanups): every big write failed with ENOENT until remount."""
+    try:
+        return tempfile.TemporaryFile(dir=tmp_dir)
+    except FileNotFoundError:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryFile(dir=tmp_dir)
 
 
 _END = 1 << 63  # sorts after any range starting at the same offset
@@ -248,6 +291,7 @@ class SpoolTable:
     def __init__(self, tmp_dir: Path) -> None:
         self.tmp_dir = tmp_dir
         tmp_dir.mkdir(parents=True, exist_ok=True)
+        self.budget = MemoryBudget()
         self._spools: dict[int, tuple[object, Spool]] = {}
         self._opens: dict[int, int] = {}
 
@@ -272,7 +316,7 @@ class SpoolTable:
     ) -> Spool:
         found = self.get(node)
         if found is None:
-            found = Spool(self.tmp_dir, read_base, base_size, base_id)
+            found = Spool(self.tmp_dir, read_base, base_size, base_id, self.budget)
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found
 

@@ -75,9 +75,11 @@ from helixfs.store.rocksdb_open import (
     disk_usage,
     forget_owner,
     open_db,
+    read,
     relocating_blobs,
     scan,
     unchecked_reads,
+    unreadable,
 )
 from helixfs.store.space import SpaceGuard
 from helixfs.store.validate import (
@@ -153,7 +155,7 @@ class RocksStore:
         self._bodies = self._db.get_column_family_handle("bodies")
         self._bodies_cf = self._db.get_column_family("bodies")
         self._bodies_cf.set_read_options(unchecked_reads())
-        self._next_body = self._last_body() + 1
+        self._next_body: int | None = None  # found by the first write that needs one
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
         self._sync_write = rocksdict.WriteOptions()
@@ -204,7 +206,7 @@ class RocksStore:
             return self._ref_values[name]
         except (KeyError, TypeError):  # not cached yet, or not even a name (checked next)
             pass
-        value: bytes | None = self._refs_cf.get(check_ref_name(name).encode())
+        value = read(self._refs_cf, check_ref_name(name).encode())
         if len(self._ref_values) >= REF_CACHE_LIMIT:
             self._ref_values.clear()  # misses of arbitrary revs must not grow it forever
         self._ref_values[name] = value
@@ -485,7 +487,7 @@ class RocksStore:
 
     def _check_format(self) -> None:
         meta = self._db.get_column_family("meta")
-        found = meta.get(b"format")
+        found = read(meta, b"format")
         if found is None or found in OLDER_FORMATS:
             meta[b"format"] = STORE_FORMAT
         elif found != STORE_FORMAT:
@@ -499,12 +501,12 @@ class RocksStore:
             return True  # both caches hold stored objects only
         if not self._objects_cf.key_may_exist(oid):
             return False  # the bloom filter's "definitely not": no read needed
-        return self._objects_cf.get(oid) is not None
+        return read(self._objects_cf, oid) is not None
 
     def _frame(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         frame = self._frames.get(oid)
         if frame is None:
-            frame = self._objects_cf.get(oid)
+            frame = read(self._objects_cf, oid)
             if frame is None:
                 raise NotFound(f"object {hex_id(oid)} is not in the store")
             if is_body(frame):
@@ -516,7 +518,7 @@ class RocksStore:
     def _body(self, oid: ObjectId, frame: bytes) -> bytes:
         """The frame a BODY frame stands for (its bytes are checked by the record's hash)."""
         codec_of(oid, frame)  # a foreign or newer frame is refused, not followed
-        body: bytes | None = self._bodies_cf.get(parse_body(oid, frame).key)
+        body = read(self._bodies_cf, parse_body(oid, frame).key)
         if body is None:
             raise CorruptObject(
                 f"object {hex_id(oid)} is corrupt: its stored frame is missing (run `helix fsck`)"
@@ -528,13 +530,15 @@ class RocksStore:
         if encoded.base is not None or len(encoded.frame) < MIN_BLOB_BYTES:
             batch.put(oid, encoded.frame, self._objects)
             return
+        if self._next_body is None:  # not at open: a damaged `bodies` still reads
+            self._next_body = self._last_body() + 1
         key, self._next_body = self._next_body, self._next_body + 1
         size = logical_size(oid, encoded.frame)
         batch.put(body_key(key), encoded.frame, self._bodies)
         batch.put(oid, encode_body(key, encoded.frame, size), self._objects)
 
     def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId) -> None:
-        frame = self._objects_cf.get(oid)
+        frame = read(self._objects_cf, oid)
         if frame is not None and is_body(frame):
             # a damaged BODY frame names no body: dropping the object is all we can do
             with contextlib.suppress(CorruptObject):
@@ -542,9 +546,17 @@ class RocksStore:
         batch.delete(oid, self._objects)
 
     def _last_body(self) -> int:
+        """The highest body number; an unreadable end of `bodies` is an error, not 0:
+        numbering again from 1 would overwrite the bodies of stored chunks."""
         cursor = self._bodies_cf.iter()
         cursor.seek_to_last()
-        return int.from_bytes(cursor.key(), "big") if cursor.valid() else 0
+        if cursor.valid():
+            return int.from_bytes(cursor.key(), "big")
+        try:
+            cursor.status()
+        except Exception as err:
+            raise unreadable(err) from err
+        return 0
 
     def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:
         """Cache what a read found, unless a gc ran meanwhile (it may be stale then).
@@ -661,8 +673,8 @@ class RocksStore:
         Tolerant on purpose: gc must be able to drop a corrupt object, and a write
         looking for an older base simply stores a full frame when it finds none.
         """
-        frame = self._objects_cf.get(oid)
         try:
+            frame = read(self._objects_cf, oid)
             if frame is None or codec_of(oid, frame) is not Codec.DELTA:
                 return None
             return parse_delta(oid, frame).base

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import rocksdict
 
-from helixfs.errors import DiskFailed, HelixError, InvalidInput, StoreFull, StoreLocked
+from helixfs.errors import (
+    CorruptObject,
+    DiskFailed,
+    HelixError,
+    InvalidInput,
+    StoreFull,
+    StoreLocked,
+)
 
 log = logging.getLogger(__name__)
 
@@ -172,16 +179,41 @@ def unchecked_reads() -> rocksdict.ReadOptions:
     return read
 
 
+def read(family: rocksdict.Rdict, key: bytes) -> bytes | None:
+    """One row, or None; a block RocksDB cannot read is CorruptObject, not a bare
+    Exception that no surface would turn into a clear error."""
+    try:
+        value: bytes | None = family.get(key)
+    except Exception as err:
+        raise unreadable(err) from err
+    return value
+
+
 def scan(family: rocksdict.Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """Rows whose key starts with `prefix`, in key order."""
+    """Rows whose key starts with `prefix`, in key order.
+
+    A cursor that meets a block it cannot read just stops, as if the rows ended there:
+    its status is checked at the end, so fsck, gc and stats never take a damaged store
+    for a smaller one (gc would have dropped what the lost rows point at).
+    """
     cursor = family.iter()
     cursor.seek(prefix)
     while cursor.valid():
         key = cursor.key()
         if not key.startswith(prefix):
-            break
+            return
         yield key, cursor.value()
         cursor.next()
+    try:
+        cursor.status()
+    except Exception as err:
+        raise unreadable(err) from err
+
+
+def unreadable(err: Exception) -> CorruptObject:
+    return CorruptObject(
+        f"the store cannot be read: {err} (restore the store from a backup if it persists)"
+    )
 
 
 def claim_owner(path: Path) -> None:

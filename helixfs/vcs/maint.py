@@ -148,7 +148,10 @@ def _sweep(repo: Repository, doomed: list[ObjectId]) -> int:
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
     problems: list[str] = []
-    all_ids = list(repo.store.ids())
+    try:
+        all_ids = list(repo.store.ids())
+    except HelixError as exc:  # RocksDB itself is damaged: nothing below would be true
+        return FsckReport(0, 0, [f"objects cannot be listed: {exc}"])
     kinds: dict[ObjectId, bytes] = {}
     for done, oid in enumerate(all_ids, 1):
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helixfs.fs import spool as spool_module
-from helixfs.fs.spool import Spool
+from helixfs.fs.spool import MEMORY_BUDGET, SPILL_AT, Spool, SpoolTable
 
 
 class Stored:
@@ -91,3 +91,26 @@ def test_appending_to_a_big_file_reads_nothing_of_it(tmp_path: Path) -> None:
     assert spool.edits() == [(len(stored.data), len(stored.data) + 14)]
     assert spool.read(len(stored.data) - 2, 16) == stored.data[-2:] + b"one more line\n"
     spool.close()
+
+
+def test_open_spools_share_one_memory_budget_and_the_rest_go_to_files(tmp_path: Path) -> None:
+    """Each open file kept up to SPILL_AT in memory, with no bound over all of them:
+    200 files held open while written took 800 MB of the daemon."""
+    table = SpoolTable(tmp_path)
+    count = 2 * MEMORY_BUDGET // SPILL_AT
+    nodes = [object() for _ in range(count)]
+    contents = [bytes([n]) * (SPILL_AT - 1) for n in range(count)]
+    for node, data in zip(nodes, contents, strict=True):
+        table.opened(node)
+        spool = table.ensure(node, Stored(b"").read, 0)
+        spool.write(0, data[:1000])
+        spool.write(1000, data[1000:])
+    spools = [table.get(node) for node in nodes]
+    in_memory = [s for s in spools if s is not None and not s.on_disk]
+    assert table.budget.used == len(in_memory) * (SPILL_AT - 1) <= MEMORY_BUDGET
+    assert len(in_memory) < count
+    for spool, data in zip(spools, contents, strict=True):
+        assert spool is not None and _content(spool.source()) == data
+    for node in nodes:
+        table.closed(node)
+    assert table.budget.used == 0 and len(table) == 0

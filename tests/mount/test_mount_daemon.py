@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import os
 import signal
+import socket
 import stat
+import struct
 import subprocess
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from mount_harness import (
     wait_until,
 )
 
-from helixfs.daemon.control import forward
+from helixfs.daemon.control import addressable, forward, socket_path
 from helixfs.daemon.fuseloop import KNOWN_VERSIONS
 from helixfs.daemon.lock import is_locked
 
@@ -103,6 +105,23 @@ def test_control_socket_is_private_and_forwards_commands(mnt: Mount) -> None:
     assert code == 1 and "helix: error" in err.getvalue()
     code = forward(mnt.store, ["no-such-command"], io.StringIO(), io.StringIO())
     assert code == 2
+
+
+def test_a_control_request_that_is_not_a_json_object_leaves_the_daemon_serving(
+    mnt: Mount,
+) -> None:
+    """A frame of valid JSON that is not an object (a list, a number) raised
+    AttributeError in the server: the daemon died and the mount went away."""
+    (mnt.path / "a.txt").write_text("kept\n")
+    for payload in (b"[1]", b"42", b'"log"', b"null"):
+        with socket.socket(socket.AF_UNIX) as client:
+            with addressable(socket_path(mnt.store)) as address:
+                client.connect(address)
+            client.sendall(struct.pack(">I", len(payload)) + payload)
+            assert client.recv(64) == b""  # the connection is closed, without a reply
+    assert mnt.proc is not None and mnt.proc.poll() is None
+    assert (mnt.path / "a.txt").read_text() == "kept\n"
+    assert mnt.helix("cat", "HEAD", "a.txt").stdout == "kept\n"
 
 
 def test_forward_without_a_daemon_returns_none(store: Path) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from mount_harness import Mount, MountFactory, sh, wait_until
 
+from helixfs.fs.spool import MEMORY_BUDGET, SPILL_AT
+
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
 GIT_ENV = (
@@ -209,3 +211,35 @@ def test_vim_save_is_one_commit_without_swap_or_backup(make_mount: MountFactory)
     assert len(mount.log()) == count + 1
     assert top_names(mount) == ["notes.txt"]
     assert mount.log(limit=1)[0]["meta"]["changed"] == ["notes.txt"]
+
+
+def test_files_held_open_while_written_spill_to_the_store_disk_not_daemon_memory(
+    mnt: Mount,
+) -> None:
+    """Each file held open kept up to 4 MiB of its writes in the daemon's memory, with
+    no bound over all of them: 200 such files took 800 MB (the OOM killer takes the
+    mount). Past a budget they share, the spools move to unnamed files in STORE/tmp."""
+    count = 2 * MEMORY_BUDGET // SPILL_AT
+    spool_dir = str((mnt.store / "tmp").resolve())
+    files = [(mnt.path / f"held{n}.bin").open("wb") for n in range(count)]
+    try:
+        for n, handle in enumerate(files):
+            handle.write(bytes([n]) * (SPILL_AT - 1))
+            handle.flush()
+        fd_dir = Path(f"/proc/{mnt.pid}/fd")
+        spilled = [link for link in fd_dir.iterdir() if str(link.readlink()).startswith(spool_dir)]
+        assert len(spilled) >= count - MEMORY_BUDGET // (SPILL_AT - 1)
+    finally:
+        for handle in files:
+            handle.close()
+    for n in range(count):
+        assert (mnt.path / f"held{n}.bin").read_bytes() == bytes([n]) * (SPILL_AT - 1)
+
+
+def test_a_big_write_works_after_the_store_tmp_folder_was_removed(mnt: Mount) -> None:
+    """STORE/tmp was made once, at mount: removed by a cleanup, every write past the
+    in-memory part of a spool failed with ENOENT until the next mount."""
+    shutil.rmtree(mnt.store / "tmp")
+    data = bytes(range(256)) * ((SPILL_AT + 4096) // 256)
+    (mnt.path / "big.bin").write_bytes(data)
+    assert (mnt.path / "big.bin").read_bytes() == data
