@@ -19,6 +19,7 @@ import contextlib
 import errno
 import logging
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -173,12 +174,24 @@ def _escape_option(value: str) -> str:
     return value.replace("\\", "\\\\").replace(",", "\\,")
 
 
+def _raise_open_files_limit() -> None:
+    """Allow the daemon as many open files as the system lets it have. Out of them,
+    RocksDB fails to open a new log or table file, and then refuses every write until
+    the store is opened again (a remount); the soft limit is often 1,024 of a far higher
+    hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 async def serve(
     config: MountConfig,
     runner: RepoCommandRunner,
     ready: Callable[[], None] = lambda: None,
 ) -> None:
     """Mount and serve until unmounted or signalled; `ready()` once the mount answers."""
+    _raise_open_files_limit()
     async with AsyncExitStack() as stack:
         lock = MountLock(config.store)
         lock.acquire(config.mountpoint)

@@ -57,6 +57,31 @@ def test_background_mount_returns_ready_and_umount_waits_for_the_daemon(
         detach(target)
 
 
+def test_the_daemon_raises_its_open_files_limit_to_the_hard_one(
+    store: Path, tmp_path: Path
+) -> None:
+    """Out of descriptors (soft limit 1,024 by default), RocksDB failed to open a file
+    and refused every later save until a remount."""
+    require_fuse()
+    target = tmp_path / "work"
+    target.mkdir()
+    try:
+        done = subprocess.run(
+            ["prlimit", "--nofile=64:4096", *HELIX, "mount", str(store), str(target)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        pid = int(done.stdout.rsplit("daemon pid ", 1)[1].split(")")[0])
+        limits = Path(f"/proc/{pid}/limits").read_text().splitlines()
+        files = next(line for line in limits if line.startswith("Max open files")).split()
+        assert files[3:5] == ["4096", "4096"]  # soft, hard
+        helix("umount", target)
+    finally:
+        detach(target)
+
+
 def test_second_mount_of_a_store_is_refused(make_mount: MountFactory, tmp_path: Path) -> None:
     first = make_mount(0)
     other = tmp_path / "other"
