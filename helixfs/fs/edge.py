@@ -107,7 +107,7 @@ def attributes(
     attrs.st_blocks = (size + 511) // 512
     attrs.st_atime_ns = mtime_ns
     attrs.st_mtime_ns = mtime_ns
-    attrs.st_ctime_ns = max(ctime_ns, mtime_ns)
+    attrs.st_ctime_ns = ctime_ns
     return attrs
 
 
@@ -123,27 +123,24 @@ def node_attributes(
 ) -> pyfuse3.EntryAttributes:
     """A tree node as the kernel sees it: an open file's pending size and mtime win."""
     node = entry.node
-    size, mtime = node.size, node.mtime_ns
+    size, mtime, ctime = node.size, node.mtime_ns, node.ctime_ns
     if spool is not None:
         size = spool.size
         if spool.mtime_override is not None:
             mtime = spool.mtime_override
         elif spool.dirty:
             mtime = spool.mtime_ns
+            ctime = max(ctime, mtime)  # a write changes ctime too, not only mtime
     timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
     if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
-    attrs = attributes(
-        entry.ino, node.mode, size, mtime, node.ctime_ns, owner=owner, timeout=timeout
-    )
+    attrs = attributes(entry.ino, node.mode, size, mtime, ctime, owner=owner, timeout=timeout)
     if node.parent is None and node is not entry.worktree.root:
         attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it
     return attrs
 
 
-def virtual_attributes(
-    entry: VirtualInode, owner: tuple[int, int], started_ns: int
-) -> pyfuse3.EntryAttributes:
+def virtual_attributes(entry: VirtualInode, owner: tuple[int, int]) -> pyfuse3.EntryAttributes:
     """`.helix/` entries are never cached by the kernel: their content is computed."""
     thing = entry.entry
     mode = thing.mode if isinstance(thing, Entry) else stat.S_IFDIR | 0o555
@@ -154,7 +151,8 @@ def virtual_attributes(
         size = len(thing.render()) if thing.cheap else entry.served or 0
     elif isinstance(thing, Link):
         size = len(thing.target)
-    return attributes(entry.ino, mode, size, time.time_ns(), started_ns, owner=owner, timeout=0)
+    now = time.time_ns()  # rendered anew: changed just now
+    return attributes(entry.ino, mode, size, now, now, owner=owner, timeout=0)
 
 
 def caller_meta(ctx: Any) -> dict[str, Any]:

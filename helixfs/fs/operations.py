@@ -16,7 +16,6 @@ import logging
 import os
 import stat
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +89,6 @@ class Operations(pyfuse3.Operations):
         self._digests = xattrs.ContentDigests()
         self._unsubscribe = repo.subscribe(self._ref_moved)
         self._release_in_use = repo.keep_in_use(self._open_content)
-        self._started_ns = time.time_ns()
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
 
     # -- lifecycle (called by the daemon) -----------------------------------------------
@@ -238,7 +236,7 @@ class Operations(pyfuse3.Operations):
         return edge.node_attributes(entry, self.spools.get(entry.node), self.owner)
 
     def _virtual_attrs(self, entry: VirtualInode) -> pyfuse3.EntryAttributes:
-        return edge.virtual_attributes(entry, self.owner, self._started_ns)
+        return edge.virtual_attributes(entry, self.owner)
 
     @fuse_errors
     async def setattr(

@@ -59,7 +59,9 @@ class Node:
         self.mode = mode
         self.size = size
         self.mtime_ns = mtime_ns
-        self.ctime_ns = mtime_ns
+        # Not stored: a loaded node's last change is its mtime, unless that is in the
+        # future (`touch -d 2100`), where ctime, the time of a change, cannot be.
+        self.ctime_ns = min(mtime_ns, time.time_ns())
         self.xattrs: dict[bytes, bytes] = xattrs if xattrs is not None else {}
         self.oid = oid  # content id; for a directory, its tree id when not dirty
         self.children: dict[bytes, Node] | None = None  # None: not loaded yet

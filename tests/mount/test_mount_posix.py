@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -163,6 +164,24 @@ def test_hard_link_is_refused_cleanly(mnt: Mount) -> None:
         assert (mnt.path / "second").read_text() == "x\n"
     else:
         assert "not permitted" in done.stderr.lower()  # EPERM, docs/decisions/0003
+
+
+def test_ctime_is_when_a_file_changed_even_for_a_future_mtime(make_mount: MountFactory) -> None:
+    """ctime showed max(ctime, mtime): a file touched to 2100 changed in 2100. As on a
+    local disk, it is the time of the change (here: now), also after a remount."""
+    mnt = make_mount(0)
+    before = time.time()
+    mnt.sh("echo x > later && touch -d '2100-01-01 UTC' later && echo y > now")
+    _assert_changed_now(mnt, before)
+    assert mnt.stop() == 0
+    _assert_changed_now(make_mount(0, store=mnt.store), before)
+
+
+def _assert_changed_now(mnt: Mount, before: float) -> None:
+    st = (mnt.path / "later").stat()
+    assert st.st_mtime == 4102444800
+    assert before - 1 <= st.st_ctime <= time.time() + 1
+    assert before - 1 <= (mnt.path / "now").stat().st_ctime <= time.time() + 1
 
 
 def test_chmod_and_utimens_are_kept(mnt: Mount) -> None:
