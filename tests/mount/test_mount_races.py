@@ -82,3 +82,18 @@ def test_saves_survive_outside_commits_run_on_a_daemon_thread(
         repeat(40, lambda i: mount.helix("commit", "-m", "outside", f"outside{i}.txt={source}"))
     check_saved(mount, writers)
     assert {f"outside{i}.txt" for i in range(40)} <= in_head(mount)
+
+
+@pytest.mark.parametrize(
+    "rename", ["mv ../feat ../feat2", "python -m helixfs.cli.main branch -m feat feat2"]
+)
+def test_a_process_inside_a_renamed_branch_folder_stays_in_it(mnt: Mount, rename: str) -> None:
+    """As in a folder `mv` renamed on a local disk: a shell working in
+    `.helix/branches/feat` goes on working there, now in feat2. Its every write used to
+    fail with ENOENT, as if the folder had been deleted."""
+    mnt.sh("mkdir .helix/branches/feat")
+    inside = "cd .helix/branches/feat && echo 1 > before"
+    done = mnt.sh(f"{inside} && {rename} >/dev/null && echo 2 > after && ls")
+    assert done.stdout.split() == ["after", "before"]
+    assert mnt.helix("cat", "feat2", "after").stdout == "2\n"
+    assert sorted(os.listdir(mnt.path / ".helix/branches")) == ["feat2", "main"]
