@@ -147,6 +147,14 @@ class InodeTable:
         for path in [path for path, number in self._numbers.items() if number == ino]:
             del self._numbers[path]
 
+    def rename_number(self, ino: int, name: bytes) -> None:
+        """The `.helix/` folder numbered `ino` was renamed to `name`: the number moves
+        to the new path, so the kernel's dentry (moved by `mv`) and the cwd of a process
+        inside still name it, and the old path is free for another folder."""
+        for path in [path for path, number in self._numbers.items() if number == ino]:
+            del self._numbers[path]
+            self._numbers[(*path[:-1], name)] = ino
+
     def virtual(self, path: tuple[bytes, ...], entry: object) -> VirtualInode:
         """The inode of a virtual `.helix/` entry (re-resolved on every lookup)."""
         ino = self.number_for(path)

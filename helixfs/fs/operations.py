@@ -11,14 +11,16 @@ is not thread-safe) sees one request at a time and no request sees another half 
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import logging
 import os
 import stat
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import pyfuse3
 import trio
@@ -55,6 +57,26 @@ log = logging.getLogger(__name__)
 HELIX = b".helix"
 
 ReaddirReply = Callable[[Any, bytes, pyfuse3.EntryAttributes, int], bool]
+P = ParamSpec("P")
+T = TypeVar("T")
+Handler = Callable[Concatenate["Operations", P], Coroutine[Any, Any, T]]
+
+
+def request(fn: Handler[P, T]) -> Handler[P, T]:
+    """A kernel request handler: domain errors become errno (edge.fuse_errors), and the
+    whole request runs under the repository lock, after the ref moves other threads made
+    (`Operations._ref_moved`). A command on a daemon worker thread (commit, import)
+    reloads a branch's Worktree there: a request half done across that reload, or served
+    before the views follow it, would change nodes no longer in the tree, and its
+    rename or save would be lost."""
+
+    @functools.wraps(fn)
+    async def serialized(self: Operations, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.repo.lock:
+            self._apply_moves()
+            return await fn(self, *args, **kwargs)  # handlers never await: no yield here
+
+    return fuse_errors(serialized)
 
 
 class Operations(pyfuse3.Operations):
@@ -90,6 +112,7 @@ class Operations(pyfuse3.Operations):
         self._unsubscribe = repo.subscribe(self._ref_moved)
         self._release_in_use = repo.keep_in_use(self._open_content)
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
+        self._moves: collections.deque[str] = collections.deque()  # from other threads
 
     # -- lifecycle (called by the daemon) -----------------------------------------------
 
@@ -102,18 +125,24 @@ class Operations(pyfuse3.Operations):
     def _ref_moved(self, branch: str) -> None:
         """Repository.subscribe callback. A CLI command the daemon runs on a worker thread
         calls it there, holding the repository lock: the views (not thread-safe) are
-        updated on the loop thread instead, soon, without waiting for it (the loop may
-        itself be waiting for that lock)."""
+        updated on the loop thread instead, without waiting for it (the loop may itself
+        be waiting for that lock), before its next request (`request`) or soon."""
         if self._loop is not None and threading.get_ident() != self._loop[0]:
-            self._loop[1].run_sync_soon(self._ref_moved_safely, branch)
+            self._moves.append(branch)
+            self._loop[1].run_sync_soon(self._apply_moves)
         else:
+            self._apply_moves()  # in order: an earlier move from a thread goes first
             self.views.ref_moved(branch)
 
-    def _ref_moved_safely(self, branch: str) -> None:
-        try:
-            self.views.ref_moved(branch)
-        except Exception:  # an exception here would take the whole trio loop down
-            log.exception("following the move of branch %s failed", branch)
+    def _apply_moves(self) -> None:
+        """Follow the ref moves queued by other threads (on the loop thread)."""
+        with self.repo.lock:
+            while self._moves:
+                branch = self._moves.popleft()
+                try:
+                    self.views.ref_moved(branch)
+                except Exception:  # an exception here would take the whole trio loop down
+                    log.exception("following the move of branch %s failed", branch)
 
     def close(self) -> None:
         """Unmounted: store what open files still hold, commit everything pending.
@@ -170,7 +199,7 @@ class Operations(pyfuse3.Operations):
 
     # -- names --------------------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -221,7 +250,7 @@ class Operations(pyfuse3.Operations):
 
     # -- attributes ---------------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         try:
             return self._attrs(self.inodes.get(inode))
@@ -238,7 +267,7 @@ class Operations(pyfuse3.Operations):
     def _virtual_attrs(self, entry: VirtualInode) -> pyfuse3.EntryAttributes:
         return edge.virtual_attributes(entry, self.owner)
 
-    @fuse_errors
+    @request
     async def setattr(
         self,
         inode: int,
@@ -292,7 +321,7 @@ class Operations(pyfuse3.Operations):
 
     # -- directories --------------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         handle = DirHandle(inode)
         self._list(handle)
@@ -312,7 +341,7 @@ class Operations(pyfuse3.Operations):
         handle.names = [name for name, _ in listing]
         handle.nodes = [node for _, node in listing]
 
-    @fuse_errors
+    @request
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         handle = self._handles.typed(fh, DirHandle)
         if start_id == 0 and handle.listed:
@@ -342,18 +371,18 @@ class Operations(pyfuse3.Operations):
             return self._child(parent, name)
         return self.inodes.for_node(parent.view, node, parent.ino, name)
 
-    @fuse_errors
+    @request
     async def releasedir(self, fh: int) -> None:
         self._handles.pop(fh)
 
-    @fuse_errors
+    @request
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
         handle = self._handles.typed(fh, DirHandle)
         entry = self.inodes.get(handle.ino)
         if isinstance(entry, NodeInode) and not entry.worktree.readonly:
             self.saver.persist(entry.worktree)
 
-    @fuse_errors
+    @request
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -370,7 +399,7 @@ class Operations(pyfuse3.Operations):
         node = parent.worktree.mkdir(parent.node, name, mode)
         return self._created(parent, node, name, ctx)
 
-    @fuse_errors
+    @request
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         check_name_length(name)
         parent = self.inodes.get(parent_inode)
@@ -388,7 +417,7 @@ class Operations(pyfuse3.Operations):
 
     # -- names: create, remove, rename, link --------------------------------------------
 
-    @fuse_errors
+    @request
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -398,7 +427,7 @@ class Operations(pyfuse3.Operations):
         node = parent.worktree.symlink(parent.node, name, target)
         return self._created(parent, node, name, ctx)
 
-    @fuse_errors
+    @request
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
         found = self.inodes.get(inode)
         if isinstance(found, VirtualInode) and isinstance(found.entry, Link):
@@ -406,7 +435,7 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.node(inode)
         return entry.worktree.readlink(entry.node)
 
-    @fuse_errors
+    @request
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -417,7 +446,7 @@ class Operations(pyfuse3.Operations):
         node = parent.worktree.create(parent.node, name, stat.S_IFREG | stat.S_IMODE(mode))
         return self._created(parent, node, name, ctx)
 
-    @fuse_errors
+    @request
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         check_name_length(name)
         parent = self._tree_dir(parent_inode)
@@ -429,7 +458,7 @@ class Operations(pyfuse3.Operations):
         self._changed(parent, edge.caller_meta(ctx))
         self._tell_other_views(parent, name)
 
-    @fuse_errors
+    @request
     async def rename(
         self,
         parent_inode_old: int,
@@ -495,7 +524,7 @@ class Operations(pyfuse3.Operations):
             else:
                 known.parent, known.name = where.ino, name
 
-    @fuse_errors
+    @request
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -503,7 +532,7 @@ class Operations(pyfuse3.Operations):
 
     # -- files --------------------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def create(
         self,
         parent_inode: int,
@@ -519,7 +548,7 @@ class Operations(pyfuse3.Operations):
         entry = self.inodes.node(attrs.st_ino)
         return self._open_node(entry, flags & ~os.O_TRUNC, ctx), attrs
 
-    @fuse_errors
+    @request
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
@@ -550,7 +579,7 @@ class Operations(pyfuse3.Operations):
             keep_cache = False
         return pyfuse3.FileInfo(fh=fh, direct_io=False, keep_cache=keep_cache)
 
-    @fuse_errors
+    @request
     async def read(self, fh: int, off: int, size: int) -> bytes:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
@@ -561,7 +590,7 @@ class Operations(pyfuse3.Operations):
             return spool.read(off, size)
         return handle.worktree.read(handle.node, off, size)
 
-    @fuse_errors
+    @request
     async def write(self, fh: int, off: int, buf: bytes) -> int:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
@@ -574,7 +603,7 @@ class Operations(pyfuse3.Operations):
         self._tell_other_views(handle.entry)
         return written
 
-    @fuse_errors
+    @request
     async def flush(self, fh: int) -> None:
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
@@ -585,14 +614,14 @@ class Operations(pyfuse3.Operations):
                 self.saver.closed(handle.worktree)
                 self._tell_other_views(handle.entry)
 
-    @fuse_errors
+    @request
     async def fsync(self, fh: int, datasync: bool) -> None:
         handle = self._handles.get(fh)
         if isinstance(handle, FileHandle) and not handle.worktree.readonly:
             self.writes.store(handle)
             self.saver.persist(handle.worktree)
 
-    @fuse_errors
+    @request
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh)
         if isinstance(handle, VirtualHandle):
@@ -609,19 +638,19 @@ class Operations(pyfuse3.Operations):
 
     # -- extended attributes ------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             raise NoAttr()
         return xattrs.get(entry.worktree, entry.node, name, self._digests)
 
-    @fuse_errors
+    @request
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> Sequence[bytes]:
         entry = self.inodes.get(inode)
         return [] if isinstance(entry, VirtualInode) else xattrs.listed(entry.node)
 
-    @fuse_errors
+    @request
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
@@ -630,7 +659,7 @@ class Operations(pyfuse3.Operations):
             self._changed(entry, edge.caller_meta(ctx))
             self._tell_other_views(entry)
 
-    @fuse_errors
+    @request
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         entry = self._xattr_target(inode)
         xattrs.remove(entry.worktree, entry.node, name)
@@ -645,7 +674,7 @@ class Operations(pyfuse3.Operations):
 
     # -- whole filesystem ---------------------------------------------------------------
 
-    @fuse_errors
+    @request
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         return edge.statvfs(str(self.store_path))
 

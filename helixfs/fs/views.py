@@ -111,12 +111,27 @@ class Views:
     def _reload_branch(self, branch: str) -> None:
         """The repository already reloaded (or replaced) the branch's Worktree."""
         if branch not in {ref.name for ref in self.repo.branches()}:
-            self.forget("branch", branch)
+            self._branch_gone(branch)
             return
         worktree = self.repo.worktree(branch)
         for view in [self.root, *self._views.values()]:
             if view.kind in ("root", "branch") and view.name == branch:
                 self._rebind(view, worktree)
+
+    def _branch_gone(self, branch: str) -> None:
+        """No branch of that name any more. Renamed (its Worktree lives on under the new
+        name), its folder's view and numbers move with it: a process inside goes on
+        working there, as in a folder `mv` renamed. Deleted, the view goes."""
+        view = self._views.get(("branch", branch))
+        if view is None or not self._is_live(view.worktree) or view.worktree.branch == branch:
+            self.forget("branch", branch)
+            return
+        new = view.worktree.branch
+        self.forget("branch", new)  # a stale view of an older branch of that name
+        del self._views[("branch", branch)]
+        view.name = new
+        self._views[("branch", new)] = view
+        self.inodes.rename_number(view.root_ino, new.encode())
 
     def _rebind(self, view: View, worktree: Worktree) -> None:
         old = view.worktree

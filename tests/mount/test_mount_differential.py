@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,11 +24,18 @@ CHECK_EVERY = 50
 Outcome = object  # what an operation returned, or the errno it raised
 
 
+OUTSIDE = "zz-outside"  # names only `helix commit` writes: not part of the workload
+# What a reader racing the workload may meet: a path that came or went meanwhile
+RACED = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EINVAL}
+
+
 def snapshot(root: Path) -> dict[str, tuple[object, ...]]:
     """Every entry under `root`: type and permission bits, plus content or link target."""
     found: dict[str, tuple[object, ...]] = {}
     for folder, dirs, files in os.walk(root):
         for name in dirs + files:
+            if name.startswith(OUTSIDE):
+                continue
             path = Path(folder, name)
             info = path.lstat()
             key = str(path.relative_to(root))
@@ -223,6 +231,68 @@ def test_the_mount_behaves_as_a_local_disk(
     work.check_trees("the store mounted again", again.path)
     again.stop()
     assert "ok" in again.helix("fsck").stdout.lower()
+
+
+class Readers:
+    """Threads that stat, list and read whatever the workload may have made, while it
+    runs: a race may make a path vanish (ENOENT...), never fail otherwise."""
+
+    def __init__(self, root: Path, count: int = 3) -> None:
+        self.root = root
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(n,)) for n in range(count)]
+
+    def __enter__(self) -> Readers:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _run(self, seed: int) -> None:
+        rng = random.Random(seed)
+        names = ["a", "b", "c", "d.txt", "e.py", "f f", "g\udcff"]
+        while not self._stop.is_set():
+            path = self.root.joinpath(*rng.choices(names, k=rng.randrange(1, 3)))
+            try:
+                if path.is_dir():
+                    os.listdir(path)
+                else:
+                    path.read_bytes()
+            except OSError as exc:
+                if exc.errno not in RACED:
+                    self.errors.append(f"{path.relative_to(self.root)}: {exc}")
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_mount_stays_a_local_disk_under_readers_and_outside_commits(
+    make_mount: MountFactory, tmp_path: Path, seed: int
+) -> None:
+    """The same workload while other threads read the mount and `helix commit` (on a
+    worker thread of the daemon) reloads the branch between operations: no result may
+    change, no reader may fail."""
+    mnt: Mount = make_mount(0)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    source = tmp_path / "outside"
+    source.write_bytes(b"committed from outside\n")
+    work = Workload(seed, mnt.path, disk)
+    with Readers(mnt.path) as readers:
+        for n in range(1, OPERATIONS + 1):
+            work.step()
+            if n % 4 == 0:
+                mnt.helix("commit", "-m", "outside", f"{OUTSIDE}{n}={source}")
+            if n % CHECK_EVERY == 0:
+                work.check_trees(f"the mount after {n} operations")
+    assert readers.errors == []
+    exported = tmp_path / "exported"
+    mnt.helix("export", "HEAD", exported)
+    work.check_trees("the committed HEAD", exported)
+    assert len(list(exported.glob(f"{OUTSIDE}*"))) == OPERATIONS // 4
 
 
 class Branches:

@@ -409,6 +409,23 @@ def test_a_temp_file_renamed_away_is_no_changed_path(repo: Repository, tree: Wor
     assert repo.commit_info("HEAD").message == "save conf.txt"
 
 
+def test_changed_is_not_cut_short_by_temp_files_renamed_away(
+    repo: Repository, tree: Worktree
+) -> None:
+    """More than 1000 recorded paths stop the recording; the temp names it recorded are
+    then dropped, and the list left under 1000 entries looked complete: last_commit
+    skipped the commit that made the files it missed."""
+    _file(tree, b"old", b"0")
+    tree.commit()
+    for index in range(600):  # an editor's save each: a temp file renamed over the name
+        _file(tree, b"t%d.tmp" % index, b"%d" % index)
+        tree.rename(tree.root, b"t%d.tmp" % index, tree.root, b"f%d" % index)
+    cid = tree.commit()
+    changed = repo.commit_info("HEAD").meta["changed"]
+    assert len(changed) >= 1000 or "f599" in changed
+    assert tree.last_commit(b"f599") == cid
+
+
 def test_directories_nested_deeper_than_pythons_default_recursion_limit(
     repo: Repository, tree: Worktree
 ) -> None:
