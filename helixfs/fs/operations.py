@@ -3,10 +3,11 @@
 Nothing of substance lives here: names resolve through the inode table (inodes.py) and
 the views (views.py), content goes through spools (spool.py) to `Worktree.set_content`,
 every save goes to the Saver (saver.py), `.helix/` is the handler table of helixdir.py.
-Domain errors become errno values in one decorator (edge.fuse_errors).
+Domain errors become errno values in one decorator (`request`, over edge.fuse_errors).
 
-Handlers never await: each runs to completion on the trio loop, so the Worktree (which
-is not thread-safe) sees one request at a time and no request sees another half done.
+Handlers never await: each runs to completion on the trio loop, under the repository
+lock, so the Worktree (which is not thread-safe) sees one request at a time, and no
+request sees another half done, nor a reload by a command on another thread.
 """
 
 from __future__ import annotations
