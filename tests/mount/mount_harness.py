@@ -52,6 +52,13 @@ def require_fuse() -> None:
     pytest.skip(problem)
 
 
+def need(*tools: str) -> None:
+    """Fail (never skip) when a tool a workload runs is missing: .ci/run installs them."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"missing tools: {missing} (.ci/run's apt line installs them)")
+
+
 def helix(*args: str | Path, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run the `helix` CLI in a subprocess, as a user would."""
     done = subprocess.run(

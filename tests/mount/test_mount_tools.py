@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, sh
+from mount_harness import Mount, need, sh
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
@@ -25,12 +24,6 @@ NS_MAX = 2**63 - 1  # the latest mtime a tree entry holds: 2262-04-11
 NS_MIN = -(2**63)  # the earliest: 1677-09-21
 YEAR_2300 = 10_413_792_000  # seconds
 YEAR_1600 = -11_676_096_000
-
-
-def need(*tools: str) -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"missing tools: {missing} (.ci/run installs them)")
 
 
 def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:

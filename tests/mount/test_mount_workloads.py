@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, MountFactory, sh, wait_until
+from mount_harness import Mount, MountFactory, need, sh, wait_until
 
 from helixfs.fs.spool import MEMORY_BUDGET, SPILL_AT
 
@@ -17,12 +17,6 @@ GIT_ENV = (
     "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e"
     " GIT_AUTHOR_DATE='2001-01-01T00:00:00Z' GIT_COMMITTER_DATE='2001-01-01T00:00:00Z';"
 )
-
-
-def need(*tools: str) -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"missing tools for this workload: {missing} (see .ci/run's apt line)")
 
 
 def top_names(mount: Mount) -> list[str]:
