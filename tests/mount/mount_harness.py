@@ -18,11 +18,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -216,3 +217,26 @@ class Mount:
 
 
 MountFactory = Callable[..., Mount]
+
+
+class Background:
+    """`count` threads, each running `self.run(n)` until the `with` block ends (they
+    poll `self.stopping`); what goes wrong goes into `self.errors`."""
+
+    def __init__(self, count: int) -> None:
+        self.errors: list[str] = []
+        self.stopping = threading.Event()
+        self._threads = [threading.Thread(target=self.run, args=(n,)) for n in range(count)]
+
+    def __enter__(self) -> Self:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        for thread in self._threads:
+            thread.join()
+
+    def run(self, n: int) -> None:
+        raise NotImplementedError

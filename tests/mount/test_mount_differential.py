@@ -10,12 +10,11 @@ import os
 import random
 import shutil
 import stat
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, MountFactory
+from mount_harness import Background, Mount, MountFactory
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
@@ -233,30 +232,18 @@ def test_the_mount_behaves_as_a_local_disk(
     assert "ok" in again.helix("fsck").stdout.lower()
 
 
-class Readers:
+class Readers(Background):
     """Threads that stat, list and read whatever the workload may have made, while it
     runs: a race may make a path vanish (ENOENT...), never fail otherwise."""
 
     def __init__(self, root: Path, count: int = 3) -> None:
+        super().__init__(count)
         self.root = root
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(n,)) for n in range(count)]
 
-    def __enter__(self) -> Readers:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
-
-    def _run(self, seed: int) -> None:
+    def run(self, seed: int) -> None:
         rng = random.Random(seed)
         names = ["a", "b", "c", "d.txt", "e.py", "f f", "g\udcff"]
-        while not self._stop.is_set():
+        while not self.stopping.is_set():
             path = self.root.joinpath(*rng.choices(names, k=rng.randrange(1, 3)))
             try:
                 if path.is_dir():

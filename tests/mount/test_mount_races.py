@@ -6,42 +6,29 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, MountFactory
+from mount_harness import Background, Mount, MountFactory
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
 WRITERS = 8
 
 
-class Writers:
+class Writers(Background):
     """Processes' worth of editor saves (write a temp file, close, rename over the
     name) in threads, until told to stop; records what each returned."""
 
     def __init__(self, root: Path, count: int = WRITERS) -> None:
+        super().__init__(count)
         self.root = root
         self.saved: dict[str, bytes] = {}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(w,)) for w in range(count)]
 
-    def __enter__(self) -> Writers:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
-
-    def _run(self, writer: int) -> None:
+    def run(self, writer: int) -> None:
         index = 0
-        while not self._stop.is_set():
+        while not self.stopping.is_set():
             name, data = f"w{writer}_{index}.txt", f"{writer}:{index}\n".encode() * 3
             try:
                 (self.root / f"{name}.tmp").write_bytes(data)
