@@ -127,9 +127,7 @@ def test_reimport_is_idempotent_and_fast_forwards(helix: Helix, git_repo: Path) 
     assert ok(helix("cat", "main", "new.txt")).out == "new\n"
 
 
-def test_a_new_older_branch_leaves_imported_commits_unchanged(
-    helix: Helix, tmp_path: Path
-) -> None:
+def test_a_new_older_branch_leaves_imported_commits_unchanged(helix: Helix, tmp_path: Path) -> None:
     """Two branches make the same folder at different times. Importing the later one
     first, then both, must keep its commit: the folder's mtimes come from its own
     history, not from whichever branch the import met first."""
