@@ -110,7 +110,14 @@ class _CatFile:
 class _Converter:
     """Git objects -> HelixFS objects, memoised by git id."""
 
-    def __init__(self, repo: Repository, cat: _CatFile, id_size: int, batch: _Batch) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        cat: _CatFile,
+        id_size: int,
+        batch: _Batch,
+        known: dict[str, CommitId],
+    ) -> None:
         self.repo = repo
         self.cat = cat
         self.id_size = id_size
@@ -119,6 +126,7 @@ class _Converter:
         self.roots: dict[str, ObjectId] = {}  # git commit -> our root tree
         self.blobs: dict[bytes, tuple[ObjectId, int]] = {}
         self.commits: dict[str, CommitId] = {}
+        self.known = known  # git commit -> ours, made by an earlier import
         self.submodules = 0
 
     def blob(self, sha: bytes) -> tuple[ObjectId, int]:
@@ -183,13 +191,18 @@ class _Converter:
         return old if unchanged else entry
 
     def commit(self, sha: str) -> tuple[CommitId, bool]:
+        known = self.known.get(sha)
+        if known is not None:  # kept as it is, even if an older version converted it
+            self.commits[sha] = known
+            return known, True
         headers, message = _parse_commit(self.cat.get(sha, b"commit"))
         encoding = _encoding(headers)
         author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0], encoding)
         parents = tuple(self._parent(sha, p.decode()) for p in headers.get(b"parent", []))
         first = headers.get(b"parent", [b""])[0].decode()
         git_tree = bytes.fromhex(headers[b"tree"][0].decode())
-        tree = self.roots[sha] = self.tree(git_tree, author_ns, self.roots.get(first))
+        base = self._root(first) if first else None
+        tree = self.roots[sha] = self.tree(git_tree, author_ns, base)
         meta: dict[str, Any] = {
             "git": {
                 "commit": sha,
@@ -204,6 +217,15 @@ class _Converter:
             self.batch.add({ObjectId(cid): record})
         self.commits[sha] = cid
         return cid, existed
+
+    def _root(self, sha: str) -> ObjectId:
+        """Our root tree of a converted git commit (`_parent` checked it is one)."""
+        found = self.roots.get(sha)
+        if found is None:  # an earlier import's: read which git tree it came from
+            headers, _ = _parse_commit(self.cat.get(sha, b"commit"))
+            found = self.roots[sha] = self.repo.commit_info(self.commits[sha]).tree
+            self.tree_shas[found] = bytes.fromhex(headers[b"tree"][0].decode())
+        return found
 
     def _parent(self, sha: str, parent: str) -> CommitId:
         """rev-list gives parents first; one missing means git's history has a hole
@@ -384,7 +406,7 @@ def import_git(
     )
     batch = _Batch(repo)
     cat = _CatFile(path)
-    converter = _Converter(repo, cat, id_size, batch)
+    converter = _Converter(repo, cat, id_size, batch, _imported(repo, refs))
     made = skipped = 0
     try:
         for done, sha in enumerate(shas, 1):
@@ -408,6 +430,26 @@ def import_git(
         converter.submodules,
         refs_skipped,
     )
+
+
+def _imported(repo: Repository, refs: list[_GitRef]) -> dict[str, CommitId]:
+    """Git commit -> ours, for the history earlier imports left under these refs. Those
+    commits are not converted again: an import only costs its new commits, and one by
+    an older version (other mtimes, say) still fast-forwards instead of forking."""
+    todo = [CommitId(v) for r in refs if (v := repo.store.ref(r.ref)) is not None]
+    seen = set(todo)
+    known: dict[str, CommitId] = {}
+    while todo:
+        commit = repo.commit_info(todo.pop())
+        git = commit.meta.get("git")
+        if not isinstance(git, dict) or not isinstance(git.get("commit"), str):
+            continue  # the init commit; other work is refused before (_check_ref)
+        known[git["commit"]] = commit.id
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return known
 
 
 def _refuse_shallow(path: Path) -> None:
