@@ -151,6 +151,39 @@ def test_a_new_older_branch_leaves_imported_commits_unchanged(helix: Helix, tmp_
     assert entry[0]["mtime_ns"] == 1_600_000_200 * 10**9
 
 
+def test_reimport_builds_on_the_commits_already_in_the_store(
+    helix: Helix, store: Path, git_repo: Path
+) -> None:
+    """An earlier import (say by an older version, with other mtimes) made `main`'s
+    commit with another tree: a new git commit lands on top of it, not on a fresh
+    conversion of the same history beside it."""
+    from helixfs.ids import CommitId, ObjectId, object_id
+    from helixfs.vcs.objects import Commit, encode_commit
+    from helixfs.vcs.repo import Repository
+
+    ok(helix("import", "--from-git", str(git_repo)))
+    with Repository.open(store) as repo:
+        tip = repo.commit_info("main")
+        older = Commit(
+            repo.commit_info("main~1").tree,
+            tip.parents,
+            tip.time_ns,
+            tip.author,
+            tip.message,
+            tip.meta,
+        )
+        record = encode_commit(older)
+        cid = CommitId(object_id(record))
+        repo.store.write({ObjectId(cid): record})
+        repo.move_refs({"branches/main": cid})
+    _write(git_repo, "new.txt", "new\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "later", date=1_600_000_500)
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert doc["commits"] == 1
+    assert ok(helix("rev-parse", "main~1")).out.strip() == cid.hex()
+
+
 def test_import_into_a_store_with_other_work_is_refused(
     helix: Helix, store: Path, git_repo: Path, tmp_path: Path
 ) -> None:
