@@ -1,11 +1,13 @@
 """`import_git`: every commit of a git repository, with messages, authors, times, merges.
 
 Reads git through one long-lived `git cat-file --batch` process (plumbing, streaming,
-no checkout). Git trees and blobs are content-addressed like ours, so each git object is
-converted once and memoised by its git id: a commit that changes one file converts one
-blob and the trees on its path, whatever the size of the project. Commits go in
-topological order (parents first); their ids are deterministic, so importing the same
-history twice yields the same commits and only moves refs.
+no checkout). Blobs are content-addressed like ours, so each is converted once and
+memoised by its git id. Our trees also hold mtimes, which git does not have: an entry
+gets the time of the commit that changed it, judged against the first parent's tree.
+So a commit that changes one file converts one blob and the trees on its path, whatever
+the size of the project, and its tree depends only on its own first-parent history, not
+on which other branches the import saw first: importing the same history twice (or again
+with new branches) yields the same commits and only moves refs.
 
 Branches become branches (`/` in a git name becomes `-`), tags become snapshots. A
 branch that already exists is only moved if it is the empty commit `helix init` made, or
@@ -26,10 +28,18 @@ from typing import IO, TYPE_CHECKING, Any
 from helixfs.errors import AlreadyExists, CorruptObject, InvalidInput, InvalidName, NotFound
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs.content import pack_bytes
-from helixfs.vcs.objects import MODE_DIR, MODE_FILE, MODE_LINK, Commit, TreeEntry, encode_commit
+from helixfs.vcs.objects import (
+    MODE_DIR,
+    MODE_FILE,
+    MODE_LINK,
+    Commit,
+    Tree,
+    TreeEntry,
+    encode_commit,
+)
 from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
 from helixfs.vcs.transfer import _Batch
-from helixfs.vcs.treeops import EMPTY_TREE_ID
+from helixfs.vcs.treeops import EMPTY_TREE, EMPTY_TREE_ID, find
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -100,14 +110,23 @@ class _CatFile:
 class _Converter:
     """Git objects -> HelixFS objects, memoised by git id."""
 
-    def __init__(self, repo: Repository, cat: _CatFile, id_size: int, batch: _Batch) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        cat: _CatFile,
+        id_size: int,
+        batch: _Batch,
+        known: dict[str, CommitId],
+    ) -> None:
         self.repo = repo
         self.cat = cat
         self.id_size = id_size
         self.batch = batch
-        self.trees: dict[bytes, ObjectId] = {}
+        self.tree_shas: dict[ObjectId, bytes] = {}  # our trees -> the git trees they came from
+        self.roots: dict[str, ObjectId] = {}  # git commit -> our root tree
         self.blobs: dict[bytes, tuple[ObjectId, int]] = {}
         self.commits: dict[str, CommitId] = {}
+        self.known = known  # git commit -> ours, made by an earlier import
         self.submodules = 0
 
     def blob(self, sha: bytes) -> tuple[ObjectId, int]:
@@ -118,17 +137,33 @@ class _Converter:
             found = self.blobs[sha] = (stored.oid, stored.size)
         return found
 
-    def tree(self, sha: bytes, time_ns: int) -> ObjectId:
-        found = self.trees.get(sha)
-        if found is not None:
-            return found
-        entries = [e for e in self._entries(self.cat.get(sha.hex(), b"tree"), time_ns) if e]
+    def tree(self, sha: bytes, time_ns: int, base: ObjectId | None) -> ObjectId:
+        """Git tree `sha` as ours; `base` is our tree at the same path in the first parent.
+
+        What `base` already holds keeps its entries (and their mtimes); the rest gets
+        `time_ns`. A memo by git id alone would stamp a tree with the time of whichever
+        commit the import met first, so a new branch could change older commits' ids."""
+        if base is not None and self.tree_shas.get(base) == sha:
+            return base
+        old = self._listing(base) if base is not None else EMPTY_TREE
+        raw = self.cat.get(sha.hex(), b"tree")
+        entries = [e for e in self._entries(raw, time_ns, old) if e]
         objects: dict[ObjectId, bytes] = {}
-        oid = self.trees[sha] = self.repo.trees.build(entries, objects)
+        oid = self.repo.trees.build(entries, objects)
         self.batch.add(objects)
+        self.tree_shas[oid] = sha
         return oid
 
-    def _entries(self, raw: bytes, time_ns: int) -> list[TreeEntry | None]:
+    def _listing(self, oid: ObjectId) -> Tree:
+        """A tree built earlier in this import, usually still in the tree cache; one
+        dropped from it before its batch reached the store is read after a flush."""
+        try:
+            return self.repo.trees.get(oid)
+        except NotFound:
+            self.batch.flush()
+            return self.repo.trees.get(oid)
+
+    def _entries(self, raw: bytes, time_ns: int, old: Tree) -> list[TreeEntry | None]:
         entries: list[TreeEntry | None] = []
         pos = 0
         while pos < len(raw):
@@ -137,24 +172,37 @@ class _Converter:
             mode, name = raw[pos:space], raw[space + 1 : nul]
             sha = raw[nul + 1 : nul + 1 + self.id_size]
             pos = nul + 1 + self.id_size
-            entries.append(self._entry(mode, name, sha, time_ns))
+            entries.append(self._entry(mode, name, sha, time_ns, find(old, name)))
         return entries
 
-    def _entry(self, mode: bytes, name: bytes, sha: bytes, time_ns: int) -> TreeEntry | None:
+    def _entry(
+        self, mode: bytes, name: bytes, sha: bytes, time_ns: int, old: TreeEntry | None
+    ) -> TreeEntry | None:
         if mode == _DIR:
-            return TreeEntry(name, MODE_DIR, self.tree(sha, time_ns), 0, time_ns)
-        if mode == _GITLINK:
+            sub = self.tree(sha, time_ns, old.oid if old is not None and old.is_dir() else None)
+            entry = TreeEntry(name, MODE_DIR, sub, 0, time_ns)
+        elif mode == _GITLINK:
             self.submodules += 1
             return None
-        oid, size = self.blob(sha)
-        return TreeEntry(name, _MODES.get(mode, MODE_FILE), oid, size, time_ns)
+        else:
+            oid, size = self.blob(sha)
+            entry = TreeEntry(name, _MODES.get(mode, MODE_FILE), oid, size, time_ns)
+        unchanged = old is not None and (old.mode, old.oid) == (entry.mode, entry.oid)
+        return old if unchanged else entry
 
     def commit(self, sha: str) -> tuple[CommitId, bool]:
+        known = self.known.get(sha)
+        if known is not None:  # kept as it is, even if an older version converted it
+            self.commits[sha] = known
+            return known, True
         headers, message = _parse_commit(self.cat.get(sha, b"commit"))
         encoding = _encoding(headers)
         author, author_ns, author_date = _parse_person(headers.get(b"author", [b""])[0], encoding)
         parents = tuple(self._parent(sha, p.decode()) for p in headers.get(b"parent", []))
-        tree = self.tree(bytes.fromhex(headers[b"tree"][0].decode()), author_ns)
+        first = headers.get(b"parent", [b""])[0].decode()
+        git_tree = bytes.fromhex(headers[b"tree"][0].decode())
+        base = self._root(first) if first else None
+        tree = self.roots[sha] = self.tree(git_tree, author_ns, base)
         meta: dict[str, Any] = {
             "git": {
                 "commit": sha,
@@ -169,6 +217,15 @@ class _Converter:
             self.batch.add({ObjectId(cid): record})
         self.commits[sha] = cid
         return cid, existed
+
+    def _root(self, sha: str) -> ObjectId:
+        """Our root tree of a converted git commit (`_parent` checked it is one)."""
+        found = self.roots.get(sha)
+        if found is None:  # an earlier import's: read which git tree it came from
+            headers, _ = _parse_commit(self.cat.get(sha, b"commit"))
+            found = self.roots[sha] = self.repo.commit_info(self.commits[sha]).tree
+            self.tree_shas[found] = bytes.fromhex(headers[b"tree"][0].decode())
+        return found
 
     def _parent(self, sha: str, parent: str) -> CommitId:
         """rev-list gives parents first; one missing means git's history has a hole
@@ -349,7 +406,7 @@ def import_git(
     )
     batch = _Batch(repo)
     cat = _CatFile(path)
-    converter = _Converter(repo, cat, id_size, batch)
+    converter = _Converter(repo, cat, id_size, batch, _imported(repo, refs))
     made = skipped = 0
     try:
         for done, sha in enumerate(shas, 1):
@@ -373,6 +430,26 @@ def import_git(
         converter.submodules,
         refs_skipped,
     )
+
+
+def _imported(repo: Repository, refs: list[_GitRef]) -> dict[str, CommitId]:
+    """Git commit -> ours, for the history earlier imports left under these refs. Those
+    commits are not converted again: an import only costs its new commits, and one by
+    an older version (other mtimes, say) still fast-forwards instead of forking."""
+    todo = [CommitId(v) for r in refs if (v := repo.store.ref(r.ref)) is not None]
+    seen = set(todo)
+    known: dict[str, CommitId] = {}
+    while todo:
+        commit = repo.commit_info(todo.pop())
+        git = commit.meta.get("git")
+        if not isinstance(git, dict) or not isinstance(git.get("commit"), str):
+            continue  # the init commit; other work is refused before (_check_ref)
+        known[git["commit"]] = commit.id
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return known
 
 
 def _refuse_shallow(path: Path) -> None:

@@ -12,7 +12,8 @@ changes (file vs directory) and modify/delete are conflicts too (ours is kept, o
 side that still has the file, and the path is listed). A folder deleted on one side
 and changed on the other is merged file by file, as git does. A file one side renamed
 (same or similar content under a new name, `renames.py`) and the other edited is
-merged under its new name, as git's rename detection does.
+merged under its new name, as git's rename detection does; renamed on one side and
+deleted (or renamed elsewhere) on the other is a conflict on the new names, as in git.
 
 Criss-cross histories have several best common ancestors. As git's recursive merge
 does, they are merged with one another first (pairwise, recursively) into a virtual
@@ -301,6 +302,24 @@ class _TreeMerger:
             merged = self._prune(merged, side, old)
         return merged
 
+    def rename_clashes(self, base: ObjectId, ours: ObjectId, theirs: ObjectId) -> None:
+        """A file both sides removed from its old path merges cleanly by entries. But if
+        one side renamed it, the other's delete (or its rename elsewhere) disagrees: git
+        reports rename/delete and rename/rename conflicts, and so do we, on the new
+        names, which stay in the tree. Renamed alike on both sides is clean."""
+        trees = self.repo.trees
+        gone = _deleted(trees, base, ours) & _deleted(trees, base, theirs)
+        if not gone:
+            return
+        mine = renames(trees, self.scratch.reader, base, ours, gone)
+        yours = renames(trees, self.scratch.reader, base, theirs, gone)
+        for old in sorted(set(mine) | set(yours)):
+            if mine.get(old) == yours.get(old):
+                continue
+            for new in sorted({n for n in (mine.get(old), yours.get(old)) if n is not None}):
+                if new not in self.conflicts:
+                    self.conflicts.append(new)
+
     def _prune(self, merged: ObjectId, side: ObjectId, path: bytes) -> ObjectId:
         """The folders a followed rename emptied go, where the renaming side has none:
         it moved the whole folder, and the conflict alone had kept it."""
@@ -342,6 +361,10 @@ def _entry_at(trees: Trees, root: ObjectId, path: bytes) -> TreeEntry | None:
         return trees.entry(root, path)
     except (NotFound, NotADirectory):
         return None
+
+
+def _deleted(trees: Trees, base: ObjectId, side: ObjectId) -> set[bytes]:
+    return {c.path for c in trees.diff(base, side) if c.status == "D"}
 
 
 def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
@@ -440,8 +463,10 @@ def merge_branches(
     merger = _TreeMerger(repo, (target, branch), scratch)
     ours_tree, theirs_tree = repo.commit_info(ours).tree, repo.commit_info(theirs).tree
     tree = merger.merge(base_tree, ours_tree, theirs_tree, b"")
-    if merger.conflicts and repo.store.contains(base_tree):  # not a virtual base
-        tree = merger.follow_renames(base_tree, ours_tree, theirs_tree, tree)
+    if repo.store.contains(base_tree):  # not a virtual base
+        if merger.conflicts:
+            tree = merger.follow_renames(base_tree, ours_tree, theirs_tree, tree)
+        merger.rename_clashes(base_tree, ours_tree, theirs_tree)
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(show_path(p) for p in merger.conflicts[:10])
         raise MergeConflictError(

@@ -127,6 +127,63 @@ def test_reimport_is_idempotent_and_fast_forwards(helix: Helix, git_repo: Path) 
     assert ok(helix("cat", "main", "new.txt")).out == "new\n"
 
 
+def test_a_new_older_branch_leaves_imported_commits_unchanged(helix: Helix, tmp_path: Path) -> None:
+    """Two branches make the same folder at different times. Importing the later one
+    first, then both, must keep its commit: the folder's mtimes come from its own
+    history, not from whichever branch the import met first."""
+    repo = new_git_repo(tmp_path / "gitrepo")
+    _write(repo, "lib/a", "base\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "root", date=1_600_000_000)
+    for branch, date in (("early", 1_600_000_100), ("late", 1_600_000_200)):
+        git(repo, "checkout", "-q", "-b", branch, "main")
+        _write(repo, "lib/a", "same\n")
+        git(repo, "commit", "-q", "-am", branch, date=date)
+    early = git(repo, "rev-parse", "early").strip()
+    git(repo, "branch", "-q", "-D", "early")
+    ok(helix("import", "--from-git", str(repo)))
+    late = ok(helix("rev-parse", "late")).out
+    git(repo, "branch", "early", early)
+    again = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert ok(helix("rev-parse", "late")).out == late
+    assert again["commits"] == 1 and again["skipped"] == 2
+    entry = ok(helix("ls", "--json", "late", "lib/a")).json()
+    assert entry[0]["mtime_ns"] == 1_600_000_200 * 10**9
+
+
+def test_reimport_builds_on_the_commits_already_in_the_store(
+    helix: Helix, store: Path, git_repo: Path
+) -> None:
+    """An earlier import (say by an older version, with other mtimes) made `main`'s
+    commit with another tree: a new git commit lands on top of it, not on a fresh
+    conversion of the same history beside it."""
+    from helixfs.ids import CommitId, ObjectId, object_id
+    from helixfs.vcs.objects import Commit, encode_commit
+    from helixfs.vcs.repo import Repository
+
+    ok(helix("import", "--from-git", str(git_repo)))
+    with Repository.open(store) as repo:
+        tip = repo.commit_info("main")
+        older = Commit(
+            repo.commit_info("main~1").tree,
+            tip.parents,
+            tip.time_ns,
+            tip.author,
+            tip.message,
+            tip.meta,
+        )
+        record = encode_commit(older)
+        cid = CommitId(object_id(record))
+        repo.store.write({ObjectId(cid): record})
+        repo.move_refs({"branches/main": cid})
+    _write(git_repo, "new.txt", "new\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "later", date=1_600_000_500)
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert doc["commits"] == 1
+    assert ok(helix("rev-parse", "main~1")).out.strip() == cid.hex()
+
+
 def test_import_into_a_store_with_other_work_is_refused(
     helix: Helix, store: Path, git_repo: Path, tmp_path: Path
 ) -> None:

@@ -339,6 +339,47 @@ def test_a_renamed_binary_edited_on_the_other_side_stays_a_conflict(repo: Reposi
     assert err.value.conflicts == [b"img.bin"]  # type: ignore[attr-defined]
 
 
+def test_renamed_apart_on_both_sides_is_a_conflict_on_both_names(disk_repo: Repository) -> None:
+    """Was merged clean with the file under both names (git: rename/rename)."""
+    repo = disk_repo
+    _fork(repo, {"a.py": MODULE, "keep": b"k"})
+    repo.commit({"a.py": None, "theirs.py": MODULE}, "mv", branch="feat")
+    repo.commit({"a.py": None, "ours.py": MODULE}, "mv")
+    head = repo.resolve("HEAD")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"ours.py", b"theirs.py"]  # type: ignore[attr-defined]
+    assert repo.resolve("HEAD") == head
+    result = repo.merge("feat", allow_conflicts=True)
+    assert result.status == "conflicts" and result.conflicts == [b"ours.py", b"theirs.py"]
+
+
+@pytest.mark.parametrize("renamer", ["main", "feat"])
+def test_renamed_on_one_side_deleted_on_the_other_is_a_conflict(
+    disk_repo: Repository, renamer: str
+) -> None:
+    """Was merged clean, the delete silently undone (git: rename/delete)."""
+    repo = disk_repo
+    _fork(repo, {"a.py": MODULE, "keep": b"k"})
+    deleter = "feat" if renamer == "main" else "main"
+    repo.commit({"a.py": None}, "rm", branch=deleter)
+    edited = MODULE.replace(b"line 7 ", b"LINE 7 ")
+    repo.commit({"a.py": None, "lib/moved.py": edited}, "mv", branch=renamer)
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"lib/moved.py"]  # type: ignore[attr-defined]
+
+
+def test_renamed_alike_on_both_sides_merges_clean(disk_repo: Repository) -> None:
+    repo = disk_repo
+    _fork(repo, {"a.py": MODULE, "keep": b"k"})
+    repo.commit({"a.py": None, "b.py": MODULE, "keep": b"k2"}, "mv", branch="feat")
+    repo.commit({"a.py": None, "b.py": MODULE}, "mv")
+    result = repo.merge("feat")
+    assert result.status == "merged" and result.conflicts == []
+    assert [e.name for e in repo.ls("HEAD")] == [b"b.py", b"keep"]
+
+
 def _exists(repo: Repository, path: str) -> bool:
     try:
         return repo.entry("HEAD", path) is not None
