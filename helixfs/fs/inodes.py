@@ -233,6 +233,10 @@ class InodeTable:
         found.lookups = max(0, found.lookups - count)
         if isinstance(found, NodeInode):
             self.release_if_unused(found)
+        elif found.lookups == 0 and getattr(found.entry, "transient", False):
+            # a file: no child refers to its number, and an open one is still held
+            del self._entries[ino]
+            self._numbers.pop(found.path, None)
         return found
 
     def release_if_unused(self, entry: NodeInode) -> None:

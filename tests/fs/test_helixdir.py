@@ -548,3 +548,17 @@ async def test_commit_views_the_kernel_forgot_are_dropped(client: Client) -> Non
     assert (len(client.ops.inodes), len(client.ops.views._views)) == baseline
     assert await client.read_file(path) == b"v24"  # opened again on the next lookup
 
+
+async def test_search_answers_the_kernel_forgot_are_dropped(repo: Repository) -> None:
+    """Every query is a name of its own: a mount that answers searches for days must not
+    keep an inode (and the query) for each one it was ever asked."""
+    client = Client(make_ops(repo, helix_entries={b"search": QueryDir(lambda q: q + "\n")}))
+    baseline = 0
+    for round_ in range(1, 25):
+        path = f".helix/search/what is {round_}"
+        assert await read_virtual(client, path) == f"what is {round_}\n".encode()
+        await forget_all(client, path)
+        if round_ == 4:
+            baseline = len(client.ops.inodes)
+    assert len(client.ops.inodes) == baseline
+    assert len(client.ops.inodes._numbers) < 20
