@@ -38,6 +38,9 @@ class Entry:
     """Anything `.helix/` can hold."""
 
     mode: int = stat.S_IFREG | 0o444
+    # One of an unbounded set of names (a query): numbered only while the kernel knows
+    # it, or a mount that answers searches for days would keep every query ever asked.
+    transient: bool = False
 
 
 class VirtualFile(Entry):
@@ -122,7 +125,9 @@ class QueryDir(VirtualDir):
 
     def child(self, name: bytes) -> Entry:
         query = name.decode("utf-8", "surrogateescape")
-        return TextFile(lambda: self._answer(query), cheap=False)
+        answer = TextFile(lambda: self._answer(query), cheap=False)
+        answer.transient = True
+        return answer
 
 
 class TableDir(VirtualDir):

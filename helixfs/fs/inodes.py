@@ -127,6 +127,7 @@ class InodeTable:
 
     def new_slot(self, view: View) -> None:
         """Give `view` a fresh number range (its old node numbers stay reserved)."""
+        self._slot_next.pop(view.slot, None)  # nothing is numbered in the old one again
         view.slot = next(self._slots)
         self._slot_next[view.slot] = view.slot << SLOT_BITS
 
@@ -190,6 +191,12 @@ class InodeTable:
         entry.detached = True
         self.release_if_unused(entry)
 
+    def drop_view(self, view: View) -> None:
+        """Unmap a view nobody knows any more, its number range included."""
+        self.drop_view_generation(view)
+        self._slot_next.pop(view.slot, None)
+        self.renumber(view.root_ino)
+
     def drop_view_generation(self, view: View) -> list[NodeInode]:
         """Unmap every node of the view's current slot (numbers the kernel still holds
         answer ESTALE until `remap` gives them a node again); returns what was mapped."""
@@ -226,13 +233,19 @@ class InodeTable:
         self._by_node[(view.slot, id(node))] = entry
         self._entries[entry.ino] = entry
 
-    def forget(self, ino: int, count: int) -> None:
+    def forget(self, ino: int, count: int) -> Inode | None:
+        """The kernel dropped `count` references to `ino`; returns what it named."""
         found = self._entries.get(ino) or self._buried.get(ino)
         if found is None:
-            return
+            return None
         found.lookups = max(0, found.lookups - count)
         if isinstance(found, NodeInode):
             self.release_if_unused(found)
+        elif found.lookups == 0 and getattr(found.entry, "transient", False):
+            # a file: no child refers to its number, and an open one is still held
+            del self._entries[ino]
+            self._numbers.pop(found.path, None)
+        return found
 
     def release_if_unused(self, entry: NodeInode) -> None:
         if entry.detached and entry.lookups == 0 and entry.opens == 0:

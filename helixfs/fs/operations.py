@@ -247,7 +247,9 @@ class Operations(pyfuse3.Operations):
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for ino, count in inode_list:
-            self.inodes.forget(ino, count)
+            found = self.inodes.forget(ino, count)
+            if isinstance(found, NodeInode) and found.ino == found.view.root_ino:
+                self.views.close_if_unused(found.view)
 
     # -- attributes ---------------------------------------------------------------------
 

@@ -91,6 +91,18 @@ class Views:
         self.inodes.new_slot(view)  # numbers the kernel still holds now answer ESTALE
         self.inodes.renumber(view.root_ino)
 
+    def close_if_unused(self, view: View) -> None:
+        """The kernel forgot the root of `view`. A read-only view (a commit, a snapshot)
+        that it and open files no longer use is dropped with its loaded tree: one view
+        per commit ever browsed under `.helix/commits/` would otherwise live as long as
+        the mount. A later lookup opens it again, under a new number."""
+        if not view.readonly or self._views.get((view.kind, view.name)) is not view:
+            return
+        if any(entry.lookups or entry.opens for entry in self.inodes.in_view(view)):
+            return
+        del self._views[(view.kind, view.name)]
+        self.inodes.drop_view(view)
+
     def switch_root(self, branch: str) -> None:
         """Show `branch` at the mount root (inode 1 stays the root)."""
         if branch == self.root.name:

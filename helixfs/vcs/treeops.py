@@ -11,7 +11,7 @@ import bisect
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Union
+from typing import TypeVar, Union
 
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import ObjectId, object_id
@@ -38,6 +38,13 @@ from helixfs.vcs.pages import pages_of, repage, write_pages
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
 EMPTY_TREE = Tree((), (), ())
+# Memo tables keyed by tree id. Every save of a work tree makes new ids (one per folder
+# on the changed path), so unbounded they grew for as long as a mount lived. A dropped
+# memo is only recomputed.
+MEMO_KEPT = 65536
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 Objects = dict[ObjectId, bytes]
 Nested = dict[bytes, Union["Nested", Stored, None]]
@@ -93,7 +100,7 @@ class Trees:
         self.store = store
         self._cache: dict[ObjectId, Tree] = {EMPTY_TREE_ID: EMPTY_TREE}
         self._limit = limit
-        self._clean: set[ObjectId] = {EMPTY_TREE_ID}  # trees with no temp-named file at all
+        self._clean: dict[ObjectId, None] = {EMPTY_TREE_ID: None}  # no temp-named file at all
         self._filtered: dict[tuple[ObjectId, ObjectId | None], ObjectId] = {}
 
     def get(self, oid: ObjectId) -> Tree:
@@ -110,10 +117,7 @@ class Trees:
         return tree
 
     def remember(self, oid: ObjectId, tree: Tree) -> None:
-        if len(self._cache) >= self._limit:
-            for stale in list(self._cache)[: self._limit // 4]:
-                del self._cache[stale]
-        self._cache[oid] = tree
+        _keep(self._cache, oid, tree, self._limit)
 
     def encode(
         self,
@@ -362,7 +366,7 @@ class Trees:
 
     def mark_clean(self, oid: ObjectId) -> None:
         """`oid` is known to hold no file with an editor temp name, even below."""
-        self._clean.add(oid)
+        _keep(self._clean, oid, None, MEMO_KEPT)
 
     def without_ephemeral(
         self, oid: ObjectId, objects: Objects, tracked: ObjectId | None = None
@@ -396,7 +400,7 @@ class Trees:
         result = (
             self.encode(entries, raws, objects, previous=tree, changed=changed) if changed else oid
         )
-        self._filtered[(oid, tracked)] = result
+        _keep(self._filtered, (oid, tracked), result, MEMO_KEPT)
         return result
 
     def carry_ephemeral(
@@ -477,3 +481,11 @@ def find(tree: Tree, name: bytes) -> TreeEntry | None:
     if i < len(tree.names) and tree.names[i] == name:
         return tree.entries[i]
     return None
+
+
+def _keep(table: dict[K, V], key: K, value: V, limit: int) -> None:
+    """Insert into a bounded table: a full one first drops its oldest quarter."""
+    if len(table) >= limit:
+        for stale in list(table)[: limit // 4]:
+            del table[stale]
+    table[key] = value

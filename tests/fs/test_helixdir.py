@@ -521,3 +521,44 @@ async def test_one_view_of_a_branch_sends_no_invalidations(client: Client) -> No
     await client.mkdir("d")
     await client.ops.unlink(ROOT, b"f", CTX)
     assert client.ops.invalidator.recorded == []
+
+
+async def forget_all(client: Client, *paths: str) -> None:
+    """What the kernel sends once it evicts the names it looked up along `paths`."""
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(len(parts), 0, -1):
+            ino = await client.ino("/".join(parts[:depth]))
+            entry = client.ops.inodes.get(ino)
+            await client.ops.forget([(ino, entry.lookups)])
+
+
+async def test_commit_views_the_kernel_forgot_are_dropped(client: Client) -> None:
+    """A mount that lives for days may browse thousands of commits: each view under
+    `.helix/commits/` (its tree, its inode numbers) lives only while the kernel holds it."""
+    await client.write_file("f", b"v0")
+    baseline = None
+    for round_ in range(1, 25):
+        await client.write_file("f", b"v%d" % round_)
+        path = f".helix/commits/{client.ops.repo.resolve('HEAD').hex()[:12]}/f"
+        assert await client.read_file(path) == b"v%d" % round_
+        await forget_all(client, path)
+        if round_ == 4:
+            baseline = (len(client.ops.inodes), len(client.ops.views._views))
+    assert (len(client.ops.inodes), len(client.ops.views._views)) == baseline
+    assert await client.read_file(path) == b"v24"  # opened again on the next lookup
+
+
+async def test_search_answers_the_kernel_forgot_are_dropped(repo: Repository) -> None:
+    """Every query is a name of its own: a mount that answers searches for days must not
+    keep an inode (and the query) for each one it was ever asked."""
+    client = Client(make_ops(repo, helix_entries={b"search": QueryDir(lambda q: q + "\n")}))
+    baseline = 0
+    for round_ in range(1, 25):
+        path = f".helix/search/what is {round_}"
+        assert await read_virtual(client, path) == f"what is {round_}\n".encode()
+        await forget_all(client, path)
+        if round_ == 4:
+            baseline = len(client.ops.inodes)
+    assert len(client.ops.inodes) == baseline
+    assert len(client.ops.inodes._numbers) < 20

@@ -20,7 +20,7 @@ from helixfs.errors import (
     RefConflict,
 )
 from helixfs.ids import CommitId
-from helixfs.vcs import Repository, Worktree
+from helixfs.vcs import Repository, Worktree, treeops
 from helixfs.vcs.content import CHUNK_THRESHOLD
 from helixfs.vcs.revisions import is_commit
 
@@ -561,3 +561,22 @@ def test_changed_names_the_paths_a_commit_changed_after_directory_renames(
     info = repo.commit_info(cid)
     assert info.meta["changed"] == ["e2", "e2/f"]
     assert info.message == "save e2/f"
+
+
+def test_saves_and_commits_do_not_grow_the_tree_memos(
+    disk_repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mount lives for days: each save made new tree ids that the memo of trees
+    without temp files kept forever (+2 per save in a two-level tree). The memos are
+    bounded; the bound is lowered here so that a short test reaches it."""
+    monkeypatch.setattr(treeops, "MEMO_KEPT", 64, raising=False)
+    tree = disk_repo.worktree()
+    folder = tree.mkdir(tree.root, b"src", 0o755)
+    files = [tree.create(folder, b"f%d" % i, 0o644) for i in range(4)]
+    for round_ in range(400):
+        tree.set_content(files[round_ % 4], b"v%d" % round_)
+        tree.save()
+        if round_ % 4 == 3:
+            tree.commit()
+    assert tree.read(files[3], 0, 10) == b"v399"
+    assert len(disk_repo.trees._clean) <= 64
