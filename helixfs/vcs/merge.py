@@ -288,7 +288,10 @@ class _TreeMerger:
             moved = _entry_at(trees, side, new)
             assert moved is not None
             o, t = (moved, kept) if is_ours else (kept, moved)
-            result = self._file(b, o, t, new)
+            if b.oid == o.oid or b.oid == t.oid:  # one side kept the content: no line merge
+                result = t if b.oid == o.oid else o
+            else:
+                result = self._file(b, o, t, new)
             if new in self.conflicts and new not in self.marked:
                 self.conflicts.remove(new)  # binary: no markers can hold both edits,
                 continue  # so it stays a modify/delete conflict, both versions kept

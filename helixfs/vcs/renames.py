@@ -4,7 +4,8 @@ same or a similar content (git's rename detection, which merges need).
 A deleted and an added file pair when their content is the same, or when at least half
 of their lines are shared (git's default, `-M50%`): best pairs first, each file in one
 pair at most. Comparing contents costs the product of both counts, so above
-`COMPARE_LIMIT` pairs only exact renames are found (git has a rename limit too).
+`COMPARE_LIMIT` pairs, and for files over `COMPARE_MAX_BYTES`, only exact renames are
+found (git has a rename limit too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 SIMILAR = 0.5
 COMPARE_LIMIT = 100 * 100
+COMPARE_MAX_BYTES = 1 << 20  # a bigger file is read for no rename but an exact one
 TEXT_PROBE = 8192  # a NUL in the first bytes: binary, renamed only if unchanged
 
 
@@ -38,11 +40,15 @@ def renames(
         elif change.status == "A" and change.new is not None:
             added[change.path] = change.new
     pairs = _exact(gone, added)
-    left = {p: e for p, e in gone.items() if p not in pairs}
-    free = {p: e for p, e in added.items() if p not in pairs.values()}
+    left = {p: e for p, e in gone.items() if p not in pairs and _comparable(e)}
+    free = {p: e for p, e in added.items() if p not in pairs.values() and _comparable(e)}
     if left and free and len(left) * len(free) <= COMPARE_LIMIT:
         pairs.update(_similar(reader, left, free))
     return pairs
+
+
+def _comparable(entry: TreeEntry) -> bool:
+    return entry.is_file() and entry.size <= COMPARE_MAX_BYTES
 
 
 def _exact(gone: dict[bytes, TreeEntry], added: dict[bytes, TreeEntry]) -> dict[bytes, bytes]:

@@ -328,15 +328,23 @@ def test_a_folder_renamed_on_one_side_takes_the_other_sides_edits(repo: Reposito
     assert repo.read("HEAD", "new/x.py") == MODULE
 
 
-def test_a_renamed_binary_edited_on_the_other_side_stays_a_conflict(repo: Repository) -> None:
-    """No markers can hold both edits of a binary file: both versions are kept."""
+def test_a_renamed_binary_takes_the_other_sides_edit_unless_both_edited(
+    repo: Repository,
+) -> None:
+    """Moved as it was, the other side's edit follows it (as in git). Moved and edited,
+    against an edit on the other side: no markers can hold both, so it stays a
+    modify/delete conflict with both versions kept."""
     blob = bytes(range(256)) * 8
-    _fork(repo, {"img.bin": blob})
+    _fork(repo, {"img.bin": blob, "logo.bin": blob[:1024]})
     repo.commit({"img.bin": None, "pic.bin": blob}, "mv", branch="feat")
     repo.commit({"img.bin": blob[::-1]}, "main edits")
+    assert repo.merge("feat").status == "merged"
+    assert repo.read("HEAD", "pic.bin") == blob[::-1] and not _exists(repo, "img.bin")
+    repo.commit({"logo.bin": None, "brand.bin": blob[:1000]}, "mv+edit", branch="feat")
+    repo.commit({"logo.bin": blob[:1000] + b"main"}, "main edits")
     with pytest.raises(MergeConflict) as err:
         repo.merge("feat")
-    assert err.value.conflicts == [b"img.bin"]  # type: ignore[attr-defined]
+    assert err.value.conflicts == [b"logo.bin"]  # type: ignore[attr-defined]
 
 
 def test_renamed_apart_on_both_sides_is_a_conflict_on_both_names(disk_repo: Repository) -> None:
@@ -385,3 +393,19 @@ def _exists(repo: Repository, path: str) -> bool:
         return repo.entry("HEAD", path) is not None
     except NotFound:
         return False
+
+
+def test_only_exact_renames_are_found_for_big_files(repo: Repository) -> None:
+    """A file over 1 MiB is not read to score a rename: moved as it was, the other
+    side's edit follows it; moved and edited, it stays a modify/delete conflict."""
+    big = MODULE * 30_000  # ~1.4 MB
+    _fork(repo, {"same.log": big, "edited.log": big + b"x\n"})
+    repo.commit(
+        {"same.log": None, "moved.log": big, "edited.log": None, "e2.log": big + b"y\n"},
+        "moves",
+        branch="feat",
+    )
+    repo.commit({"same.log": big + b"main\n", "edited.log": big + b"x\nmain\n"}, "main edits")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"edited.log"]  # type: ignore[attr-defined]
