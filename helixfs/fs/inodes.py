@@ -145,16 +145,19 @@ class InodeTable:
         """The `.helix/` folder numbered `ino` was deleted: one made again at its path is
         another folder and gets another number. The kernel may still hold this one (a
         shell inside it), marked deleted, and would refuse to create anything in it."""
-        for path in [path for path, number in self._numbers.items() if number == ino]:
+        for path in self._paths_numbered(ino):
             del self._numbers[path]
 
     def rename_number(self, ino: int, name: bytes) -> None:
         """The `.helix/` folder numbered `ino` was renamed to `name`: the number moves
         to the new path, so the kernel's dentry (moved by `mv`) and the cwd of a process
         inside still name it, and the old path is free for another folder."""
-        for path in [path for path, number in self._numbers.items() if number == ino]:
+        for path in self._paths_numbered(ino):
             del self._numbers[path]
             self._numbers[(*path[:-1], name)] = ino
+
+    def _paths_numbered(self, ino: int) -> list[tuple[bytes, ...]]:
+        return [path for path, number in self._numbers.items() if number == ino]
 
     def virtual(self, path: tuple[bytes, ...], entry: object) -> VirtualInode:
         """The inode of a virtual `.helix/` entry (re-resolved on every lookup)."""

@@ -70,6 +70,7 @@ from helixfs.store.rocksdb_open import (
     MIN_BLOB_BYTES,
     RELOCATE_AT_GARBAGE,
     blob_garbage_ratio,
+    check_cursor,
     claim_owner,
     disk_error,
     disk_usage,
@@ -79,7 +80,6 @@ from helixfs.store.rocksdb_open import (
     relocating_blobs,
     scan,
     unchecked_reads,
-    unreadable,
 )
 from helixfs.store.space import SpaceGuard
 from helixfs.store.validate import (
@@ -552,10 +552,7 @@ class RocksStore:
         cursor.seek_to_last()
         if cursor.valid():
             return int.from_bytes(cursor.key(), "big")
-        try:
-            cursor.status()
-        except Exception as err:
-            raise unreadable(err) from err
+        check_cursor(cursor)
         return 0
 
     def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:

@@ -204,6 +204,12 @@ def scan(family: rocksdict.Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]
             return
         yield key, cursor.value()
         cursor.next()
+    check_cursor(cursor)
+
+
+def check_cursor(cursor: rocksdict.RdictIter) -> None:
+    """A cursor that stopped short of the end because a block could not be read is
+    CorruptObject: its `valid()` turns false as if the rows ended there."""
     try:
         cursor.status()
     except Exception as err:

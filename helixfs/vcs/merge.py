@@ -30,7 +30,7 @@ import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from helixfs.errors import MergeConflict, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
@@ -39,7 +39,7 @@ from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
-from helixfs.vcs.treeops import EMPTY_TREE_ID, Trees, find, show_path
+from helixfs.vcs.treeops import EMPTY_TREE_ID, Change, Trees, find, show_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -267,17 +267,15 @@ class _TreeMerger:
             return None
         return TreeEntry(kept.name, kept.mode, sub, 0, kept.mtime_ns, kept.xattrs)
 
-    def follow_renames(
-        self, base: ObjectId, ours: ObjectId, theirs: ObjectId, merged: ObjectId
-    ) -> ObjectId:
+    def follow_renames(self, base: ObjectId, sides: Sequence[_Side], merged: ObjectId) -> ObjectId:
         """A file one side renamed and the other edited was a modify/delete conflict:
         the edit now follows the file to its new name, as with git's rename detection."""
         trees = self.repo.trees
         moves: dict[bytes, tuple[bytes, ObjectId, bool]] = {}
-        for side, is_ours in ((ours, True), (theirs, False)):
-            found = renames(trees, self.scratch.reader, base, side, set(self.conflicts))
-            for old, new in found.items():
-                moves.setdefault(old, (new, side, is_ours))
+        conflicts = set(self.conflicts)
+        for one, is_ours in zip(sides, (True, False), strict=True):
+            for old, new in renames(self.scratch.reader, one.changes, conflicts).items():
+                moves.setdefault(old, (new, one.tree, is_ours))
         changes: dict[bytes, Stored | None] = {}
         followed: list[tuple[bytes, ObjectId]] = []  # (old path, the side that moved it)
         for old, (new, side, is_ours) in moves.items():
@@ -305,17 +303,17 @@ class _TreeMerger:
             merged = self._prune(merged, side, old)
         return merged
 
-    def rename_clashes(self, base: ObjectId, ours: ObjectId, theirs: ObjectId) -> None:
+    def rename_clashes(self, sides: Sequence[_Side]) -> None:
         """A file both sides removed from its old path merges cleanly by entries. But if
         one side renamed it, the other's delete (or its rename elsewhere) disagrees: git
         reports rename/delete and rename/rename conflicts, and so do we, on the new
         names, which stay in the tree. Renamed alike on both sides is clean."""
-        trees = self.repo.trees
-        gone = _deleted(trees, base, ours) & _deleted(trees, base, theirs)
+        ours, theirs = sides
+        gone = ours.deleted() & theirs.deleted()
         if not gone:
             return
-        mine = renames(trees, self.scratch.reader, base, ours, gone)
-        yours = renames(trees, self.scratch.reader, base, theirs, gone)
+        mine = renames(self.scratch.reader, ours.changes, gone)
+        yours = renames(self.scratch.reader, theirs.changes, gone)
         for old in sorted(set(mine) | set(yours)):
             if mine.get(old) == yours.get(old):
                 continue
@@ -366,8 +364,14 @@ def _entry_at(trees: Trees, root: ObjectId, path: bytes) -> TreeEntry | None:
         return None
 
 
-def _deleted(trees: Trees, base: ObjectId, side: ObjectId) -> set[bytes]:
-    return {c.path for c in trees.diff(base, side) if c.status == "D"}
+class _Side(NamedTuple):
+    """One side of a merge: its tree and that tree's changes against the base."""
+
+    tree: ObjectId
+    changes: list[Change]
+
+    def deleted(self) -> set[bytes]:
+        return {c.path for c in self.changes if c.status == "D"}
 
 
 def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
@@ -467,9 +471,10 @@ def merge_branches(
     ours_tree, theirs_tree = repo.commit_info(ours).tree, repo.commit_info(theirs).tree
     tree = merger.merge(base_tree, ours_tree, theirs_tree, b"")
     if repo.store.contains(base_tree):  # not a virtual base
+        sides = [_Side(t, list(repo.trees.diff(base_tree, t))) for t in (ours_tree, theirs_tree)]
         if merger.conflicts:
-            tree = merger.follow_renames(base_tree, ours_tree, theirs_tree, tree)
-        merger.rename_clashes(base_tree, ours_tree, theirs_tree)
+            tree = merger.follow_renames(base_tree, sides, tree)
+        merger.rename_clashes(sides)
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(show_path(p) for p in merger.conflicts[:10])
         raise MergeConflictError(

@@ -11,7 +11,7 @@ found (git has a rename limit too).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from helixfs.ids import ObjectId
@@ -19,7 +19,7 @@ from helixfs.vcs.objects import TreeEntry
 
 if TYPE_CHECKING:
     from helixfs.vcs.content import ContentReader
-    from helixfs.vcs.treeops import Trees
+    from helixfs.vcs.treeops import Change
 
 SIMILAR = 0.5
 COMPARE_LIMIT = 100 * 100
@@ -28,13 +28,13 @@ TEXT_PROBE = 8192  # a NUL in the first bytes: binary, renamed only if unchanged
 
 
 def renames(
-    trees: Trees, reader: ContentReader, old: ObjectId, new: ObjectId, among: Collection[bytes]
+    reader: ContentReader, changes: Iterable[Change], among: Collection[bytes]
 ) -> dict[bytes, bytes]:
-    """Old path -> new path, for the files of `among` that `new` no longer has at their
-    `old` path because it moved them."""
+    """Old path -> new path, for the files of `among` that a tree moved, given its
+    `changes` against the tree before (`Trees.diff`)."""
     gone: dict[bytes, TreeEntry] = {}
     added: dict[bytes, TreeEntry] = {}
-    for change in trees.diff(old, new):
+    for change in changes:
         if change.status == "D" and change.path in among and change.old is not None:
             gone[change.path] = change.old
         elif change.status == "A" and change.new is not None:

@@ -108,8 +108,7 @@ class Worktree:
             # a tree records no time for its root: show the head commit's
             self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree, mtime_ns=head_info.time_ns)
             self.root.pure = root_tree == head_tree
-            self._changed: set[bytes] = set()
-            self._overflowed = False  # _changed stopped recording at _CHANGED_LIMIT
+            self._changed: set[bytes] = set()  # recorded up to _CHANGED_LIMIT paths
             self._renamed: set[bytes] = set()  # where directories moved since the commit
             self._unsaved = False
             # Saved state that is not committed yet (after a lost CAS, or an open that
@@ -175,10 +174,6 @@ class Worktree:
             for path in paths or (self.path_of(node),):
                 if what.is_dir() or not is_ephemeral(path.rsplit(b"/", 1)[-1]):
                     self._changed.add(path)
-        else:
-            # Cut short, the list could still end under the limit once commit() drops
-            # the temp names renamed away, and look complete to last_commit: diff then.
-            self._overflowed = True
         if relisted is not None:
             node.dirty = True
         parent = node.parent
@@ -742,14 +737,15 @@ class Worktree:
             if tree == head_tree:
                 self._persist(root)
                 self._changed.clear()
-                self._overflowed = False
                 self._renamed.clear()
                 self._pending = False
                 return None
             info = dict(meta or {})
-            if self._pending or not self._changed or self._overflowed:
-                # state from before a reload, or a list cut short: only a diff knows what
-                # it changed (and the diff reads trees, so they must be stored first)
+            if self._pending or not self._changed or len(self._changed) >= _CHANGED_LIMIT:
+                # state from before a reload, or a list cut short (it could still end
+                # under the limit once the temp names renamed away are dropped, and look
+                # complete to last_commit): only a diff knows what it changed (and the
+                # diff reads trees, so they must be stored first)
                 self._persist(root)
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
@@ -779,7 +775,6 @@ class Worktree:
             self._written()
             self._work_value = root if root != tree else None
             self._changed.clear()
-            self._overflowed = False
             self._renamed.clear()
             self._unsaved = self._pending = False
             self._next_message = None
