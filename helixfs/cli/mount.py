@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="OPTS",
-        help="comma-separated FUSE options (allow_other, ro, ...) and quiet_window=MS",
+        help="comma-separated FUSE options (allow_other, ro, ...), quiet_window=MS, gc_growth=MIB",
     )
     mount.add_argument(
         "--debug", action="store_true", help="debug-level daemon log (with --foreground)"

@@ -4,7 +4,7 @@ Every resource registers its own teardown the moment it exists, so a failure hal
 through startup undoes exactly what was done, in reverse:
 
     mount lock -> Repository -> FUSE session -> saver flush -> open files stored ->
-    nursery (FUSE loop, saver timer, control socket, signal watcher)
+    nursery (FUSE loop, saver timer, control socket, signal watcher, collector)
 
 Shutdown is the same unwinding whatever started it (`fusermount3 -u`, `helix umount`,
 SIGTERM/SIGINT, a crash of one task): the nursery ends, pending saves are committed,
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, TextIO
 import pyfuse3
 import trio
 
+from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import MountLock
@@ -72,7 +73,7 @@ FSTAB_ONLY = frozenset(
     }
 )
 # Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
-HELIX_OPTIONS = ("quiet_window",)
+HELIX_OPTIONS = ("quiet_window", "gc_growth")
 # One reader task: handlers never await, so a second task could never run a request
 # meanwhile; it only added a lock hand-over and task switch per request.
 READER_TASKS = 1
@@ -86,6 +87,7 @@ class MountConfig:
     mountpoint: Path
     quiet_window: float = DEFAULT_WINDOW  # seconds; 0 = a commit per operation
     fuse_options: frozenset[str] = field(default_factory=frozenset)
+    gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
 
     @classmethod
     def build(
@@ -106,7 +108,8 @@ class MountConfig:
         fuse, helix = split_options(options)
         window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
         window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)
-        return cls(store_path, target, window, fuse)
+        growth = DEFAULT_GROWTH if "gc_growth" not in helix else _growth(helix["gc_growth"])
+        return cls(store_path, target, window, fuse, growth)
 
 
 def _check_mountpoint(target: Path) -> None:
@@ -153,6 +156,12 @@ def _window(ms: float) -> float:
     if ms < 0:
         raise InvalidInput("--quiet-window cannot be negative")
     return ms / 1000.0
+
+
+def _growth(mib: float) -> int:
+    if mib < 0:
+        raise InvalidInput("mount option gc_growth (MiB; 0 = no automatic gc) cannot be negative")
+    return int(mib * (1 << 20))
 
 
 def fuse_options(config: MountConfig) -> set[str]:
@@ -220,6 +229,7 @@ async def serve(
         await nursery.start(control.serve)
         nursery.start_soon(_tune_once_answering, config.mountpoint)
         nursery.start_soon(memory_files.index_forever)
+        nursery.start_soon(Collector(repo, config.gc_growth).run)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
         await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)

@@ -398,18 +398,19 @@ class RocksStore:
         everything.set_bottommost_level_compaction(
             rocksdict.BottommostLevelCompaction.force_optimized()
         )
-        with self._lock:
-            try:
+        try:
+            with self._lock:
                 self._db.flush(True)
                 self._flush_bulk()
-                for name in COLUMN_FAMILIES:
-                    self._db.get_column_family(name).compact_range(None, None, everything)
-                for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
-                    if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
-                        with relocating_blobs(family):
-                            family.compact_range(None, None, everything)
-            except Exception as err:
-                raise disk_error(self.path, err) from err
+            # RocksDB compacts beside concurrent writes: a mount's saves go on meanwhile
+            for name in COLUMN_FAMILIES:
+                self._db.get_column_family(name).compact_range(None, None, everything)
+            for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
+                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
+                    with relocating_blobs(family):
+                        family.compact_range(None, None, everything)
+        except Exception as err:
+            raise disk_error(self.path, err) from err
 
     # ------------------------------------------------------------------ stats, lifecycle
 

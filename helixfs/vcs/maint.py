@@ -90,14 +90,23 @@ def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
             yield name, ObjectId(value)
 
 
+def roots(repo: Repository, in_use: Iterable[ObjectId] = ()) -> list[ObjectId]:
+    """Where marking starts: every ref, the constants, and content a mount still serves."""
+    return [oid for _, oid in _roots(repo)] + list(CONSTANTS) + list(in_use)
+
+
 def mark(
-    repo: Repository, progress: Progress = None, in_use: Iterable[ObjectId] = ()
+    repo: Repository,
+    start: Iterable[ObjectId],
+    progress: Progress = None,
+    reachable: set[ObjectId] | None = None,
 ) -> set[ObjectId]:
-    """Every object reachable from a ref or from `in_use`. A chunked file's chunks are
-    blobs, which point at nothing: they are marked without being read (most of a
-    store's bytes)."""
-    reachable: set[ObjectId] = set()
-    stack = [oid for _, oid in _roots(repo)] + list(CONSTANTS) + list(in_use)
+    """Every object reachable from `start`, added to `reachable` (a finished mark: what
+    it holds is not walked again, so a second mark from newer roots only walks what is
+    new). A chunked file's chunks are blobs, which point at nothing: they are marked
+    without being read (most of a store's bytes)."""
+    reachable = set() if reachable is None else reachable
+    stack = [oid for oid in start if oid not in reachable]
     while stack:
         oid = stack.pop()
         if oid in reachable:
@@ -116,34 +125,58 @@ def mark(
     return reachable
 
 
-def gc(
-    repo: Repository, dry_run: bool, progress: Progress = None, in_use: Iterable[ObjectId] = ()
-) -> GcReport:
-    reachable = mark(repo, in_use=in_use)
+def unreachable(
+    repo: Repository, reachable: set[ObjectId], progress: Progress = None
+) -> tuple[dict[ObjectId, int], int]:
+    """The stored objects `reachable` leaves out, each with its record's size; and how
+    many objects are stored."""
+    found: dict[ObjectId, int] = {}
     all_ids = list(repo.store.ids())
-    doomed: list[ObjectId] = []
-    logical = 0
     for done, oid in enumerate(all_ids, 1):
         if oid not in reachable:
-            doomed.append(oid)
+            size = 0
             with contextlib.suppress(HelixError):
-                logical += len(repo.store.get(oid, keep=False))
+                size = len(repo.store.get(oid, keep=False))
+            found[oid] = size
         if progress is not None:
             progress(done, len(all_ids))
-    freed = None if dry_run else _sweep(repo, doomed)
-    live = sum(1 for oid in all_ids if oid in reachable)
-    return GcReport(dry_run, live, len(doomed), logical, freed)
+    return found, len(all_ids)
 
 
-def _sweep(repo: Repository, doomed: list[ObjectId]) -> int:
-    """Delete `doomed` and return the disk bytes that gave back (never below 0: the
-    store's log can grow by a few KiB meanwhile)."""
-    if not doomed:
-        return 0
-    before = repo.store.disk_bytes()
-    repo.store.delete(doomed)
-    repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
-    return max(0, before - repo.store.disk_bytes())
+def gc(
+    repo: Repository,
+    live: Callable[[], list[ObjectId]],
+    dry_run: bool,
+    progress: Progress = None,
+) -> GcReport:
+    """Drop every object no ref reaches, while a mount goes on serving.
+
+    Marking and listing (nearly all of the work) run without the repository lock, on a
+    store that only grows meanwhile. The lock is held for the last step alone: `live()`
+    (which saves the live work trees and names the content the mount serves), a second
+    mark from the refs as they are now (it walks only what is new: an object marked
+    once has all it references marked), and the deletes. So whatever is reachable at
+    the moment of deleting is kept: saves, commits and ref moves made during the mark
+    included. Objects written after the listing are never candidates. Compaction, which
+    gives the space back, runs after the lock is released.
+    """
+    with repo.lock:
+        start = roots(repo, live())
+    reachable = mark(repo, start, progress)
+    candidates, stored = unreachable(repo, reachable, progress)
+    with repo.lock:
+        mark(repo, roots(repo, live()), reachable=reachable)
+        doomed = [oid for oid in candidates if oid not in reachable]
+        before = repo.store.disk_bytes()
+        if doomed and not dry_run:
+            repo.store.delete(doomed)
+    freed = None
+    if not dry_run:
+        if doomed:
+            repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
+        freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
+    logical = sum(candidates[oid] for oid in doomed)
+    return GcReport(dry_run, stored - len(doomed), len(doomed), logical, freed)
 
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:

@@ -87,6 +87,7 @@ class Repository:
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
         self._in_use: list[Callable[[], Iterable[ObjectId]]] = []
+        self._gc_lock = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -657,11 +658,17 @@ class Repository:
     def gc(
         self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
     ) -> maint.GcReport:
-        with self.lock:
-            for tree in self._worktrees.values():
-                tree.save()
-            in_use = [oid for source in self._in_use for oid in source()]
-            return maint.gc(self, dry_run, progress, in_use)
+        """Drop what no ref reaches (maint.gc): the repository stays usable meanwhile,
+        but for its last step. One gc at a time."""
+        with self._gc_lock:
+            return maint.gc(self, self._live_objects, dry_run, progress)
+
+    def _live_objects(self) -> list[ObjectId]:
+        """For gc, under the lock: live work trees saved (their refs then name their
+        state), plus the objects mounts still serve that no ref may reach."""
+        for tree in self._worktrees.values():
+            tree.save()
+        return [oid for source in self._in_use for oid in source()]
 
     def fsck(self, progress: Callable[[int, int], None] | None = None) -> maint.FsckReport:
         with self.lock:

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from helixfs.cli.main import run_in_process
+from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import MountLock, is_locked, read_holder
@@ -59,6 +60,35 @@ def test_config_validates_before_anything_is_mounted(store: Path, tmp_path: Path
     with pytest.raises(InvalidInput, match="inside the store"):
         (store / "inner").mkdir()
         MountConfig.build(store, store / "inner")
+
+
+def test_gc_growth_is_read_in_mib_and_checked(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "mnt"
+    target.mkdir()
+    assert MountConfig.build(store, target).gc_growth == DEFAULT_GROWTH
+    assert MountConfig.build(store, target, None, ["gc_growth=0"]).gc_growth == 0
+    assert MountConfig.build(store, target, None, ["gc_growth=1.5"]).gc_growth == 3 << 19
+    config = MountConfig.build(store, target, None, ["gc_growth=1"])
+    assert "gc_growth=1" not in fuse_options(config)
+    with pytest.raises(InvalidInput, match="gc_growth"):
+        MountConfig.build(store, target, None, ["gc_growth=-1"])
+
+
+def test_collector_runs_gc_once_the_store_has_grown_enough(store: Path) -> None:
+    """Due once the store grew by its size after the last gc (and by the floor); the
+    gc then gives a deleted branch's content back, and is not due again at once."""
+    with Repository.open(store) as repo:
+        collector = Collector(repo, growth=1 << 20)
+        assert not collector.due()
+        repo.create_branch("scratch")
+        repo.commit({"big": os.urandom(4 << 20)}, "big", branch="scratch")
+        repo.commit({"kept": b"on main"}, "main")
+        repo.delete_branch("scratch")
+        assert collector.due()
+        grown = repo.store.disk_bytes()
+        collector.collect_if_due()
+        assert repo.store.disk_bytes() < grown - (3 << 20) and not collector.due()
+        assert repo.read("HEAD", "kept") == b"on main" and repo.fsck().ok
 
 
 def test_fuse_options_name_the_store_and_keep_permissions(store: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from helixfs.store.memory import MemoryStore
 from helixfs.vcs import Node, Repository, Worktree
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.ephemeral import is_ephemeral
-from helixfs.vcs.maint import fsck, gc
+from helixfs.vcs.maint import fsck
 from helixfs.vcs.objects import (
     FLAT_MAX,
     KIND_PAGED,
@@ -245,7 +245,7 @@ def test_a_paged_directory_survives_reopen_gc_and_fsck(tmp_path: Path) -> None:
         tree.unlink(directory, b"f00007")
         tree.set_content(tree.lookup(directory, b"f00100"), b"edited")
         tree.commit("edit")
-        gc(repo, dry_run=False)
+        repo.gc(dry_run=False)
     with Repository.open(tmp_path / "store") as repo:
         assert fsck(repo).problems == []
         names = [e.name for e in repo.ls("HEAD", "big")]

@@ -1,0 +1,67 @@
+"""gc on its own for a long-lived mount (ADR 0024).
+
+Saves leave garbage behind: the pending state a later save replaced before its commit
+(a `.git/index` rewritten by every `git status`), and whatever a deleted branch held.
+A mount that runs for days must not fill the disk with it, so the daemon runs gc once
+the store has grown enough since the last one: by the store's size after that gc, and
+at least by `growth` bytes. Doubling keeps gc's total work proportional to what was
+written, as a growing array's copies are, and a store of live history is not walked
+over and over for little. gc marks without the repository lock (maint.gc), so the
+mount keeps serving while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from helixfs.errors import HelixError
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GROWTH = 256 << 20  # bytes; mount option gc_growth=MIB, 0 = never on its own
+CHECK_SECONDS = 10.0  # a check is one scandir of the store folder
+
+
+class Collector:
+    def __init__(self, repo: Repository, growth: int, check_seconds: float = CHECK_SECONDS):
+        self._repo = repo
+        self._growth = growth
+        self._check_seconds = check_seconds
+        self._base = repo.store.disk_bytes()  # after the last gc, or at mount
+
+    async def run(self) -> None:
+        if self._growth <= 0:
+            return
+        while True:
+            await trio.sleep(self._check_seconds)
+            # not abandoned on cancel: unmounting waits for a running gc to finish, so
+            # the store is never closed under it
+            await trio.to_thread.run_sync(self.collect_if_due)
+
+    def due(self) -> bool:
+        grown = self._repo.store.disk_bytes() - self._base
+        return grown >= max(self._growth, self._base)
+
+    def collect_if_due(self) -> None:
+        if not self.due():
+            return
+        try:
+            report = self._repo.gc()
+        except HelixError as exc:  # a full disk, say: `helix gc` by hand may still help
+            log.error("automatic gc failed (next try after as much growth again): %s", exc)
+            report = None
+        self._base = self._repo.store.disk_bytes()
+        if report is None:
+            return
+        log.info(
+            "automatic gc: dropped %d objects, %d bytes freed; the store holds %d bytes",
+            report.unreachable,
+            report.freed_bytes or 0,
+            self._base,
+        )
