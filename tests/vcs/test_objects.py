@@ -64,6 +64,7 @@ def test_tree_roundtrip_with_arbitrary_byte_names(items: list[TreeEntry]) -> Non
     tree = decode_tree(record)
     assert list(tree.entries) == sorted(items, key=lambda e: e.name)
     assert encode_tree(list(reversed(items))) == record  # canonical: order does not matter
+    assert references(record) == [e.oid for e in tree.entries]  # read without decoding
 
 
 @given(
@@ -121,6 +122,9 @@ def test_garbage_is_corrupt_not_a_crash() -> None:
     tree = encode_tree([TreeEntry(b"a", MODE_FILE, ObjectId(bytes(32)))])
     with pytest.raises(CorruptObject):
         decode_tree(tree[:-3])
+    for cut in (tree[:-3], tree[:12], tree + b"\0"):
+        with pytest.raises(CorruptObject):
+            references(cut)
     with pytest.raises(CorruptObject):
         decode_commit(encode_blob(b"x"))
 
