@@ -143,12 +143,13 @@ def _write_bytes(stream: TextIO, data: bytes) -> None:
 # --- server ---------------------------------------------------------------------------
 
 
-# Commands that read or write files given on their command line. They run on a worker
-# thread: the file may be inside this very mount, and the kernel would wait for the trio
-# loop that the command was holding. Every other command runs on the trio thread, where
-# the filesystem's inode tables live, so the ref-move notifications it triggers are
-# handled where those tables are used.
-FILE_COMMANDS = frozenset({"import", "export", "demo", "commit"})  # commit reads PATH=FILE
+# Commands that run on a worker thread. Those that read or write files given on their
+# command line, because the file may be inside this very mount, and the kernel would
+# wait for the trio loop that the command was holding. And gc, which marks without the
+# repository lock (maint.gc): on the trio thread it would stop the mount for its whole
+# run. Every other command runs on the trio thread, where the filesystem's inode tables
+# live; ref moves from any thread reach those tables through the repository lock.
+WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"})
 
 
 class ControlServer:
@@ -213,7 +214,7 @@ class ControlServer:
             # chdir into the mount is a lookup this loop must answer: not on this thread.
             await trio.to_thread.run_sync(_enter, cwd)
             try:
-                if command_name(argv) in FILE_COMMANDS:
+                if command_name(argv) in WORKER_COMMANDS:
                     result: tuple[int, bytes, bytes] = await trio.to_thread.run_sync(
                         self.run_command, argv
                     )

@@ -103,6 +103,11 @@ class ObjectStore(Protocol):
         kept or re-encoded by the store, never left dangling."""
         ...
 
+    def prepare_delete(self) -> None:
+        """Do now what the first `delete` would have to do first (a scan of the store),
+        so that gc does it before taking its lock."""
+        ...
+
     def sync(self) -> None:
         """Make every write so far durable against power loss."""
         ...

@@ -85,6 +85,9 @@ class MemoryStore:
             for oid in oids:
                 self._objects.pop(check_oid(oid), None)
 
+    def prepare_delete(self) -> None:
+        """Nothing to do: no deltas here."""
+
     def sync(self) -> None:
         """Nothing to do: memory never survives power loss, and says so in its name."""
 

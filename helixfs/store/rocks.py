@@ -157,6 +157,7 @@ class RocksStore:
         self._bodies_cf.set_read_options(unchecked_reads())
         self._next_body: int | None = None  # found by the first write that needs one
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
+        self._edges_meanwhile: list[tuple[ObjectId, ObjectId]] | None = None  # see prepare_delete
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
         self._sync_write = rocksdict.WriteOptions()
         self._sync_write.sync = True
@@ -279,12 +280,16 @@ class RocksStore:
             if self._dependents is not None:
                 for base, oid in edges:
                     self._dependents.setdefault(base, set()).add(oid)
+            elif self._edges_meanwhile is not None:
+                self._edges_meanwhile += edges
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
         """Drop objects; every surviving delta on a dropped base is re-encoded first."""
         self._check_open()
         with self._lock:
-            doomed = {oid for oid in map(check_oid, oids) if self._exists(oid)}
+            # each frame read once: it tells if the object is there, its base and its body
+            frames = {oid: read(self._objects_cf, oid) for oid in map(check_oid, oids)}
+            doomed = {oid for oid, frame in frames.items() if frame is not None}
             if not doomed:
                 return
             dependents = self._dependents_index()
@@ -292,9 +297,9 @@ class RocksStore:
             batch = rocksdict.WriteBatch(raw_mode=True)
             rescued: dict[ObjectId, Known] = {}
             for oid in doomed:
-                self._rescue_dependents(oid, doomed, dependents, batch, rescued)
+                self._rescue_dependents(oid, doomed, dependents, batch, rescued, frames)
             for oid in doomed:
-                self._drop(batch, oid)
+                self._drop(batch, oid, frames[oid])
             self._epoch += 1  # odd: caches may not learn anything until this settles
             try:
                 self._apply(batch)
@@ -305,6 +310,29 @@ class RocksStore:
                     self._bases.discard(oid)
                 self._epoch += 1
 
+    def prepare_delete(self) -> None:
+        """Build the index of deltas by base, if not yet built: one scan of every frame,
+        without the lock, so that saves go on meanwhile. Deltas written from the start
+        of the scan on are collected by `write` too, and added at the end (once more if
+        the scan saw them as well: the index holds sets)."""
+        self._check_open()
+        with self._lock:
+            if self._dependents is not None:
+                return
+            self._edges_meanwhile = []
+        try:
+            index = _delta_index(scan(self._objects_cf, b""))
+        except BaseException:
+            with self._lock:
+                self._edges_meanwhile = None
+            raise
+        with self._lock:
+            for base, oid in self._edges_meanwhile or ():
+                index.setdefault(base, set()).add(oid)
+            self._edges_meanwhile = None
+            if self._dependents is None:
+                self._dependents = index
+
     def _rescue_dependents(
         self,
         oid: ObjectId,
@@ -312,16 +340,19 @@ class RocksStore:
         dependents: dict[ObjectId, set[ObjectId]],
         batch: rocksdict.WriteBatch,
         rescued: dict[ObjectId, Known],
+        frames: Mapping[ObjectId, bytes | None],
     ) -> None:
-        """Re-encode the surviving deltas on `oid` and drop `oid` from the index."""
-        own_base = self._base_of(oid)
+        """Re-encode the surviving deltas on `oid` and drop `oid` from the index.
+        `frames` holds the doomed objects' frames, already read."""
+        own_base = _base_in(oid, frames[oid])
         if own_base is not None:
             dependents.get(own_base, set()).discard(oid)
         for dependent in dependents.pop(oid, set()):
             if dependent in doomed:
                 continue
             known = self._load(dependent, self._frame(dependent))
-            encoded = self._encode(known.record, self._surviving_ancestor(oid, doomed), rescued)
+            ancestor = self._surviving_ancestor(own_base, doomed, frames)
+            encoded = self._encode(known.record, ancestor, rescued)
             self._put(batch, dependent, encoded)
             if encoded.base is not None:
                 dependents.setdefault(encoded.base, set()).add(dependent)
@@ -330,23 +361,16 @@ class RocksStore:
     def _dependents_index(self) -> dict[ObjectId, set[ObjectId]]:
         """base -> the objects stored as deltas on it; built by one scan, then maintained."""
         if self._dependents is None:
-            index: dict[ObjectId, set[ObjectId]] = {}
-            for key, frame in scan(self._objects_cf, b""):
-                if len(frame) > HEADER_SIZE and frame[4] == Codec.DELTA:
-                    oid = ObjectId(key)
-                    try:
-                        base = parse_delta(oid, frame).base
-                    except CorruptObject:
-                        continue  # unreadable either way; fsck reports it
-                    index.setdefault(base, set()).add(oid)
-            self._dependents = index
+            self._dependents = _delta_index(scan(self._objects_cf, b""))
         return self._dependents
 
-    def _surviving_ancestor(self, oid: ObjectId, doomed: set[ObjectId]) -> ObjectId | None:
-        """The nearest base up `oid`'s chain that gc keeps: the best base for its orphans."""
-        base = self._base_of(oid)
+    def _surviving_ancestor(
+        self, base: ObjectId | None, doomed: set[ObjectId], frames: Mapping[ObjectId, bytes | None]
+    ) -> ObjectId | None:
+        """The nearest object from `base` up its chain that gc keeps: the best base for
+        the orphans of a dropped delta on `base`."""
         while base is not None and base in doomed:
-            base = self._base_of(base)
+            base = _base_in(base, frames[base])
         return base
 
     def _apply(
@@ -538,8 +562,7 @@ class RocksStore:
         batch.put(body_key(key), encoded.frame, self._bodies)
         batch.put(oid, encode_body(key, encoded.frame, size), self._objects)
 
-    def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId) -> None:
-        frame = read(self._objects_cf, oid)
+    def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId, frame: bytes | None) -> None:
         if frame is not None and is_body(frame):
             # a damaged BODY frame names no body: dropping the object is all we can do
             with contextlib.suppress(CorruptObject):
@@ -673,8 +696,30 @@ class RocksStore:
         """
         try:
             frame = read(self._objects_cf, oid)
-            if frame is None or codec_of(oid, frame) is not Codec.DELTA:
-                return None
-            return parse_delta(oid, frame).base
         except HelixError:
             return None
+        return _base_in(oid, frame)
+
+
+def _delta_index(frames: Iterable[tuple[bytes, bytes]]) -> dict[ObjectId, set[ObjectId]]:
+    """base -> the deltas on it, from (id, frame) pairs."""
+    index: dict[ObjectId, set[ObjectId]] = {}
+    for key, frame in frames:
+        if len(frame) > HEADER_SIZE and frame[4] == Codec.DELTA:
+            oid = ObjectId(key)
+            try:
+                base = parse_delta(oid, frame).base
+            except CorruptObject:
+                continue  # unreadable either way; fsck reports it
+            index.setdefault(base, set()).add(oid)
+    return index
+
+
+def _base_in(oid: ObjectId, frame: bytes | None) -> ObjectId | None:
+    """The base a frame is a delta on; None for plain, missing or unreadable frames."""
+    try:
+        if frame is None or codec_of(oid, frame) is not Codec.DELTA:
+            return None
+        return parse_delta(oid, frame).base
+    except HelixError:
+        return None

@@ -41,6 +41,7 @@ CONSTANTS = (EMPTY.oid, EMPTY_TREE_ID)
 """Kept by gc whatever refs say: a new empty file or directory points at them unwritten."""
 
 Progress = Callable[[int, int], None] | None
+DELETE_BATCH = 1000  # objects deleted per hold of the repository lock (~20 ms)
 
 
 @dataclass(frozen=True)
@@ -152,24 +153,30 @@ def gc(
     """Drop every object no ref reaches, while a mount goes on serving.
 
     Marking and listing (nearly all of the work) run without the repository lock, on a
-    store that only grows meanwhile. The lock is held for the last step alone: `live()`
-    (which saves the live work trees and names the content the mount serves), a second
-    mark from the refs as they are now (it walks only what is new: an object marked
-    once has all it references marked), and the deletes. So whatever is reachable at
-    the moment of deleting is kept: saves, commits and ref moves made during the mark
-    included. Objects written after the listing are never candidates. Compaction, which
-    gives the space back, runs after the lock is released.
+    store that only grows meanwhile. The deletes go in batches, each under the lock
+    after `live()` (which saves the live work trees and names the content the mount
+    serves) and a second mark from the refs as they are then: it walks only what is
+    new, since an object marked once has all it references marked. So whatever is
+    reachable when its batch is deleted is kept: saves, commits and ref moves made
+    meanwhile included. Objects written after the listing are never candidates.
+    Compaction, which gives the space back, runs without the lock.
     """
     with repo.lock:
         start = roots(repo, live())
     reachable = mark(repo, start, progress)
     candidates, stored = unreachable(repo, reachable, progress)
-    with repo.lock:
-        mark(repo, roots(repo, live()), reachable=reachable)
-        doomed = [oid for oid in candidates if oid not in reachable]
-        before = repo.store.disk_bytes()
-        if doomed and not dry_run:
-            repo.store.delete(doomed)
+    if candidates and not dry_run:
+        repo.store.prepare_delete()
+    before = repo.store.disk_bytes()
+    doomed: list[ObjectId] = []
+    pending = list(candidates)
+    for at in range(0, len(pending), DELETE_BATCH):
+        with repo.lock:
+            mark(repo, roots(repo, live()), reachable=reachable)
+            batch = [oid for oid in pending[at : at + DELETE_BATCH] if oid not in reachable]
+            if batch and not dry_run:
+                repo.store.delete(batch)
+        doomed += batch
     freed = None
     if not dry_run:
         if doomed:

@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rocksdict
@@ -17,6 +18,7 @@ from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, U
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import RefUpdate, rocksdb_open
 from helixfs.store.frame import Codec, codec_of, encode_plain, parse_body, parse_delta
+from helixfs.store import rocks as rocks_module
 from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
 from helixfs.store.rocksdb_open import COLUMN_FAMILIES
 
@@ -779,3 +781,28 @@ def test_a_chunk_is_not_numbered_over_bodies_that_cannot_be_read(
         assert reopened.get(object_id(b"small")) == b"small"  # it opens, and what can be read reads
         with pytest.raises(CorruptObject):
             reopened.write(chunk_records(1))
+
+
+def test_prepare_delete_indexes_deltas_written_while_it_scans(
+    store: RocksStore, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gc builds the index of deltas by base without the store's lock: a delta written
+    during that scan must be in it, or deleting its base would leave it dangling."""
+    versions = source_versions(3)
+    ids = write_chain(store, versions[:2])
+    late = object_id(versions[2])
+    real_scan = rocks_module.scan
+
+    def scan_with_a_write_meanwhile(family: rocksdict.Rdict, prefix: bytes) -> Iterator[Any]:
+        rows = real_scan(family, prefix)
+        yield next(rows)
+        store.write({late: versions[2]}, delta_bases={late: ids[0]})  # after the snapshot
+        yield from rows
+
+    monkeypatch.setattr(rocks_module, "scan", scan_with_a_write_meanwhile)
+    store.prepare_delete()
+    assert store.stats().extra["delta_objects"] == 2  # the late write is a delta on ids[0]
+    store.delete([ids[0]])
+    store.close()
+    with RocksStore(path) as reopened:  # no cache: the frames as stored
+        assert reopened.get(late) == versions[2] and reopened.get(ids[1]) == versions[1]

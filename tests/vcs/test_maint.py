@@ -13,7 +13,7 @@ import pytest
 from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import rocksdb_open
-from helixfs.vcs import Repository
+from helixfs.vcs import Repository, maint
 from helixfs.vcs.objects import encode_blob
 
 from .conftest import CountingStore
@@ -286,6 +286,31 @@ def test_gc_drops_what_became_garbage_while_it_marked(
     assert store.contains(ObjectId(doomed))
     repo.gc()
     assert not store.contains(ObjectId(doomed)) and repo.fsck().ok
+
+
+def test_gc_deletes_in_batches_and_keeps_what_was_revived_between_them(
+    repo: Repository, store: CountingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is let go between batches of deletes: content saved again meanwhile is
+    kept if its batch is still to come, and stored again if it already went."""
+    monkeypatch.setattr(maint, "DELETE_BATCH", 1)
+    repo.commit({"a": b"1"}, "one")
+    orphans = [f"orphan {n}".encode() for n in range(4)]
+    for data in orphans:
+        _orphan(store, data)
+    holds: list[int] = []
+
+    def before_each_hold() -> list[ObjectId]:  # a keep_in_use source: called under the lock
+        holds.append(len(holds))
+        if len(holds) == 3:  # the marking's hold, then the first batch's, then this one
+            repo.commit({f"r{n}": data for n, data in enumerate(orphans)}, "saved again")
+        return []
+
+    repo.keep_in_use(before_each_hold)
+    report = repo.gc()
+    assert report.unreachable == 1 and len(holds) == 1 + len(orphans)
+    assert [repo.read("HEAD", f"r{n}") for n in range(4)] == orphans
+    assert repo.fsck().ok
 
 
 def test_gc_in_a_thread_beside_a_stream_of_commits(tmp_path: Path) -> None:
