@@ -17,8 +17,8 @@ from store_backends import raw_rocks_edit, raw_rows
 from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, UnsupportedVersion
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import RefUpdate, rocksdb_open
-from helixfs.store.frame import Codec, codec_of, encode_plain, parse_body, parse_delta
 from helixfs.store import rocks as rocks_module
+from helixfs.store.frame import Codec, codec_of, encode_plain, parse_body, parse_delta
 from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
 from helixfs.store.rocksdb_open import COLUMN_FAMILIES
 
