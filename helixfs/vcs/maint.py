@@ -8,6 +8,7 @@ damaged store can be assessed in one run.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,6 +43,10 @@ CONSTANTS = (EMPTY.oid, EMPTY_TREE_ID)
 
 Progress = Callable[[int, int], None] | None
 DELETE_BATCH = 1000  # objects deleted per hold of the repository lock (~20 ms)
+# Marking runs beside a mount's requests. Python hands the GIL over only every 5 ms, and
+# a request needs it several times: without a pause now and then, a save during a mark
+# took 100 ms at p99 (40 ms with it; the mark is no slower).
+YIELD_EVERY = 256
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ def mark(
         if oid in reachable:
             continue
         reachable.add(oid)
+        if len(reachable) % YIELD_EVERY == 0:
+            time.sleep(0.0002)  # hands the GIL to a mount's request thread (see YIELD_EVERY)
         if progress is not None and len(reachable) % 1000 == 0:
             progress(len(reachable), 0)
         try:
