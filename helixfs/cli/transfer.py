@@ -166,7 +166,7 @@ def _content(source: str, stdin_used: list[bool], in_daemon: bool) -> bytes:
         raise NotFound(f"cannot read {source}: {err.strerror}") from None
 
 
-OWN_META = frozenset({"changed", "latency_us"})
+OWN_META = frozenset({"changed", "generation", "latency_us"})
 """Metadata keys every commit gets from vcs: a user's value would be replaced silently."""
 
 

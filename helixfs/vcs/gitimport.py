@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from helixfs.errors import AlreadyExists, CorruptObject, InvalidInput, InvalidName, NotFound
 from helixfs.ids import CommitId, ObjectId, object_id
+from helixfs.vcs.ancestry import GENERATION, generation
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.objects import (
     MODE_DIR,
@@ -126,6 +127,7 @@ class _Converter:
         self.roots: dict[str, ObjectId] = {}  # git commit -> our root tree
         self.blobs: dict[bytes, tuple[ObjectId, int]] = {}
         self.commits: dict[str, CommitId] = {}
+        self.generations: dict[CommitId, int] = {}  # of the commits this import made
         self.known = known  # git commit -> ours, made by an earlier import
         self.submodules = 0
 
@@ -208,15 +210,21 @@ class _Converter:
                 "commit": sha,
                 "author_date": author_date,
                 "committer": headers.get(b"committer", [b""])[0].decode(encoding, "replace"),
-            }
+            },
+            GENERATION: 1 + max(map(self._generation, parents), default=0),
         }
         record = encode_commit(Commit(tree, parents, author_ns, author, message, meta))
         cid = CommitId(object_id(record))
+        self.generations[cid] = meta[GENERATION]
         existed = self.repo.store.contains(ObjectId(cid))
         if not existed:
             self.batch.add({ObjectId(cid): record})
         self.commits[sha] = cid
         return cid, existed
+
+    def _generation(self, cid: CommitId) -> int:
+        """Made by this import (maybe not stored yet), else a stored commit's."""
+        return self.generations.get(cid) or generation(self.repo, cid)
 
     def _root(self, sha: str) -> ObjectId:
         """Our root tree of a converted git commit (`_parent` checked it is one)."""

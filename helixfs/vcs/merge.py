@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from helixfs.errors import MergeConflict, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
+from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
@@ -374,57 +375,6 @@ class _Side(NamedTuple):
         return {c.path for c in self.changes if c.status == "D"}
 
 
-def merge_base(repo: Repository, a: CommitId, b: CommitId) -> CommitId | None:
-    """A best common ancestor of two commits (None for unrelated histories).
-
-    Decided by ancestry alone, never by commit time: clocks skew and imported git
-    history keeps author dates, so a parent can be newer than its child. Of several
-    best bases (criss-cross merges) the newest is taken; a merge does not use this
-    pick but all of them (see `_base_tree`).
-    """
-    bases = merge_bases(repo, a, b)
-    if not bases:
-        return None
-    return max(bases, key=lambda cid: (repo.commit_info(cid).time_ns, cid))
-
-
-def merge_bases(repo: Repository, a: CommitId, b: CommitId) -> list[CommitId]:
-    """Every common ancestor of `a` and `b` that is not an ancestor of another one."""
-    return _best_common(repo, [a], b)
-
-
-def _best_common(repo: Repository, heads: list[CommitId], b: CommitId) -> list[CommitId]:
-    """merge_bases of `b` and a commit whose parents would be `heads` (a virtual base)."""
-    ours = _reachable(repo, heads)
-    candidates: list[CommitId] = []
-    seen = {b}
-    todo = [b]
-    while todo:
-        cid = todo.pop()
-        if cid in ours:
-            candidates.append(cid)  # its own ancestors are common too, but not better
-            continue
-        for parent in repo.commit_info(cid).parents:
-            if parent not in seen:
-                seen.add(parent)
-                todo.append(parent)
-    # One path from `b` can stop at a candidate that another path passes below.
-    below = _reachable(repo, [p for c in candidates for p in repo.commit_info(c).parents])
-    return [c for c in candidates if c not in below]
-
-
-def _reachable(repo: Repository, starts: list[CommitId]) -> set[CommitId]:
-    """Every commit reachable from `starts` through parents, the starts included."""
-    seen = set(starts)
-    todo = list(seen)
-    while todo:
-        for parent in repo.commit_info(todo.pop()).parents:
-            if parent not in seen:
-                seen.add(parent)
-                todo.append(parent)
-    return seen
-
-
 def _base_tree(repo: Repository, bases: list[CommitId], scratch: _Scratch) -> ObjectId:
     """The tree to merge against: the best base's, or several merged into a virtual one.
 
@@ -439,7 +389,7 @@ def _base_tree(repo: Repository, bases: list[CommitId], scratch: _Scratch) -> Ob
     tree = repo.commit_info(ordered[0]).tree
     merged = [ordered[0]]  # the commits the virtual base so far descends from
     for other in ordered[1:]:
-        inner = _base_tree(repo, _best_common(repo, merged, other), scratch)
+        inner = _base_tree(repo, best_common(repo, merged, other), scratch)
         labels = ("merged bases", f"base {hex_id(other)[:12]}")
         merger = _TreeMerger(repo, labels, scratch, objects=scratch.objects)
         tree = merger.merge(inner, tree, repo.commit_info(other).tree, b"")

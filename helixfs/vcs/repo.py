@@ -29,6 +29,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.vcs import history, maint, merge, revisions
+from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
     Commit,
@@ -88,6 +89,7 @@ class Repository:
         self._listeners: list[Listener] = []
         self._in_use: list[Callable[[], Iterable[ObjectId]]] = []
         self._gc_lock = threading.Lock()
+        self.generations: dict[CommitId, int] = {}  # of old commits (vcs/ancestry.py)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -466,6 +468,7 @@ class Repository:
         """
         if not isinstance(message, str):
             raise InvalidInput("commit message must be a string")
+        meta[GENERATION] = next_generation(self, parents)
         if started is not None:
             meta["latency_us"] = (time.perf_counter_ns() - started) // 1000
         fields = (tree, tuple(parents), time.time_ns(), author or self.author, message, meta)

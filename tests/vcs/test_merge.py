@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from helixfs.errors import MergeConflict, NotFound
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs import Repository
-from helixfs.vcs.merge import merge_base, merge_bases, merge_lines
+from helixfs.vcs.ancestry import merge_base, merge_bases
+from helixfs.vcs.merge import merge_lines
 from helixfs.vcs.objects import Commit, encode_commit
 
 BASE = b"one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
