@@ -6,7 +6,7 @@ file with `<<<<<<<` / `=======` / `>>>>>>>` markers, and changes nothing. A call
 wants the marked files committed (to fix them in place) passes `allow_conflicts=True`:
 the merge commit then lists the paths in `meta["conflicts"]` and the result reports them.
 
-Line merge: both sides are diffed against the base (difflib); hunks that overlap or
+Line merge: both sides are diffed against the base (`linediff.py`); hunks that overlap or
 touch are a conflict unless both sides made the very same edit. Binary files, type
 changes (file vs directory) and modify/delete are conflicts too (ours is kept, or the
 side that still has the file, and the path is listed). A folder deleted on one side
@@ -26,7 +26,6 @@ agree, whatever the virtual base holds there.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
+from helixfs.vcs.linediff import changed_ranges
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
@@ -87,12 +87,7 @@ class _Hunk:
 
 
 def _hunks(base: list[bytes], other: list[bytes], side: int) -> list[_Hunk]:
-    matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
-    return [
-        _Hunk(i1, i2, other[j1:j2], side)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
-    ]
+    return [_Hunk(i1, i2, other[j1:j2], side) for i1, i2, j1, j2 in changed_ranges(base, other)]
 
 
 def merge_lines(

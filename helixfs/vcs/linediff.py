@@ -1,0 +1,88 @@
+"""Line diffs that stay fast on big files, for the three-way merge.
+
+difflib's SequenceMatcher (without its junk heuristic, which would misalign real code)
+is quadratic in repeated lines: blank lines, `}`, `},` in a lock file. A merge of a
+20,000-line file edited on both sides took 17 s, one of 50,000 lines nearly two
+minutes. So, as git's patience diff does, the diff is cut first at anchors: lines that
+occur exactly once on each side, kept in the longest run in the same order on both
+sides. Between two anchors the pieces are small, and are diffed the same way; difflib
+only sees a piece with no anchor at all.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+from collections import Counter
+from collections.abc import Sequence
+
+Range = tuple[int, int, int, int]  # a[i1:i2] became b[j1:j2]; never both empty
+_MAX_DEPTH = 64  # pieces within pieces: past this, difflib takes the piece whole
+
+
+def changed_ranges(a: Sequence[bytes], b: Sequence[bytes]) -> list[Range]:
+    """The ranges where `a` and `b` differ, in order; everything between them is equal."""
+    out: list[Range] = []
+    _diff(a, 0, len(a), b, 0, len(b), out, 0)
+    return out
+
+
+def _diff(
+    a: Sequence[bytes],
+    alo: int,
+    ahi: int,
+    b: Sequence[bytes],
+    blo: int,
+    bhi: int,
+    out: list[Range],
+    depth: int,
+) -> None:
+    while alo < ahi and blo < bhi and a[alo] == b[blo]:
+        alo, blo = alo + 1, blo + 1
+    while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+        ahi, bhi = ahi - 1, bhi - 1
+    if alo == ahi or blo == bhi:
+        if alo < ahi or blo < bhi:
+            out.append((alo, ahi, blo, bhi))
+        return
+    anchors = _anchors(a, alo, ahi, b, blo, bhi) if depth < _MAX_DEPTH else []
+    if not anchors:
+        matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                out.append((alo + i1, alo + i2, blo + j1, blo + j2))
+        return
+    i, j = alo, blo
+    for ai, bj in anchors:
+        _diff(a, i, ai, b, j, bj, out, depth + 1)
+        i, j = ai + 1, bj + 1
+    _diff(a, i, ahi, b, j, bhi, out, depth + 1)
+
+
+def _anchors(
+    a: Sequence[bytes], alo: int, ahi: int, b: Sequence[bytes], blo: int, bhi: int
+) -> list[tuple[int, int]]:
+    """(i, j) of lines found once in a[alo:ahi] and once in b[blo:bhi], the longest
+    chain of them in the same order on both sides (patience sorting)."""
+    in_a, in_b = Counter(a[alo:ahi]), Counter(b[blo:bhi])
+    where_b = {b[j]: j for j in range(blo, bhi) if in_b[b[j]] == 1 and in_a[b[j]] == 1}
+    pairs = [(i, where_b[a[i]]) for i in range(alo, ahi) if a[i] in where_b]
+    # longest increasing run of j (the i are increasing already)
+    tails: list[int] = []  # tails[k]: the smallest j ending a run of length k + 1
+    ends: list[int] = []  # the pair index of that tail
+    before: list[int] = []  # per pair: the previous pair of its best run, or -1
+    for index, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(tails, j)
+        if k == len(tails):
+            tails.append(j)
+            ends.append(index)
+        else:
+            tails[k] = j
+            ends[k] = index
+        before.append(ends[k - 1] if k else -1)
+    chain: list[tuple[int, int]] = []
+    index = ends[-1] if ends else -1
+    while index >= 0:
+        chain.append(pairs[index])
+        index = before[index]
+    return chain[::-1]
