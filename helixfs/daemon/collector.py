@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_GROWTH = 256 << 20  # bytes; mount option gc_growth=MIB, 0 = never on its own
+# An abandoned commit (a reset, a deleted branch) survives the automatic gc this long,
+# restorable by its id: only `helix gc`, asked for by hand, drops it sooner.
+GRACE_SECONDS = 14 * 24 * 3600
 CHECK_SECONDS = 10.0  # a check is one scandir of the store folder
 
 
@@ -52,7 +55,7 @@ class Collector:
         if not self.due():
             return
         try:
-            report = self._repo.gc()
+            report = self._repo.gc(grace_seconds=GRACE_SECONDS)
         except HelixError as exc:  # a full disk, say: `helix gc` by hand may still help
             log.error("automatic gc failed (next try after as much growth again): %s", exc)
             report = None

@@ -133,22 +133,31 @@ def mark(
     return reachable
 
 
+@dataclass
+class _Unreachable:
+    sizes: dict[ObjectId, int]  # each candidate's record size
+    stored: int  # how many objects the store held
+    recent: list[ObjectId]  # the commits among them made since the grace began
+
+
 def unreachable(
-    repo: Repository, reachable: set[ObjectId], progress: Progress = None
-) -> tuple[dict[ObjectId, int], int]:
-    """The stored objects `reachable` leaves out, each with its record's size; and how
-    many objects are stored."""
-    found: dict[ObjectId, int] = {}
+    repo: Repository, reachable: set[ObjectId], since_ns: int, progress: Progress = None
+) -> _Unreachable:
+    """The stored objects `reachable` leaves out."""
+    found = _Unreachable({}, 0, [])
     all_ids = list(repo.store.ids())
+    found.stored = len(all_ids)
     for done, oid in enumerate(all_ids, 1):
         if oid not in reachable:
-            size = 0
+            found.sizes[oid] = 0
             with contextlib.suppress(HelixError):
-                size = len(repo.store.get(oid, keep=False))
-            found[oid] = size
+                record = repo.store.get(oid, keep=False)
+                found.sizes[oid] = len(record)
+                if kind_of(record) == KIND_COMMIT and decode_commit(record).time_ns >= since_ns:
+                    found.recent.append(oid)
         if progress is not None:
             progress(done, len(all_ids))
-    return found, len(all_ids)
+    return found
 
 
 def gc(
@@ -156,6 +165,7 @@ def gc(
     live: Callable[[], list[ObjectId]],
     dry_run: bool,
     progress: Progress = None,
+    grace_seconds: float = 0,
 ) -> GcReport:
     """Drop every object no ref reaches, while a mount goes on serving.
 
@@ -167,11 +177,19 @@ def gc(
     reachable when its batch is deleted is kept: saves, commits and ref moves made
     meanwhile included. Objects written after the listing are never candidates.
     Compaction, which gives the space back, runs without the lock.
+
+    With a grace period, a commit no ref reaches is kept, with all it references, while
+    it is younger than that: a reset or a deleted branch stays restorable by its id for
+    a while, as git's reflog keeps it (the states a later save replaced before their
+    commit are no commits: they go at once).
     """
+    since_ns = time.time_ns() - int(grace_seconds * 1e9) if grace_seconds > 0 else 2**63
     with repo.lock:
         start = roots(repo, live())
     reachable = mark(repo, start, progress)
-    candidates, stored = unreachable(repo, reachable, progress)
+    found = unreachable(repo, reachable, since_ns, progress)
+    mark(repo, found.recent, reachable=reachable)
+    candidates = {oid: size for oid, size in found.sizes.items() if oid not in reachable}
     if candidates and not dry_run:
         repo.store.prepare_delete()
     before = repo.store.disk_bytes()
@@ -190,7 +208,7 @@ def gc(
             repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
         freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
     logical = sum(candidates[oid] for oid in doomed)
-    return GcReport(dry_run, stored - len(doomed), len(doomed), logical, freed)
+    return GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, freed)
 
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:

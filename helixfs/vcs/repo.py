@@ -659,12 +659,17 @@ class Repository:
     # -- maintenance --------------------------------------------------------------------
 
     def gc(
-        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+        self,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        grace_seconds: float = 0,
     ) -> maint.GcReport:
         """Drop what no ref reaches (maint.gc): the repository stays usable meanwhile,
-        but for its last step. One gc at a time."""
+        but for its last step. With a grace period, unreachable commits younger than it
+        are kept. One gc at a time."""
         with self._gc_lock:
-            return maint.gc(self, self._live_objects, dry_run, progress)
+            return maint.gc(self, self._live_objects, dry_run, progress, grace_seconds)
 
     def _live_objects(self) -> list[ObjectId]:
         """For gc, under the lock: live work trees saved (their refs then name their

@@ -24,6 +24,7 @@ from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
 from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.ids import hex_id
 from helixfs.vcs.repo import Repository
 
 
@@ -75,20 +76,27 @@ def test_gc_growth_is_read_in_mib_and_checked(store: Path, tmp_path: Path) -> No
 
 
 def test_collector_runs_gc_once_the_store_has_grown_enough(store: Path) -> None:
-    """Due once the store grew by its size after the last gc (and by the floor); the
-    gc then gives a deleted branch's content back, and is not due again at once."""
+    """Due once the store grew by its size after the last gc (and by the floor). The gc
+    then gives back a saved state a later save replaced before the commit, but keeps a
+    deleted branch's recent commit (restorable by id for GRACE_SECONDS)."""
     with Repository.open(store) as repo:
         collector = Collector(repo, growth=1 << 20)
         assert not collector.due()
         repo.create_branch("scratch")
-        repo.commit({"big": os.urandom(4 << 20)}, "big", branch="scratch")
-        repo.commit({"kept": b"on main"}, "main")
+        deleted = repo.commit({"kept": os.urandom(1 << 20)}, "soon deleted", branch="scratch")
         repo.delete_branch("scratch")
+        tree = repo.worktree()
+        node = tree.create(tree.root, b"big")
+        tree.set_content(node, os.urandom(4 << 20))
+        tree.save()  # persisted, then replaced before any commit: garbage
+        tree.set_content(node, b"final")
+        tree.commit("final")
         assert collector.due()
         grown = repo.store.disk_bytes()
         collector.collect_if_due()
         assert repo.store.disk_bytes() < grown - (3 << 20) and not collector.due()
-        assert repo.read("HEAD", "kept") == b"on main" and repo.fsck().ok
+        assert repo.read("HEAD", "big") == b"final" and repo.fsck().ok
+        assert len(repo.read(hex_id(deleted), "kept")) == 1 << 20
 
 
 def test_fuse_options_name_the_store_and_keep_permissions(store: Path, tmp_path: Path) -> None:

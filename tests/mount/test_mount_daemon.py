@@ -326,23 +326,23 @@ def test_the_daemon_reads_queued_requests_without_waiting(make_mount: MountFacto
 
 def test_the_mount_runs_gc_on_its_own(make_mount: MountFactory) -> None:
     """A long-lived mount must not fill its disk with garbage: with gc_growth=1 (MiB)
-    the daemon's own gc gives a deleted branch's 8 MiB back within a few checks, and
-    the mount goes on saving."""
-    mnt = make_mount(0, "-o", "gc_growth=1")
+    the daemon's own gc gives back 8 MiB saved and then replaced before its commit
+    (a 3 s quiet window), within a few checks, and the mount goes on saving."""
+    mnt = make_mount(3000, "-o", "gc_growth=1")
     objects = mnt.store / "objects"
 
     def store_bytes() -> int:
         return sum(entry.stat().st_size for entry in os.scandir(objects) if entry.is_file())
 
     (mnt.path / "kept.txt").write_bytes(b"kept\n")
-    scratch = mnt.path / ".helix/branches/scratch"
-    scratch.mkdir()  # made and deleted before the daemon's first check, 10 s in
-    (scratch / "big.bin").write_bytes(os.urandom(8 << 20))
+    big = mnt.path / "big.bin"
+    big.write_bytes(os.urandom(8 << 20))  # saved on close: it must survive a crash
+    big.write_bytes(b"replaced\n")  # in the same quiet window: one commit, of this
+    wait_until(lambda: len(mnt.log()) >= 2, timeout=30, what="the commit")
     grown = store_bytes()
-    scratch.rmdir()
     wait_until(lambda: store_bytes() < grown - (6 << 20), timeout=60, what="the automatic gc")
     (mnt.path / "after.txt").write_bytes(b"saved after the gc\n")
-    assert (mnt.path / "kept.txt").read_bytes() == b"kept\n"
+    assert big.read_bytes() == b"replaced\n" and (mnt.path / "kept.txt").read_bytes() == b"kept\n"
     assert mnt.stop() == 0
     assert mnt.helix("fsck").returncode == 0
     assert mnt.helix("cat", "HEAD", "after.txt").stdout == "saved after the gc\n"

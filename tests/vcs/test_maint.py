@@ -313,6 +313,36 @@ def test_gc_deletes_in_batches_and_keeps_what_was_revived_between_them(
     assert repo.fsck().ok
 
 
+def test_a_grace_period_keeps_abandoned_commits_but_not_replaced_saves(
+    repo: Repository, store: CountingStore
+) -> None:
+    """The automatic gc's grace (ADR 0024): a deleted branch's commit and one a reset
+    left behind stay restorable by id while young; a saved state replaced before its
+    commit goes at once. A plain gc drops them all."""
+    repo.commit({"a": b"1"}, "one")
+    repo.create_branch("gone")
+    deleted = repo.commit({"b": b"deleted branch"}, "gone", branch="gone")
+    repo.delete_branch("gone")
+    reset_away = repo.commit({"c": b"reset away"}, "two")
+    repo.reset_hard("HEAD~1")
+    tree = repo.worktree()
+    node = tree.create(tree.root, b"draft")
+    tree.set_content(node, b"replaced before its commit")
+    tree.save()
+    replaced = tree.lookup(tree.root, b"draft").oid  # type: ignore[union-attr]
+    assert replaced is not None and store.contains(replaced)
+    tree.set_content(node, b"final")
+    tree.commit("final")
+    repo.gc(grace_seconds=3600)
+    assert repo.read(hex_id(deleted), "b") == b"deleted branch"
+    assert repo.read(hex_id(reset_away), "c") == b"reset away"
+    assert not store.contains(replaced)
+    assert repo.gc(grace_seconds=3600).unreachable == 0 and repo.fsck().ok
+    repo.gc()
+    assert not store.contains(ObjectId(deleted)) and not store.contains(ObjectId(reset_away))
+    assert repo.read("HEAD", "draft") == b"final" and repo.fsck().ok
+
+
 def test_gc_in_a_thread_beside_a_stream_of_commits(tmp_path: Path) -> None:
     """A real race on a RocksDB store: a writer commits (and makes garbage) while gc
     runs again and again; every commit that returned is intact, fsck is clean."""
