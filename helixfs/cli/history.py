@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from helixfs.cli.command import add_command, add_path_b64, repo_path
+from helixfs.cli.command import UsageError, add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
 from helixfs.ids import hex_id
@@ -27,6 +27,12 @@ def register(subparsers: Any) -> None:
     log.add_argument("rev", nargs="?", default="HEAD")
     log.add_argument("-n", "--max-count", type=_positive, dest="limit", metavar="N")
     log.add_argument("--graph", action="store_true", help="draw the commit graph")
+    log.add_argument(
+        "--lost",
+        action="store_true",
+        help="the tips of history no ref reaches any more (after a reset --hard or a"
+        " branch delete), newest first; `helix branch NAME ID` brings one back",
+    )
     diff = add_command(subparsers, "diff", help="changes from A to B", handler=cmd_diff)
     diff.add_argument("a", metavar="A")
     diff.add_argument("b", metavar="B", nargs="?", default="HEAD")
@@ -130,7 +136,12 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    commits = list(repo.log(args.rev, limit=args.limit, first_parent=not args.graph))
+    if args.lost and (args.graph or args.rev != "HEAD"):
+        raise UsageError("--lost lists commits no ref reaches: it takes no REV and no --graph")
+    if args.lost:
+        commits = repo.lost()[: args.limit]
+    else:
+        commits = list(repo.log(args.rev, limit=args.limit, first_parent=not args.graph))
     if args.graph:
         commits = children_first(commits)
     if out.as_json:

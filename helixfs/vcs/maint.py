@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
-from helixfs.ids import ObjectId, hex_id
+from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
     DIRECTORY_KINDS,
@@ -24,6 +24,7 @@ from helixfs.vcs.objects import (
     KIND_NAMES,
     KIND_PAGED,
     KIND_TREE,
+    Commit,
     decode_any,
     decode_chunked,
     decode_commit,
@@ -209,6 +210,25 @@ def gc(
         freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
     logical = sum(candidates[oid] for oid in doomed)
     return GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, freed)
+
+
+def lost(repo: Repository) -> list[Commit]:
+    """The tips of history no ref reaches any more (a reset's old head, a deleted
+    branch's): unreachable commits that no other such commit has as a parent, newest
+    first. Only a gc takes them away (the automatic one keeps young ones, ADR 0024)."""
+    with repo.lock:
+        start = roots(repo)
+    reachable = mark(repo, start)
+    commits: list[Commit] = []
+    for oid in repo.store.ids():
+        if oid not in reachable:
+            with contextlib.suppress(HelixError):
+                record = repo.store.get(oid, keep=False)
+                if kind_of(record) == KIND_COMMIT:
+                    commits.append(decode_commit(record, CommitId(oid)))
+    parents = {parent for commit in commits for parent in commit.parents}
+    tips = [commit for commit in commits if commit.id not in parents]
+    return sorted(tips, key=lambda commit: (commit.time_ns, commit.id), reverse=True)
 
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:

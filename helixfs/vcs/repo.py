@@ -678,6 +678,11 @@ class Repository:
             tree.save()
         return [oid for source in self._in_use for oid in source()]
 
+    def lost(self) -> list[Commit]:
+        """The tips of history no ref reaches any more, newest first (maint.lost):
+        `create_branch(name, commit id)` brings one back."""
+        return maint.lost(self)
+
     def fsck(self, progress: Callable[[int, int], None] | None = None) -> maint.FsckReport:
         with self.lock:
             return maint.fsck(self, progress)

@@ -366,3 +366,15 @@ def test_diff_json_gives_each_side_id_and_mode(helix: Helix, tmp_path: Path) -> 
     assert gone["status"] == "D" and gone["old_mode"] == "100644" and "new_id" not in gone
     assert (run["old_mode"], run["new_mode"]) == ("100644", "100755")
     assert run["old_id"] == run["new_id"]
+
+
+def test_log_lost_shows_what_a_reset_left_behind(helix: Helix, tmp_path: Path) -> None:
+    _imported(helix, tmp_path)
+    left = ok(helix("rev-parse", "HEAD")).out.strip()
+    ok(helix("reset", "--hard", "HEAD~1"))
+    (lost,) = ok(helix("log", "--lost", "--json")).json()
+    assert lost["id"] == left and lost["message"] == "import proj"
+    assert ok(helix("log", "--lost")).out.split()[0] == left[:12]
+    fails(helix("log", "--lost", "--graph"), 2, says="--lost")
+    ok(helix("branch", "again", left[:12]))
+    assert ok(helix("log", "--lost", "--json")).json() == []

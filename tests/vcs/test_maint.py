@@ -376,3 +376,18 @@ def test_gc_in_a_thread_beside_a_stream_of_commits(tmp_path: Path) -> None:
         for n, (cid, data) in enumerate(made):
             assert repo.read(cid, f"f{n % 7}") == data
         assert repo.fsck().ok
+
+
+def test_lost_lists_the_tips_of_history_no_ref_reaches(repo: Repository) -> None:
+    repo.commit({"a": b"1"}, "one")
+    repo.create_branch("gone")
+    repo.commit({"b": b"1"}, "gone 1", branch="gone")
+    deleted = repo.commit({"b": b"2"}, "gone 2", branch="gone")
+    repo.delete_branch("gone")
+    reset_away = repo.commit({"c": b"reset away"}, "two")
+    repo.reset_hard("HEAD~1")
+    assert [c.id for c in repo.lost()] == [reset_away, deleted]  # tips only, newest first
+    repo.create_branch("back", hex_id(deleted))
+    assert [c.id for c in repo.lost()] == [reset_away]
+    repo.gc()
+    assert repo.lost() == []
