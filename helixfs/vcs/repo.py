@@ -13,6 +13,7 @@ reloads, then subscribers hear the branch name: nothing a user saved is ever dro
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from helixfs.errors import (
     AlreadyExists,
+    HelixError,
     InvalidInput,
     NotFound,
 )
@@ -50,6 +52,8 @@ from helixfs.vcs.refs import (
     work_ref,
 )
 from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -468,7 +472,10 @@ class Repository:
         """
         if not isinstance(message, str):
             raise InvalidInput("commit message must be a string")
-        meta[GENERATION] = next_generation(self, parents)
+        try:
+            meta[GENERATION] = next_generation(self, parents)
+        except HelixError:  # an unreadable old commit below: saving must not fail for it
+            log.warning("commit on %s: no generation recorded (history unreadable)", branch)
         if started is not None:
             meta["latency_us"] = (time.perf_counter_ns() - started) // 1000
         fields = (tree, tuple(parents), time.time_ns(), author or self.author, message, meta)

@@ -101,3 +101,20 @@ def test_old_commits_get_their_generation_computed_once(
     store.gets.clear()
     assert merge_bases(repo, commits[-1], fork) == [commits[-4]]  # known now: a short walk
     assert len(set(store.gets)) <= 10
+
+
+def test_a_commit_on_a_damaged_old_history_still_saves(
+    repo: Repository, store: CountingStore
+) -> None:
+    """An old history (no generations recorded) with a commit lost to damage: the next
+    commit cannot know its generation, and goes without it rather than failing."""
+    chain = [_commit(repo, [], 0, recorded=False)]
+    for n in range(1, 5):
+        chain.append(_commit(repo, [chain[-1]], n, recorded=False))
+    store.delete([ObjectId(chain[1])])
+    repo.move_refs({"branches/main": chain[-1]})
+    repo.generations.clear()
+    repo._commits.clear()
+    cid = repo.commit({"saved": b"anyway"}, "on damaged history")
+    assert GENERATION not in repo.commit_info(cid).meta
+    assert repo.read("HEAD", "saved") == b"anyway"
