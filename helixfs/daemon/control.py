@@ -150,6 +150,7 @@ def _write_bytes(stream: TextIO, data: bytes) -> None:
 # run. Every other command runs on the trio thread, where the filesystem's inode tables
 # live; ref moves from any thread reach those tables through the repository lock.
 WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"})
+REPLY_SECONDS = 10.0  # a stopping daemon waits this long at most to answer a command that ran
 
 
 class ControlServer:
@@ -201,7 +202,11 @@ class ControlServer:
                 log.warning("bad control request: %s", exc)
                 return
             header = json.dumps({"v": PROTOCOL_VERSION, "code": code}).encode()
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            with (
+                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+                trio.CancelScope(shield=True),  # see _execute: a command that ran is answered
+                trio.move_on_after(REPLY_SECONDS),
+            ):
                 for frame in (header, out, err):
                     await stream.send_all(_LENGTH.pack(len(frame)) + frame)
 
@@ -220,7 +225,11 @@ class ControlServer:
                     )
                 else:
                     result = self.run_command(argv)
-                await trio.to_thread.run_sync(self.drain)
+                # The command ran: it is answered even when the daemon is stopping
+                # (an unmount waits for a worker command such as gc, then cancels us).
+                # Told "connection closed", a user would retry a commit that was made.
+                with trio.CancelScope(shield=True), trio.move_on_after(REPLY_SECONDS):
+                    await trio.to_thread.run_sync(self.drain, abandon_on_cancel=True)
                 return result
             finally:
                 os.chdir("/")

@@ -216,6 +216,7 @@ class _Converter:
         record = encode_commit(Commit(tree, parents, author_ns, author, message, meta))
         cid = CommitId(object_id(record))
         self.generations[cid] = meta[GENERATION]
+        self.batch.keep([ObjectId(cid)])  # stored already, it may be garbage until the refs move
         existed = self.repo.store.contains(ObjectId(cid))
         if not existed:
             self.batch.add({ObjectId(cid): record})
@@ -412,22 +413,22 @@ def import_git(
         if refs
         else []
     )
-    batch = _Batch(repo)
-    cat = _CatFile(path)
-    converter = _Converter(repo, cat, id_size, batch, _imported(repo, refs))
-    made = skipped = 0
-    try:
-        for done, sha in enumerate(shas, 1):
-            _, existed = converter.commit(sha.decode())
-            skipped += existed
-            made += not existed
-            if progress is not None:
-                progress(done, len(shas))
-    finally:
-        cat.close()
-    batch.flush()
-    head_was_empty = _is_init_commit(repo.commit_info("HEAD"))
-    _move_refs(repo, refs, converter.commits)
+    with _Batch(repo) as batch:
+        cat = _CatFile(path)
+        converter = _Converter(repo, cat, id_size, batch, _imported(repo, refs))
+        made = skipped = 0
+        try:
+            for done, sha in enumerate(shas, 1):
+                _, existed = converter.commit(sha.decode())
+                skipped += existed
+                made += not existed
+                if progress is not None:
+                    progress(done, len(shas))
+        finally:
+            cat.close()
+        batch.flush()
+        head_was_empty = _is_init_commit(repo.commit_info("HEAD"))
+        _move_refs(repo, refs, converter.commits)
     head = _follow_git_head(repo, path, refs, prefix) if head_was_empty else repo.head_branch()
     return GitImportSummary(
         made,

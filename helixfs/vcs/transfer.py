@@ -18,7 +18,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,12 +64,38 @@ class _Batch:
     """Objects waiting for one store write; flushed when they grow past FLUSH_BYTES.
 
     Nothing reaches them before the import's commit, so they go as bulk writes (no
-    write-ahead log); the commit's write makes them durable first (ADR 0014)."""
+    write-ahead log); the commit's write makes them durable first (ADR 0014).
+
+    Until then no ref reaches what was flushed either, and a gc may run meanwhile (a
+    mount's own, beside an import the daemon runs on a worker thread; gc marks and
+    deletes without waiting for the import). So the batch names every object it
+    flushed, or found stored already (`keep`), to gc as in use, until `close()`.
+    """
 
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self.objects: dict[ObjectId, bytes] = {}
         self.size = 0
+        self.kept: list[ObjectId] = []
+        self._release = repo.keep_in_use(self._in_use)
+
+    def _in_use(self) -> list[ObjectId]:
+        return list(self.kept)  # gc calls this from its own thread: a copy, in one step
+
+    def keep(self, oids: Iterable[ObjectId]) -> None:
+        """Have gc keep stored objects the import will point at (before checking that
+        they are stored: a gc between the check and this would drop them)."""
+        self.kept.extend(oids)
+
+    def close(self) -> None:
+        """Call once the import's refs reach what it wrote (or it failed)."""
+        self._release()
+
+    def __enter__(self) -> _Batch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def add(self, objects: dict[ObjectId, bytes]) -> None:
         for oid, record in objects.items():
@@ -81,6 +107,9 @@ class _Batch:
 
     def flush(self) -> None:
         if self.objects:
+            # named first: the write skips what is stored already, which a gc deciding
+            # meanwhile could otherwise drop before the commit reaches it
+            self.keep(self.objects)
             self.repo.store.write(self.objects, bulk=True)
             self.objects, self.size = {}, 0
 
@@ -119,14 +148,14 @@ def import_dir(
     avoid = _store_folder(repo)
     if any(_dev_ino(folder) in avoid for folder in (root, *root.resolve().parents)):
         raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
-    batch = _Batch(repo)
     counts = _Counts(avoid=avoid)
-    tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
-    info = dict(meta or {})
-    info.setdefault("imported_from", str(root.resolve()))
-    cid, changed = commit_tree(
-        repo, name, tree, message or f"import {root.name or root}", info, batch
-    )
+    with _Batch(repo) as batch:
+        tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
+        info = dict(meta or {})
+        info.setdefault("imported_from", str(root.resolve()))
+        cid, changed = commit_tree(
+            repo, name, tree, message or f"import {root.name or root}", info, batch
+        )
     return ImportSummary(
         hex_id(cid), name, counts.files, counts.dirs, counts.bytes, counts.skipped, changed
     )

@@ -24,7 +24,7 @@ from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
 from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
-from helixfs.ids import hex_id
+from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.repo import Repository
 
 
@@ -279,3 +279,33 @@ def test_the_quick_request_wait_applies_only_where_it_was_read() -> None:
     assert not use_quick_wait(2)  # several readers: the lock it skips orders them
     assert not use_quick_wait(1)  # no FUSE session in this process
     assert pyfuse3._wait_fuse_readable is own_wait
+
+
+@pytest.mark.timeout(60)
+def test_a_command_that_ran_is_answered_even_if_the_daemon_stops_meanwhile(store: Path) -> None:
+    """Unmounting while `helix gc` runs on its worker thread: the daemon waits for the
+    gc to end, and must then still send its answer. It used to drop the connection
+    (the client said "closed the control connection mid-answer", exit 1) although the
+    gc had run to its end; a `helix commit` caught the same way would be retried."""
+    served = ServedStore(store).__enter__()  # this test stops its server itself
+    try:
+        served.repo.create_branch("gone")
+        served.repo.commit({b"g": os.urandom(4096)}, "garbage", branch="gone")
+        served.repo.delete_branch("gone")
+        stopped: list[bool] = []
+
+        def stop_the_daemon() -> list[ObjectId]:  # gc's first hold of the lock: it is running
+            if not stopped:
+                stopped.append(True)
+                assert served._token is not None and served._cancel is not None
+                trio.from_thread.run_sync(served._cancel.cancel, trio_token=served._token)
+            return []
+
+        served.repo.keep_in_use(stop_the_daemon)
+        out, err = io.StringIO(), io.StringIO()
+        code = forward(store, ["gc", "--json"], out, err)
+        assert stopped and (code, err.getvalue()) == (0, "")
+        assert '"dry_run": false' in out.getvalue()
+    finally:
+        served._thread.join(10)
+        served.repo.close()

@@ -391,3 +391,92 @@ def test_lost_lists_the_tips_of_history_no_ref_reaches(repo: Repository) -> None
     assert [c.id for c in repo.lost()] == [reset_away]
     repo.gc()
     assert repo.lost() == []
+
+
+def test_gc_keeps_what_an_import_wrote_before_its_commit(
+    disk_repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import writes its objects in batches, without the repository lock, and
+    commits them at the end. A gc that runs in between (the mount's own, beside a
+    `helix import` the daemon runs on a worker thread) must not drop them: they are
+    reached by no ref yet, but by the commit the import is about to make. Content
+    that was garbage before the import (a deleted branch held it) is among them."""
+    from helixfs.vcs import transfer
+
+    monkeypatch.setattr(transfer, "FLUSH_BYTES", 1)  # every file is its own batch
+    repo = disk_repo
+    folder = tmp_path / "src"
+    folder.mkdir()
+    files = {f"f{n}": os.urandom(100) * (1 + n) for n in range(8)}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    repo.create_branch("gone")
+    repo.commit({"f0": files["f0"], "f1": files["f1"]}, "soon garbage", branch="gone")
+    repo.delete_branch("gone")
+    seen: list[int] = []
+
+    def progress(_: int) -> None:
+        seen.append(1)
+        if len(seen) == 4:  # half the files are in the store, no ref reaches them
+            repo.gc()
+
+    transfer.import_dir(repo, folder, progress=progress)
+    assert {name: repo.read("HEAD", name) for name in files} == files
+    assert repo.fsck().ok
+
+
+def test_gc_keeps_what_a_git_import_stored_before_its_refs_moved(
+    disk_repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git import converts every commit first and moves the refs at the end. A gc
+    meanwhile keeps what it converted, including commits a deleted branch of an
+    earlier import left in the store as garbage (found stored, so not written again)."""
+    import shutil
+    import subprocess
+
+    from helixfs.vcs import gitimport, transfer
+
+    if shutil.which("git") is None:
+        pytest.fail("git is needed (.ci/run installs it)")
+    monkeypatch.setattr(transfer, "FLUSH_BYTES", 1)
+    git = tmp_path / "git"
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": "2020-01-01T00:00:00",
+        "GIT_COMMITTER_DATE": "2020-01-01T00:00:00",
+    }
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(git)], check=True)
+    for n in range(4):
+        (git / f"f{n}").write_bytes(os.urandom(64) * (n + 1))
+        subprocess.run(["git", "-C", str(git), "add", "-A"], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(git),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                f"c{n}",
+            ],
+            check=True,
+            env=env,
+        )
+    repo = disk_repo
+    gitimport.import_git(repo, git)
+    repo.checkout("main")
+    repo.delete_branch("trunk")  # its commits are garbage now, and will be converted again
+    calls: list[int] = []
+
+    def progress(_done: int, _total: int) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            repo.gc()
+
+    gitimport.import_git(repo, git, progress=progress)
+    for n in range(4):
+        assert repo.read("trunk", f"f{n}") == (git / f"f{n}").read_bytes()
+    assert repo.fsck().ok
