@@ -178,6 +178,7 @@ class RocksStore:
     def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         check_oid(oid)
         self._check_open()
+        epoch = self._epoch  # before reading: see _remember
         known = self._bases.get(oid)
         if known is not None:  # decoded a moment ago: skip the chain, not the check
             self._hits += 1
@@ -193,7 +194,7 @@ class RocksStore:
             with self._lock:
                 known = self._load(oid, self._frame(oid, keep=keep))
         if keep:
-            self._remember(self._bases, oid, known, len(known.record))
+            self._remember(self._bases, oid, known, len(known.record), epoch)
         return known.record
 
     def contains(self, oid: ObjectId) -> bool:
@@ -529,6 +530,7 @@ class RocksStore:
         return read(self._objects_cf, oid) is not None
 
     def _frame(self, oid: ObjectId, *, keep: bool = True) -> bytes:
+        epoch = self._epoch  # before reading: see _remember
         frame = self._frames.get(oid)
         if frame is None:
             frame = read(self._objects_cf, oid)
@@ -537,7 +539,7 @@ class RocksStore:
             if is_body(frame):
                 frame = self._body(oid, frame)
             if keep:
-                self._remember(self._frames, oid, frame, len(frame))
+                self._remember(self._frames, oid, frame, len(frame), epoch)
         return frame
 
     def _body(self, oid: ObjectId, frame: bytes) -> bytes:
@@ -579,15 +581,17 @@ class RocksStore:
         check_cursor(cursor)
         return 0
 
-    def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int) -> None:
-        """Cache what a read found, unless a gc ran meanwhile (it may be stale then).
+    def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int, epoch: int) -> None:
+        """Cache what a read found, unless a delete ran since `epoch`, the epoch the
+        caller saw before it read (what it read may be deleted by now).
 
-        Reads take no lock. A read that raced a gc could otherwise put back a frame the
-        gc just dropped, and `_exists` would then skip re-storing that object for good.
-        Checking the epoch after the put closes the window: a gc that ends before our
-        check changed the epoch; one that ends after it discards our entry itself.
+        Reads take no lock. A read that raced a delete could otherwise put back a frame
+        the delete just dropped, and `_exists` would then skip re-storing that object for
+        good. Checking the epoch after the put closes the window: a delete that ended
+        since the read began changed the epoch; one that ends after the check discards
+        our entry itself. (The epoch must be the one from before the read: one taken
+        here would miss a delete that ran whole between the read and this put.)
         """
-        epoch = self._epoch
         cache.put(oid, value, size)
         if epoch & 1 or self._epoch != epoch:
             cache.discard(oid)
@@ -681,11 +685,12 @@ class RocksStore:
         known = pending.get(base_id) or self._bases.get(base_id)
         if known is not None:
             return known
+        epoch = self._epoch  # before reading: see _remember
         try:
             known = self._load(base_id, self._frame(base_id))
         except HelixError:
             return None
-        self._remember(self._bases, base_id, known, len(known.record))
+        self._remember(self._bases, base_id, known, len(known.record), epoch)
         return known
 
     def _base_of(self, oid: ObjectId) -> ObjectId | None:

@@ -806,3 +806,33 @@ def test_prepare_delete_indexes_deltas_written_while_it_scans(
     store.close()
     with RocksStore(path) as reopened:  # no cache: the frames as stored
         assert reopened.get(late) == versions[2] and reopened.get(ids[1]) == versions[1]
+
+
+def test_a_read_that_raced_a_delete_does_not_cache_what_was_deleted(
+    path: Path, store: RocksStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads take no lock, and gc now deletes beside them. A read that found an object
+    before a delete ran whole must not put it into the caches afterwards: the store
+    would then claim to hold it, and a later write of it would be skipped."""
+    data = source_versions(1)[0]
+    oid = object_id(data)
+    store.write({oid: data})
+    store.close()
+    with RocksStore(path) as fresh:  # empty caches: the get below reads the disk
+        real_read = rocks_module.read
+        deleted: list[bool] = []
+
+        def read_then_delete(family: rocksdict.Rdict, key: bytes) -> Any:
+            found = real_read(family, key)
+            if key == oid and not deleted:
+                deleted.append(True)
+                fresh.delete([oid])  # the whole delete, between the read and the cache
+            return found
+
+        monkeypatch.setattr(rocks_module, "read", read_then_delete)
+        assert fresh.get(oid) == data  # what it read before the delete
+        monkeypatch.undo()
+        assert deleted and not fresh.contains(oid)
+        fresh.write({oid: data})
+    with RocksStore(path) as reopened:
+        assert reopened.get(oid) == data
