@@ -202,6 +202,7 @@ def gc(
             batch = [oid for oid in pending[at : at + DELETE_BATCH] if oid not in reachable]
             if batch and not dry_run:
                 repo.store.delete(batch)
+                repo.trees.forget_results()
         doomed += batch
     freed = None
     if not dry_run:

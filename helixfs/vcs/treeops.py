@@ -364,6 +364,12 @@ class Trees:
 
     # -- ephemeral filtering ------------------------------------------------------------
 
+    def forget_results(self) -> None:
+        """gc deleted objects: a filtered tree memoised here may be among them, and a
+        memo hit returns it without writing it again (ids that merely describe content,
+        as `_clean` and the decoded trees do, stay true)."""
+        self._filtered.clear()
+
     def mark_clean(self, oid: ObjectId) -> None:
         """`oid` is known to hold no file with an editor temp name, even below."""
         _keep(self._clean, oid, None, MEMO_KEPT)

@@ -14,7 +14,7 @@ from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import rocksdb_open
 from helixfs.vcs import Repository, maint
-from helixfs.vcs.objects import encode_blob
+from helixfs.vcs.objects import MODE_FILE, TreeEntry, encode_blob
 
 from .conftest import CountingStore
 
@@ -480,3 +480,24 @@ def test_gc_keeps_what_a_git_import_stored_before_its_refs_moved(
     for n in range(4):
         assert repo.read("trunk", f"f{n}") == (git / f"f{n}").read_bytes()
     assert repo.fsck().ok
+
+
+def test_a_filtered_tree_gc_deleted_is_written_again(
+    repo: Repository, store: CountingStore
+) -> None:
+    """The commit tree of a work tree without its editor temp files is memoised by ids.
+    After gc deleted that tree (its commit reset away), the same work tree must write
+    it again, not return the memo's id of a tree the store no longer has (QA)."""
+    objects: dict[ObjectId, bytes] = {}
+    blob = encode_blob(b"text\n")
+    objects[object_id(blob)] = blob
+    entries = [
+        TreeEntry(name, MODE_FILE, object_id(blob), 5, 0) for name in (b"a.txt", b".a.txt.swp")
+    ]
+    work = repo.trees.build(entries, objects)
+    filtered = repo.trees.without_ephemeral(work, objects)
+    store.write(objects)  # stored, and reached by no ref: garbage
+    repo.gc()
+    assert not store.contains(filtered)
+    again: dict[ObjectId, bytes] = {}
+    assert repo.trees.without_ephemeral(work, again) == filtered and filtered in again
