@@ -6,7 +6,8 @@ commit" wants the several operations of a save (write a temp file, fsync it, ren
 over the target, remove the backup) folded into one commit. So a save does
 `Worktree.save()` right away (objects + `work/BRANCH`, one batch: nothing to replay after
 a crash, see docs/decisions/0001), and `Worktree.commit()` only once the branch has been
-quiet for `window` seconds. window = 0 commits on every operation.
+quiet for `window` seconds, or has been busy for MAX_WAIT_SECONDS since its first
+uncommitted change. window = 0 commits on every operation.
 
 A change (create, mkdir, unlink, chmod, utimens...) is committed the same way but not
 persisted on its own: the next save, close or fsync of the branch persists it with
@@ -33,12 +34,17 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 0.3
 RETRY_SECONDS = 5.0  # a commit the store refused (a full disk) is tried again this late
+# A branch never quiet (a build, a loop of saves) still gets a commit this often, at the
+# latest: the window folds one save's operations, it must not hold history back for good.
+MAX_WAIT_SECONDS = 10.0
+MAX_WAIT_WINDOWS = 10  # ... or this many windows, for a long window
 
 
 @dataclass
 class _Pending:
     worktree: Worktree
     deadline: float
+    latest: float  # the deadline no later operation moves past
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,14 +70,16 @@ class Saver:
 
     def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
         entry = self._pending.get(id(worktree))
-        deadline = trio.current_time() + self.window
+        now = trio.current_time()
         if entry is None:
-            self._pending[id(worktree)] = _Pending(worktree, deadline, dict(meta or {}))
+            latest = now + max(MAX_WAIT_SECONDS, MAX_WAIT_WINDOWS * self.window)
+            entry = _Pending(worktree, now + self.window, latest, dict(meta or {}))
+            self._pending[id(worktree)] = entry
             self._wakeup.set()  # the timer may be asleep with nothing pending
         else:
             # A later deadline needs no wakeup: the timer finds it when the old one
             # passes (waking it per operation cost a task switch per request).
-            entry.deadline = deadline
+            entry.deadline = min(now + self.window, entry.latest)
             entry.meta.update(meta or {})
 
     def changed(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:

@@ -107,6 +107,25 @@ def test_each_operation_restarts_the_quiet_window(repo: Repository) -> None:
     assert repo.read("HEAD", b"a") == b"1" and repo.read("HEAD", b"b") == b"2"
 
 
+def test_a_branch_never_quiet_still_commits_every_max_wait(repo: Repository) -> None:
+    """A loop that saves more often than the window (a build, an agent's script) used to
+    hold every commit back until it stopped (QA soak: 200 rounds, ~30 commits)."""
+    ops = make_ops(repo, window=0.5)
+    client = Client(ops)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.saver.run)
+            before = commits(repo)
+            for n in range(int(2.5 * saver.MAX_WAIT_SECONDS / 0.2)):  # 25 s, never quiet
+                await client.write_file("busy.txt", f"round {n}".encode())
+                await trio.sleep(0.2)
+            assert commits(repo) == before + 2  # at 10 s and 20 s
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
 def test_vim_swap_files_never_reach_a_commit(repo: Repository) -> None:
     ops = make_ops(repo, window=0)
     client = Client(ops)
