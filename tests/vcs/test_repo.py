@@ -296,3 +296,19 @@ def test_on_disk_init_open_and_single_writer(tmp_path: Path) -> None:
         assert again.resolve("HEAD") == cid and again.read("HEAD", "a") == b"1"
     with pytest.raises(NotFound):
         Repository.open(tmp_path / "missing")
+
+
+def test_the_decoded_tree_cache_is_bounded_by_entries_not_trees(repo: Repository) -> None:
+    """4,096 cached trees of 256 entries each held ~370 MB in a soak; the budget is in
+    entries, so big directories take their share of it."""
+    from helixfs.ids import ObjectId
+    from helixfs.vcs.objects import MODE_FILE, TreeEntry
+    from helixfs.vcs.treeops import Trees
+
+    trees = Trees(repo.store, limit=1_000)
+    for n in range(20):
+        entries = [TreeEntry(f"{n}-{i}".encode(), MODE_FILE, bytes(32), i, 0) for i in range(256)]
+        objects: dict[ObjectId, bytes] = {}
+        oid = trees.build(entries, objects)
+        assert trees.get(oid).entries[0].name == f"{n}-0".encode()
+    assert sum(len(tree.entries) for tree in trees._cache.values()) <= 1_000
