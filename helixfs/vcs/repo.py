@@ -54,6 +54,7 @@ from helixfs.vcs.refs import (
 from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
 
 log = logging.getLogger(__name__)
+COMMITS_KEPT = 16_384  # decoded commits cached
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -298,7 +299,8 @@ class Repository:
         return commit
 
     def _remember(self, commit: Commit) -> None:
-        if len(self._commits) > 65536:
+        # A commit can carry 1,000 changed paths: 16,384 of them is already ~100 MB
+        if len(self._commits) > COMMITS_KEPT:
             self._commits.clear()
         self._commits[commit.id] = commit
 
