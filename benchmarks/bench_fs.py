@@ -111,18 +111,21 @@ def mounted(
         _wait_ready(proc)
         yield Mount(store, target, proc)
     finally:
-        subprocess.run(["fusermount3", "-u", str(target)], capture_output=True, check=False)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            subprocess.run(
-                ["fusermount3", "-u", "-z", str(target)], capture_output=True, check=False
-            )
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        unmount(proc, target)
         shutil.rmtree(store, ignore_errors=True)
+
+
+def unmount(proc: subprocess.Popen[str], target: Path) -> None:
+    """Unmount and wait for the daemon; detach lazily if it hangs."""
+    subprocess.run(["fusermount3", "-u", str(target)], capture_output=True, check=False)
+    try:
+        proc.wait(120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        subprocess.run(["fusermount3", "-u", "-z", str(target)], capture_output=True, check=False)
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _wait_ready(proc: subprocess.Popen[str]) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_fs import HELIX, _wait_ready, helix  # noqa: E402
+from bench_fs import HELIX, _wait_ready, helix, unmount  # noqa: E402
 from bench_vcs import fast_import, git  # noqa: E402
 from common import dir_bytes, print_table, summary, write_results  # noqa: E402
 
@@ -78,13 +78,7 @@ def mounted(store: Path, target: Path) -> Iterator[None]:
         _wait_ready(proc)
         yield
     finally:
-        subprocess.run(["fusermount3", "-u", str(target)], capture_output=True, check=False)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            subprocess.run(["fusermount3", "-u", "-z", str(target)], check=False)
-            proc.wait()
+        unmount(proc, target)
 
 
 class Probe:
