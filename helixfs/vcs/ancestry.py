@@ -43,10 +43,10 @@ def next_generation(repo: Repository, parents: tuple[CommitId, ...] | list[Commi
 def generation(repo: Repository, cid: CommitId) -> int:
     """`cid`'s generation: recorded, or computed from its parents (iteratively: a
     history of 100,000 commits would overflow Python's stack)."""
-    memo = repo.generations
-    found = memo.get(cid) or stored_generation(repo.commit_info(cid).meta)
+    found = _known(repo, cid)
     if found is not None:
         return found
+    memo = repo.generations
     if len(memo) > _MEMO_LIMIT:
         memo.clear()
     todo = [cid]
@@ -66,6 +66,7 @@ def generation(repo: Repository, cid: CommitId) -> int:
 
 
 def _known(repo: Repository, cid: CommitId) -> int | None:
+    """Memoised, or recorded in the commit (then memoised)."""
     known = repo.generations.get(cid)
     if known is None:
         known = stored_generation(repo.commit_info(cid).meta)

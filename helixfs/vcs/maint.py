@@ -219,14 +219,8 @@ def lost(repo: Repository) -> list[Commit]:
     first. Only a gc takes them away (the automatic one keeps young ones, ADR 0024)."""
     with repo.lock:
         start = roots(repo)
-    reachable = mark(repo, start)
-    commits: list[Commit] = []
-    for oid in repo.store.ids():
-        if oid not in reachable:
-            with contextlib.suppress(HelixError):
-                record = repo.store.get(oid, keep=False)
-                if kind_of(record) == KIND_COMMIT:
-                    commits.append(decode_commit(record, CommitId(oid)))
+    found = unreachable(repo, mark(repo, start), since_ns=0)  # every commit is "recent"
+    commits = [repo.commit_info(CommitId(oid)) for oid in found.recent]
     parents = {parent for commit in commits for parent in commit.parents}
     tips = [commit for commit in commits if commit.id not in parents]
     return sorted(tips, key=lambda commit: (commit.time_ns, commit.id), reverse=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pyfuse3
@@ -20,6 +21,18 @@ from helixfs.vcs.repo import Repository
 
 def commits(repo: Repository) -> int:
     return sum(1 for _ in repo.log("HEAD"))
+
+
+def with_saver_running(ops: Operations, main: Callable[[], Awaitable[None]]) -> None:
+    """Run `main` beside the saver's timer, on a clock that jumps over sleeps."""
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.saver.run)
+            await main()
+            nursery.cancel_scope.cancel()
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 async def test_window_zero_commits_every_operation(client: Client) -> None:
@@ -63,23 +76,20 @@ def test_quiet_window_folds_an_atomic_save_into_one_commit(repo: Repository) -> 
     client = Client(ops)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ops.saver.run)
-            await client.write_file("app.py", b"v1\n")
-            await trio.sleep(1)
-            before = commits(repo)
-            fi, attrs = await ops.create(ROOT, b".app.py.tmp", 0o644, os.O_WRONLY, CTX)
-            await ops.write(fi.fh, 0, b"v2\n")
-            await ops.fsync(fi.fh, False)
-            await ops.flush(fi.fh)
-            await ops.release(fi.fh)
-            await ops.rename(ROOT, b".app.py.tmp", ROOT, b"app.py", 0, CTX)
-            assert commits(repo) == before  # still inside the window
-            await trio.sleep(1)
-            assert commits(repo) == before + 1
-            nursery.cancel_scope.cancel()
+        await client.write_file("app.py", b"v1\n")
+        await trio.sleep(1)
+        before = commits(repo)
+        fi, attrs = await ops.create(ROOT, b".app.py.tmp", 0o644, os.O_WRONLY, CTX)
+        await ops.write(fi.fh, 0, b"v2\n")
+        await ops.fsync(fi.fh, False)
+        await ops.flush(fi.fh)
+        await ops.release(fi.fh)
+        await ops.rename(ROOT, b".app.py.tmp", ROOT, b"app.py", 0, CTX)
+        assert commits(repo) == before  # still inside the window
+        await trio.sleep(1)
+        assert commits(repo) == before + 1
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    with_saver_running(ops, main)
     assert repo.read("HEAD", b"app.py") == b"v2\n"
     for commit in repo.log("HEAD"):
         names = [e.name for e in repo.ls(commit.id.hex())]
@@ -91,19 +101,16 @@ def test_each_operation_restarts_the_quiet_window(repo: Repository) -> None:
     client = Client(ops)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ops.saver.run)
-            before = commits(repo)
-            await client.write_file("a", b"1")
-            await trio.sleep(0.4)
-            await client.write_file("b", b"2")
-            await trio.sleep(0.4)  # 0.8 s after the first save, 0.4 s after the last
-            assert commits(repo) == before
-            await trio.sleep(0.2)
-            assert commits(repo) == before + 1
-            nursery.cancel_scope.cancel()
+        before = commits(repo)
+        await client.write_file("a", b"1")
+        await trio.sleep(0.4)
+        await client.write_file("b", b"2")
+        await trio.sleep(0.4)  # 0.8 s after the first save, 0.4 s after the last
+        assert commits(repo) == before
+        await trio.sleep(0.2)
+        assert commits(repo) == before + 1
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    with_saver_running(ops, main)
     assert repo.read("HEAD", b"a") == b"1" and repo.read("HEAD", b"b") == b"2"
 
 
@@ -114,16 +121,13 @@ def test_a_branch_never_quiet_still_commits_every_max_wait(repo: Repository) -> 
     client = Client(ops)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ops.saver.run)
-            before = commits(repo)
-            for n in range(int(2.5 * saver.MAX_WAIT_SECONDS / 0.2)):  # 25 s, never quiet
-                await client.write_file("busy.txt", f"round {n}".encode())
-                await trio.sleep(0.2)
-            assert commits(repo) == before + 2  # at 10 s and 20 s
-            nursery.cancel_scope.cancel()
+        before = commits(repo)
+        for n in range(int(2.5 * saver.MAX_WAIT_SECONDS / 0.2)):  # 25 s, never quiet
+            await client.write_file("busy.txt", f"round {n}".encode())
+            await trio.sleep(0.2)
+        assert commits(repo) == before + 2  # at 10 s and 20 s
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    with_saver_running(ops, main)
 
 
 def test_vim_swap_files_never_reach_a_commit(repo: Repository) -> None:
@@ -287,20 +291,17 @@ def test_a_commit_the_full_disk_refuses_is_tried_again_once_there_is_room(
     client = Client(ops)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ops.saver.run)
-            before = commits(repo)
-            await client.write_file("a", b"saved while there was room")
-            free["bytes"] = space.RESERVE_BYTES  # full before the quiet window ends
-            with pytest.raises(pyfuse3.FUSEError) as refused:
-                await client.write_file("b", b"no room for me")
-            assert refused.value.errno == errno.ENOSPC
-            await trio.sleep(1)
-            assert commits(repo) == before and ops.saver.pending == 1
-            free["bytes"] = 10 << 30
-            await trio.sleep(saver.RETRY_SECONDS)
-            assert commits(repo) == before + 1 and ops.saver.pending == 0
-            nursery.cancel_scope.cancel()
+        before = commits(repo)
+        await client.write_file("a", b"saved while there was room")
+        free["bytes"] = space.RESERVE_BYTES  # full before the quiet window ends
+        with pytest.raises(pyfuse3.FUSEError) as refused:
+            await client.write_file("b", b"no room for me")
+        assert refused.value.errno == errno.ENOSPC
+        await trio.sleep(1)
+        assert commits(repo) == before and ops.saver.pending == 1
+        free["bytes"] = 10 << 30
+        await trio.sleep(saver.RETRY_SECONDS)
+        assert commits(repo) == before + 1 and ops.saver.pending == 0
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    with_saver_running(ops, main)
     assert repo.read("HEAD", b"a") == b"saved while there was room"
