@@ -49,6 +49,12 @@ class BadHandle(HelixError):
     errno = errno.EBADF
 
 
+class AccessDenied(HelixError):
+    """A permission the kernel could not check itself (default_permissions)."""
+
+    errno = errno.EACCES
+
+
 class NoAttr(HelixError):
     errno = pyfuse3.ENOATTR
 

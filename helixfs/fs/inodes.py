@@ -70,6 +70,9 @@ class NodeInode:
     ino: int
     view: View
     node: Node
+    # the Worktree `node` belongs to: the view's, until a HEAD switch or a reload moves
+    # the view on and leaves this entry (an open file's) with its old branch
+    worktree: Worktree
     parent: int
     name: bytes
     lookups: int = 0
@@ -79,10 +82,6 @@ class NodeInode:
     # (node id, size, mtime) when last opened: unchanged means the kernel's cached pages
     # of this inode are still the content (FOPEN_KEEP_CACHE is safe)
     cache_key: tuple[int, int, int] | None = None
-
-    @property
-    def worktree(self) -> Worktree:
-        return self.view.worktree
 
 
 @dataclass(eq=False, slots=True)
@@ -176,7 +175,7 @@ class InodeTable:
         found = self._by_node.get(key)
         if found is None:
             ino = view.root_ino if node is view.worktree.root else self._allocate(view.slot)
-            found = NodeInode(ino, view, node, parent, name)
+            found = NodeInode(ino, view, node, view.worktree, parent, name)
             self._by_node[key] = found
             self._entries[ino] = found
         elif not found.detached:
@@ -232,7 +231,7 @@ class InodeTable:
 
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
         """Keep `entry`'s number for `node` of the view's new generation."""
-        entry.view, entry.node, entry.detached = view, node, False
+        entry.view, entry.node, entry.worktree, entry.detached = view, node, view.worktree, False
         self._by_node[(view.slot, id(node))] = entry
         self._entries[entry.ino] = entry
 

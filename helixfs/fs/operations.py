@@ -38,7 +38,7 @@ from helixfs.errors import (
     ReadOnly,
 )
 from helixfs.fs import edge, xattrs
-from helixfs.fs.edge import BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
+from helixfs.fs.edge import AccessDenied, BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, Link, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
@@ -546,10 +546,33 @@ class Operations(pyfuse3.Operations):
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name)
+        existing = None if flags & os.O_EXCL else self._created_meanwhile(parent, name, flags, ctx)
+        if existing is not None:
+            existing.lookups += 1
+            return self._open_node(existing, flags, ctx), self._attrs(existing)
         node = parent.worktree.create(parent.node, name, stat.S_IFREG | stat.S_IMODE(mode))
         attrs = self._created(parent, node, name, ctx)
         entry = self.inodes.node(attrs.st_ino)
         return self._open_node(entry, flags & ~os.O_TRUNC, ctx), attrs
+
+    def _created_meanwhile(
+        self, parent: NodeInode, name: bytes, flags: int, ctx: Any
+    ) -> NodeInode | None:
+        """The file that a create without O_EXCL finds already there, to open as open(2)
+        does. The kernel sends a create only after its lookup found nothing, but the
+        name can appear in between: a HEAD switch or a `reset` swaps the whole tree
+        behind the kernel's directory lock. A symlink or any other kind stays EEXIST."""
+        try:
+            found = self._child(parent, name)
+        except NotFound:
+            return None
+        if not isinstance(found, NodeInode) or found.node.is_symlink():
+            return None
+        writes = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
+        if writes and ctx.uid != 0 and not found.node.mode & stat.S_IWUSR:
+            # the kernel's permission check (default_permissions) was for the create
+            raise AccessDenied(f"{name!r} is not writable")
+        return found
 
     @request
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyfuse3
 import pytest
-from fs_client import CTX, ROOT, Client, Fields, expect_errno
+from fs_client import CTX, ROOT, Client, Ctx, Fields, expect_errno
 
 from helixfs.fs import spool
 from helixfs.fs.operations import Operations
@@ -186,9 +186,37 @@ async def test_names_over_255_bytes_are_enametoolong(client: Client) -> None:
     assert sorted(await client.names()) == [b"d", ok]
 
 
-async def test_create_existing_name_is_eexist(client: Client) -> None:
+async def test_create_existing_name_is_eexist_with_o_excl(client: Client) -> None:
     await client.write_file("e", b"")
-    await expect_errno(errno.EEXIST, client.ops.create(ROOT, b"e", 0o644, os.O_WRONLY, CTX))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    await expect_errno(errno.EEXIST, client.ops.create(ROOT, b"e", 0o644, flags, CTX))
+    await client.ops.symlink(ROOT, b"l", b"e", CTX)
+    await expect_errno(errno.EEXIST, client.ops.create(ROOT, b"l", 0o644, os.O_WRONLY, CTX))
+
+
+async def test_create_of_a_name_that_appeared_meanwhile_opens_it(client: Client) -> None:
+    """open(O_CREAT) without O_EXCL never fails with EEXIST: when the name appeared
+    between the kernel's lookup and its create (a HEAD switch swaps the tree), the
+    create opens the file that is there, truncating it for O_TRUNC."""
+    ino = await client.write_file("e", b"old content")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fi, attrs = await client.ops.create(ROOT, b"e", 0o644, flags, CTX)
+    assert attrs.st_ino == ino
+    assert await client.ops.write(fi.fh, 0, b"new") == 3
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("e") == b"new"
+    await client.mkdir("d")
+    await expect_errno(errno.EISDIR, client.ops.create(ROOT, b"d", 0o644, os.O_WRONLY, CTX))
+
+
+async def test_create_meanwhile_keeps_a_read_only_file_closed_to_others(client: Client) -> None:
+    await client.write_file("ro", b"keep", mode=0o444)
+    other = Ctx(uid=1000, gid=1000)
+    await expect_errno(
+        errno.EACCES, client.ops.create(ROOT, b"ro", 0o644, os.O_WRONLY | os.O_TRUNC, other)
+    )
+    assert await client.read_file("ro") == b"keep"
 
 
 async def test_truncate_and_extend_by_path(client: Client) -> None:

@@ -562,3 +562,25 @@ async def test_search_answers_the_kernel_forgot_are_dropped(repo: Repository) ->
             baseline = len(client.ops.inodes)
     assert len(client.ops.inodes) == baseline
     assert len(client.ops.inodes._numbers) < 20
+
+
+async def test_a_file_open_across_a_head_switch_stays_in_its_branch(client: Client) -> None:
+    """The kernel may still open a file by the number it held before a switch (another
+    descriptor keeps that number alive): the file is the old branch's, and its close
+    saves it there. It used to be tied to the new branch, and its close failed with
+    ESTALE, the data lost."""
+    await client.write_file("f", b"main's")
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    await client.write_file(".helix/branches/b/f", b"b's")
+    old = await client.ino("f")
+    held = await client.ops.open(old, os.O_RDONLY, CTX)
+    await write_virtual(client, ".helix/HEAD", b"b\n")
+    late = await client.ops.open(old, os.O_WRONLY | os.O_TRUNC, CTX)
+    assert await client.ops.write(late.fh, 0, b"late") == 4
+    await client.ops.flush(late.fh)
+    await client.ops.release(late.fh)
+    await client.ops.release(held.fh)
+    client.ops.saver.flush_now()
+    assert client.ops.repo.read("main", b"f") == b"late"
+    assert await client.read_file("f") == b"b's"
