@@ -2,7 +2,10 @@
 
 Each column ("lane") waits for one commit id. A commit takes the lane that waits for it,
 lanes that waited for the same commit fold into it (`|/`), and a merge opens one lane per
-extra parent (`|\\`). The input is in log order: every child before its parents.
+extra parent (`|\\`), even for a parent another lane waits for already (a criss-cross):
+the two lanes fold when that parent is drawn, so every edge shows. Lanes to the right of
+an opened or folded one lean with it as they move. The input is in log order: every
+child before its parents.
 """
 
 from __future__ import annotations
@@ -31,28 +34,32 @@ def graph_lines(nodes: Sequence[tuple[bytes, Sequence[bytes]]], labels: Sequence
         col = lanes.index(cid)
         folded = [i for i, lane in enumerate(lanes) if lane == cid and i != col]
         if folded:
-            lines.append(_cells(len(lanes), {i: "/" for i in folded}))
+            lines.append(_cells(len(lanes), _leaning(len(lanes), folded[0], "/")))
             lanes = [lane for i, lane in enumerate(lanes) if i not in folded]
         lines.append(f"{_cells(len(lanes), {col: '*'})}  {label}")
         lanes, opened = _advance(lanes, col, parents)
         if opened:
-            lines.append(_cells(len(lanes), {i: "\\" for i in opened}))
+            lines.append(_cells(len(lanes), _leaning(len(lanes), opened[0], "\\")))
     return lines
+
+
+def _leaning(count: int, first: int, mark: str) -> dict[int, str]:
+    return {i: mark for i in range(first, count)}
 
 
 def _advance(
     lanes: list[bytes], col: int, parents: Sequence[bytes]
 ) -> tuple[list[bytes], list[int]]:
     """Lanes after the commit in `col`: first parent in place, extra parents opened to its
-    right (unless some lane already waits for them)."""
+    right (unless the commit's own lanes hold them already)."""
     if not parents:
         return lanes[:col] + lanes[col + 1 :], []
     new = list(lanes)
     new[col] = parents[0]
     opened: list[int] = []
     for parent in parents[1:]:
-        if parent in new:
-            continue
+        if parent in new[col : col + 1 + len(opened)]:
+            continue  # the same parent twice
         position = col + 1 + len(opened)
         new.insert(position, parent)
         opened.append(position)

@@ -27,6 +27,39 @@ def test_two_merges_and_a_root_per_branch() -> None:
     assert all("*" in line for line in lines if line.endswith(("m1", "m2")))
 
 
+def test_a_criss_cross_draws_every_second_parent_edge() -> None:
+    """M1 merges x1 while X2's lane already waits for x1: its edge used to be dropped,
+    so M1 looked like an ordinary commit."""
+    lines = _draw(
+        [
+            ("M2", ["m2", "x3"]),
+            ("x3", ["X2"]),
+            ("m2", ["M1"]),
+            ("X2", ["x1", "m1"]),
+            ("M1", ["m1", "x1"]),
+            ("x1", ["c0"]),
+            ("m1", ["c0"]),
+            ("c0", []),
+        ]
+    )
+    assert lines == [
+        "*  M2",
+        "|\\",
+        "| *  x3",
+        "* |  m2",
+        "| *  X2",
+        "| |\\",
+        "* | |  M1",
+        "|\\ \\ \\",
+        "| |/ /",
+        "| * |  x1",
+        "| |/",
+        "* |  m1",
+        "|/",
+        "*  c0",
+    ]
+
+
 def test_table_aligns_columns_and_leaves_the_last_unpadded() -> None:
     assert table([("a", "bb", "c"), ("aaa", "b", "cc")]) == "a    bb  c\naaa  b   cc"
     assert table([], headers=None) == ""
