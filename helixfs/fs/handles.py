@@ -79,13 +79,13 @@ class VirtualHandle:
 
 @dataclass(eq=False)
 class DirHandle:
-    """An open directory: its listing as of opendir (or the last rewinddir), so readdir
-    offsets stay meaningful while entries come and go."""
+    """An open directory: its listing as of the first readdir (or the last rewinddir),
+    so readdir offsets stay meaningful while entries come and go."""
 
     ino: int
     names: list[bytes] = field(default_factory=list)
     nodes: list[Node] | None = None  # tree directories: the nodes, to skip a lookup each
-    listed: bool = False  # readdir has served it: offset 0 again is a rewinddir
+    listed: bool = False  # readdir has taken its listing
 
 
 Handle = FileHandle | VirtualHandle | DirHandle

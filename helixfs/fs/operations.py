@@ -326,12 +326,19 @@ class Operations(pyfuse3.Operations):
 
     @request
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
-        handle = DirHandle(inode)
-        self._list(handle)
-        return self._handles.add(handle)
+        entry = self.inodes.get(inode)
+        if isinstance(entry, VirtualInode):
+            self._virtual_dir(entry)
+        elif not entry.node.is_dir():
+            raise NotADirectory("not a directory")
+        return self._handles.add(DirHandle(inode))
 
     def _list(self, handle: DirHandle) -> None:
-        """Take the directory's listing now: at opendir, and again at rewinddir."""
+        """Take the directory's listing now: at the first readdir, and again at each
+        rewinddir (offset 0), not at opendir. A descriptor opened early and read later
+        (`os.open` then `os.scandir(fd)`, `fdopendir`) sees the directory as it is when
+        it reads it, as on a local disk: with a listing from opendir, a file renamed
+        in between was listed under neither name."""
         entry = self.inodes.get(handle.ino)
         if isinstance(entry, VirtualInode):
             handle.names = self._virtual_dir(entry).names()
@@ -347,8 +354,8 @@ class Operations(pyfuse3.Operations):
     @request
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         handle = self._handles.typed(fh, DirHandle)
-        if start_id == 0 and handle.listed:
-            self._list(handle)  # rewinddir: POSIX wants the directory as it is now
+        if start_id == 0 or not handle.listed:
+            self._list(handle)  # first read, or rewinddir: the directory as it is now
         handle.listed = True
         parent = self.inodes.get(handle.ino)
         for index in range(start_id, len(handle.names)):

@@ -57,21 +57,24 @@ async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
 ) -> None:
     """readdirplus makes the kernel cache each listed name: a name removed, moved away
     or replaced since opendir must not come back pointing at its old file."""
-    for name in ("a", "b", "c", "d"):
+    for name in ("0", "a", "b", "c", "d"):
         await client.write_file(name, name.encode())
     old_d = await client.ino("d")
     got: list[tuple[bytes, int]] = []
 
     def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
         got.append((name, attrs.st_ino))
-        return True
+        return name != b"0"  # the kernel's buffer is full after the first entry
 
     client.ops.readdir_reply = reply
     fh = await client.ops.opendir(ROOT, CTX)
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    assert got == [(b"0", await client.ino("0"))]
+    got.clear()
     await client.ops.unlink(ROOT, b"a", CTX)
     await client.ops.rename(ROOT, b"b", ROOT, b"z", 0, CTX)
     await client.ops.rename(ROOT, b"c", ROOT, b"d", 0, CTX)  # d is now c's file
-    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.ops.readdir(fh, 1, None)  # type: ignore[arg-type]  # resumed
     await client.ops.releasedir(fh)
     assert got == [(b"d", await client.ino("d"))]
     assert await client.ino("d") != old_d
@@ -96,6 +99,28 @@ async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> Non
     await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
     await client.ops.releasedir(fh)
     assert got == [b"new"]
+
+
+async def test_a_directory_opened_before_a_rename_lists_it_at_its_first_read(
+    client: Client,
+) -> None:
+    """`dfd = os.open(dir)`, a rename in it, then `os.listdir(dfd)`: the first readdir
+    of a handle lists the directory as it is then, as a local disk does. A listing taken
+    at opendir listed the renamed file under neither name."""
+    await client.write_file("old", b"x")
+    got: list[bytes] = []
+
+    def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
+        got.append(name)
+        return True
+
+    client.ops.readdir_reply = reply
+    fh = await client.ops.opendir(ROOT, CTX)
+    await client.ops.rename(ROOT, b"old", ROOT, b"new", 0, CTX)
+    await client.write_file("created", b"")
+    await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
+    await client.ops.releasedir(fh)
+    assert got == [b"created", b"new"]
 
 
 async def test_helix_is_reachable_but_not_listed(client: Client) -> None:
