@@ -401,7 +401,7 @@ class Operations(pyfuse3.Operations):
         if isinstance(parent, VirtualInode):
             self._virtual_dir(parent).mkdir(name)
             return await self.lookup(parent_inode, name, ctx)
-        self._refuse_helix_name(parent, name)
+        self._refuse_helix_name(parent, name, making=True)
         mode = stat.S_IFDIR | stat.S_IMODE(mode)
         # As on a local disk, a folder made in a setgid folder is setgid too (the kernel
         # leaves that to the filesystem): shared group folders keep the bit all the way down.
@@ -433,7 +433,7 @@ class Operations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         check_name_length(name)
         parent = self._tree_dir(parent_inode)
-        self._refuse_helix_name(parent, name)
+        self._refuse_helix_name(parent, name, making=True)
         node = parent.worktree.symlink(parent.node, name, target)
         return self._created(parent, node, name, ctx)
 
@@ -452,7 +452,7 @@ class Operations(pyfuse3.Operations):
         if not stat.S_ISREG(mode):
             raise NotPermitted("only regular files, directories and symlinks can be stored")
         parent = self._tree_dir(parent_inode)
-        self._refuse_helix_name(parent, name)
+        self._refuse_helix_name(parent, name, making=True)
         node = parent.worktree.create(parent.node, name, stat.S_IFREG | stat.S_IMODE(mode))
         return self._created(parent, node, name, ctx)
 
@@ -487,8 +487,8 @@ class Operations(pyfuse3.Operations):
             return
         if old_parent.view is not new_parent.view:
             raise CrossDevice("renames across branches or views are copies")
-        for parent, name in ((old_parent, name_old), (new_parent, name_new)):
-            self._refuse_helix_name(parent, name)
+        self._refuse_helix_name(old_parent, name_old)
+        self._refuse_helix_name(new_parent, name_new, making=True)
         worktree = old_parent.worktree
         if flags & pyfuse3.RENAME_NOREPLACE and old_parent is new_parent and name_old == name_new:
             worktree.lookup(old_parent.node, name_old)  # ENOENT first, as the VFS does
@@ -552,7 +552,7 @@ class Operations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._tree_dir(parent_inode)
-        self._refuse_helix_name(parent, name)
+        self._refuse_helix_name(parent, name, making=True)
         existing = None if flags & os.O_EXCL else self._created_meanwhile(parent, name, flags, ctx)
         if existing is not None:
             existing.lookups += 1
@@ -764,6 +764,11 @@ class Operations(pyfuse3.Operations):
         return entry.entry
 
     @staticmethod
-    def _refuse_helix_name(parent: NodeInode, name: bytes) -> None:
-        if parent.ino == ROOT_INODE and name == HELIX:
+    def _refuse_helix_name(parent: NodeInode, name: bytes, *, making: bool = False) -> None:
+        """`.helix` at the mount root is the control folder. Nor may one be made at the
+        top of a branch folder: once that branch is HEAD, the control folder hides it
+        (`helix import` refuses it too). One already there can still be removed."""
+        if name != HELIX:
+            return
+        if parent.ino == ROOT_INODE or (making and parent.node is parent.worktree.root):
             raise Busy(".helix is reserved for the virtual control folder")

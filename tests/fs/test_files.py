@@ -131,6 +131,23 @@ async def test_helix_is_reachable_but_not_listed(client: Client) -> None:
     await expect_errno(errno.EBUSY, client.ops.mkdir(ROOT, b".helix", 0o755, CTX))
 
 
+async def test_no_helix_is_made_at_the_top_of_a_branch_folder(client: Client) -> None:
+    """Once that branch is HEAD, the control folder would hide it. In a subfolder, and
+    removing one already there, stay ordinary."""
+    branches = await client.ino(".helix/branches")
+    await client.ops.mkdir(branches, b"b", 0o755, CTX)
+    top = await client.ino(".helix/branches/b")
+    busy = errno.EBUSY
+    await expect_errno(busy, client.ops.create(top, b".helix", 0o644, os.O_WRONLY, CTX))
+    await expect_errno(busy, client.ops.mkdir(top, b".helix", 0o755, CTX))
+    await expect_errno(busy, client.ops.symlink(top, b".helix", b"x", CTX))
+    await client.write_file(".helix/branches/b/f", b"")
+    await expect_errno(busy, client.ops.rename(top, b"f", top, b".helix", 0, CTX))
+    sub = await client.ops.mkdir(top, b"sub", 0o755, CTX)
+    await client.write_file(".helix/branches/b/sub/.helix", b"ordinary")
+    await client.ops.rename(sub.st_ino, b".helix", top, b"g", 0, CTX)
+
+
 async def test_inode_numbers_are_stable(client: Client) -> None:
     ino = await client.write_file("keep.txt", b"1")
     await client.write_file("keep.txt", b"22")
