@@ -15,6 +15,7 @@ then degrades to lexical (BM25) instead of failing.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib
 import json
@@ -25,7 +26,7 @@ import threading
 import warnings
 import zipfile
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -70,6 +71,10 @@ TOKENS_PER_RUN = 8 * MINILM_MAX_TOKENS
 MAX_BATCH = 64
 CHARS_PER_TOKEN = 3
 QUERY_CACHE_SIZE = 512
+# Without its arena (see load_embedder) ONNX Runtime frees each run's buffers, but glibc
+# keeps the freed heap: after indexing a workspace the process held 352 MB, 201 MB once
+# trimmed. A trim costs ~0.5 ms; it follows runs of this many texts or more.
+TRIM_AFTER = 8
 
 Matrix = npt.NDArray[np.float32]
 
@@ -287,6 +292,8 @@ class FastEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32)
         rows = list(self._engine.embed(list(texts), batch_size=batch_size(texts)))
         matrix: Matrix = np.vstack(rows).astype(np.float32, copy=False)
+        if len(texts) >= TRIM_AFTER:
+            _give_back_freed_memory()
         return _normalised(matrix)
 
     def embed_query(self, text: str) -> Matrix:
@@ -303,6 +310,22 @@ class FastEmbedder:
             while len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         return vector
+
+
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to give back
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _libc_malloc_trim()
+
+
+def _give_back_freed_memory() -> None:
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _check_texts(texts: Sequence[str]) -> None:
@@ -359,6 +382,10 @@ def load_embedder(
             threads=threads or default_threads(),
             specific_model_path=str(folder),
             local_files_only=True,
+            # ONNX Runtime's arena keeps the peak of the biggest run for the life of
+            # the process: a daemon that indexed its workspace once stayed at 538 MB
+            # instead of 304 MB, for 10% faster chunks (2026-11-25, 2 cores).
+            enable_cpu_mem_arena=False,
         )
         dim = len(next(iter(engine.embed(["dimension probe"]))))
     except Exception as exc:  # any load failure means: no vectors, and say why
