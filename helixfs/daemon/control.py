@@ -41,6 +41,9 @@ SOCKET_NAME = "control.sock"
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 30
 _LENGTH = struct.Struct(">I")
+# connect() errors meaning nobody serves the store: no socket (or no folder, a file or a
+# symlink loop where the store folder should be), a dead daemon's leftover socket
+_NO_DAEMON = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ECONNREFUSED, errno.ENOTSOCK)
 
 CommandRunner = Callable[[list[str], TextIO, TextIO], int]
 """Runs one CLI command line in the daemon; the daemon binds it to its Repository."""
@@ -87,7 +90,7 @@ def forward(
             with addressable(path) as address:
                 sock.connect(address)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+            if exc.errno in _NO_DAEMON:
                 return None
             raise
         request = {"v": PROTOCOL_VERSION, "argv": list(argv), "cwd": _client_cwd()}

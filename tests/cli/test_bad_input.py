@@ -195,6 +195,24 @@ def test_init_where_no_folder_can_be_made_says_so_in_one_line(tmp_path: Path) ->
     assert "Errno" not in done.err and blocker.read_text() == "not a folder\n"
 
 
+def test_a_store_path_that_is_a_file_says_there_is_no_store(tmp_path: Path) -> None:
+    """Looking for the daemon's socket under a file (or a symlink loop) failed with
+    ENOTDIR (ELOOP), which came out as a bare "[Errno 20] Not a directory" naming no
+    path."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a store\n")
+    for argv in (["log"], ["branch", "x"], ["stats"]):
+        done = run_helix(*argv, store=blocker, cwd=tmp_path)
+        fails(done, says=f"no HelixFS store at {blocker}")
+        assert "Errno" not in done.err
+    assert blocker.read_text() == "not a store\n"
+    loop = tmp_path / "loop"
+    loop.symlink_to("loop")
+    done = run_helix("log", store=loop, cwd=tmp_path)
+    fails(done, says=f"no HelixFS store at {loop}")
+    assert "Errno" not in done.err
+
+
 def test_import_without_a_source_is_a_usage_problem(helix: Helix, populated: Path) -> None:
     fails(helix("import"), 2, says="either DIR or --from-git")
     fails(helix("import", "proj", "--from-git", "proj"), 2, says="either DIR or --from-git")
