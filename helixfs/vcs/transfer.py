@@ -290,7 +290,7 @@ def export(
 ) -> ExportSummary:
     """Write the tree of `rev` as a new folder `path` (absent, or an empty folder)."""
     # a link to an empty folder means that folder: renaming over the link would fail
-    target = Path(path).resolve() if Path(path).is_symlink() else Path(path)
+    target = _link_target(Path(path)) if Path(path).is_symlink() else Path(path)
     commit = repo.commit_info(rev)  # unknown rev: NotFound before anything is created
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise InvalidInput(f"{path} exists and is not an empty folder: not exporting there")
@@ -314,6 +314,14 @@ def export(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ExportSummary(hex_id(commit.id), str(target), counts.files, counts.dirs, counts.bytes)
+
+
+def _link_target(link: Path) -> Path:
+    """Where the symlink `link` leads (perhaps a folder not made yet); a loop is refused."""
+    try:
+        return link.resolve()
+    except (RuntimeError, OSError) as err:  # RuntimeError on Python 3.11 and 3.12
+        raise InvalidInput(f"{link} is a symbolic link loop: not exporting there") from err
 
 
 def _safe_name(name: bytes) -> bytes:

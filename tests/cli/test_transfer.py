@@ -160,3 +160,13 @@ def test_failed_export_leaves_nothing(helix: Helix, store: Path, tmp_path: Path)
     fails(helix("export", "HEAD", "no/such/parent/dir"), says="no such folder")
     assert (tmp_path / "full" / "x").read_text() == "keep"
     assert store_state(store) == before
+
+
+def test_export_onto_a_symlink_loop_is_refused_in_one_line(helix: Helix, tmp_path: Path) -> None:
+    """Path.resolve() raised RuntimeError on the loop: a traceback, exit 1."""
+    make_tree(tmp_path / "p", {"a": "a"})
+    ok(helix("import", "p"))
+    (tmp_path / "loop").symlink_to("loop")
+    fails(helix("export", "HEAD", "loop"), says="symbolic link loop")
+    assert os.readlink(tmp_path / "loop") == "loop"
+    assert [p.name for p in tmp_path.iterdir() if "helix-export" in p.name] == []
