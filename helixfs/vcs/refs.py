@@ -48,6 +48,22 @@ def check_name(name: object, what: str = "branch") -> str:
     return name
 
 
+def storable(name: str) -> bool:
+    """Whether a ref could have this name: printable UTF-8 text (the store refuses to
+    even look up any other, so a lookup of one would fail with the store's message)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.isprintable()
+
+
+def shown_name(name: str) -> str:
+    """A name from the command line, quoted, on one line: bytes that are not UTF-8 and
+    control characters escaped as show_path does (repr shows a byte 0xff as a surrogate)."""
+    return "'" + show_path(name.encode("utf-8", "surrogateescape")) + "'"
+
+
 def branch_ref(name: str) -> str:
     return BRANCHES + name
 

@@ -48,7 +48,9 @@ from helixfs.vcs.refs import (
     WORK,
     branch_ref,
     check_name,
+    shown_name,
     snapshot_ref,
+    storable,
     work_ref,
 )
 from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
@@ -281,9 +283,9 @@ class Repository:
         return self._branch_head(branch)
 
     def _branch_head(self, branch: str) -> CommitId:
-        value = self.store.ref(branch_ref(branch))
+        value = self.store.ref(branch_ref(branch)) if storable(branch) else None
         if value is None:
-            raise NotFound(f"no branch named {branch!r}")
+            raise NotFound(f"no branch named {shown_name(branch)}")
         return CommitId(value)
 
     def resolve(self, rev: str = "HEAD") -> CommitId:

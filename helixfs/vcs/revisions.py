@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 from helixfs.errors import AmbiguousRevision, CorruptObject, InvalidInput, NotFound
 from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id
 from helixfs.vcs.objects import KIND_COMMIT, KIND_NAMES, kind_of
-from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, branch_ref, snapshot_ref
+from helixfs.vcs.refs import (
+    BRANCHES,
+    HEAD,
+    SNAPSHOTS,
+    branch_ref,
+    shown_name,
+    snapshot_ref,
+    storable,
+)
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -58,6 +66,8 @@ def _resolve_base(repo: Repository, base: str) -> CommitId:
         return repo._branch_head(repo.head_branch())
     if "\0" in base:
         raise InvalidInput("a revision cannot contain NUL")
+    if not storable(base):  # no ref can have this name: the store would refuse the lookup
+        raise NotFound(f"unknown revision {shown_name(base)}: not a branch, snapshot or commit id")
     if base.startswith((BRANCHES, SNAPSHOTS)):
         value = repo.store.ref(base)
         if value is None:

@@ -77,6 +77,13 @@ BAD_COMMANDS = [
     (["branch", "@"], "nor be HEAD or @"),
     (["branch", "x.lock"], "may not end with '.lock'"),
     (["branch", "bad\udcffname"], "'bad\\xffname' is not valid UTF-8"),
+    # names no ref can have: the store's own refusal leaked ("ref name must be printable
+    # text without NUL, got 'branches/\\udcff'")
+    (["rev-parse", "bad\udcffname~1"], "unknown revision 'bad\\xffname': not a branch"),
+    (["log", "a\tb"], "unknown revision 'a\\tb': not a branch"),
+    (["rev-parse", "branches/\udcff"], "unknown revision 'branches/\\xff'"),
+    (["import", "proj", "--branch", "x\udcff"], "no branch named 'x\\xff'"),
+    (["reset", "--hard", "HEAD", "--branch", "x\udcff"], "no branch named 'x\\xff'"),
 ]
 
 USAGE_ERRORS = [
