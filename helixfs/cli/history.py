@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: Any) -> None:
     log = add_command(subparsers, "log", help="commits reachable from REV", handler=cmd_log)
-    log.add_argument("rev", nargs="?", default="HEAD")
+    log.add_argument("rev", nargs="?")  # None, not "HEAD": --lost must see one given
     log.add_argument("-n", "--max-count", type=_positive, dest="limit", metavar="N")
     log.add_argument("--graph", action="store_true", help="draw the commit graph")
     log.add_argument(
@@ -136,12 +136,13 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
 
 
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    if args.lost and (args.graph or args.rev != "HEAD"):
+    if args.lost and (args.graph or args.rev is not None):
         raise UsageError("--lost lists commits no ref reaches: it takes no REV and no --graph")
     if args.lost:
         commits = repo.lost()[: args.limit]
     else:
-        commits = list(repo.log(args.rev, limit=args.limit, first_parent=not args.graph))
+        rev = "HEAD" if args.rev is None else args.rev
+        commits = list(repo.log(rev, limit=args.limit, first_parent=not args.graph))
     if args.graph:
         commits = children_first(commits)
     if out.as_json:

@@ -376,5 +376,7 @@ def test_log_lost_shows_what_a_reset_left_behind(helix: Helix, tmp_path: Path) -
     assert lost["id"] == left and lost["message"] == "import proj"
     assert ok(helix("log", "--lost")).out.split()[0] == left[:12]
     fails(helix("log", "--lost", "--graph"), 2, says="--lost")
+    fails(helix("log", "--lost", "main"), 2, says="takes no REV")
+    fails(helix("log", "--lost", "HEAD"), 2, says="takes no REV")  # was silently ignored
     ok(helix("branch", "again", left[:12]))
     assert ok(helix("log", "--lost", "--json")).json() == []
