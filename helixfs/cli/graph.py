@@ -4,8 +4,8 @@ Each column ("lane") waits for one commit id. A commit takes the lane that waits
 lanes that waited for the same commit fold into it (`|/`), and a merge opens one lane per
 extra parent (`|\\`), even for a parent another lane waits for already (a criss-cross):
 the two lanes fold when that parent is drawn, so every edge shows. Lanes to the right of
-an opened or folded one lean with it as they move. The input is in log order: every
-child before its parents.
+an opened or folded one, or of a root's lane (which ends there), lean with it as they
+move. The input is in log order: every child before its parents.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ def graph_lines(nodes: Sequence[tuple[bytes, Sequence[bytes]]], labels: Sequence
             lines.append(_cells(len(lanes), _leaning(len(lanes), folded[0], "/")))
             lanes = [lane for i, lane in enumerate(lanes) if i not in folded]
         lines.append(f"{_cells(len(lanes), {col: '*'})}  {label}")
+        if not parents and col < len(lanes) - 1:
+            # A root ends its lane: the lanes right of it lean into the gap, or the next
+            # commit drawn under the root would look like its parent.
+            lines.append(_cells(len(lanes), {col: " ", **_leaning(len(lanes), col + 1, "/")}))
         lanes, opened = _advance(lanes, col, parents)
         if opened:
             lines.append(_cells(len(lanes), _leaning(len(lanes), opened[0], "\\")))

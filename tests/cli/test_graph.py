@@ -27,6 +27,15 @@ def test_two_merges_and_a_root_per_branch() -> None:
     assert all("*" in line for line in lines if line.endswith(("m1", "m2")))
 
 
+def test_lanes_right_of_a_root_lean_into_its_place() -> None:
+    """A merge of unrelated histories: the lane of b moved left under the root a without
+    a `/`, so b was drawn right under a, as if it were a's parent."""
+    lines = _draw([("m", ["a", "b"]), ("a", []), ("b", ["c"]), ("c", [])])
+    assert lines == ["*  m", "|\\", "* |  a", " /", "*  b", "*  c"]
+    lines = _draw([("m", ["a", "b", "d"]), ("a", []), ("b", ["c"]), ("d", []), ("c", [])])
+    assert lines[2:5] == ["* | |  a", " / /", "* |  b"]
+
+
 def test_a_criss_cross_draws_every_second_parent_edge() -> None:
     """M1 merges x1 while X2's lane already waits for x1: its edge used to be dropped,
     so M1 looked like an ordinary commit."""
