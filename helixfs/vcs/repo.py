@@ -252,7 +252,8 @@ class Repository:
         """Commit a live worktree's pending changes before its ref moves out of band."""
         tree = self._worktrees.get(branch)
         if tree is not None and tree.dirty:
-            tree.commit("pending changes before an out-of-band update")
+            # the message set for this work (user.helix.message) names it best
+            tree.commit(tree.next_message or "pending changes before an out-of-band update")
 
     def _settle_rev(self, rev: str) -> None:
         """A branch or snapshot made from a live branch includes its latest saves."""

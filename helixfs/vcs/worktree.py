@@ -88,6 +88,9 @@ class Worktree:
         self.retired = False  # its branch was deleted: see retire()
         self._fixed = commit
         self._lock = repo.lock
+        # `user.helix.message`: for the branch's next commit, whatever moves its ref
+        # before that (a reload replaces the nodes, not what the user asked for)
+        self._next_message: str | None = None
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -121,7 +124,6 @@ class Worktree:
             self._reader = ContentReader(
                 self.repo.store, pending=self._unwritten, records=self.repo.contents.records
             )
-            self._next_message: str | None = None
 
     @property
     def dirty(self) -> bool:
@@ -524,6 +526,11 @@ class Worktree:
         if not isinstance(message, str):
             raise InvalidInput("a commit message must be text")
         self._next_message = message
+
+    @property
+    def next_message(self) -> str | None:
+        """The message set for the next commit (`set_next_message`), if any."""
+        return self._next_message
 
     # -- persistence ------------------------------------------------------------------
 

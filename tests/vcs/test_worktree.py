@@ -331,6 +331,29 @@ def test_next_message(repo: Repository, tree: Worktree) -> None:
     assert repo.commit_info("HEAD").message == "save b"
 
 
+def test_next_message_survives_an_out_of_band_move(repo: Repository, tree: Worktree) -> None:
+    """A reset (or merge, API commit) reloads the worktree: the message set for the
+    branch's next commit is still for its next commit, not dropped with the nodes."""
+    _file(tree, b"a", b"1")
+    tree.commit()
+    tree.set_next_message("why b exists")
+    repo.reset_hard("HEAD~1")
+    _file(tree, b"b", b"2")
+    tree.commit()
+    assert repo.commit_info("HEAD").message == "why b exists"
+
+
+def test_pending_work_settled_before_a_move_gets_its_message(
+    repo: Repository, tree: Worktree
+) -> None:
+    tree.set_next_message("why a exists")
+    _file(tree, b"a", b"1")
+    tree.save()  # saved, not committed yet (a quiet window)
+    repo.commit({"b": b"2"}, "from the API")
+    assert [c.message for c in repo.log(limit=2)] == ["from the API", "why a exists"]
+    assert tree.next_message is None
+
+
 def test_node_identity_survives_saves_and_commits(tree: Worktree) -> None:
     _file(tree, b"d/f", b"1")
     d = tree.lookup(tree.root, b"d")
