@@ -91,6 +91,7 @@ class ViewSpec(Entry):
     kind: str
     name: str
     mode: int = stat.S_IFDIR | 0o755
+    rev: str = ""  # what to open, if not `name` (a commit: its full id)
 
 
 @dataclass(frozen=True)
@@ -339,11 +340,12 @@ class CommitsDir(VirtualDir):
     def child(self, name: bytes) -> Entry:
         try:
             prefix = name.decode("ascii")
-            int(prefix, 16)
-        except ValueError:
+        except UnicodeDecodeError:
             raise NotFound(f"{name!r} is not a commit id") from None
-        self._host.repo.resolve(prefix)  # NotFound / AmbiguousRevision before any view
-        return ViewSpec("commit", prefix)
+        # An id only, never a ref: a branch named `cafe` must not show as commit cafe...
+        # NotFound / AmbiguousRevision before any view.
+        cid = self._host.repo.resolve_id(prefix)
+        return ViewSpec("commit", prefix, rev=cid.hex())
 
 
 def helix_root(host: Host, store_path: Path, extra: Mapping[bytes, Entry] = {}) -> TableDir:

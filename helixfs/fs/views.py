@@ -69,7 +69,7 @@ class Views:
         if spec.kind == "snapshot":
             return self.repo.snapshot_view(spec.name)
         if spec.kind == "commit":
-            return self.repo.commit_view(spec.name)
+            return self.repo.commit_view(spec.rev or spec.name)
         raise NotFound(f"unknown view kind {spec.kind!r}")
 
     def sharing(self, worktree: Worktree) -> list[View]:

@@ -293,6 +293,10 @@ class Repository:
         """A commit id from HEAD, NAME (branch, then snapshot), an id prefix, plus ~N / ^N."""
         return revisions.resolve(self, rev)
 
+    def resolve_id(self, prefix: str) -> CommitId:
+        """A commit by id or unique id prefix only, never by a branch or snapshot name."""
+        return revisions.resolve_id(self, prefix)
+
     def commit_info(self, rev: str | CommitId) -> Commit:
         cid = self.resolve(rev) if isinstance(rev, str) else rev
         commit = self._commits.get(cid)

@@ -44,6 +44,14 @@ def resolve(repo: Repository, rev: str) -> CommitId:
     return cid
 
 
+def resolve_id(repo: Repository, prefix: str) -> CommitId:
+    """A commit by its id or a unique id prefix only, never a ref of that name: a branch
+    named `cafe` does not hide the commit `cafe...` (`.helix/commits/ID`)."""
+    if not isinstance(prefix, str) or not _HEX.fullmatch(prefix):
+        raise NotFound(f"{shown_name(str(prefix))} is not a commit id (4 to 64 hex digits)")
+    return _resolve_hex(repo, prefix.lower())
+
+
 def _walk_back(repo: Repository, rev: str, cid: CommitId, step: str) -> CommitId:
     count = int(step[1:]) if len(step) > 1 else 1
     if step[0] == "^":

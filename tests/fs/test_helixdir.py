@@ -205,6 +205,22 @@ async def test_commits_by_prefix(client: Client) -> None:
     await expect_errno(errno.EROFS, client.ops.open(view_file, os.O_RDWR, CTX))
 
 
+async def test_commits_by_prefix_never_by_a_branch_of_that_name(client: Client) -> None:
+    """`.helix/commits/ID` is a commit id prefix: a branch (or snapshot) whose name is
+    also hex, made at another commit, must not be shown in its place."""
+    await client.write_file("f", b"v1")
+    repo = client.ops.repo
+    wanted = repo.resolve("HEAD").hex()
+    await client.write_file("f", b"v2")
+    repo.create_branch(wanted[:6], "HEAD")  # a branch named like the commit's prefix
+    repo.create_snapshot(wanted[:8], "HEAD")
+    for prefix in (wanted[:6], wanted[:8], wanted[:6].upper()):
+        assert await client.read_file(f".helix/commits/{prefix}/f") == b"v1", prefix
+    commits = await client.ino(".helix/commits")
+    for name in (b" " + wanted[:6].encode(), b"+" + wanted[:6].encode(), b"HEAD", b"main"):
+        await expect_errno(errno.ENOENT, client.ops.lookup(commits, name, CTX))
+
+
 async def test_daemon_entries_plug_in(repo: Repository) -> None:
     extra = {
         b"context": TextFile(lambda: "packed context\n"),
