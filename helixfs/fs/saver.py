@@ -69,6 +69,9 @@ class Saver:
         self._schedule(worktree, meta)
 
     def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
+        # Also on the worktree: a commit cut before the window ends (the settle before
+        # an out-of-band reset or merge) names the saving process too.
+        worktree.note_meta(meta or {})
         entry = self._pending.get(id(worktree))
         now = trio.current_time()
         if entry is None:

@@ -91,6 +91,9 @@ class Worktree:
         # `user.helix.message`: for the branch's next commit, whatever moves its ref
         # before that (a reload replaces the nodes, not what the user asked for)
         self._next_message: str | None = None
+        # who made the saves not committed yet (`note_meta`): a commit cut by someone
+        # else (the settle before a reset or merge) still names them
+        self._pending_meta: dict[str, Any] = {}
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -527,6 +530,11 @@ class Worktree:
             raise InvalidInput("a commit message must be text")
         self._next_message = message
 
+    def note_meta(self, meta: Mapping[str, Any]) -> None:
+        """Metadata for the next commit, whoever cuts it (the saving process, its pid):
+        `commit(meta=...)` adds to it and overrides it."""
+        self._pending_meta.update(meta)
+
     @property
     def next_message(self) -> str | None:
         """The message set for the next commit (`set_next_message`), if any."""
@@ -746,8 +754,9 @@ class Worktree:
                 self._changed.clear()
                 self._renamed.clear()
                 self._pending = False
+                self._pending_meta.clear()
                 return None
-            info = dict(meta or {})
+            info = {**self._pending_meta, **(meta or {})}
             if self._pending or not self._changed or len(self._changed) >= _CHANGED_LIMIT:
                 # state from before a reload, or a list cut short (it could still end
                 # under the limit once the temp names renamed away are dropped, and look
@@ -785,6 +794,7 @@ class Worktree:
             self._renamed.clear()
             self._unsaved = self._pending = False
             self._next_message = None
+            self._pending_meta.clear()
             return cid
 
 

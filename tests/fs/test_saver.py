@@ -53,6 +53,31 @@ async def test_commit_records_process_and_paths(client: Client) -> None:
     assert "who.txt" in str(info.meta)
 
 
+async def test_saves_committed_early_by_an_outside_move_keep_their_process(
+    repo: Repository,
+) -> None:
+    """A reset or merge from the CLI commits the branch's pending saves before it moves
+    the ref, inside the quiet window: that commit still names the process that saved."""
+    ops = make_ops(repo, window=60)
+    client = Client(ops)
+    await client.write_file("pending.txt", b"typed")
+    assert ops.saver.pending == 1
+    before = repo.resolve("HEAD")
+    repo.commit({"other.txt": b"x"}, "from the API")  # settles main first
+    settled = repo.commit_info("HEAD~1")
+    assert list(settled.parents) == [before]
+    assert settled.meta.get("pid") == os.getpid()
+    assert settled.meta.get("process")
+    assert settled.meta.get("changed") == ["pending.txt"]
+    ops.saver.flush_now()  # the window's own commit finds nothing left to commit
+    assert repo.commit_info("HEAD").message == "from the API"
+    # the process noted for those saves is not carried into a later, unrelated commit
+    tree = repo.worktree("main")
+    tree.set_content(tree.lookup(tree.root, b"pending.txt"), b"api")
+    tree.commit("by the API")
+    assert "pid" not in repo.commit_info("HEAD").meta
+
+
 async def test_fsync_persists_without_cutting_a_commit(repo: Repository) -> None:
     ops = make_ops(repo, window=60)
     client = Client(ops)
