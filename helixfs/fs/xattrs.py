@@ -5,7 +5,8 @@ check a file against a hash it computed itself; not the id of the stored record,
 hashes a header too) and `user.helix.commit` (last commit that changed
 the path) are readable but never listed, so `cp -a`, `rsync -X` and `tar --xattrs` do
 not copy them onto other files where they would lie. `user.helix.message` is write-only:
-it sets the message of the branch's next commit.
+it sets the message of the branch's next commit. The root of a tree (the mount root,
+a branch folder) has nowhere to store an xattr: setting one there gets ENOTSUP.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
         return False
     if name.startswith(COMPUTED_PREFIX):
         raise NotPermitted(f"{name.decode(errors='replace')} is computed, not stored")
+    if node is worktree.root:
+        # A tree has no entry for its own root: the value would show until the next
+        # reload (a remount, a reset) and then be gone, never in a commit.
+        raise NotSupported()
     worktree.set_xattr(node, name, value)
     return True
 

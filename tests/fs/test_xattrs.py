@@ -58,6 +58,21 @@ async def test_message_xattr_names_the_next_commit(repo: Repository) -> None:
     assert repo.commit_info("HEAD").message == "second"
 
 
+async def test_the_root_refuses_xattrs_it_could_not_keep(client: Client) -> None:
+    """A tree stores no entry for its root: a user.* xattr set on the mount root (or a
+    branch folder) was shown until the next remount or reset, then silently gone."""
+    await expect_errno(errno.ENOTSUP, client.ops.setxattr(ROOT, b"user.k", b"v", CTX))
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ROOT, b"user.k", CTX))
+    await client.ops.setxattr(ROOT, b"user.helix.message", b"still fine", CTX)
+    await client.mkdir(".helix/branches/b")
+    branch = await client.ino(".helix/branches/b")
+    await expect_errno(errno.ENOTSUP, client.ops.setxattr(branch, b"user.k", b"v", CTX))
+    await client.mkdir("d")
+    d = await client.ino("d")
+    await client.ops.setxattr(d, b"user.k", b"v", CTX)  # any folder below keeps them
+    assert await client.ops.getxattr(d, b"user.k", CTX) == b"v"
+
+
 async def test_other_namespaces_and_virtual_names_are_refused(client: Client) -> None:
     ino = await client.write_file("f", b"")
     await expect_errno(errno.ENOTSUP, client.ops.setxattr(ino, b"trusted.x", b"1", CTX))
