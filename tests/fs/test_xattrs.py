@@ -73,6 +73,30 @@ async def test_the_root_refuses_xattrs_it_could_not_keep(client: Client) -> None
     assert await client.ops.getxattr(d, b"user.k", CTX) == b"v"
 
 
+async def test_commit_xattr_of_a_removed_file_names_no_other_commit(client: Client) -> None:
+    """An unlinked open file has no path: its user.helix.commit was the branch head
+    (the root's), and a file in a removed folder took the commit of the root's file
+    of the same name."""
+    ops = client.ops
+    await client.mkdir("d")
+    await client.write_file("d/f", b"in d")
+    await client.write_file("f", b"top")
+    top_commit = await ops.getxattr(await client.ino("f"), b"user.helix.commit", CTX)
+    await client.write_file("gone", b"x")
+    held = {}
+    for path in ("gone", "d/f"):
+        ino = await client.ino(path)
+        held[path] = ino, (await ops.open(ino, os.O_RDONLY, CTX)).fh
+    await ops.unlink(ROOT, b"gone", CTX)
+    await ops.unlink(await client.ino("d"), b"f", CTX)
+    await ops.rmdir(ROOT, b"d", CTX)
+    for ino, fh in held.values():
+        await expect_errno(errno.ENODATA, ops.getxattr(ino, b"user.helix.commit", CTX))
+        assert len(await ops.getxattr(ino, b"user.helix.hash", CTX)) == 64
+        await ops.release(fh)
+    assert await ops.getxattr(await client.ino("f"), b"user.helix.commit", CTX) == top_commit
+
+
 async def test_other_namespaces_and_virtual_names_are_refused(client: Client) -> None:
     ino = await client.write_file("f", b"")
     await expect_errno(errno.ENOTSUP, client.ops.setxattr(ino, b"trusted.x", b"1", CTX))
