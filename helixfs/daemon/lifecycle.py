@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import resource
 import signal
@@ -147,12 +148,17 @@ def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, flo
 
 def _number(name: str, value: str) -> float:
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        raise InvalidInput(f"mount option {name} needs a number, not {value!r}") from None
+        number = math.nan
+    if not math.isfinite(number):  # nan/inf parse as floats, but no window or size is one
+        raise InvalidInput(f"mount option {name} needs a number, not {value!r}")
+    return number
 
 
 def _window(ms: float) -> float:
+    if not math.isfinite(ms):  # --quiet-window nan: every save would crash the saver
+        raise InvalidInput(f"--quiet-window needs a number of ms, not {ms}")
     if ms < 0:
         raise InvalidInput("--quiet-window cannot be negative")
     return ms / 1000.0

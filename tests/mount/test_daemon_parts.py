@@ -8,6 +8,7 @@ same `forward` the CLI uses.
 from __future__ import annotations
 
 import io
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -309,3 +310,16 @@ def test_a_command_that_ran_is_answered_even_if_the_daemon_stops_meanwhile(store
     finally:
         served._thread.join(10)
         served.repo.close()
+
+
+def test_options_that_are_not_finite_numbers_are_refused(store: Path, tmp_path: Path) -> None:
+    """float() reads "nan" and "inf": a nan window crashed the daemon on the first save
+    (trio refuses a nan deadline), an infinite gc_growth was an OverflowError traceback."""
+    target = tmp_path / "mnt"
+    target.mkdir()
+    for option in ("gc_growth=inf", "gc_growth=nan", "quiet_window=nan", "quiet_window=-inf"):
+        with pytest.raises(InvalidInput, match="needs a number"):
+            MountConfig.build(store, target, None, [option])
+    for window in (math.nan, math.inf):
+        with pytest.raises(InvalidInput, match="quiet-window"):
+            MountConfig.build(store, target, window)
