@@ -106,6 +106,10 @@ class MountConfig:
         _check_mountpoint(target)
         if target == store_path or store_path in target.parents:
             raise InvalidInput("the mount point cannot be inside the store folder")
+        if target in store_path.parents:
+            # the mount would hide the store from its own daemon: every file RocksDB or
+            # the control socket opens by path would be a request to itself (a hang)
+            raise InvalidInput(f"the store {store_path} cannot be inside the mount point {target}")
         fuse, helix = split_options(options)
         window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
         window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)

@@ -64,6 +64,16 @@ def test_config_validates_before_anything_is_mounted(store: Path, tmp_path: Path
         MountConfig.build(store, store / "inner")
 
 
+def test_a_mount_point_that_holds_the_store_is_refused(tmp_path: Path) -> None:
+    """Mounted over the store's own folder, the daemon hung for good (in D state) on its
+    first path below the store: the request went to its own FUSE loop, not yet running."""
+    outer = tmp_path / "outer"
+    Repository.init(outer / "deep" / "store").close()
+    for target in (outer, outer / "deep"):
+        with pytest.raises(InvalidInput, match="cannot be inside the mount point"):
+            MountConfig.build(outer / "deep" / "store", target)
+
+
 def test_gc_growth_is_read_in_mib_and_checked(store: Path, tmp_path: Path) -> None:
     target = tmp_path / "mnt"
     target.mkdir()
