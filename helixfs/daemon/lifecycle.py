@@ -24,7 +24,8 @@ import resource
 import signal
 import stat
 import subprocess
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,14 +261,40 @@ def _operations(repo: Repository, saver: Saver, memory_files: MemoryFiles) -> Op
 
 
 def _mount(operations: Operations, config: MountConfig) -> None:
-    try:
-        pyfuse3.init(operations, str(config.mountpoint), fuse_options(config))
-    except RuntimeError as exc:
-        raise HelixError(
-            f"cannot mount on {config.mountpoint}: {exc} (is /dev/fuse usable and the"
-            " mount point not already mounted?)"
-        ) from exc
+    with _stderr_captured() as said:
+        try:
+            pyfuse3.init(operations, str(config.mountpoint), fuse_options(config))
+        except RuntimeError as exc:
+            # libfuse (and the fusermount3 it runs) tell why on fd 2, which in the
+            # background is daemon.log: put their words into the caller's error
+            reason = "; ".join(line for line in said().splitlines() if line.strip())
+            raise HelixError(
+                f"cannot mount on {config.mountpoint}: "
+                + (reason or f"{exc} (is /dev/fuse usable?)")
+            ) from exc
     use_quick_wait(READER_TASKS)
+
+
+@contextlib.contextmanager
+def _stderr_captured() -> Iterator[Callable[[], str]]:
+    """Send file descriptor 2 to a temporary file meanwhile; yields a reader of what was
+    written there. Unless the block raised (its error carries the text), the text is
+    copied back to fd 2 afterwards, so no warning goes missing."""
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+
+        def said() -> str:
+            capture.seek(0)
+            return capture.read().decode(errors="replace")
+
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        with contextlib.suppress(OSError):
+            os.write(2, said().encode())
 
 
 async def _tune_once_answering(mountpoint: Path) -> None:

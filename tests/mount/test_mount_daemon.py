@@ -112,6 +112,20 @@ def test_mount_errors_are_reported_to_the_caller(store: Path, tmp_path: Path) ->
     assert not is_mounted(target)
 
 
+def test_an_unknown_fuse_option_is_named_in_the_error(store: Path, tmp_path: Path) -> None:
+    """libfuse says which option it refused on fd 2 (daemon.log in the background); the
+    caller got only "fuse_session_new() failed (is /dev/fuse usable ...?)"."""
+    require_fuse()
+    target = tmp_path / "t"
+    target.mkdir()
+    for extra in ([], ["--foreground"]):
+        done = helix("mount", *extra, store, target, "-o", "no_such_option", check=False)
+        assert done.returncode == 1
+        assert "no_such_option" in done.stderr and "/dev/fuse" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not is_mounted(target)
+
+
 def test_umount_of_something_else_is_a_clear_error(tmp_path: Path) -> None:
     done = helix("umount", tmp_path, check=False)
     assert done.returncode == 1
