@@ -72,6 +72,11 @@ FSTAB_ONLY = frozenset(
         "nosuid",
         "dev",
         "nodev",
+        "owner",
+        "noowner",
+        "group",
+        "nogroup",
+        "nousers",
     }
 )
 # Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
@@ -146,6 +151,8 @@ def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, flo
             name, _, value = option.partition("=")
             if name in HELIX_OPTIONS:
                 helix[name] = _number(name, value or "1")
+            elif name == "comment" or name.startswith(("x-", "X-")):
+                continue  # fstab notes for other programs (systemd's x-systemd.*)
             elif name not in FSTAB_ONLY and option not in BASE_OPTIONS:
                 fuse.add(option)
     return frozenset(fuse), helix

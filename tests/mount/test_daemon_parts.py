@@ -44,6 +44,13 @@ def test_split_options_keeps_fuse_drops_fstab_and_reads_helix_ones() -> None:
         split_options(["quiet_window=soon"])
 
 
+def test_split_options_drops_fstab_notes_for_other_programs() -> None:
+    """mount(8) hands the helper every fstab option: systemd's x-systemd.automount,
+    comment=..., owner/group were passed on to libfuse, which refused the mount."""
+    fstab = "defaults,x-systemd.automount,X-mount.mkdir,comment=systemd.automount,owner,ro"
+    assert split_options([fstab + ",group,nousers"]) == (frozenset({"ro"}), {})
+
+
 def test_config_validates_before_anything_is_mounted(store: Path, tmp_path: Path) -> None:
     target = tmp_path / "mnt"
     target.mkdir()
