@@ -80,10 +80,8 @@ async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
     assert await client.ino("d") != old_d
 
 
-async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> None:
-    """POSIX: after rewinddir (readdir from offset 0 again on the same handle) the stream
-    refers to the directory's current state, as on a local disk."""
-    await client.write_file("old", b"")
+def names_listed(client: Client) -> list[bytes]:
+    """The list readdir replies append each name to from now on."""
     got: list[bytes] = []
 
     def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
@@ -91,6 +89,14 @@ async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> Non
         return True
 
     client.ops.readdir_reply = reply
+    return got
+
+
+async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> None:
+    """POSIX: after rewinddir (readdir from offset 0 again on the same handle) the stream
+    refers to the directory's current state, as on a local disk."""
+    await client.write_file("old", b"")
+    got = names_listed(client)
     fh = await client.ops.opendir(ROOT, CTX)
     await client.ops.readdir(fh, 0, None)  # type: ignore[arg-type]
     await client.write_file("new", b"")
@@ -108,13 +114,7 @@ async def test_a_directory_opened_before_a_rename_lists_it_at_its_first_read(
     of a handle lists the directory as it is then, as a local disk does. A listing taken
     at opendir listed the renamed file under neither name."""
     await client.write_file("old", b"x")
-    got: list[bytes] = []
-
-    def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
-        got.append(name)
-        return True
-
-    client.ops.readdir_reply = reply
+    got = names_listed(client)
     fh = await client.ops.opendir(ROOT, CTX)
     await client.ops.rename(ROOT, b"old", ROOT, b"new", 0, CTX)
     await client.write_file("created", b"")
