@@ -39,7 +39,7 @@ from helixfs.daemon.control import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
-from helixfs.daemon.mounts import tune_readahead
+from helixfs.daemon.mounts import helix_mounts, tune_readahead
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
@@ -140,6 +140,12 @@ def _check_mountpoint(target: Path) -> None:
         raise
     if not stat.S_ISDIR(mode):
         raise NotADirectory(f"mount point {target} is not a directory")
+    if target.resolve() in helix_mounts():
+        # mounted over, the other store would be hidden, and back only after two unmounts
+        raise Busy(
+            f"{target} is a HelixFS mount already (of another store);"
+            f" unmount it first with: helix umount {target}"
+        )
 
 
 def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, float]]:

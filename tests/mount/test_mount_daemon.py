@@ -96,6 +96,22 @@ def test_second_mount_of_a_store_is_refused(make_mount: MountFactory, tmp_path: 
     assert (first.path / "still.txt").read_text() == "fine"
 
 
+def test_a_mount_over_another_stores_mount_is_refused(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """It used to succeed and hide the first store until two unmounts (found by QA)."""
+    first = make_mount(0)
+    second = tmp_path / "second-store"
+    helix("init", second)
+    for extra in ([], ["--foreground"]):
+        done = helix("mount", *extra, second, first.path, check=False)
+        assert done.returncode == 1
+        assert "is a HelixFS mount already" in done.stderr
+    (first.path / "still.txt").write_text("fine")  # the first store is still what shows
+    assert (first.path / "still.txt").read_text() == "fine"
+    assert "still.txt" in helix("--store", first.store, "ls", "HEAD").stdout
+
+
 def test_mount_errors_are_reported_to_the_caller(store: Path, tmp_path: Path) -> None:
     require_fuse()
     missing = helix("mount", store, tmp_path / "nope", check=False)
