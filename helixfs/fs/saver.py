@@ -20,7 +20,7 @@ The timer needs the trio loop: the daemon starts `run()` in its nursery and call
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -45,7 +45,6 @@ class _Pending:
     worktree: Worktree
     deadline: float
     latest: float  # the deadline no later operation moves past
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class Saver:
@@ -63,33 +62,32 @@ class Saver:
     def saved(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
         """A save happened on `worktree`: persist it now, commit when quiet."""
         if self.window == 0:
-            self._commit(worktree, meta or {})  # a commit persists the work tree too
+            self._commit(worktree, meta)  # a commit persists the work tree too
             return
         self._save(worktree)
         self._schedule(worktree, meta)
 
     def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
-        # Also on the worktree: a commit cut before the window ends (the settle before
-        # an out-of-band reset or merge) names the saving process too.
+        # Who saved is noted on the worktree: whoever cuts the commit (this timer, or
+        # the settle before an out-of-band reset or merge) names the saving process.
         worktree.note_meta(meta or {})
         entry = self._pending.get(id(worktree))
         now = trio.current_time()
         if entry is None:
             latest = now + max(MAX_WAIT_SECONDS, MAX_WAIT_WINDOWS * self.window)
-            entry = _Pending(worktree, now + self.window, latest, dict(meta or {}))
+            entry = _Pending(worktree, now + self.window, latest)
             self._pending[id(worktree)] = entry
             self._wakeup.set()  # the timer may be asleep with nothing pending
         else:
             # A later deadline needs no wakeup: the timer finds it when the old one
             # passes (waking it per operation cost a task switch per request).
             entry.deadline = min(now + self.window, entry.latest)
-            entry.meta.update(meta or {})
 
     def changed(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
         """A change that is not a save on its own (create, mkdir, unlink, chmod, utimens):
         committed when quiet like a save; persisted by the next save, close or fsync."""
         if self.window == 0:
-            self._commit(worktree, meta or {})
+            self._commit(worktree, meta)
             return
         self._unpersisted.add(id(worktree))
         self._schedule(worktree, meta)
@@ -113,7 +111,7 @@ class Saver:
         """Commit `worktree`'s pending saves now (before a branch, snapshot or switch)."""
         entry = self._pending.pop(id(worktree), None)
         if entry is not None or worktree.dirty:
-            self._commit(worktree, entry.meta if entry else {})
+            self._commit(worktree)
 
     def forget(self, worktree: Worktree) -> None:
         """The branch went away (deleted, reloaded out of band): drop its pending commit."""
@@ -126,7 +124,7 @@ class Saver:
         while self._pending:
             _, entry = self._pending.popitem()
             try:
-                self._commit(entry.worktree, entry.meta)
+                self._commit(entry.worktree)
             except HelixError as exc:
                 log.error(
                     "branch %s: pending changes lost at unmount: %s", entry.worktree.branch, exc
@@ -137,7 +135,7 @@ class Saver:
             if entry.deadline <= now:
                 del self._pending[key]
                 try:
-                    self._commit(entry.worktree, entry.meta)
+                    self._commit(entry.worktree)
                 except HelixError as exc:
                     # Not even saved (the disk is full): kept pending and tried again,
                     # so the changes land once there is room. The timer must live on:
@@ -169,7 +167,7 @@ class Saver:
                 continue
             self.commit_due(trio.current_time())
 
-    def _commit(self, worktree: Worktree, meta: dict[str, Any]) -> None:
+    def _commit(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
         self._unpersisted.discard(id(worktree))  # a commit persists the work tree too
         try:
             if worktree.commit(meta=meta or None) is not None:

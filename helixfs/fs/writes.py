@@ -51,7 +51,7 @@ class Writes:
         spool = self.spools.get(handle.node)
         if spool is None or not spool.dirty:
             return
-        if not _attached(handle.worktree, handle.node):
+        if not handle.worktree.holds(handle.node):
             spool.stored()
             if entry_unlinked(handle):
                 return  # unlinked while open: readable through the fd, never saved
@@ -78,15 +78,6 @@ class Writes:
         worktree.set_attrs(node, mtime_ns=mtime)
         spool.stored(node.oid)
         self.saver.saved(worktree, meta or {})
-
-
-def _attached(worktree: Worktree, node: Node) -> bool:
-    """Still part of the worktree's current state (not unlinked, not from before a
-    reload that replaced every node)."""
-    top: Node = node
-    while top.parent is not None:
-        top = top.parent
-    return top is worktree.root
 
 
 def entry_unlinked(handle: FileHandle) -> bool:

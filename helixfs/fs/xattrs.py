@@ -66,7 +66,7 @@ def get(worktree: Worktree, node: Node, name: bytes, digests: ContentDigests) ->
     if name == HASH:
         return digests.of(worktree, node)
     if name == COMMIT:
-        if not _in_tree(worktree, node):
+        if not worktree.holds(node):
             # unlinked while open, or in a removed folder: its path would name the root
             # (every commit), or another file that now has the folder-less name
             raise NoAttr()
@@ -78,13 +78,6 @@ def get(worktree: Worktree, node: Node, name: bytes, digests: ContentDigests) ->
     if value is None:
         raise NoAttr()
     return value
-
-
-def _in_tree(worktree: Worktree, node: Node) -> bool:
-    top = node
-    while top.parent is not None:
-        top = top.parent
-    return top is worktree.root
 
 
 def listed(node: Node) -> list[bytes]:

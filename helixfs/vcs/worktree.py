@@ -229,6 +229,14 @@ class Worktree:
             return None
         return node.oid
 
+    def holds(self, node: Node) -> bool:
+        """Whether `node` is part of this tree's current state: not unlinked, not in a
+        removed folder, not from before a reload that replaced every node."""
+        top = node
+        while top.parent is not None:
+            top = top.parent
+        return top is self.root
+
     def path_of(self, node: Node) -> bytes:
         parts = []
         while node.parent is not None:
