@@ -18,8 +18,12 @@ What is measured, and how:
   `git branch NAME` in a repository holding the same tree.
 - storage: 1,000 AI-style variants of a 200-file project, committed one after another
   (each variant edits a few lines in one to three files). Bytes: the store's data files
-  after a compaction, against (a) the unique file versions each LZ4-compressed on their
-  own and (b) git's `.git/objects` after `git gc` of the very same history.
+  after `helix gc`, which stores trees as deltas (ADR 0027), and before it (compacted),
+  against (a) the unique file versions each LZ4-compressed on their own and (b) git's
+  `.git/objects` after `git gc` of the very same history.
+- saves: a long session of small saves (5,000 one-line edits) in one folder of 150
+  files, where the commit path's whole trees weigh most: the store before and after
+  `helix gc`, against the unique versions LZ4-compressed and git after `git gc`.
 - reset: `Repository.reset_hard` to the commit 1,000 commits back (and forth again, by
   full id), in process. Baseline: `git reset --hard` between the same two commits.
 """
@@ -52,6 +56,7 @@ COMMIT_TARGET_P50_US = 100.0
 BRANCH_TARGET_US = 50.0
 STORAGE_TARGET_RATIO = 1.2
 RESET_TARGET_MS = 1.0
+SAVES_FOLDER_FILES = 150
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.org",
@@ -269,9 +274,11 @@ def bench_storage_and_reset(work: Path, quick: bool) -> dict[str, Any]:
         for n, changes in enumerate(history):
             repo.commit(as_changes(changes), f"variant {n}", meta={"agent": "bench", "variant": n})
         stats = repo.stats()
-        compact = getattr(repo.store, "compact", None)
-        if compact is not None:
-            compact()
+        repo.store.compact()
+        unpacked_bytes = helix_data_bytes(store)
+        started = time.perf_counter()
+        repacked = repo.gc().repacked  # as git gc packs its side: trees become deltas
+        gc_seconds = time.perf_counter() - started
         reset = bench_reset(repo, count)
     helix_bytes = helix_data_bytes(store)
     gitdir = work / "variants-git"
@@ -292,12 +299,51 @@ def bench_storage_and_reset(work: Path, quick: bool) -> dict[str, Any]:
             "unique_raw_bytes": raw_unique,
             "unique_lz4_bytes": lz4_unique,
             "helix_disk_bytes": helix_bytes,
+            "helix_disk_bytes_before_gc": unpacked_bytes,
+            "helix_trees_repacked": repacked,
+            "helix_gc_seconds": gc_seconds,
             "helix_stored_bytes": stats.stored_bytes,
             "git_objects_bytes_after_gc": git_bytes,
             "helix_vs_lz4_unique": helix_bytes / lz4_unique,
             "helix_vs_git": helix_bytes / git_bytes,
         },
         "reset": {"back": count, "helix_us": reset, "git_us": summary(git_reset)},
+    }
+
+
+def bench_saves(work: Path, quick: bool) -> dict[str, Any]:
+    """A long session of small saves in one big folder, where trees weigh most."""
+    rng = random.Random(5)
+    count = 1000 if quick else 5000
+    names = [f"app/service/handlers/h{i:03}.py" for i in range(SAVES_FOLDER_FILES)]
+    current = {name: module_text(rng, rng.randrange(500, 3000)) for name in names}
+    history = [dict(current)]
+    for _ in range(count):
+        name = rng.choice(names)
+        current[name] = edit_lines(rng, current[name], 1)
+        history.append({name: current[name]})
+    unique = {data for changes in history for data in changes.values()}
+    store = work / "saves-store"
+    with Repository.init(store) as repo:
+        for n, changes in enumerate(history):
+            repo.commit(as_changes(changes), f"save {n}")
+        repo.store.compact()
+        before = helix_data_bytes(store)
+        started = time.perf_counter()
+        repacked = repo.gc().repacked
+        gc_seconds = time.perf_counter() - started
+    gitdir = work / "saves-git"
+    fast_import(gitdir, history)
+    git(gitdir, "gc", "-q")
+    return {
+        "saves": count,
+        "folder_files": SAVES_FOLDER_FILES,
+        "unique_lz4_bytes": sum(len(lz4.block.compress(data)) for data in unique),
+        "helix_disk_bytes_before_gc": before,
+        "helix_disk_bytes": helix_data_bytes(store),
+        "helix_trees_repacked": repacked,
+        "helix_gc_seconds": gc_seconds,
+        "git_objects_bytes_after_gc": dir_bytes(gitdir / ".git" / "objects"),
     }
 
 
@@ -356,10 +402,16 @@ def report(doc: dict[str, Any]) -> None:
         ["", "bytes", "vs LZ4 unique", "vs git"],
         [
             [
-                "helix store (data files, compacted)",
+                f"helix store after gc ({s['helix_gc_seconds']:.1f} s)",
                 s["helix_disk_bytes"],
                 s["helix_vs_lz4_unique"],
                 s["helix_vs_git"],
+            ],
+            [
+                "helix store before gc (compacted)",
+                s["helix_disk_bytes_before_gc"],
+                s["helix_disk_bytes_before_gc"] / s["unique_lz4_bytes"],
+                s["helix_disk_bytes_before_gc"] / s["git_objects_bytes_after_gc"],
             ],
             ["unique versions, LZ4 each", s["unique_lz4_bytes"], 1.0, None],
             ["unique versions, raw", s["unique_raw_bytes"], None, None],
@@ -367,6 +419,27 @@ def report(doc: dict[str, Any]) -> None:
         ],
     )
     print(f"  target: <= {STORAGE_TARGET_RATIO}x LZ4 unique, and smaller than git")
+    v = doc["saves"]
+    print_table(
+        f"storage of {v['saves']:,} saves in a folder of {v['folder_files']} files (bytes)",
+        ["", "bytes", "vs LZ4 unique", "vs git"],
+        [
+            [
+                f"helix store after gc ({v['helix_gc_seconds']:.1f} s)",
+                v["helix_disk_bytes"],
+                v["helix_disk_bytes"] / v["unique_lz4_bytes"],
+                v["helix_disk_bytes"] / v["git_objects_bytes_after_gc"],
+            ],
+            [
+                "helix store before gc (compacted)",
+                v["helix_disk_bytes_before_gc"],
+                v["helix_disk_bytes_before_gc"] / v["unique_lz4_bytes"],
+                v["helix_disk_bytes_before_gc"] / v["git_objects_bytes_after_gc"],
+            ],
+            ["unique versions, LZ4 each", v["unique_lz4_bytes"], 1.0, None],
+            ["git .git/objects after gc", v["git_objects_bytes_after_gc"], None, 1.0],
+        ],
+    )
     r = doc["reset"]
     print_table(
         f"reset --hard to the commit {r['back']:,} back (ms)",
@@ -395,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         doc: dict[str, Any] = {"commit": bench_commit(work, args.quick)}
         doc["branch"] = bench_branch(work, args.quick)
         doc.update(bench_storage_and_reset(work, args.quick))
+        doc["saves"] = bench_saves(work, args.quick)
     doc["seconds"] = round(time.time() - started, 1)
     report(doc)
     path = write_results("bench_vcs", doc, quick=args.quick)

@@ -108,6 +108,16 @@ class ObjectStore(Protocol):
         so that gc does it before taking its lock."""
         ...
 
+    def delta_base(self, oid: ObjectId) -> ObjectId | None:
+        """The object `oid` is stored as a delta on, if it is one (None if absent)."""
+        ...
+
+    def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
+        """Store objects as deltas on the given bases where that pays (gc, for records
+        written plain on a hot path); how many were re-encoded. What they read as never
+        changes."""
+        ...
+
     def sync(self) -> None:
         """Make every write so far durable against power loss."""
         ...

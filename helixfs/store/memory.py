@@ -85,6 +85,13 @@ class MemoryStore:
             for oid in oids:
                 self._objects.pop(check_oid(oid), None)
 
+    def delta_base(self, oid: ObjectId) -> ObjectId | None:
+        return None  # no deltas here
+
+    def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
+        """Nothing to do: records are kept whole here."""
+        return 0
+
     def prepare_delete(self) -> None:
         """Nothing to do: no deltas here."""
 

@@ -101,6 +101,7 @@ REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
+REPACK_BATCH = 512  # objects re-encoded per hold of the lock (a mount's saves wait for it)
 
 
 V = TypeVar("V")
@@ -310,6 +311,57 @@ class RocksStore:
                     self._frames.discard(oid)
                     self._bases.discard(oid)
                 self._epoch += 1
+
+    def delta_base(self, oid: ObjectId) -> ObjectId | None:
+        """The object `oid` is stored as a delta on, if it is one."""
+        self._check_open()
+        return self._base_of(check_oid(oid))
+
+    def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
+        """Store each `(oid, base)`'s object as a delta on `base` where that pays.
+
+        For records written plain because a delta cost too much on the commit path:
+        trees (ADR 0009). gc hands each new tree with the one it replaced, oldest
+        first, and the delta takes a one-entry change to a 6 KB tree to ~100 bytes.
+        An object something else is a delta on keeps its frame: re-encoding it would
+        falsify its dependents' recorded depths, and is the only way a chain could
+        loop back on itself (the index of deltas by base is complete: built by a scan,
+        then kept by every write). Returns how many objects became deltas. A mount goes
+        on meanwhile: each batch holds the lock, and an object reads the same either way.
+        """
+        self._check_open()
+        self.prepare_delete()  # the index of deltas by base, built outside the lock
+        packed = 0
+        pending = list(pairs)
+        for at in range(0, len(pending), REPACK_BATCH):
+            with self._lock:
+                packed += self._repack_batch(pending[at : at + REPACK_BATCH])
+        return packed
+
+    def _repack_batch(self, pairs: Sequence[tuple[ObjectId, ObjectId]]) -> int:
+        dependents = self._dependents_index()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        fresh: dict[ObjectId, Known] = {}
+        links: dict[ObjectId, ObjectId] = {}  # this batch's new deltas, not yet readable
+        for oid, base in pairs:
+            if oid in fresh or dependents.get(oid):
+                continue
+            frame = read(self._objects_cf, check_oid(oid))
+            if frame is None or is_body(frame) or codec_of(oid, frame) is Codec.DELTA:
+                continue
+            record = self._load(oid, frame).record
+            encoded = self._encode(record, check_oid(base), fresh, links)
+            if encoded.base is None:
+                continue  # no delta pays: it stays as it is
+            batch.put(oid, encoded.frame, self._objects)
+            dependents.setdefault(encoded.base, set()).add(oid)
+            links[oid] = encoded.base
+            fresh[oid] = Known(record, encoded.depth)
+        if fresh:
+            self._apply(batch)
+            for oid in fresh:
+                self._frames.discard(oid)  # its old plain frame: correct, but big
+        return len(fresh)
 
     def prepare_delete(self) -> None:
         """Build the index of deltas by base, if not yet built: one scan of every frame,
@@ -640,14 +692,19 @@ class RocksStore:
             ) from None
 
     def _encode(
-        self, record: bytes, base_id: ObjectId | None, pending: Mapping[ObjectId, Known]
+        self,
+        record: bytes,
+        base_id: ObjectId | None,
+        pending: Mapping[ObjectId, Known],
+        links: Mapping[ObjectId, ObjectId] | None = None,
     ) -> Encoded:
-        """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4."""
+        """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4.
+        `links`: the bases of `pending` deltas, which the store cannot read yet."""
         if base_id is None:
             return Encoded(encode_plain(record), None, 0)
         base = self._delta_base(base_id, pending)
         if base is not None and base.depth >= self.max_delta_depth:
-            base_id, base = self._skip_back(base_id, pending)
+            base_id, base = self._skip_back(base_id, pending, links or {})
         if base is None:
             return Encoded(encode_plain(record), None, 0)
         frame = encode_delta(record, base_id, base.record, base.depth)
@@ -660,7 +717,10 @@ class RocksStore:
         return Encoded(frame, base_id, base.depth + 1)
 
     def _skip_back(
-        self, base_id: ObjectId, pending: Mapping[ObjectId, Known]
+        self,
+        base_id: ObjectId,
+        pending: Mapping[ObjectId, Known],
+        links: Mapping[ObjectId, ObjectId],
     ) -> tuple[ObjectId, Known | None]:
         """An older base, half the depth limit up the chain, for a chain that is full.
 
@@ -671,7 +731,10 @@ class RocksStore:
         """
         ancestor = base_id
         for _ in range(self.max_delta_depth // 2 + 1):
-            parent = self._base_of(ancestor) if ancestor not in pending else None
+            if ancestor in links:
+                parent: ObjectId | None = links[ancestor]
+            else:
+                parent = self._base_of(ancestor) if ancestor not in pending else None
             if parent is None:
                 return base_id, None
             ancestor = parent

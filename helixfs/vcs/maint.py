@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
     DIRECTORY_KINDS,
@@ -32,6 +33,7 @@ from helixfs.vcs.objects import (
     decode_tree,
     kind_of,
     references,
+    tree_dirs,
 )
 from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, WORK
 from helixfs.vcs.treeops import EMPTY_TREE_ID
@@ -48,6 +50,7 @@ DELETE_BATCH = 1000  # objects deleted per hold of the repository lock (~20 ms)
 # a request needs it several times: without a pause now and then, a save during a mark
 # took 100 ms at p99 (40 ms with it; the mark is no slower).
 YIELD_EVERY = 256
+LISTINGS_KEPT = 4096  # tree listings repack keeps decoded (it needs each twice, in a row)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class GcReport:
     # how much the store's disk usage dropped, measured after compaction; None on a dry
     # run. Far below logical_bytes when the records were compressed or deduplicated.
     freed_bytes: int | None
+    repacked: int | None  # trees stored as deltas on their previous version; None: dry run
 
 
 @dataclass(frozen=True)
@@ -204,13 +208,107 @@ def gc(
                 repo.store.delete(batch)
                 repo.trees.forget_results()
         doomed += batch
-    freed = None
+    freed = repacked = None
     if not dry_run:
-        if doomed:
+        repacked = repack(repo)
+        if doomed or repacked:
             repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
         freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
     logical = sum(candidates[oid] for oid in doomed)
-    return GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, freed)
+    return GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, freed, repacked)
+
+
+def repack(repo: Repository) -> int:
+    """Store the trees that commits wrote since the last repack as deltas on the trees
+    they replaced; how many became deltas (ADR 0027).
+
+    The commit path writes trees whole, where a delta costs more time than it saves
+    (ADR 0009); so a directory's listing was stored again at every save in it, and
+    trees grew to nine tenths of a long-lived store. Here a delta costs neither. What
+    any tree reads as never changes, so a mount goes on meanwhile.
+    """
+    todo = sorted(_unpacked(repo), key=lambda item: item[0])  # oldest first: a base
+    return repo.store.repack([pair for _, pairs in todo for pair in pairs])  # settles first
+
+
+def _unpacked(
+    repo: Repository,
+) -> Iterator[tuple[tuple[int, int], list[tuple[ObjectId, ObjectId]]]]:
+    """Per commit not repacked yet, its (generation, time) and the trees it replaced.
+
+    Walks back from the refs and stops at a commit one of whose new trees is already a
+    delta on the tree it replaced: a repack had it, and all before it. The walk goes on
+    below a commit whose trees were all too small for a delta to pay, and below one
+    that went back to a tree an older commit had (a delta on something else)."""
+    with repo.lock:
+        stack = [CommitId(oid) for name, oid in _roots(repo) if not name.startswith(WORK)]
+    seen: set[CommitId] = set()
+    listings: dict[ObjectId, _Listing] = {}  # a commit's old trees are its parent's new ones
+    while stack:
+        cid = stack.pop()
+        if cid in seen:
+            continue
+        seen.add(cid)
+        try:
+            commit = repo.commit_info(cid)
+            old = repo.commit_info(commit.parents[0]).tree if commit.parents else None
+        except HelixError:
+            continue  # unreadable history: fsck's to report, not repack's
+        pairs: list[tuple[ObjectId, ObjectId]] = []
+        if old is not None:
+            _replaced_trees(repo, old, commit.tree, pairs, listings)
+        if any(repo.store.delta_base(new) == replaced for new, replaced in pairs):
+            continue
+        yield (stored_generation(commit.meta) or 0, commit.time_ns), pairs
+        stack.extend(commit.parents)
+        if len(listings) > LISTINGS_KEPT:
+            listings.clear()
+
+
+def _replaced_trees(
+    repo: Repository,
+    old: ObjectId,
+    new: ObjectId,
+    pairs: list[tuple[ObjectId, ObjectId]],
+    listings: dict[ObjectId, _Listing],
+) -> None:
+    """(new record, the record it replaced) for every tree and page that differs along
+    the paths where `old` and `new` differ."""
+    if old == new:
+        return
+    try:
+        before, after = _listing(repo, old, listings), _listing(repo, new, listings)
+    except HelixError:
+        return  # unreadable: fsck's to report, not repack's
+    pairs.append((new, old))
+    # a page that did not move keeps its place in the list
+    pairs += [(n, o) for n, o in zip(after.pages, before.pages, strict=False) if n != o]
+    for name, oid in after.dirs.items():
+        if name in before.dirs:
+            _replaced_trees(repo, before.dirs[name], oid, pairs, listings)
+
+
+@dataclass(frozen=True)
+class _Listing:
+    dirs: dict[bytes, ObjectId]  # the folders a tree lists, by name
+    pages: tuple[ObjectId, ...]  # a paged tree's pages, in order
+
+
+def _listing(repo: Repository, oid: ObjectId, listings: dict[ObjectId, _Listing]) -> _Listing:
+    """Read without filling the caches that a mount's work relies on."""
+    found = listings.get(oid)
+    if found is None:
+        record = repo.store.get(oid, keep=False)
+        if kind_of(record) != KIND_PAGED:
+            found = _Listing(tree_dirs(record), ())
+        else:
+            pages = tuple(page for page, _ in decode_paged(record))
+            dirs: dict[bytes, ObjectId] = {}
+            for page in pages:
+                dirs.update(tree_dirs(repo.store.get(page, keep=False)))
+            found = _Listing(dirs, pages)
+        listings[oid] = found
+    return found
 
 
 def lost(repo: Repository) -> list[Commit]:

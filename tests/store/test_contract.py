@@ -282,3 +282,16 @@ def test_racing_compare_and_swap_loses_no_update(backend: Backend) -> None:
     for worker in workers:
         worker.join(timeout=60)
     assert store.ref("counter") == b"%d" % (per_thread * threads)
+
+
+def test_repack_never_changes_what_objects_read_as(backend: Backend) -> None:
+    """A backend may keep objects as deltas after a repack, or whole: reads are the same."""
+    versions = [
+        b"".join(b"line %d of version %d\n" % (n, min(n, v)) for n in range(200)) for v in range(6)
+    ]
+    ids = [object_id(data) for data in versions]
+    backend.store.write(dict(zip(ids, versions, strict=True)), uncompressed=set(ids))
+    backend.store.repack(list(zip(ids[1:], ids[:-1], strict=True)))
+    assert all(backend.store.delta_base(oid) in (None, *ids) for oid in ids)
+    assert [backend.store.get(oid) for oid in ids] == versions
+    assert [backend.reopen().get(oid) for oid in ids] == versions

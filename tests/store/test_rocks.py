@@ -836,3 +836,71 @@ def test_a_read_that_raced_a_delete_does_not_cache_what_was_deleted(
         fresh.write({oid: data})
     with RocksStore(path) as reopened:
         assert reopened.get(oid) == data
+
+
+# -- repack: records written plain, re-encoded as deltas by gc (ADR 0027) ------------------
+
+
+def write_plain(store: RocksStore, versions: list[bytes]) -> list[ObjectId]:
+    """Versions stored as the commit path stores trees: whole, no delta hint."""
+    ids = [object_id(data) for data in versions]
+    store.write(dict(zip(ids, versions, strict=True)), uncompressed=set(ids))
+    return ids
+
+
+def test_repack_stores_plain_records_as_deltas_that_read_the_same(path: Path) -> None:
+    versions = source_versions(40)
+    with RocksStore(path) as store:
+        ids = write_plain(store, versions)
+        before = store.stats().stored_bytes
+        assert store.repack(list(zip(ids[1:], ids[:-1], strict=True))) == len(ids) - 1
+        assert store.delta_base(ids[0]) is None
+        assert all(store.delta_base(oid) for oid in ids[1:])
+        assert store.stats().stored_bytes < before / 5
+    rows = raw_rows(path, "objects")
+    assert max(parse_delta(oid, rows[oid]).depth for oid in ids[1:]) <= MAX_DELTA_DEPTH
+    with RocksStore(path) as reopened:
+        assert [reopened.get(oid) for oid in ids] == versions
+        assert reopened.repack(list(zip(ids[1:], ids[:-1], strict=True))) == 0  # all done
+
+
+def test_repack_leaves_a_base_alone_and_never_closes_a_cycle(store: RocksStore) -> None:
+    """A record other deltas build on keeps its frame (their depths stay true), and a
+    pair that would make a chain loop back on itself is skipped: both would be unreadable."""
+    a, b, c = source_versions(3)
+    ida, idb, idc = write_plain(store, [a, b, c])
+    assert store.repack([(idb, ida)]) == 1
+    assert store.repack([(ida, idb), (ida, idc)]) == 0  # b is a delta on a: a stays plain
+    assert store.repack([(idc, idb), (idb, idc)]) == 1  # c on b; then b has a dependent
+    assert [store.get(oid) for oid in (ida, idb, idc)] == [a, b, c]
+
+
+def test_repack_skips_what_does_not_pay_or_is_gone(store: RocksStore) -> None:
+    old, unrelated = os.urandom(4000), os.urandom(4000)
+    ids = write_plain(store, [old, unrelated])
+    missing = object_id(b"never stored")
+    assert store.repack([(ids[1], ids[0]), (missing, ids[0]), (ids[1], missing)]) == 0
+    assert store.get(ids[1]) == unrelated and store.delta_base(ids[1]) is None
+
+
+def test_deleting_a_repacked_base_rescues_the_deltas_on_it(store: RocksStore) -> None:
+    versions = source_versions(12)
+    ids = write_plain(store, versions)
+    store.repack(list(zip(ids[1:], ids[:-1], strict=True)))
+    store.delete(ids[3:6])  # the middle of the chain: what is built on it is re-encoded
+    for oid, data in zip(ids, versions, strict=True):
+        if oid not in ids[3:6]:
+            assert store.get(oid) == data
+
+
+def test_a_plain_rewrite_of_a_repacked_record_keeps_its_dependents_readable(
+    store: RocksStore,
+) -> None:
+    """The commit path writes a tree it made again (a revert) whole, unchecked: the
+    frame goes back to plain under the deltas built on it, which still read."""
+    versions = source_versions(5)
+    ids = write_plain(store, versions)
+    store.repack(list(zip(ids[1:], ids[:-1], strict=True)))
+    write_plain(store, [versions[2]])
+    assert store.delta_base(ids[2]) is None
+    assert [store.get(oid) for oid in ids] == versions
