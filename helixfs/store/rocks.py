@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -101,7 +102,7 @@ REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
-REPACK_BATCH = 512  # objects re-encoded per hold of the lock (a mount's saves wait for it)
+REPACK_BATCH = 128  # objects re-encoded per hold of the lock (a mount's saves wait for it)
 
 
 V = TypeVar("V")
@@ -336,6 +337,7 @@ class RocksStore:
         for at in range(0, len(pending), REPACK_BATCH):
             with self._lock:
                 packed += self._repack_batch(pending[at : at + REPACK_BATCH])
+            time.sleep(0.0002)  # hands the GIL to a mount's requests (Python: every 5 ms)
         return packed
 
     def _repack_batch(self, pairs: Sequence[tuple[ObjectId, ObjectId]]) -> int:
