@@ -518,7 +518,16 @@ class Operations(pyfuse3.Operations):
         name_new: bytes,
     ) -> None:
         if old_parent is not new_parent or not isinstance(old_parent, VirtualInode):
-            raise CrossDevice("entries cannot move in or out of .helix")
+            # EPERM, not EXDEV: on EXDEV `mv` copies instead, and here a copy is a
+            # mkdir that makes a branch or a snapshot of HEAD (`mv .helix/branches/A
+            # .helix/snapshots/`), or a branch's files copied into another branch or the
+            # root and the branch then deleted (`mv A B`, `mv A CUR`: into B/ or ../..).
+            # EPERM is rename(2)'s "this filesystem does not do that rename": mv gives
+            # up. Not EACCES: that reads as a permission a chmod could grant.
+            raise NotPermitted(
+                "branches, snapshots and other .helix entries cannot move in or out of"
+                " their .helix folder (rename them in place)"
+            )
         self._virtual_dir(old_parent).rename(name_old, name_new)
 
     def _follow_move(self, parent: NodeInode, name: bytes) -> None:

@@ -308,7 +308,65 @@ async def test_rename_across_views_is_exdev(client: Client) -> None:
         errno.EXDEV,
         client.ops.rename(ROOT, b"f", await client.ino(".helix/branches/b"), b"f", 0, CTX),
     )
-    await expect_errno(errno.EXDEV, client.ops.rename(ROOT, b"f", branches, b"f", 0, CTX))
+    # into .helix itself: EPERM (the next test), never a copy that would make a branch
+
+
+async def refs_and_names(client: Client) -> tuple[object, ...]:
+    repo = client.ops.repo
+    return (
+        [(r.name, r.commit) for r in repo.branches()],
+        [(r.name, r.commit) for r in repo.snapshots()],
+        repo.head_branch(),
+        await client.names(),
+        await client.names(".helix/branches"),
+        await client.names(".helix/snapshots"),
+    )
+
+
+async def test_helix_entries_never_move_out_of_their_folder(client: Client) -> None:
+    """QA: `mv .helix/branches/A .helix/snapshots/A` got EXDEV, so mv copied: its mkdir
+    made a snapshot A of HEAD. `mv A CUR` (CUR: the link to the root) and `mv A B` moved
+    A into the root or into branch B the same way, then deleted branch A. EPERM makes
+    mv give up."""
+    await client.write_file("f", b"x")
+    await client.mkdir("d")
+    branches = await client.ino(".helix/branches")
+    snapshots = await client.ino(".helix/snapshots")
+    for name in (b"A", b"B"):
+        await client.ops.mkdir(branches, name, 0o755, CTX)
+    await client.ops.mkdir(snapshots, b"s1", 0o755, CTX)
+    await client.ops.mkdir(snapshots, b"s2", 0o755, CTX)
+    helix, view_b = await client.ino(".helix"), await client.ino(".helix/branches/B")
+    s2 = await client.ino(".helix/snapshots/s2")
+    before = await refs_and_names(client)
+    for moves in (
+        (branches, b"A", snapshots, b"A"),  # mv A .helix/snapshots/ (either way)
+        (snapshots, b"s1", branches, b"s1"),
+        (branches, b"A", ROOT, b"A"),  # mv A .helix/branches/main: main is ../..
+        (branches, b"A", view_b, b"A"),  # mv A .helix/branches/B: into B/
+        (snapshots, b"s1", s2, b"s1"),  # mv s1 .helix/snapshots/s2: into s2/
+        (branches, b"main", snapshots, b"main"),  # the link itself
+        (ROOT, b"d", branches, b"d"),  # mv d .helix/branches/: a copy would be a mkdir
+        (ROOT, b"f", snapshots, b"f"),
+        (view_b, b"f", branches, b"f"),
+        (helix, b"log", ROOT, b"log"),
+    ):
+        await expect_errno(errno.EPERM, client.ops.rename(*moves, 0, CTX))
+        await expect_errno(errno.EPERM, client.ops.rename(*moves, pyfuse3.RENAME_NOREPLACE, CTX))
+    assert await refs_and_names(client) == before
+
+
+async def test_a_branch_renamed_onto_an_existing_branch_is_refused(client: Client) -> None:
+    """`mv -T A B`: rename(2) onto a directory that is not empty fails (EEXIST or
+    ENOTEMPTY); a branch is never replaced by another. mv reports it and stops."""
+    branches = await client.ino(".helix/branches")
+    for name in (b"A", b"B"):
+        await client.ops.mkdir(branches, name, 0o755, CTX)
+    await client.write_file(".helix/branches/A/f", b"a")
+    before = await refs_and_names(client)
+    for old, new in ((b"A", b"B"), (b"A", b"main"), (b"main", b"A")):
+        await expect_errno(errno.EEXIST, client.ops.rename(branches, old, branches, new, 0, CTX))
+    assert await refs_and_names(client) == before
 
 
 def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -> None:

@@ -450,3 +450,49 @@ def test_a_change_through_one_view_shows_in_the_other_view_of_the_branch(mnt: Mo
     os.rename(other / "d" / "n", other / "d" / "m")
     wait_until(lambda: not (mnt.path / "d" / "n").exists(), what="rename seen at the root")
     assert (mnt.path / "d" / "m").read_text() == "new\n"
+
+
+def helix_state(mnt: Mount) -> tuple[object, ...]:
+    """Branch and snapshot heads, HEAD and the names under the root and .helix."""
+    helix = mnt.path / ".helix"
+    return (
+        mnt.helix("branch", "--json").stdout,
+        mnt.helix("snapshot", "--json").stdout,
+        (helix / "HEAD").read_text(),
+        sorted(os.listdir(mnt.path)),
+        sorted(os.listdir(helix / "branches")),
+        sorted(os.listdir(helix / "snapshots")),
+    )
+
+
+@pytest.mark.parametrize(
+    ("move", "refusal"),
+    [
+        ("mv .helix/branches/A .helix/snapshots/A", "Operation not permitted"),
+        ("mv .helix/branches/A .helix/snapshots/", "Operation not permitted"),
+        ("mv .helix/snapshots/s1 .helix/branches/s1", "Operation not permitted"),
+        ("mv .helix/branches/A .helix/branches/main", "Operation not permitted"),
+        ("mv -T .helix/branches/A .helix/branches/main", "cannot overwrite non-directory"),
+        ("mv .helix/branches/A .helix/branches/B", "Operation not permitted"),
+        ("mv -T .helix/branches/A .helix/branches/B", "File exists"),
+        ("mv .helix/snapshots/s1 .helix/snapshots/s2", "Operation not permitted"),
+        ("mv -T .helix/snapshots/s1 .helix/snapshots/s2", "Operation not permitted"),
+        ("mv .helix/branches/A .", "Operation not permitted"),
+        ("mv d .helix/branches/", "Operation not permitted"),
+        ("mv f .helix/snapshots/", "Operation not permitted"),
+    ],
+)
+def test_mv_of_helix_entries_is_refused_and_copies_nothing(
+    mnt: Mount, move: str, refusal: str
+) -> None:
+    """QA: rename gave EXDEV, so mv fell back to copying: `mv A .helix/snapshots/A`
+    made a snapshot of HEAD named A, `mv A .helix/branches/main` copied A into the root
+    (main is a link to it) and then deleted branch A."""
+    mnt.sh("echo x > f && mkdir d && echo y > d/g")
+    mnt.sh("mkdir .helix/branches/A .helix/branches/B .helix/snapshots/s1")
+    mnt.sh("echo a > .helix/branches/A/only-a && mkdir .helix/snapshots/s2")
+    before = helix_state(mnt)
+    done = mnt.sh(move, check=False)
+    assert done.returncode != 0
+    assert refusal in done.stderr, done.stderr
+    assert helix_state(mnt) == before
