@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from helixfs.errors import IsADirectory, NotFound, NotPermitted
+from helixfs.errors import HelixError, IsADirectory, NotFound, NotPermitted
 from helixfs.fs.edge import BadHandle
 from helixfs.fs.helixdir import VirtualDir, VirtualFile
 from helixfs.fs.inodes import NodeInode
@@ -40,6 +40,9 @@ class VirtualHandle:
     data: bytes = b""
     written: bytearray | None = None  # None: opened read-only
     unapplied: bool = False  # written since the last flush (a dup'ed fd flushes early)
+    # A write `check` refused: the text of this open is wrong as a whole, so nothing of
+    # it is applied, not even the part written before (`printf 'main\nother\n'`).
+    refused: HelixError | None = None
 
     @classmethod
     def open(cls, thing: object, flags: int) -> VirtualHandle:
@@ -62,10 +65,17 @@ class VirtualHandle:
     def write(self, offset: int, buf: bytes) -> int:
         if self.written is None:
             raise BadHandle("opened read-only")
-        written = bytearray(self.written)  # refused by check: nothing of it is kept
+        if self.refused is not None:
+            raise self.refused
+        written = bytearray(self.written)
         written.extend(b"\0" * max(0, offset + len(buf) - len(written)))
         written[offset : offset + len(buf)] = buf
-        self.file.check(bytes(written))
+        try:
+            self.file.check(bytes(written))
+        except HelixError as refusal:
+            self.refused = refusal
+            self.unapplied = False
+            raise
         self.written = written
         self.unapplied = True
         return len(buf)

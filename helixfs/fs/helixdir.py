@@ -58,7 +58,8 @@ class VirtualFile(Entry):
 
     def check(self, data: bytes) -> None:
         """Refuse a complete line of bad input as it is written: a shell ignores the
-        error of the close that applies it (`echo nosuch > .helix/HEAD`)."""
+        error of the close that applies it (`echo nosuch > .helix/HEAD`). `data` is all
+        this open wrote so far; once a write is refused, the open applies nothing."""
 
     @property
     def writable(self) -> bool:
@@ -200,13 +201,24 @@ class HeadFile(VirtualFile):
         return self._host.current_branch().encode() + b"\n"
 
     def write(self, data: bytes) -> None:
-        self._host.switch_branch(_name(data.strip()))
+        self._host.switch_branch(_head_name(data))
 
     def check(self, data: bytes) -> None:
-        if data.endswith(b"\n"):
-            name = _name(data.strip())
+        """From the first newline on, the text is either one whole name or wrong."""
+        if b"\n" in data:
+            name = _head_name(data)
             if name not in {ref.name for ref in self._host.repo.branches()}:
                 raise NotFound(f"no branch named {name!r}")
+
+
+def _head_name(data: bytes) -> str:
+    """What one open of `.helix/HEAD` wrote: a single branch name. Whitespace around it
+    (echo's newline, an editor's CRLF, a space) is not part of it; branch names hold
+    none, so whitespace inside means two names or two lines: refused as a whole."""
+    words = data.split()
+    if len(words) > 1:
+        raise InvalidName("write one branch name to .helix/HEAD, on one line")
+    return _name(data.strip())
 
 
 class StoreFile(VirtualFile):

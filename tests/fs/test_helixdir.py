@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -401,6 +402,36 @@ async def test_head_write_through_a_dup_ed_fd(client: Client) -> None:
     await client.ops.flush(fi.fh)
     await client.ops.release(fi.fh)
     assert client.ops.repo.head_branch() == "b"
+
+
+async def test_head_text_written_in_pieces_is_applied_once_as_a_whole(client: Client) -> None:
+    """QA: `printf 'main\\nother\\n' > .helix/HEAD` (two writes) had its second write
+    refused, and the close then switched to main, the first line alone."""
+    await client.ops.mkdir(await client.ino(".helix/branches"), b"b", 0o755, CTX)
+    await write_virtual(client, ".helix/HEAD", b"b\n")
+    head = await client.ino(".helix/HEAD")
+    for first, second, refusal in (
+        (b"main\n", b"other\n", errno.EINVAL),  # two lines: two names, or none
+        (b"main\n", b"main\n", errno.EINVAL),
+        (b"main\n", b"x", errno.EINVAL),
+        (b"main", b" b\n", errno.EINVAL),
+        (b"nosuch\n", b"main\n", errno.ENOENT),  # a refused open takes nothing more
+    ):
+        fi = await client.ops.open(head, os.O_WRONLY | os.O_TRUNC, CTX)
+        with contextlib.suppress(pyfuse3.FUSEError):  # refused at once, if it is wrong
+            await client.ops.write(fi.fh, 0, first)
+        await expect_errno(refusal, client.ops.write(fi.fh, len(first), second))
+        await client.ops.flush(fi.fh)  # the write said it: nothing is left to apply
+        await client.ops.release(fi.fh)
+        assert client.ops.repo.head_branch() == "b", (first, second)
+    for pieces in ((b"ma", b"in\n"), (b" main", b" \r\n"), (b"main\n", b"\n")):
+        fi = await client.ops.open(head, os.O_WRONLY | os.O_TRUNC, CTX)
+        for offset, piece in zip((0, len(pieces[0])), pieces, strict=True):
+            await client.ops.write(fi.fh, offset, piece)
+        await client.ops.flush(fi.fh)
+        await client.ops.release(fi.fh)
+        assert client.ops.repo.head_branch() == "main", pieces
+        await write_virtual(client, ".helix/HEAD", b"b\n")
 
 
 async def test_ref_moves_from_a_worker_thread_are_applied_on_the_loop(client: Client) -> None:

@@ -496,3 +496,22 @@ def test_mv_of_helix_entries_is_refused_and_copies_nothing(
     assert done.returncode != 0
     assert refusal in done.stderr, done.stderr
     assert helix_state(mnt) == before
+
+
+def test_head_text_of_two_writes_is_applied_whole_or_not_at_all(mnt: Mount) -> None:
+    """QA: the first of two writes to .helix/HEAD was applied at close although the
+    second was refused (the whole text, two lines, names no branch)."""
+    mnt.sh("mkdir .helix/branches/other && echo other > .helix/HEAD")
+    head = mnt.path / ".helix" / "HEAD"
+    done = mnt.sh("printf 'main\\nother\\n' > .helix/HEAD", check=False)
+    assert head.read_text() == "other\n"
+    assert done.returncode != 0 and "Invalid argument" in done.stderr, done.stderr
+    two_writes = "import os; f = os.open('.helix/HEAD', os.O_WRONLY | os.O_TRUNC)"
+    done = mnt.sh(
+        f"python3 -c \"{two_writes}; os.write(f, b'main\\n'); os.write(f, b'x\\n')\"",
+        check=False,
+    )
+    assert head.read_text() == "other\n"
+    assert done.returncode != 0 and "Invalid argument" in done.stderr, done.stderr
+    mnt.sh(f"python3 -c \"{two_writes}; os.write(f, b'ma'); os.write(f, b'in\\n')\"")
+    assert head.read_text() == "main\n"
