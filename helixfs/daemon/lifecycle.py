@@ -37,7 +37,7 @@ import trio
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
-from helixfs.daemon.lock import MountLock
+from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
 from helixfs.daemon.mounts import helix_mounts, tune_readahead
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
@@ -238,6 +238,7 @@ async def serve(
         saver = Saver(config.quiet_window)
         operations = _operations(repo, saver, memory_files)
         _mount(operations, config)
+        lock.note(SERVING)
         stack.callback(_close_fuse, config.mountpoint)
         stack.callback(saver.flush_now)
         stack.callback(operations.close)  # stores open files; their saves go into the flush
@@ -258,6 +259,7 @@ async def serve(
         log.info("serving %s at %s", config.store, config.mountpoint)
         await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)
         log.info("FUSE loop ended: committing and closing")
+        lock.note(CLOSING)
         nursery.cancel_scope.cancel()
 
 

@@ -5,6 +5,10 @@ mount lock is taken first, before anything is opened, so the second `helix mount
 store fails with a message that says where the store is already mounted and by whom, and
 the first mount is never disturbed. The lock is a `flock`, so it dies with its process:
 a `kill -9` leaves nothing stale to clean up.
+
+The holder also records how far it is (`state`): a daemon whose mount was detached
+lazily (`umount -z`) with files still open in it serves them on, holding the store,
+and the refusal must then say so rather than point at a mount point that is gone.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from helixfs.daemon.mountinfo import helix_mounts_in
 from helixfs.errors import StoreLocked
 
 LOCK_NAME = "mount.lock"
+STARTING, SERVING, CLOSING = "starting", "serving", "closing"
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class Holder:
 
     pid: int
     mountpoint: str
+    state: str = SERVING  # STARTING until mounted, CLOSING once its FUSE loop ended
 
 
 class MountLock:
@@ -34,6 +41,7 @@ class MountLock:
     def __init__(self, store: Path) -> None:
         self.path = store / LOCK_NAME
         self._fd: int | None = None
+        self._mountpoint = Path()
 
     def acquire(self, mountpoint: Path) -> None:
         """Take the lock or raise StoreLocked naming the current holder."""
@@ -43,10 +51,17 @@ class MountLock:
         except BlockingIOError:
             os.close(fd)
             raise StoreLocked(_refusal(self.path.parent, read_holder(self.path.parent))) from None
-        record = json.dumps({"pid": os.getpid(), "mountpoint": str(mountpoint)})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record.encode(), 0)
         self._fd = fd
+        self._mountpoint = mountpoint
+        self.note(STARTING)
+
+    def note(self, state: str) -> None:
+        """Record how far the daemon is: what a refused second mount is told."""
+        if self._fd is None:
+            return
+        record = {"pid": os.getpid(), "mountpoint": str(self._mountpoint), "state": state}
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, json.dumps(record).encode(), 0)
 
     def release(self) -> None:
         if self._fd is None:
@@ -63,7 +78,8 @@ def read_holder(store: Path) -> Holder | None:
         return None
     try:
         record = json.loads((store / LOCK_NAME).read_text())
-        return Holder(int(record["pid"]), str(record["mountpoint"]))
+        state = str(record.get("state", SERVING))  # written before states were
+        return Holder(int(record["pid"]), str(record["mountpoint"]), state)
     except (OSError, ValueError, KeyError, TypeError):
         return Holder(0, "?")  # locked, but the holder has not written itself in yet
 
@@ -85,7 +101,39 @@ def is_locked(store: Path) -> bool:
 def _refusal(store: Path, holder: Holder | None) -> str:
     if holder is None or holder.pid == 0:
         return f"store {store} is already mounted by another helix daemon"
+    where, pid = holder.mountpoint, holder.pid
+    if holder.state == STARTING:
+        return f"store {store} is already mounted at {where} (daemon pid {pid}, starting up)"
+    if holder.state == CLOSING:
+        return (
+            f"store {store} was unmounted from {where}, but its daemon (pid {pid}) is"
+            " still committing and closing it; mount again once it has exited"
+        )
+    if not _still_mounted(holder, store):
+        return (
+            f"store {store} is still held by helix daemon pid {pid}: its mount at {where}"
+            " was detached lazily (umount -z) and it serves the files still open there"
+            " until they are closed; close them (or end the processes holding them), or"
+            f" stop the daemon with: kill {pid} (it commits what they wrote first)"
+        )
     return (
-        f"store {store} is already mounted at {holder.mountpoint} (daemon pid {holder.pid});"
-        f" unmount it first with: helix umount {holder.mountpoint}"
+        f"store {store} is already mounted at {where} (daemon pid {pid});"
+        f" unmount it first with: helix umount {where}"
     )
+
+
+def _still_mounted(holder: Holder, store: Path) -> bool:
+    """Whether the holder's mount point still shows this store, as the holder sees it
+    (its own mount namespace; ours if its table cannot be read). True if unknown."""
+    for table in (Path(f"/proc/{holder.pid}/mountinfo"), Path("/proc/self/mountinfo")):
+        try:
+            mounts = helix_mounts_in(table)
+        except OSError:
+            continue
+        point = Path(holder.mountpoint)
+        return any(m.point == point and _same_path(m.source, store) for m in mounts)
+    return True
+
+
+def _same_path(source: str, store: Path) -> bool:
+    return os.path.realpath(source) == os.path.realpath(store)

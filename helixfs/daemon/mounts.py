@@ -7,30 +7,21 @@ import time
 from pathlib import Path
 
 from helixfs.daemon.lock import is_locked
+from helixfs.daemon.mountinfo import SELF, helix_mounts_in
 from helixfs.errors import HelixError, InvalidInput
 
-FS_TYPE = "fuse.helixfs"
 STORE_MARKER = Path(".helix") / "store"
 READAHEAD_KB = 1024
 
 
-def helix_mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:
+def helix_mounts(mountinfo: Path = SELF) -> list[Path]:
     """Mount points of every HelixFS mount this process can see."""
     return list(_helix_devices(mountinfo))
 
 
-def _helix_devices(mountinfo: Path = Path("/proc/self/mountinfo")) -> dict[Path, str]:
+def _helix_devices(mountinfo: Path = SELF) -> dict[Path, str]:
     """HelixFS mount point -> its device "major:minor", read without touching the mounts."""
-    found = {}
-    for line in mountinfo.read_text().splitlines():
-        fields = line.split(" ")
-        try:
-            separator = fields.index("-")
-        except ValueError:
-            continue
-        if fields[separator + 1] == FS_TYPE:
-            found[Path(_unescape(fields[4]))] = fields[2]
-    return found
+    return {mount.point: mount.device for mount in helix_mounts_in(mountinfo)}
 
 
 def tune_readahead(mountpoint: Path, kilobytes: int = READAHEAD_KB) -> bool:
@@ -49,13 +40,6 @@ def tune_readahead(mountpoint: Path, kilobytes: int = READAHEAD_KB) -> bool:
     except OSError:
         return False
     return True
-
-
-def _unescape(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash as octal escapes."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, char)
-    return field
 
 
 def store_of(mountpoint: Path) -> Path | None:

@@ -22,7 +22,7 @@ from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
-from helixfs.daemon.lock import MountLock, is_locked, read_holder
+from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
 from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.ids import ObjectId, hex_id
@@ -142,6 +142,27 @@ def test_mount_lock_is_exclusive_and_names_its_holder(store: Path) -> None:
     again = MountLock(store)
     again.acquire(Path("/elsewhere"))
     again.release()
+
+
+def test_the_lock_refusal_follows_the_state_its_holder_recorded(store: Path) -> None:
+    """Starting, serving at a mount point that is gone (a lazy umount with files still
+    open: not one to `helix umount`), and closing after its FUSE loop ended."""
+    first = MountLock(store)
+    first.acquire(Path("/mnt/not-mounted"))
+    try:
+        with pytest.raises(StoreLocked, match="starting up"):
+            MountLock(store).acquire(Path("/elsewhere"))
+        first.note(SERVING)
+        with pytest.raises(StoreLocked) as refused:
+            MountLock(store).acquire(Path("/elsewhere"))
+        assert f"still held by helix daemon pid {os.getpid()}" in str(refused.value)
+        assert "detached lazily" in str(refused.value)
+        assert "helix umount" not in str(refused.value)
+        first.note(CLOSING)
+        with pytest.raises(StoreLocked, match="still committing and closing"):
+            MountLock(store).acquire(Path("/elsewhere"))
+    finally:
+        first.release()
 
 
 def test_command_name_skips_global_options() -> None:

@@ -341,6 +341,47 @@ def test_umount_of_a_busy_mount_names_lazy_and_lazy_detaches(
     assert helix("--store", mount.store, "cat", "HEAD", "held.txt").stdout == "held\nmore\n"
 
 
+def test_a_mount_of_a_store_whose_daemon_outlives_a_lazy_umount_says_so(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """QA: after `umount -z` with a file still open, the daemon serves that file on and
+    holds the store; a new mount was refused (one writer per store) but told the user
+    to `helix umount` a mount point that was no longer mounted."""
+    mount = make_mount(0)
+    holder = subprocess.Popen(
+        ["bash", "-c", "exec 3>held.txt; echo held >&3; read line; echo more >&3"],
+        cwd=mount.path,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    again = tmp_path / "again"
+    again.mkdir()
+    try:
+        assert mount.proc is not None
+        wait_until((mount.path / "held.txt").exists, what="the holder to open its file")
+        subprocess.run(["fusermount3", "-u", "-z", str(mount.path)], check=True)
+        refused = helix("mount", mount.store, again, check=False)
+        assert refused.returncode == 1 and not is_mounted(again)
+        assert "helix umount" not in refused.stderr, refused.stderr
+        assert f"still held by helix daemon pid {mount.proc.pid}" in refused.stderr
+        assert "detached lazily" in refused.stderr and f"kill {mount.proc.pid}" in refused.stderr
+        assert holder.stdin is not None
+        holder.stdin.write("go\n")
+        holder.stdin.close()
+        assert holder.wait(30) == 0
+        assert mount.proc.wait(60) == 0  # the last close let it go
+        mount.proc = None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    helix("mount", mount.store, again)  # the store is free again
+    try:
+        assert (again / "held.txt").read_text() == "held\nmore\n"
+    finally:
+        helix("umount", again)
+        detach(again)
+
+
 def test_the_daemon_reads_queued_requests_without_waiting(make_mount: MountFactory) -> None:
     """ADR 0022 is in force in the real daemon (its log says so), and a metadata burst
     through it behaves: every file made is listed, read back and removed."""
