@@ -9,6 +9,7 @@ a commit id in hex: all 64 digits, or a prefix of at least 4 that only one commi
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING
 
 from helixfs.errors import AmbiguousRevision, CorruptObject, InvalidInput, NotFound
@@ -27,8 +28,11 @@ from helixfs.vcs.refs import (
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
-_REV = re.compile(r"^(?P<base>[^~^]+)(?P<suffix>(?:[~^]\d*)*)$")
-_STEP = re.compile(r"[~^]\d*")
+# [0-9], not \d: `HEAD~٣` (an Arabic-Indic three) is not revision syntax
+_REV = re.compile(r"^(?P<base>[^~^]+)(?P<suffix>(?:[~^][0-9]*)*)$")
+_STEP = re.compile(r"[~^][0-9]*")
+_COUNT_DIGITS = 18
+"""A count with more digits is beyond any history (and int() refuses 4,301 digits)."""
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
@@ -53,7 +57,7 @@ def resolve_id(repo: Repository, prefix: str) -> CommitId:
 
 
 def _walk_back(repo: Repository, rev: str, cid: CommitId, step: str) -> CommitId:
-    count = int(step[1:]) if len(step) > 1 else 1
+    count = _count(step[1:])
     if step[0] == "^":
         if count == 0:
             return cid
@@ -67,6 +71,12 @@ def _walk_back(repo: Repository, rev: str, cid: CommitId, step: str) -> CommitId
             raise NotFound(f"{rev!r} goes back past the first commit")
         cid = parents[0]
     return cid
+
+
+def _count(digits: str) -> int:
+    """N of `~N` / `^N` (1 when absent); a count no history can reach stays finite."""
+    digits = digits.lstrip("0") or ("0" if digits else "1")
+    return int(digits) if len(digits) <= _COUNT_DIGITS else sys.maxsize
 
 
 def _resolve_base(repo: Repository, base: str) -> CommitId:

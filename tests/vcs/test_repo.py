@@ -155,6 +155,18 @@ def test_resolve_errors(repo: Repository) -> None:
             repo.resolve(bad)
 
 
+def test_resolve_counts_are_ascii_digits_of_any_length(repo: Repository) -> None:
+    """`HEAD~<5000 digits>` was a ValueError traceback (int() refuses 4,301 digits), and
+    `HEAD~٣` (an Arabic-Indic three, which \\d and int() accept) was HEAD~3."""
+    root = repo.resolve("HEAD")
+    repo.commit({"a": b"1"}, "one")
+    assert repo.resolve("HEAD~00001") == root == repo.resolve("HEAD^01")
+    huge = "9" * 5000
+    for rev in (f"HEAD~{huge}", f"HEAD^{huge}", "HEAD~\u0663", "HEAD^\uff11"):
+        with pytest.raises(NotFound):
+            repo.resolve(rev)
+
+
 def test_ambiguous_prefix(repo: Repository) -> None:
     seen: dict[str, bytes] = {}
     for i in range(5000):
