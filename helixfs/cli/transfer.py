@@ -130,6 +130,12 @@ def _git_summary(doc: dict[str, Any]) -> str:
         text += f"\nskipped {len(refs)} ref(s) (not at a commit, or no valid name): {shown}"
     if doc.get("submodules_skipped"):
         text += f"\nskipped {doc['submodules_skipped']} submodule entries"
+    if doc.get("detached_head"):
+        text += (
+            f"\nnot imported: git's HEAD is detached at {doc['detached_head'][:12]}, with "
+            f"{doc['detached_commits_skipped']} commit(s) no branch or tag reaches "
+            "(git branch NAME there, then import again)"
+        )
     return text
 
 

@@ -12,7 +12,8 @@ with new branches) yields the same commits and only moves refs.
 Branches become branches (`/` in a git name becomes `-`), tags become snapshots. A
 branch that already exists is only moved if it is the empty commit `helix init` made, or
 a fast-forward of an earlier import of the same git branch; otherwise the import is
-refused before anything is written (`prefix` imports side by side instead).
+refused before anything is written (`prefix` imports side by side instead). Commits
+that only git's detached HEAD reaches have no name to land under: the summary counts them.
 """
 
 from __future__ import annotations
@@ -60,13 +61,23 @@ class GitImportSummary:
     head: str | None = None
     submodules_skipped: int = 0
     refs_skipped: list[str] = field(default_factory=list)
+    # git's HEAD detached at a commit no imported branch or tag reaches: its commits
+    # are not imported (nothing here could name them), so the summary says how many
+    detached_head: str | None = None
+    detached_commits_skipped: int = 0
 
 
-def _git(repo_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    repo_path: Path, *args: str, check: bool = True, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     try:
         return subprocess.run(
-            ["git", "-C", str(repo_path), *args], capture_output=True, env=env, check=check
+            ["git", "-C", str(repo_path), *args],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            check=check,
         )
     except FileNotFoundError:
         raise InvalidInput(
@@ -430,6 +441,7 @@ def import_git(
         head_was_empty = _is_init_commit(repo.commit_info("HEAD"))
         _move_refs(repo, refs, converter.commits)
     head = _follow_git_head(repo, path, refs, prefix) if head_was_empty else repo.head_branch()
+    detached, left_out = _detached_head_left_out(path, refs)
     return GitImportSummary(
         made,
         skipped,
@@ -438,7 +450,25 @@ def import_git(
         head,
         converter.submodules,
         refs_skipped,
+        detached,
+        left_out,
     )
+
+
+def _detached_head_left_out(path: Path, refs: list[_GitRef]) -> tuple[str | None, int]:
+    """(git's detached HEAD, how many of its commits no imported ref reaches), or
+    (None, 0). A clone checked out at a commit (CI does) may have no branch at all."""
+    if _git(path, "symbolic-ref", "-q", "HEAD", check=False).returncode == 0:
+        return None, 0  # on a branch
+    found = _git(path, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    if found.returncode != 0:
+        return None, 0  # no commit yet
+    sha = found.stdout.strip().decode()
+    wanted = "\n".join([sha, *(f"^{r.sha}" for r in refs)]) + "\n"
+    listed = _git(path, "rev-list", "--count", "--stdin", stdin=wanted.encode(), check=False)
+    count = listed.stdout.strip()
+    left_out = int(count) if count.isdigit() else 0
+    return (sha, left_out) if left_out else (None, 0)
 
 
 def _imported(repo: Repository, refs: list[_GitRef]) -> dict[str, CommitId]:

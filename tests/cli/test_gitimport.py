@@ -218,6 +218,33 @@ def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> No
     assert current[0]["name"] == "trunk"
 
 
+def test_a_detached_head_with_commits_no_ref_reaches_is_reported(
+    helix: Helix, git_repo: Path
+) -> None:
+    """A clone checked out at a commit (CI does) imported '0 commits on 0 branches' and
+    exit 0: the commits only git's detached HEAD reached were dropped without a word."""
+    git(git_repo, "checkout", "-q", "--detach")
+    _write(git_repo, "new.txt", "detached work\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "on no branch")
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert (doc["detached_head"], doc["detached_commits_skipped"]) == (head, 1)
+    for branch in doc["branches"]:
+        git(git_repo, "branch", "-q", "-D", branch.replace("-", "/"))
+    git(git_repo, "tag", "-d", *doc["snapshots"])
+    human = ok(helix("import", "--from-git", str(git_repo))).out
+    assert f"git's HEAD is detached at {head[:12]}, with 6 commit(s)" in human
+
+
+def test_a_detached_head_on_an_imported_branch_is_not_reported(
+    helix: Helix, git_repo: Path
+) -> None:
+    git(git_repo, "checkout", "-q", "--detach", "HEAD~1")
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo))).json()
+    assert (doc["detached_head"], doc["detached_commits_skipped"]) == (None, 0)
+
+
 def _two_commit_repo(tmp_path: Path) -> Path:
     repo = new_git_repo(tmp_path / "small")
     _write(repo, "f", "1\n")
