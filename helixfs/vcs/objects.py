@@ -381,13 +381,25 @@ def canonical_json(meta: Mapping[str, Any]) -> bytes:
         raise InvalidInput(f"commit metadata must be JSON-serialisable: {exc}") from None
 
 
+def _commit_text(text: object, what: str) -> bytes:
+    """A commit's author or message as bytes. Surrogate escapes are bytes that were not
+    UTF-8 (a git import's) and go back to them; any other surrogate (a lone '\\ud800'
+    from a JSON string) has no bytes: a clear refusal, not a UnicodeEncodeError."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"commit {what} must be a string, not {type(text).__name__}")
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as err:
+        raise InvalidInput(f"commit {what} holds {err.object[err.start]!r}, not text") from None
+
+
 def encode_commit(commit: Commit) -> bytes:
     if len(commit.parents) > 255:
         raise InvalidInput("a commit has at most 255 parents")
-    author = commit.author.encode("utf-8", "surrogateescape")
+    author = _commit_text(commit.author, "author")
     if len(author) > 0xFFFF:  # its length is a u16
         raise InvalidInput(f"an author is at most 65535 bytes, not {len(author)}")
-    message = commit.message.encode("utf-8", "surrogateescape")
+    message = _commit_text(commit.message, "message")
     meta = canonical_json(commit.meta)
     return b"".join(
         [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,25 @@ def test_resolve_counts_are_ascii_digits_of_any_length(repo: Repository) -> None
     for rev in (f"HEAD~{huge}", f"HEAD^{huge}", "HEAD~\u0663", "HEAD^\uff11"):
         with pytest.raises(NotFound):
             repo.resolve(rev)
+
+
+def test_a_message_or_author_that_is_not_text_is_refused_and_changes_nothing(
+    repo: Repository,
+) -> None:
+    """A lone surrogate (json.loads of "\\ud800" gives one) was a UnicodeEncodeError
+    out of encode_commit, an int author an AttributeError; escaped bytes still work."""
+    head = repo.resolve("HEAD")
+    bad: list[dict[str, Any]] = [
+        {"message": "fix \ud800"},
+        {"message": "m", "author": "Ada \udfff"},
+        {"message": "m", "author": 5},
+    ]
+    for kwargs in bad:
+        with pytest.raises(InvalidInput, match="commit (message|author)"):
+            repo.commit({"a": b"1"}, **kwargs)
+    assert repo.resolve("HEAD") == head
+    repo.commit({"a": b"1"}, "caf\udce9", author="J\udcf6rg")
+    assert repo.commit_info("HEAD").message == "caf\udce9"
 
 
 def test_ambiguous_prefix(repo: Repository) -> None:
