@@ -32,10 +32,7 @@ def graph_lines(nodes: Sequence[tuple[bytes, Sequence[bytes]]], labels: Sequence
         if cid not in lanes:
             lanes.append(cid)
         col = lanes.index(cid)
-        folded = [i for i, lane in enumerate(lanes) if lane == cid and i != col]
-        if folded:
-            lines.append(_cells(len(lanes), _leaning(len(lanes), folded[0], "/")))
-            lanes = [lane for i, lane in enumerate(lanes) if i not in folded]
+        lanes = _fold(lanes, col, lines)
         lines.append(f"{_cells(len(lanes), {col: '*'})}  {label}")
         if not parents and col < len(lanes) - 1:
             # A root ends its lane: the lanes right of it lean into the gap, or the next
@@ -45,6 +42,18 @@ def graph_lines(nodes: Sequence[tuple[bytes, Sequence[bytes]]], labels: Sequence
         if opened:
             lines.append(_cells(len(lanes), _leaning(len(lanes), opened[0], "\\")))
     return lines
+
+
+def _fold(lanes: list[bytes], col: int, lines: list[str]) -> list[bytes]:
+    """Fold the other lanes waiting for the commit of `col` into it, one `/` line each:
+    one line for them all (`|/ /`) showed the first moving in and the next just moving
+    left, its edge ending nowhere (three branches off one base, merged in turn)."""
+    while True:
+        folded = [i for i, lane in enumerate(lanes) if lane == lanes[col] and i != col]
+        if not folded:
+            return lanes
+        lines.append(_cells(len(lanes), _leaning(len(lanes), folded[0], "/")))
+        lanes = lanes[: folded[0]] + lanes[folded[0] + 1 :]
 
 
 def _leaning(count: int, first: int, mark: str) -> dict[int, str]:

@@ -69,6 +69,22 @@ def test_a_criss_cross_draws_every_second_parent_edge() -> None:
     ]
 
 
+def test_three_lanes_waiting_for_one_commit_fold_one_per_line() -> None:
+    """Two branches off one base merged in turn: the three lanes folded in one `|/ /`
+    line, which showed the third lane moving left and its edge ending nowhere."""
+    lines = _draw(
+        [
+            ("M2", ["M1", "c"]),
+            ("M1", ["a", "b"]),
+            ("c", ["base"]),
+            ("b", ["base"]),
+            ("a", ["base"]),
+            ("base", []),
+        ]
+    )
+    assert lines[-3:] == ["|/ /", "|/", "*  base"]
+
+
 def test_table_aligns_columns_and_leaves_the_last_unpadded() -> None:
     assert table([("a", "bb", "c"), ("aaa", "b", "cc")]) == "a    bb  c\naaa  b   cc"
     assert table([], headers=None) == ""
