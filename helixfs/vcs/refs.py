@@ -38,7 +38,8 @@ def check_name(name: object, what: str = "branch") -> str:
         raise InvalidName(f"{what} name {name!r} may not start with '.' or '-', nor be HEAD or @")
     if name.endswith(".lock"):
         raise InvalidName(f"{what} name {name!r} may not end with '.lock'")
-    if _BAD_NAME.search(name):
+    # isprintable: the store refuses other refs (a no-break or zero-width space, U+2028)
+    if _BAD_NAME.search(name) or not name.isprintable():
         raise InvalidName(
             f"{what} name {name!r} may not contain spaces, control characters, "
             "'/', '\\', '~', '^', ':', '?', '*', '[' or ']'"

@@ -310,6 +310,21 @@ def test_ref_names_that_are_not_utf8_are_skipped_and_reported(helix: Helix, tmp_
     assert doc["branches"] == ["main"] and doc["refs_skipped"] == ["refs/heads/bad\\xffname"]
 
 
+def test_ref_names_with_unprintable_characters_are_skipped_and_reported(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """A git branch named with a no-break or zero-width space passed check_name, then
+    the store refused the ref: the whole import failed with 'ref name must be
+    printable text without NUL, got 'branches/fix\\xa0space''."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "branch", "fix\u00a0space")
+    git(repo, "tag", "v\u200b1")
+    doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert doc["branches"] == ["main"] and doc["snapshots"] == []
+    assert doc["refs_skipped"] == ["refs/heads/fix\u00a0space", "refs/tags/v\u200b1"]
+    fails(helix("branch", "fix\u00a0space"), says="may not contain spaces")
+
+
 def test_commit_encoding_header_is_honoured(helix: Helix, tmp_path: Path) -> None:
     """QA #14: a commit with `encoding ISO-8859-1` came in as 'caf\\udce9'."""
     repo = _two_commit_repo(tmp_path)
