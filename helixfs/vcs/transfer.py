@@ -345,6 +345,7 @@ def _export_tree(
             os.symlink(repo.contents.read(entry.oid), target)
             os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
             counts.files += 1
+            progress(1)  # counted as a file, as import counts it
         else:
             counts.bytes += _write_file(repo, entry.oid, target)
             _finish(target, entry)

@@ -17,7 +17,7 @@ from helixfs.errors import (
     NotFound,
     StoreLocked,
 )
-from helixfs.vcs import Repository, history
+from helixfs.vcs import Repository, history, transfer
 
 from .conftest import CountingStore
 
@@ -344,3 +344,14 @@ def test_the_decoded_tree_cache_is_bounded_by_entries_not_trees(repo: Repository
         oid = trees.build(entries, objects)
         assert trees.get(oid).entries[0].name == f"{n}-0".encode()
     assert sum(len(tree.entries) for tree in trees._cache.values()) <= 1_000
+
+
+def test_export_progress_counts_every_file_it_reports(repo: Repository, tmp_path: Path) -> None:
+    """Symlinks were counted in the summary's files but not in progress: a bar on a
+    terminal ended at 'exporting files 7' over 'exported 8 files'."""
+    repo.commit({"a": b"1", "d/b": b"2"}, "files")
+    repo.worktree().symlink(repo.worktree().root, b"link", b"a")
+    repo.worktree().commit("a link")
+    seen: list[int] = []
+    summary = transfer.export(repo, "HEAD", tmp_path / "out", progress=seen.append)
+    assert sum(seen) == summary.files == 3
