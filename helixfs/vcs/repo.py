@@ -27,6 +27,7 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     NotFound,
+    StoreLocked,
 )
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
@@ -124,6 +125,8 @@ class Repository:
     def init(cls, path: str | os.PathLike[str]) -> Repository:
         """Create a store folder (RocksDB inside) and initialise it."""
         folder = Path(path)
+        if (folder / OBJECTS_DIR / "CURRENT").is_file():  # RocksDB's: a store, or half of one
+            return cls._finish_init(folder)
         if (folder / OBJECTS_DIR).exists():
             raise AlreadyExists(f"a HelixFS store already exists at {folder}")
         if folder.exists() and not folder.is_dir():
@@ -142,6 +145,25 @@ class Repository:
         return repo
 
     @classmethod
+    def _finish_init(cls, folder: Path) -> Repository:
+        """An init that stopped after RocksDB made its files (a full disk, ^C) left a
+        store without a single ref, which open refused and init called existing: such a
+        store is initialised now. Any ref at all means a real store: AlreadyExists."""
+        try:
+            store = _open_rocks(folder)
+        except StoreLocked:  # a daemon serves it: a store indeed
+            raise AlreadyExists(f"a HelixFS store already exists at {folder}") from None
+        try:
+            if any(True for _ in store.refs("")):
+                raise AlreadyExists(f"a HelixFS store already exists at {folder}")
+            repo = cls.create(store)
+        except BaseException:
+            store.close()
+            raise
+        repo.path = folder
+        return repo
+
+    @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Repository:
         """Open a store folder (takes its single-writer lock) and recover pending state."""
         folder = Path(path)
@@ -150,7 +172,10 @@ class Repository:
         store = _open_rocks(folder)
         try:
             if store.ref(HEAD) is None:
-                raise NotFound(f"{folder} is not an initialised HelixFS store")
+                raise NotFound(
+                    f"{folder} is not an initialised HelixFS store"
+                    f" (an interrupted init? run it again: helix init {folder})"
+                )
             repo = cls(store, folder)
             repo.recover()
         except BaseException:

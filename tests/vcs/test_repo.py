@@ -355,3 +355,18 @@ def test_export_progress_counts_every_file_it_reports(repo: Repository, tmp_path
     seen: list[int] = []
     summary = transfer.export(repo, "HEAD", tmp_path / "out", progress=seen.append)
     assert sum(seen) == summary.files == 3
+
+
+def test_init_finishes_a_store_an_interrupted_init_left(tmp_path: Path) -> None:
+    """An init stopped after RocksDB made its files (a full disk, ^C) left a store that
+    open called uninitialised and init called existing: no command could use it."""
+    from helixfs.store.rocks import RocksStore
+
+    RocksStore(tmp_path / "store" / "objects").close()
+    with pytest.raises(NotFound, match="helix init"):
+        Repository.open(tmp_path / "store")
+    Repository.init(tmp_path / "store").close()
+    with Repository.open(tmp_path / "store") as repo:
+        assert [c.message for c in repo.log()] == ["init"]
+    with pytest.raises(AlreadyExists):
+        Repository.init(tmp_path / "store")
