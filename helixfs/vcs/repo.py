@@ -348,6 +348,7 @@ class Repository:
         self, rev: str = "HEAD", limit: int | None = None, *, first_parent: bool = True
     ) -> Iterator[Commit]:
         """Commits from `rev` back: first parents only, or every ancestor newest first."""
+        _check_count(limit, "limit", none_ok=True)
         start = self.resolve(rev)
         walk = history.first_parent(self, start) if first_parent else history.ancestors(self, start)
         return itertools.islice(walk, limit)
@@ -372,6 +373,7 @@ class Repository:
 
     def diff_text(self, a: str, b: str, context: int = 3) -> str:
         """A unified diff; files that are not UTF-8 text show as `Binary files ... differ`."""
+        _check_count(context, "context")
         return history.unified_diff(self, self.diff(a, b), context)
 
     # -- writing ------------------------------------------------------------------------
@@ -729,6 +731,7 @@ class Repository:
             return maint.fsck(self, progress)
 
     def stats(self, last: int = 1000) -> maint.RepoStats:
+        _check_count(last, "last")
         with self.lock:
             return maint.stats(self, last)
 
@@ -738,6 +741,15 @@ CONTROL_DIR = b".helix"
 
 OBJECTS_DIR = "objects"
 """The RocksDB directory inside a store folder (memory.db, control.sock, tmp/ sit beside)."""
+
+
+def _check_count(value: object, name: str, *, none_ok: bool = False) -> None:
+    """A count argument of the API: a negative one hunks, lines or an islice would
+    choke on (diff hunks came out as `@@ -7,-1 +7,-1 @@`) is refused up front."""
+    if value is None and none_ok:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInput(f"{name} must be a whole number, 0 or more, not {value!r}")
 
 
 def _open_rocks(folder: Path) -> ObjectStore:

@@ -370,3 +370,20 @@ def test_init_finishes_a_store_an_interrupted_init_left(tmp_path: Path) -> None:
         assert [c.message for c in repo.log()] == ["init"]
     with pytest.raises(AlreadyExists):
         Repository.init(tmp_path / "store")
+
+
+def test_negative_counts_are_refused_by_the_api(repo: Repository) -> None:
+    """log(limit=-1) and stats(last=-1) were islice's ValueError; diff_text(context=-1)
+    printed hunks like `@@ -7,-1 +7,-1 @@`."""
+    repo.commit({"a": b"1\n2\n"}, "one")
+    repo.commit({"a": b"1\n3\n"}, "two")
+    for call in (
+        lambda: repo.log(limit=-1),
+        lambda: repo.stats(last=-1),
+        lambda: repo.diff_text("HEAD~1", "HEAD", context=-1),
+        lambda: repo.log(limit="2"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidInput, match="0 or more"):
+            call()
+    assert len(list(repo.log(limit=0))) == 0
+    assert "@@ -2 +2 @@" in repo.diff_text("HEAD~1", "HEAD", context=0)
