@@ -19,12 +19,14 @@ from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
     DIRECTORY_KINDS,
+    HEADER_SIZE,
     KIND_BLOB,
     KIND_CHUNKED,
     KIND_COMMIT,
     KIND_NAMES,
     KIND_PAGED,
     KIND_TREE,
+    ChunkedFile,
     Commit,
     decode_any,
     decode_chunked,
@@ -331,17 +333,22 @@ def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
     except HelixError as exc:  # RocksDB itself is damaged: nothing below would be true
         return FsckReport(0, 0, [f"objects cannot be listed: {exc}"])
     kinds: dict[ObjectId, bytes] = {}
+    sizes: dict[ObjectId, int] = {}  # content bytes of each blob and chunked file
     for done, oid in enumerate(all_ids, 1):
         try:
             record = repo.store.get(oid, keep=False)
-            decode_any(record)
+            decoded = decode_any(record)
             kinds[oid] = kind_of(record)
+            if isinstance(decoded, ChunkedFile):
+                sizes[oid] = decoded.size
+            elif kinds[oid] == KIND_BLOB:
+                sizes[oid] = len(record) - HEADER_SIZE
         except HelixError as exc:
             problems.append(f"object {hex_id(oid)}: {exc}")
         if progress is not None:
             progress(done, len(all_ids))
     refs = _check_refs(repo, kinds, problems)
-    _check_links(repo, kinds, problems)
+    _check_links(repo, kinds, sizes, problems)
     return FsckReport(len(all_ids), refs, problems)
 
 
@@ -360,9 +367,13 @@ def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[s
     return count
 
 
-def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[str]) -> None:
-    """Every object a reachable record points at must exist, be valid, and be of the
-    kind the pointer promises (a directory entry names a tree, a file a content...)."""
+def _check_links(
+    repo: Repository, kinds: dict[ObjectId, bytes], sizes: dict[ObjectId, int], problems: list[str]
+) -> None:
+    """Every object a reachable record points at must exist, be valid, be of the kind
+    the pointer promises (a directory entry names a tree, a file a content...), and
+    hold the bytes it promises: reads trust a file entry's size and a chunk index's
+    lengths (a wrong one failed every read, or cut the file short, and fsck said ok)."""
     seen: set[ObjectId] = set()
     stack = [oid for _, oid in _roots(repo) if oid in kinds]
     while stack:
@@ -374,7 +385,7 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
             links = _typed_links(repo.store.get(oid, keep=False))
         except HelixError:
             continue  # already reported by the object scan
-        for child, allowed in links:
+        for child, allowed, claimed in links:
             if child not in kinds:
                 problems.append(f"object {hex_id(oid)} points at missing/corrupt {hex_id(child)}")
                 continue
@@ -384,6 +395,11 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
                     f"object {hex_id(oid)} points at {hex_id(child)}, a "
                     f"{KIND_NAMES[kinds[child]]} where a {wanted} was expected"
                 )
+            elif claimed is not None and sizes.get(child, claimed) != claimed:
+                problems.append(
+                    f"object {hex_id(oid)} says {hex_id(child)} holds {claimed} bytes;"
+                    f" it holds {sizes[child]}"
+                )
             if child not in seen:
                 stack.append(child)
 
@@ -391,21 +407,25 @@ def _check_links(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[
 _CONTENT = (KIND_BLOB, KIND_CHUNKED)
 
 
-def _typed_links(record: bytes) -> list[tuple[ObjectId, tuple[bytes, ...]]]:
+_Link = tuple[ObjectId, tuple[bytes, ...], int | None]
+"""A child id, the kinds it may have, and the content size the parent promises."""
+
+
+def _typed_links(record: bytes) -> list[_Link]:
     kind = kind_of(record)
     if kind == KIND_TREE:
         return [
-            (e.oid, DIRECTORY_KINDS if e.is_dir() else _CONTENT)
+            (e.oid, DIRECTORY_KINDS, None) if e.is_dir() else (e.oid, _CONTENT, e.size)
             for e in decode_tree(record).entries
         ]
     if kind == KIND_PAGED:
-        return [(page, (KIND_TREE,)) for page, _ in decode_paged(record)]
+        return [(page, (KIND_TREE,), None) for page, _ in decode_paged(record)]
     if kind == KIND_COMMIT:
         commit = decode_commit(record)
-        parents = [(ObjectId(p), (KIND_COMMIT,)) for p in commit.parents]
-        return [(commit.tree, DIRECTORY_KINDS), *parents]
+        parents: list[_Link] = [(ObjectId(p), (KIND_COMMIT,), None) for p in commit.parents]
+        return [(commit.tree, DIRECTORY_KINDS, None), *parents]
     if kind == KIND_CHUNKED:
-        return [(c, (KIND_BLOB,)) for c, _ in decode_chunked(record).chunks]
+        return [(c, (KIND_BLOB,), length) for c, length in decode_chunked(record).chunks]
     return []
 
 

@@ -12,9 +12,17 @@ import pytest
 
 from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import rocksdb_open
+from helixfs.store import RefUpdate, rocksdb_open
 from helixfs.vcs import Repository, maint
-from helixfs.vcs.objects import MODE_FILE, TreeEntry, encode_blob
+from helixfs.vcs.objects import (
+    MODE_FILE,
+    Commit,
+    TreeEntry,
+    encode_blob,
+    encode_chunked,
+    encode_commit,
+    encode_tree,
+)
 
 from .conftest import CountingStore
 
@@ -118,6 +126,27 @@ def test_fsck_detects_a_tampered_object(repo: Repository, store: CountingStore) 
     report = repo.fsck()
     assert not report.ok
     assert any(oid.hex() in p and "corrupt" in p for p in report.problems)
+
+
+def test_fsck_detects_sizes_a_tree_or_chunk_index_gets_wrong(repo: Repository) -> None:
+    """Records well formed on their own whose promises disagree: a file entry of 7
+    bytes over a 50-byte blob (ls said 7, cat gave 50) and a chunk index claiming 100
+    bytes of a 50-byte chunk (every read failed). fsck said ok."""
+    blob = encode_blob(b"x" * 50)
+    chunked = encode_chunked([(object_id(blob), 100), (object_id(encode_blob(b"")), 0)])
+    entries = [
+        TreeEntry(b"lies", MODE_FILE | 0o644, object_id(chunked), 100),
+        TreeEntry(b"short", MODE_FILE | 0o644, object_id(blob), 7),
+    ]
+    tree = encode_tree(entries)
+    head = repo.resolve("HEAD")
+    commit = encode_commit(Commit(object_id(tree), (head,), 1, "a", "bad", {}))
+    records = {object_id(r): r for r in (blob, encode_blob(b""), chunked, tree, commit)}
+    repo.store.write(records, [RefUpdate("branches/main", object_id(commit), expected=head)])
+    problems = repo.fsck().problems
+    assert len(problems) == 2
+    assert any(f"says {object_id(blob).hex()} holds 7 bytes; it holds 50" in p for p in problems)
+    assert any(f"says {object_id(blob).hex()} holds 100 bytes" in p for p in problems)
 
 
 def test_fsck_detects_missing_objects_and_dangling_refs(
