@@ -273,6 +273,12 @@ class Repository:
         cid = self.resolve(rev)
         return Worktree(self, hex_id(cid), commit=cid)
 
+    def settle(self, branch: str) -> None:
+        """Commit `branch`'s live worktree's pending changes now (what any out-of-band
+        move does first): a caller holding `lock` then sees the head its move builds on."""
+        with self.lock:
+            self._settle(branch)
+
     def _settle(self, branch: str) -> None:
         """Commit a live worktree's pending changes before its ref moves out of band."""
         tree = self._worktrees.get(branch)

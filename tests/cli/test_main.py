@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -90,6 +91,26 @@ def test_env_store_is_used(tmp_path: Path) -> None:
     ok(run_helix("init", store=store))
     out = ok(run_helix("branch", store=None, env={"HELIX_STORE": str(store)}, cwd=tmp_path)).out
     assert "main" in out
+
+
+def test_commit_in_the_daemon_compares_with_the_head_after_pending_saves(
+    tmp_path: Path,
+) -> None:
+    """A mount's unsaved write of the same bytes: the settle committed it under its own
+    message, then `commit -m mine` changed nothing, yet said 'changed': true with the
+    settle's id, so a script believed its message was in the log."""
+    (tmp_path / "fc").write_bytes(b"content\n")
+    with Repository.init(tmp_path / "s") as repo:
+        tree = repo.worktree()
+        tree.set_content(tree.create(tree.root, b"f", 0o100644), b"content\n")
+        assert tree.dirty
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["commit", "--json", "-m", "mine", f"f={tmp_path / 'fc'}"]
+        assert run_in_process(argv, repo, out, err) == 0, err.getvalue()
+        doc = json.loads(out.getvalue())
+        head = repo.commit_info("HEAD")
+        assert doc["changed"] is False and doc["commit"] == head.id.hex()
+        assert head.message != "mine" and repo.read("HEAD", "f") == b"content\n"
 
 
 def test_run_in_process_captures_output_and_errors(tmp_path: Path) -> None:
