@@ -130,6 +130,11 @@ def _git_summary(doc: dict[str, Any]) -> str:
         text += f"\nskipped {len(refs)} ref(s) (not at a commit, or no valid name): {shown}"
     if doc.get("submodules_skipped"):
         text += f"\nskipped {doc['submodules_skipped']} submodule entries"
+    if doc.get("helix_folders_skipped"):
+        text += (
+            f"\nleft out a top-level .helix folder from {doc['helix_folders_skipped']} tree(s):"
+            " the name of a mount's control folder, never part of a tree"
+        )
     if doc.get("detached_head"):
         text += (
             f"\nnot imported: git's HEAD is detached at {doc['detached_head'][:12]}, with "
@@ -144,6 +149,17 @@ def _pair(text: str, form: str) -> tuple[str, str]:
     if not sep or not key:
         raise UsageError(f"expected {form}, got {text!r}")
     return key, value
+
+
+def _meta(texts: list[str]) -> dict[str, str]:
+    """--meta KEY=VALUE pairs; a key given twice is refused, as a path given twice is
+    (the last one won, silently)."""
+    meta: dict[str, str] = {}
+    for key, value in (_pair(text, "--meta KEY=VALUE") for text in texts):
+        if key in meta:
+            raise InvalidInput(f"--meta {key}=... is given twice: give each key once")
+        meta[key] = value
+    return meta
 
 
 def _writes(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -198,7 +214,7 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         _add_change(changes, repo_path(path, args), _content(source, stdin_used, in_daemon))
     for path in args.delete:
         _add_change(changes, repo_path(path, args), None)
-    meta = dict(_pair(text, "--meta KEY=VALUE") for text in args.meta)
+    meta = _meta(args.meta)
     reserved = sorted(OWN_META.intersection(meta))
     if reserved:
         raise InvalidInput(f"--meta {reserved[0]}=...: helix records {reserved[0]!r} itself")

@@ -41,7 +41,7 @@ from helixfs.vcs.objects import (
 )
 from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
 from helixfs.vcs.transfer import _Batch
-from helixfs.vcs.treeops import EMPTY_TREE, EMPTY_TREE_ID, find
+from helixfs.vcs.treeops import CONTROL_DIR, EMPTY_TREE, EMPTY_TREE_ID, find
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -65,6 +65,9 @@ class GitImportSummary:
     # are not imported (nothing here could name them), so the summary says how many
     detached_head: str | None = None
     detached_commits_skipped: int = 0
+    # root trees that held a `.helix` entry: a mount's control folder is never part of
+    # a tree (`import DIR` and the commit API leave it out too), so it is left out here
+    helix_folders_skipped: int = 0
 
 
 def _git(
@@ -141,6 +144,7 @@ class _Converter:
         self.generations: dict[CommitId, int] = {}  # of the commits this import made
         self.known = known  # git commit -> ours, made by an earlier import
         self.submodules = 0
+        self.helix_folders = 0
 
     def blob(self, sha: bytes) -> tuple[ObjectId, int]:
         found = self.blobs.get(sha)
@@ -150,7 +154,9 @@ class _Converter:
             found = self.blobs[sha] = (stored.oid, stored.size)
         return found
 
-    def tree(self, sha: bytes, time_ns: int, base: ObjectId | None) -> ObjectId:
+    def tree(
+        self, sha: bytes, time_ns: int, base: ObjectId | None, *, root: bool = False
+    ) -> ObjectId:
         """Git tree `sha` as ours; `base` is our tree at the same path in the first parent.
 
         What `base` already holds keeps its entries (and their mtimes); the rest gets
@@ -160,7 +166,7 @@ class _Converter:
             return base
         old = self._listing(base) if base is not None else EMPTY_TREE
         raw = self.cat.get(sha.hex(), b"tree")
-        entries = [e for e in self._entries(raw, time_ns, old) if e]
+        entries = [e for e in self._entries(raw, time_ns, old, root) if e]
         objects: dict[ObjectId, bytes] = {}
         oid = self.repo.trees.build(entries, objects)
         self.batch.add(objects)
@@ -176,7 +182,7 @@ class _Converter:
             self.batch.flush()
             return self.repo.trees.get(oid)
 
-    def _entries(self, raw: bytes, time_ns: int, old: Tree) -> list[TreeEntry | None]:
+    def _entries(self, raw: bytes, time_ns: int, old: Tree, root: bool) -> list[TreeEntry | None]:
         entries: list[TreeEntry | None] = []
         pos = 0
         while pos < len(raw):
@@ -185,6 +191,9 @@ class _Converter:
             mode, name = raw[pos:space], raw[space + 1 : nul]
             sha = raw[nul + 1 : nul + 1 + self.id_size]
             pos = nul + 1 + self.id_size
+            if root and name == CONTROL_DIR:
+                self.helix_folders += 1
+                continue
             entries.append(self._entry(mode, name, sha, time_ns, find(old, name)))
         return entries
 
@@ -215,7 +224,7 @@ class _Converter:
         first = headers.get(b"parent", [b""])[0].decode()
         git_tree = bytes.fromhex(headers[b"tree"][0].decode())
         base = self._root(first) if first else None
-        tree = self.roots[sha] = self.tree(git_tree, author_ns, base)
+        tree = self.roots[sha] = self.tree(git_tree, author_ns, base, root=True)
         meta: dict[str, Any] = {
             "git": {
                 "commit": sha,
@@ -452,6 +461,7 @@ def import_git(
         refs_skipped,
         detached,
         left_out,
+        converter.helix_folders,
     )
 
 

@@ -54,7 +54,14 @@ from helixfs.vcs.refs import (
     storable,
     work_ref,
 )
-from helixfs.vcs.treeops import EMPTY_TREE_ID, EMPTY_TREE_RECORD, Change, Trees, split_path
+from helixfs.vcs.treeops import (
+    CONTROL_DIR,
+    EMPTY_TREE_ID,
+    EMPTY_TREE_RECORD,
+    Change,
+    Trees,
+    split_path,
+)
 
 log = logging.getLogger(__name__)
 COMMITS_KEPT = 16_384  # decoded commits cached
@@ -741,9 +748,6 @@ class Repository:
         with self.lock:
             return maint.stats(self, last)
 
-
-CONTROL_DIR = b".helix"
-"""The root name the mount serves as its virtual folder (and refuses to create)."""
 
 OBJECTS_DIR = "objects"
 """The RocksDB directory inside a store folder (memory.db, control.sock, tmp/ sit beside)."""

@@ -38,6 +38,8 @@ from helixfs.vcs.pages import pages_of, repage, write_pages
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
 EMPTY_TREE = Tree((), (), ())
+CONTROL_DIR = b".helix"
+"""The root name a mount serves as its virtual folder: never an entry of a root tree."""
 # Decoded trees kept, counted in entries: ~360 bytes each, so ~55 MB. Counted in trees,
 # 4,096 trees of a `.git/objects` (256 entries each) held ~370 MB (QA soak).
 CACHED_ENTRIES = 150_000

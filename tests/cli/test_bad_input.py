@@ -65,6 +65,10 @@ BAD_COMMANDS = [
     (["commit", "-m", "m", "--branch", "nope", "x=proj/a.txt"], "no branch named 'nope'"),
     (["commit", "-m", "m", "--branch", "snap", "x=proj/a.txt"], "no branch named 'snap'"),
     (["commit", "-m", "m", "--meta", "changed=x", "x=proj/a.txt"], "records 'changed' itself"),
+    (
+        ["commit", "-m", "m", "--meta", "a=1", "--meta", "a=2", "x=proj/a.txt"],
+        "a=... is given twice",
+    ),
     (["import", "store"], "the store's own folder"),
     (["import", "store/objects"], "the store's own folder"),
     (["export", "nope", "out"], "unknown revision"),

@@ -376,3 +376,22 @@ def test_a_commit_dated_past_2262_is_kept_at_the_limit(helix: Helix, tmp_path: P
     assert commit["time_ns"] == 2**63 - 1
     assert commit["meta"]["git"]["author_date"] == "99999999999 +0200"
     assert ok(helix("cat", "HEAD", "x")).out == "x\n"
+
+
+def test_a_top_level_helix_folder_in_git_is_left_out_and_reported(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """A git tree with a root `.helix/` was imported whole: the mount then hid it behind
+    its control folder, and an export carried a `.helix/store` file that store lookup
+    from the export's folders trusts. `import DIR` and the commit API leave it out."""
+    repo = new_git_repo(tmp_path / "withhelix")
+    _write(repo, ".helix/store", "/somewhere/else\n")
+    _write(repo, "src/.helix/kept.txt", "a .helix below the root is an ordinary folder\n")
+    _write(repo, "README.md", "hi\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "c1")
+    doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert doc["helix_folders_skipped"] == 1
+    names = {e["name"] for e in ok(helix("ls", "--json", "HEAD")).json()}
+    assert names == {"README.md", "src"}
+    assert ok(helix("cat", "HEAD", "src/.helix/kept.txt")).out.startswith("a .helix below")
