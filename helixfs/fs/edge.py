@@ -164,11 +164,16 @@ def virtual_attributes(entry: VirtualInode, owner: tuple[int, int]) -> pyfuse3.E
 def caller_meta(ctx: Any) -> dict[str, Any]:
     """Who saved: the process name and pid recorded in the commit metadata."""
     pid = int(getattr(ctx, "pid", 0) or 0)
-    if pid <= 0:
-        return {}
+    return pid_meta(pid) if pid > 0 else {}
+
+
+def pid_meta(pid: int, *, fresh: bool = False) -> dict[str, Any]:
+    """The commit metadata naming `pid`. `fresh` reads the name again: a process that
+    exec'd since its last request (a shell's child that opened `cmd > out` for `cmd`)
+    has a new name under the same pid."""
     now = time.monotonic()
     known = _NAMES.get(pid)
-    if known is None or now - known[0] > NAME_TTL:
+    if fresh or known is None or now - known[0] > NAME_TTL:
         if len(_NAMES) > 1024:
             _NAMES.clear()
         known = _NAMES[pid] = (now, process_name(pid))
@@ -176,7 +181,18 @@ def caller_meta(ctx: Any) -> dict[str, Any]:
     return {"process": name, "pid": pid} if name else {"pid": pid}
 
 
-NAME_TTL = 1.0  # a pid is reused only after the process exits: seconds of trust are safe
+def closer_meta(opened: dict[str, Any]) -> dict[str, Any]:
+    """Who saved a file at its close: the process that opened it, by its name now
+    (redirections are opened by the shell before it execs the command that writes),
+    or by its name at open if it is gone."""
+    pid = opened.get("pid")
+    if not pid:
+        return opened
+    now = pid_meta(pid, fresh=True)
+    return now if "process" in now else opened
+
+
+NAME_TTL = 1.0  # a pid is reused only after the process exits; an exec is caught at close
 _NAMES: dict[int, tuple[float, str | None]] = {}  # pid -> (read at, /proc/PID/comm)
 
 

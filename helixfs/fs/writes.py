@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import InvalidInput, IsADirectory
+from helixfs.fs import edge
 from helixfs.fs.handles import FileHandle
 from helixfs.fs.inodes import NodeInode, Stale
 from helixfs.fs.saver import Saver
@@ -59,7 +60,7 @@ class Writes:
                 "the branch was reset or merged while this file was open: "
                 "these writes were not saved"
             )
-        self.store_spool(handle.worktree, handle.node, spool, handle.meta)
+        self.store_spool(handle.worktree, handle.node, spool, edge.closer_meta(handle.meta))
         # The kernel's pages of this inode saw every write: they may stay cached.
         handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
 

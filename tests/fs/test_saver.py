@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -11,9 +13,10 @@ import pyfuse3
 import pytest
 import trio
 import trio.testing
-from fs_client import CTX, ROOT, Client, make_ops
+from fs_client import CTX, ROOT, Client, Ctx, make_ops
 
 from helixfs.fs import saver
+from helixfs.fs.edge import process_name
 from helixfs.fs.operations import Operations
 from helixfs.store import space
 from helixfs.vcs.repo import Repository
@@ -51,6 +54,42 @@ async def test_commit_records_process_and_paths(client: Client) -> None:
     assert info.meta.get("pid") == os.getpid()
     assert info.meta.get("process")
     assert "who.txt" in str(info.meta)
+
+
+async def test_a_file_opened_before_an_exec_is_saved_under_the_new_name(
+    repo: Repository,
+) -> None:
+    """`cmd > out`: the shell's child opens out, then execs cmd, which writes it. The
+    save at close names cmd (same pid), not the shell it was at open."""
+    child = subprocess.Popen(
+        ["sh", "-c", "read go; exec sleep 60"], stdin=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_name(child.pid, "sh")
+        ops = make_ops(repo)
+        ctx = Ctx(pid=child.pid)
+        fi, _ = await ops.create(ROOT, b"out", 0o644, os.O_WRONLY, ctx)
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        wait_for_name(child.pid, "sleep")
+        await ops.write(fi.fh, 0, b"written by sleep")
+        await ops.flush(fi.fh)
+        await ops.release(fi.fh)
+        info = repo.commit_info("HEAD")
+        assert info.meta.get("changed") == ["out"]
+        assert (info.meta.get("process"), info.meta.get("pid")) == ("sleep", child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def wait_for_name(pid: int, name: str) -> None:
+    for _ in range(1000):
+        if process_name(pid) == name:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never became {name!r}")
 
 
 async def test_saves_committed_early_by_an_outside_move_keep_their_process(
