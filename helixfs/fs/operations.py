@@ -641,7 +641,9 @@ class Operations(pyfuse3.Operations):
         if not handle.writable:
             raise BadHandle("the file was opened read-only")
         spool = self.writes.spool(handle.worktree, handle.node)
-        written = spool.write(spool.size if handle.flags & os.O_APPEND else off, buf)
+        # The kernel has resolved O_APPEND into `off` already; the page writeback of a
+        # shared mmap may come through an O_APPEND handle and must land where it says.
+        written = spool.write(off, buf)
         self._tell_other_views(handle.entry)
         return written
 

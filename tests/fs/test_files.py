@@ -177,13 +177,17 @@ async def test_overwrite_in_the_middle_keeps_the_rest(client: Client) -> None:
     assert await client.read_file("f") == b"012abc6789"
 
 
-async def test_o_append_appends(client: Client) -> None:
+async def test_o_append_writes_where_the_kernel_says(client: Client) -> None:
+    """The kernel turns O_APPEND into the offset of the end before it sends a write; it
+    also writes a shared mmap's dirty pages back through any writable handle, O_APPEND
+    ones included, at the pages' own offsets (they were appended once more)."""
     await client.write_file("log", b"one\n")
-    fi = await client.ops.open(await client.ino("log"), os.O_WRONLY | os.O_APPEND, CTX)
-    await client.ops.write(fi.fh, 0, b"two\n")
+    fi = await client.ops.open(await client.ino("log"), os.O_RDWR | os.O_APPEND, CTX)
+    await client.ops.write(fi.fh, 4, b"two\n")  # write(2): the kernel's end of file
+    await client.ops.write(fi.fh, 0, b"ONE\n")  # a shared mmap's page written back
     await client.ops.flush(fi.fh)
     await client.ops.release(fi.fh)
-    assert await client.read_file("log") == b"one\ntwo\n"
+    assert await client.read_file("log") == b"ONE\ntwo\n"
 
 
 async def test_o_trunc_empties_on_open(client: Client) -> None:

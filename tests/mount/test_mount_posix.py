@@ -265,6 +265,28 @@ def test_shared_writable_mmap(mnt: Mount) -> None:
     assert stored[:5] == "HELLO" and stored[4096:4101] == "WORLD"
 
 
+def test_shared_mmap_of_a_file_opened_for_append_writes_in_place(mnt: Mount) -> None:
+    """The kernel writes dirty mmap pages back through an O_APPEND handle at their own
+    offsets: they used to be appended once more (8192 bytes became 12288)."""
+    result = py(
+        mnt,
+        """
+        import json, mmap, os
+        fd = os.open("log", os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, b"." * 8192)
+        m = mmap.mmap(fd, 8192)
+        m[0:5] = b"HELLO"
+        m.flush(); m.close()
+        os.write(fd, b"END")
+        os.close(fd)
+        data = open("log", "rb").read()
+        print(json.dumps([len(data), data[:5].decode(), data[-3:].decode()]))
+        """,
+    )
+    assert result == [8195, "HELLO", "END"]
+    assert mnt.helix("cat", "HEAD", "log").stdout == "HELLO" + "." * 8187 + "END"
+
+
 def test_invalid_utf8_names_round_trip(mnt: Mount) -> None:
     result = py(
         mnt,
