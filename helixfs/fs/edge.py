@@ -272,12 +272,15 @@ class Invalidator:
 
 
 def process_name(pid: int) -> str | None:
-    """None once the process has exited."""
+    """None once the process has exited. A process sets its own name (prctl, a write
+    to /proc/self/comm): what is not printable shows as '?', as in ps, so the name
+    cannot add lines to a commit message or to `.helix/log`."""
     try:
         with open(f"/proc/{pid}/comm", "rb") as comm:
-            return comm.read().strip().decode("utf-8", "replace")
+            name = comm.read().removesuffix(b"\n").decode("utf-8", "replace")
     except OSError:
         return None
+    return "".join(c if c.isprintable() else "?" for c in name)
 
 
 def statvfs(path: str) -> pyfuse3.StatvfsData:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,7 +17,6 @@ import trio.testing
 from fs_client import CTX, ROOT, Client, Ctx, make_ops
 
 from helixfs.fs import saver
-from helixfs.fs.edge import process_name
 from helixfs.fs.operations import Operations
 from helixfs.store import space
 from helixfs.vcs.repo import Repository
@@ -84,9 +84,29 @@ async def test_a_file_opened_before_an_exec_is_saved_under_the_new_name(
         child.wait()
 
 
+async def test_a_process_name_with_a_newline_stays_on_one_line(repo: Repository) -> None:
+    """A process names itself (prctl, /proc/self/comm): a newline in it split the
+    commit message, and `.helix/log`'s one line per commit, in two."""
+    names_itself = "open('/proc/self/comm', 'wb').write(b'evil\\nname\\t[x 1]'); input()"
+    child = subprocess.Popen([sys.executable, "-c", names_itself], stdin=subprocess.PIPE)
+    try:
+        wait_for_name(child.pid, "evil\nname\t[x 1]")
+        ops = make_ops(repo)
+        fi, _ = await ops.create(ROOT, b"f", 0o644, os.O_WRONLY, Ctx(pid=child.pid))
+        await ops.release(fi.fh)
+        info = repo.commit_info("HEAD")
+        assert info.meta.get("process") == "evil?name?[x 1]"
+        assert info.message == "evil?name?[x 1]: save f"
+        first = (await Client(ops).read_file(".helix/log")).decode().splitlines()[0]
+        assert first.endswith(f"[evil?name?[x 1] {child.pid}] {info.message}")
+    finally:
+        child.kill()
+        child.wait()
+
+
 def wait_for_name(pid: int, name: str) -> None:
     for _ in range(1000):
-        if process_name(pid) == name:
+        if Path(f"/proc/{pid}/comm").read_text().removesuffix("\n") == name:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} never became {name!r}")
