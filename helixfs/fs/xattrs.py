@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import blake3
 
-from helixfs.errors import NotPermitted, ReadOnly
+from helixfs.errors import InvalidInput, NotPermitted, ReadOnly
 from helixfs.fs.edge import NoAttr, NotSupported
 
 if TYPE_CHECKING:
@@ -110,5 +110,9 @@ def remove(worktree: Worktree, node: Node, name: bytes) -> None:
 def _check_writable(worktree: Worktree, name: bytes) -> None:
     if not name.startswith(b"user."):
         raise NotSupported()  # security.*, trusted.*, system.posix_acl_*: not stored
+    if name == b"user.":
+        # Linux's own filesystems refuse a name that is only its namespace: one stored
+        # here could not be copied out (rsync -X onto ext4 fails on it)
+        raise InvalidInput("an xattr name needs a name after 'user.'")
     if worktree.readonly:
         raise ReadOnly("snapshots and commits are read-only")

@@ -104,6 +104,14 @@ async def test_other_namespaces_and_virtual_names_are_refused(client: Client) ->
     await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"security.capability", CTX))
 
 
+async def test_a_name_that_is_only_the_namespace_is_invalid(client: Client) -> None:
+    """'user.' alone is EINVAL on ext4, xfs and tmpfs: stored here, it made `rsync -X`
+    of the file out of the mount fail (exit 23)."""
+    ino = await client.write_file("f", b"")
+    await expect_errno(errno.EINVAL, client.ops.setxattr(ino, b"user.", b"1", CTX))
+    assert await client.ops.listxattr(ino, CTX) == []
+
+
 async def test_hash_is_the_blake3_of_the_bytes(client: Client) -> None:
     """What `b3sum` prints, for a one-blob file and a chunked one alike."""
     small = await client.write_file("small", b"content")
