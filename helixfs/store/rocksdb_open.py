@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import rocksdict
@@ -240,5 +240,7 @@ def disk_usage(path: Path) -> int:
     total = 0
     for entry in os.scandir(path):
         if entry.is_file(follow_symlinks=False):
-            total += entry.stat().st_size
+            # RocksDB may delete it after the listing (a compaction, a flush): 0 bytes
+            with suppress(FileNotFoundError):
+                total += entry.stat().st_size
     return total

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -904,3 +905,21 @@ def test_a_plain_rewrite_of_a_repacked_record_keeps_its_dependents_readable(
     write_plain(store, [versions[2]])
     assert store.delta_base(ids[2]) is None
     assert [store.get(oid) for oid in ids] == versions
+
+
+def test_disk_usage_skips_files_deleted_while_it_counts(tmp_path: Path) -> None:
+    """RocksDB deletes files (compactions, blob GC, old logs) while the mount's gc check
+    lists the store folder: a file gone between the listing and its stat crashed the
+    daemon (FileNotFoundError out of the gc task ended the mount). Files are deleted
+    here from the end of the listing backwards while it is counted again and again."""
+    for n in range(5000):
+        (tmp_path / f"{n:05d}.blob").write_bytes(b"x")
+    listed = [entry.path for entry in os.scandir(tmp_path)]
+    deleter = threading.Thread(target=lambda: [os.unlink(p) for p in reversed(listed)])
+    deleter.start()
+    try:
+        while deleter.is_alive():
+            assert 0 <= rocksdb_open.disk_usage(tmp_path) <= 5000
+    finally:
+        deleter.join()
+    assert rocksdb_open.disk_usage(tmp_path) == 0
