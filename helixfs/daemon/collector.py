@@ -12,6 +12,7 @@ mount keeps serving while it runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -52,14 +53,21 @@ class Collector:
         return grown >= max(self._growth, self._base)
 
     def collect_if_due(self) -> None:
-        if not self.due():
-            return
+        """Run gc if due. A failure is logged, never raised: this runs in the mount's
+        nursery, and an error escaping it would end the mount (a file RocksDB deleted
+        while gc measured the store did, once)."""
         try:
+            if not self.due():
+                return
             report = self._repo.gc(grace_seconds=GRACE_SECONDS)
         except HelixError as exc:  # a full disk, say: `helix gc` by hand may still help
             log.error("automatic gc failed (next try after as much growth again): %s", exc)
             report = None
-        self._base = self._repo.store.disk_bytes()
+        except Exception:
+            log.exception("automatic gc failed (next try after as much growth again)")
+            report = None
+        with contextlib.suppress(OSError):
+            self._base = self._repo.store.disk_bytes()
         if report is None:
             return
         log.info(

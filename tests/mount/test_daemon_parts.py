@@ -117,6 +117,26 @@ def test_collector_runs_gc_once_the_store_has_grown_enough(store: Path) -> None:
         assert len(repo.read(hex_id(deleted), "kept")) == 1 << 20
 
 
+def test_a_failing_automatic_gc_is_logged_and_the_mount_lives_on(
+    store: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any error of the automatic gc ended the daemon (it runs in the mount's nursery):
+    the mount went 'Transport endpoint is not connected' mid-workload."""
+    with Repository.open(store) as repo:
+        collector = Collector(repo, growth=1)
+        repo.commit({"f": os.urandom(4 << 20)}, "grow")
+        assert collector.due()
+
+        def broken_gc(**_: object) -> None:
+            raise FileNotFoundError(2, "No such file or directory", "objects/001601.blob")
+
+        monkeypatch.setattr(repo, "gc", broken_gc)
+        collector.collect_if_due()  # no exception
+        assert "automatic gc failed" in caplog.text and "001601.blob" in caplog.text
+        monkeypatch.undo()
+        assert repo.fsck().ok
+
+
 def test_fuse_options_name_the_store_and_keep_permissions(store: Path, tmp_path: Path) -> None:
     odd = tmp_path / "a,b"
     odd.mkdir()
