@@ -540,8 +540,11 @@ class Worktree:
 
     def note_meta(self, meta: Mapping[str, Any]) -> None:
         """Metadata for the next commit, whoever cuts it (the saving process, its pid):
-        `commit(meta=...)` adds to it and overrides it."""
-        self._pending_meta.update(meta)
+        `commit(meta=...)` adds to it and overrides it. The latest save's replaces an
+        earlier one's whole, so that a process name and a pid never come from two
+        different saves; an empty one (a caller unknown) keeps what is there."""
+        if meta:
+            self._pending_meta = dict(meta)
 
     @property
     def next_message(self) -> str | None:

@@ -43,6 +43,19 @@ def tree(repo: Repository) -> Worktree:
     return repo.worktree("main")
 
 
+def test_the_saver_a_commit_names_is_one_process(repo: Repository, tree: Worktree) -> None:
+    """Saves merged their metadata: a save by a process that had exited (a pid, no
+    name) after one by vim made a commit name vim with the other process's pid."""
+    tree.set_content(tree.create(tree.root, b"a"), b"1")
+    tree.note_meta({"process": "vim", "pid": 42})
+    tree.set_content(tree.create(tree.root, b"b"), b"2")
+    tree.note_meta({"pid": 77})
+    tree.note_meta({})  # a caller unknown: the last known saver stays
+    tree.commit()
+    meta = repo.commit_info("HEAD").meta
+    assert meta["pid"] == 77 and "process" not in meta
+
+
 def test_create_write_read_commit(repo: Repository, tree: Worktree) -> None:
     src = tree.mkdir(tree.root, b"src", 0o750)
     node = tree.create(src, b"app.py", 0o640)
