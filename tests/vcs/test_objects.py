@@ -24,6 +24,7 @@ from helixfs.vcs.objects import (
     encode_commit,
     encode_tree,
     references,
+    tree_dirs,
 )
 
 ids = st.binary(min_size=32, max_size=32).map(ObjectId)
@@ -65,6 +66,9 @@ def test_tree_roundtrip_with_arbitrary_byte_names(items: list[TreeEntry]) -> Non
     assert list(tree.entries) == sorted(items, key=lambda e: e.name)
     assert encode_tree(list(reversed(items))) == record  # canonical: order does not matter
     assert references(record) == [e.oid for e in tree.entries]  # read without decoding
+    assert tree_dirs(record) == {e.name: e.oid for e in tree.entries if e.is_dir()}
+    with pytest.raises(CorruptObject):
+        tree_dirs(record[:-1] if tree.entries else record + b"x")
 
 
 @given(
