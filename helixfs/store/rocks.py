@@ -348,22 +348,40 @@ class RocksStore:
         for oid, base in pairs:
             if oid in fresh or dependents.get(oid):
                 continue
-            frame = read(self._objects_cf, check_oid(oid))
-            if frame is None or is_body(frame) or codec_of(oid, frame) is Codec.DELTA:
+            try:
+                found = self._repacked(oid, base, fresh, links)
+            except HelixError:
+                continue  # unreadable: fsck's to report; it stays as it is
+            if found is None:
                 continue
-            record = self._load(oid, frame).record
-            encoded = self._encode(record, check_oid(base), fresh, links)
-            if encoded.base is None:
-                continue  # no delta pays: it stays as it is
+            record, encoded, links[oid] = found
             batch.put(oid, encoded.frame, self._objects)
-            dependents.setdefault(encoded.base, set()).add(oid)
-            links[oid] = encoded.base
             fresh[oid] = Known(record, encoded.depth)
-        if fresh:
-            self._apply(batch)
-            for oid in fresh:
-                self._frames.discard(oid)  # its old plain frame: correct, but big
+        if not fresh:
+            return 0
+        self._space.claim(sum(len(known.record) for known in fresh.values()) // 8)
+        self._apply(batch)
+        for oid, base in links.items():
+            dependents.setdefault(base, set()).add(oid)
+            self._frames.discard(oid)  # its old plain frame: correct, but big
         return len(fresh)
+
+    def _repacked(
+        self,
+        oid: ObjectId,
+        base: ObjectId,
+        fresh: Mapping[ObjectId, Known],
+        links: Mapping[ObjectId, ObjectId],
+    ) -> tuple[bytes, Encoded, ObjectId] | None:
+        """`oid`'s record, its delta frame on `base` and the base it took (an older one
+        when `base`'s chain is full); None if it is a delta already (or a large chunk's
+        body) or no delta pays."""
+        frame = read(self._objects_cf, check_oid(oid))
+        if frame is None or is_body(frame) or codec_of(oid, frame) is Codec.DELTA:
+            return None
+        record = self._load(oid, frame).record
+        encoded = self._encode(record, check_oid(base), fresh, links)
+        return None if encoded.base is None else (record, encoded, encoded.base)
 
     def prepare_delete(self) -> None:
         """Build the index of deltas by base, if not yet built: one scan of every frame,

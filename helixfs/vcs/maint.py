@@ -8,6 +8,7 @@ damaged store can be assessed in one run.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from helixfs.vcs.treeops import EMPTY_TREE_ID
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
+
+log = logging.getLogger(__name__)
 
 CONSTANTS = (EMPTY.oid, EMPTY_TREE_ID)
 """Kept by gc whatever refs say: a new empty file or directory points at them unwritten."""
@@ -212,7 +215,7 @@ def gc(
         doomed += batch
     freed = repacked = None
     if not dry_run:
-        repacked = repack(repo)
+        repacked = _repack_or_log(repo)
         if doomed or repacked:
             repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
         freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
@@ -231,6 +234,16 @@ def repack(repo: Repository) -> int:
     """
     todo = sorted(_unpacked(repo), key=lambda item: item[0])  # oldest first: a base
     return repo.store.repack([pair for _, pairs in todo for pair in pairs])  # settles first
+
+
+def _repack_or_log(repo: Repository) -> int:
+    """A repack that fails (a disk full, say) must not keep gc from compacting: that is
+    what gives back what it deleted."""
+    try:
+        return repack(repo)
+    except HelixError as exc:
+        log.warning("gc: trees not repacked: %s", exc)
+        return 0
 
 
 def _unpacked(
