@@ -318,9 +318,9 @@ class ContentReader:
             refs = [_add_chunk(objects, data)] if data else []
         else:
             refs = list(decode_chunked(record).chunks)
-        missing = new_size - base.size
-        while missing > 0:
-            piece = min(missing, ZERO_PIECE)
-            refs.append(_add_chunk(objects, bytes(piece)))
-            missing -= piece
+        whole, rest = divmod(new_size - base.size, ZERO_PIECE)
+        if whole:  # hashed once: `truncate -s 2G` hashed 2,048 alike pieces for 0.9 s
+            refs += [_add_chunk(objects, bytes(ZERO_PIECE))] * whole
+        if rest:
+            refs.append(_add_chunk(objects, bytes(rest)))
         return _finish_index(objects, refs)
