@@ -360,10 +360,21 @@ class RocksStore:
         if not fresh:
             return 0
         self._space.claim(sum(len(known.record) for known in fresh.values()) // 8)
-        self._apply(batch)
+        # Both caches forget the old plain frames, under a new epoch so that a read
+        # racing this batch cannot put one back (see _remember). The record cache
+        # matters most: its entry says depth 0, and a delta built on it later would
+        # record depth 1 for a chain now as long as this one's plus one. Chains then
+        # grew by 16 links at every gc, past any limit.
+        self._epoch += 1
+        try:
+            self._apply(batch)
+        finally:
+            for oid in fresh:
+                self._frames.discard(oid)
+                self._bases.discard(oid)
+            self._epoch += 1
         for oid, base in links.items():
             dependents.setdefault(base, set()).add(oid)
-            self._frames.discard(oid)  # its old plain frame: correct, but big
         return len(fresh)
 
     def _repacked(

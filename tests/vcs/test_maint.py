@@ -22,8 +22,10 @@ from helixfs.vcs.objects import (
     encode_chunked,
     encode_commit,
     encode_tree,
+    tree_dirs,
 )
 
+from .chains import chain_problems
 from .conftest import CountingStore
 
 
@@ -577,3 +579,28 @@ def test_a_dry_run_gc_repacks_nothing(tmp_path: Path) -> None:
         before = repo.store.stats().stored_bytes
         assert repo.gc(dry_run=True).repacked is None
         assert repo.store.stats().stored_bytes == before
+
+
+def _read_cold(repo: Repository, tree: ObjectId) -> None:
+    """Read a tree and every folder under it from the store, as a mount does after a
+    restart (its tree cache empty): the store's record cache keeps them."""
+    stack = [tree]
+    while stack:
+        stack += tree_dirs(repo.store.get(stack.pop())).values()
+
+
+def test_repack_keeps_chains_short_when_the_trees_it_packs_were_read_before(
+    tmp_path: Path,
+) -> None:
+    """The store's record cache held trees read before a gc at depth 0. gc packed them
+    into chains, and the next gc built on the cached depth: each gc of a mount added
+    16 links, until reads walked 255 and called the chain a loop (unreadable history)."""
+    names = [f"src/pkg/mod_{n:03}.py" for n in range(80)]
+    with Repository.init(tmp_path / "s") as repo:
+        repo.commit({name: b"x = %d\n" % n for n, name in enumerate(names)}, "project")
+        for round_ in range(3):
+            for n in range(20):
+                repo.commit({names[(n * 7) % 80]: b"%d %d\n" % (round_, n)}, "save")
+            _read_cold(repo, repo.commit_info("HEAD").tree)
+            assert repo.gc().repacked
+            assert chain_problems(repo.store) == []
