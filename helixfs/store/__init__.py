@@ -14,6 +14,8 @@ from typing import Protocol
 
 from helixfs.ids import ObjectId
 
+REPACK_BATCH = 128  # pairs a repack re-encodes per write (and hold of a store's lock)
+
 
 class _Any:
     def __repr__(self) -> str:
@@ -115,7 +117,7 @@ class ObjectStore(Protocol):
     def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
         """Store objects as deltas on the given bases where that pays (gc, for records
         written plain on a hot path); how many were re-encoded. What they read as never
-        changes."""
+        changes. A call of at most REPACK_BATCH pairs lands whole or not at all."""
         ...
 
     def sync(self) -> None:

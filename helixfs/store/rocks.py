@@ -45,7 +45,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import RefUpdate, StoreStats
+from helixfs.store import REPACK_BATCH, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
     HEADER_SIZE,
@@ -102,7 +102,6 @@ REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
-REPACK_BATCH = 128  # objects re-encoded per hold of the lock (a mount's saves wait for it)
 
 
 V = TypeVar("V")

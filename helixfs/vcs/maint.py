@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.store import REPACK_BATCH
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -233,7 +234,24 @@ def repack(repo: Repository) -> int:
     any tree reads as never changes, so a mount goes on meanwhile.
     """
     todo = sorted(_unpacked(repo), key=lambda item: item[0])  # oldest first: a base
-    return repo.store.repack([pair for _, pairs in todo for pair in pairs])  # settles first
+    return sum(map(repo.store.repack, _whole_commits([pairs for _, pairs in todo])))
+
+
+def _whole_commits(
+    per_commit: list[list[tuple[ObjectId, ObjectId]]],
+) -> Iterator[list[tuple[ObjectId, ObjectId]]]:
+    """The pairs in runs of at most REPACK_BATCH that end where a commit's pairs end
+    (a commit with more is a run of its own): each run lands whole, so a gc killed
+    between them never leaves a commit half packed. The next gc's walk stops at a
+    commit with one delta, and would never pack the rest of that commit."""
+    run: list[tuple[ObjectId, ObjectId]] = []
+    for pairs in per_commit:
+        if run and len(run) + len(pairs) > REPACK_BATCH:
+            yield run
+            run = []
+        run += pairs
+    if run:
+        yield run
 
 
 def _repack_or_log(repo: Repository) -> int:

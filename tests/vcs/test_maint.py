@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import RefUpdate, rocksdb_open
+from helixfs.store.rocks import RocksStore
 from helixfs.vcs import Repository, maint
 from helixfs.vcs.objects import (
     MODE_FILE,
@@ -604,3 +606,36 @@ def test_repack_keeps_chains_short_when_the_trees_it_packs_were_read_before(
             _read_cold(repo, repo.commit_info("HEAD").tree)
             assert repo.gc().repacked
             assert chain_problems(repo.store) == []
+
+
+def test_a_gc_stopped_between_repack_batches_leaves_no_commit_half_packed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each commit here changes the root and three big folders: four pairs, so a batch
+    of 128 ended inside a commit. The next gc's walk stopped at that commit (one of its
+    trees was a delta) and never packed the rest of it."""
+    folders = [[f"{d}/f{n:03}" for n in range(100)] for d in "abc"]
+    with Repository.init(tmp_path / "s") as repo:
+        repo.commit({n: n.encode() * 3 for names in folders for n in names}, "project")
+        for i in range(45):
+            repo.commit({names[i]: b"%d" % i for names in folders}, "three folders")
+    shutil.copytree(tmp_path / "s", tmp_path / "whole")
+    with Repository.open(tmp_path / "whole") as repo:
+        assert repo.gc().repacked == 135
+    batch, calls = RocksStore._repack_batch, [0]
+
+    def killed_after_the_first(store: RocksStore, pairs: list[tuple[ObjectId, ObjectId]]) -> int:
+        calls[0] += 1
+        if calls[0] > 1:
+            raise KeyboardInterrupt  # as a kill: later batches never land
+        return batch(store, pairs)
+
+    with Repository.open(tmp_path / "s") as repo:
+        monkeypatch.setattr(RocksStore, "_repack_batch", killed_after_the_first)
+        with pytest.raises(KeyboardInterrupt):
+            repo.gc()
+        monkeypatch.setattr(RocksStore, "_repack_batch", batch)
+        packed = repo.store.stats().extra["delta_objects"]
+        assert 0 < packed < 135
+        assert repo.gc().repacked == 135 - packed
+        assert chain_problems(repo.store) == []
