@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import shutil
 import threading
 from collections.abc import Callable
@@ -639,3 +640,82 @@ def test_a_gc_stopped_between_repack_batches_leaves_no_commit_half_packed(
         assert 0 < packed < 135
         assert repo.gc().repacked == 135 - packed
         assert chain_problems(repo.store) == []
+
+
+def _listings_of(repo: Repository, commits: dict[str, list[tuple[bytes, TreeEntry]]]) -> None:
+    """Every commit the refs reach reads as it did when it was made."""
+    for ref in repo.branches():
+        for commit in repo.log(ref.name, first_parent=False):
+            if commit.parents:  # not the empty commit init makes
+                assert list(repo.trees.walk(commit.tree)) == commits[commit.id.hex()]
+
+
+def test_repack_in_a_thread_beside_commits_resets_undos_and_branches(tmp_path: Path) -> None:
+    """gc (and its repack) loops in a thread while a writer commits in a big folder,
+    undoes edits (the commit path writes the old tree again, RAW over its delta frame),
+    resets, and takes side branches' trees whole. Then the side branches go and a gc
+    drops the bases that trees on main were packed on."""
+    names = [f"pkg/m{n:03}" for n in range(120)]
+    made: dict[str, list[tuple[bytes, TreeEntry]]] = {}
+    rng = random.Random(2027)
+    with Repository.init(tmp_path / "s") as repo:
+
+        def commit(changes: dict[str, bytes], branch: str = "main") -> None:
+            cid = repo.commit(changes, "c", branch=branch)
+            made[cid.hex()] = list(repo.trees.walk(repo.commit_info(cid).tree))
+
+        commit({name: b"0" for name in names})
+        stop, errors = threading.Event(), []
+
+        def collect() -> None:
+            try:
+                while not stop.is_set():
+                    repo.gc()
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        collector = threading.Thread(target=collect)
+        collector.start()
+        try:
+            for n in range(600):
+                name = rng.choice(names)
+                before = repo.read("HEAD", name)
+                commit({name: b"%d" % n})
+                if n % 5 == 0:
+                    commit({name: before})  # an undo: the tree of two commits ago
+                if n % 20 == 5:  # main takes a side branch's tree, packed on the side's
+                    repo.create_branch(f"side{n}", "HEAD~4")  # older: its pairs go first
+                    for name in rng.sample(names, 2):
+                        commit({name: b"side %d" % n}, f"side{n}")
+                    cid = repo.commit_tree(repo.commit_info(f"side{n}").tree, "take side")
+                    assert cid is not None
+                    made[cid.hex()] = list(repo.trees.walk(repo.commit_info(cid).tree))
+                if n % 45 == 44:
+                    repo.reset_hard("HEAD~2")
+        finally:
+            stop.set()
+            collector.join(timeout=300)
+        assert not collector.is_alive() and errors == []
+        repo.gc()
+        assert repo.fsck().ok and chain_problems(repo.store) == []
+        _listings_of(repo, made)
+        for ref in repo.branches():
+            if ref.name != "main":
+                repo.delete_branch(ref.name)
+        head_trees = {
+            oid for c in repo.log("HEAD") for oid in _tree_ids(repo, repo.commit_info(c.id).tree)
+        }
+        bases = {t: repo.store.delta_base(t) for t in head_trees}
+        on_side = [t for t, base in bases.items() if base is not None and base not in head_trees]
+        assert on_side, "no tree on main was packed on a side branch's"
+        assert repo.gc().unreachable
+        assert all(repo.store.delta_base(t) in head_trees | {None} for t in on_side)
+    with Repository.open(tmp_path / "s") as reopened:  # nothing cached: every chain walked
+        assert reopened.fsck().ok and chain_problems(reopened.store) == []
+        _listings_of(reopened, made)
+        for entry in reopened.ls("HEAD", "pkg"):
+            assert reopened.read("HEAD", b"pkg/" + entry.name)
+
+
+def _tree_ids(repo: Repository, tree: ObjectId) -> list[ObjectId]:
+    return [tree, *(e.oid for _, e in repo.trees.walk(tree) if e.is_dir())]
