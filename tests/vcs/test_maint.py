@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
@@ -719,3 +721,43 @@ def test_repack_in_a_thread_beside_commits_resets_undos_and_branches(tmp_path: P
 
 def _tree_ids(repo: Repository, tree: ObjectId) -> list[ObjectId]:
     return [tree, *(e.oid for _, e in repo.trees.walk(tree) if e.is_dir())]
+
+
+_STEPS = st.lists(
+    st.sampled_from(["edit", "edit", "edit", "undo", "cold", "gc", "reset", "side", "drop"]),
+    min_size=10,
+    max_size=60,
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(steps=_STEPS, seed=st.integers(0, 2**16))
+def test_chains_stay_bounded_through_any_mix_of_saves_reads_gcs_and_resets(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str], seed: int
+) -> None:
+    """Every delta chain, as a reader walks it: no loop, no missing base, no more
+    links than MAX_DELTA_DEPTH or than its depth byte says."""
+    rng = random.Random(seed)
+    names = [f"pkg/m{n:02}" for n in range(60)]
+    with Repository.init(tmp_path_factory.mktemp("chains") / "s") as repo:
+        repo.commit({name: b"0" for name in names}, "project")
+        for n, step in enumerate(steps):
+            for _ in range(rng.randint(5, 8)):
+                repo.commit({rng.choice(names): b"%d" % rng.randrange(6)}, "edit")
+            if step == "undo":
+                repo.commit_tree(repo.commit_info("HEAD~2").tree, "undo")
+            elif step == "cold":
+                _read_cold(repo, repo.commit_info("HEAD").tree)
+            elif step == "gc":
+                repo.gc()
+            elif step == "reset" and len(list(repo.log("HEAD", limit=6))) == 6:
+                repo.reset_hard("HEAD~3")
+            elif step == "side":
+                repo.create_branch(f"s{n}", "HEAD~4")
+                repo.commit({rng.choice(names): b"side"}, "side", branch=f"s{n}")
+                repo.commit_tree(repo.commit_info(f"s{n}").tree, "take")
+            elif step == "drop" and len(repo.branches()) > 1:
+                repo.delete_branch(rng.choice([b.name for b in repo.branches()][1:]))
+            assert chain_problems(repo.store) == []
+        repo.gc()
+        assert repo.fsck().ok and chain_problems(repo.store) == []
