@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import socket
 import stat
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pyfuse3
@@ -25,9 +27,11 @@ from mount_harness import (
     wait_until,
 )
 
+from helixfs.daemon.collector import CHECK_SECONDS
 from helixfs.daemon.control import addressable, forward, socket_path
 from helixfs.daemon.fuseloop import KNOWN_VERSIONS
 from helixfs.daemon.lock import is_locked
+from helixfs.vcs import Repository
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
 
@@ -423,3 +427,37 @@ def test_the_mount_runs_gc_on_its_own(make_mount: MountFactory) -> None:
     assert mnt.stop() == 0
     assert mnt.helix("fsck").returncode == 0
     assert mnt.helix("cat", "HEAD", "after.txt").stdout == "saved after the gc\n"
+
+
+def test_the_automatic_gc_repacks_during_a_save_storm_and_old_commits_read_the_same(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """Saves go on through the mount while its own gc re-encodes the trees they wrote;
+    afterwards the store is clean and each old commit reads through .helix/commits/ID
+    exactly as `helix ls` and `helix cat` read it from the store."""
+    mnt = make_mount(0, "-o", "gc_growth=1")
+    mnt.sh("mkdir src && for n in $(seq 0 99); do echo $n > src/m$n.py; done")
+    storm = "for i in $(seq {0} {1}); do echo $i > src/m$((i % 100)).py; done; sleep 1"
+    until, start = time.monotonic() + 3 * CHECK_SECONDS, 0
+    while time.monotonic() < until:  # the store grows past gc_growth at once
+        mnt.sh(storm.format(start, start + 99))
+        start += 100
+    commits = [c["id"] for c in mnt.log()][:-2]  # not the empty first commit, nor mkdir's
+    assert mnt.stop() == 0
+    assert mnt.helix("fsck").returncode == 0
+    sample = commits[:: max(1, len(commits) // 10)]
+    with Repository.open(mnt.store) as repo:  # the files are too small for blob deltas
+        assert repo.store.stats().extra["delta_objects"], "no gc repacked a tree"
+        files = {
+            cid: {e.name: repo.read(cid, b"src/" + e.name) for e in repo.ls(cid, "src")}
+            for cid in sample
+        }
+    again = make_mount(0, store=mnt.store)
+    for cid in sample:
+        view = again.path / ".helix" / "commits" / cid / "src"
+        listed = json.loads(again.helix("ls", cid, "src", "--json").stdout)
+        assert sorted(p.name for p in view.iterdir()) == sorted(e["name"] for e in listed)
+        assert {p.name.encode(): p.read_bytes() for p in view.iterdir()} == files[cid]
+        name = listed[len(cid) % len(listed)]["name"]
+        assert again.helix("cat", cid, f"src/{name}").stdout == (view / name).read_text()
+    assert again.stop() == 0
