@@ -189,11 +189,11 @@ class RocksStore:
         else:
             self._misses += 1
         try:
-            known = self._load(oid, self._frame(oid, keep=keep))
+            known = self._load(oid, self._frame(oid, keep=keep), keep=keep)
         except _BaseGone:
             # A gc re-encoded this chain while we walked it: walk it again, settled.
             with self._lock:
-                known = self._load(oid, self._frame(oid, keep=keep))
+                known = self._load(oid, self._frame(oid, keep=keep), keep=keep)
         if keep:
             self._remember(self._bases, oid, known, len(known.record), epoch)
         return known.record
@@ -390,7 +390,7 @@ class RocksStore:
         if frame is None or is_body(frame) or codec_of(oid, frame) is Codec.DELTA:
             return None
         record = self._load(oid, frame).record
-        encoded = self._encode(record, check_oid(base), fresh, links)
+        encoded = self._encode(record, check_oid(base), fresh, links, keep=False)
         return None if encoded.base is None else (record, encoded, encoded.base)
 
     def prepare_delete(self) -> None:
@@ -678,12 +678,15 @@ class RocksStore:
         if epoch & 1 or self._epoch != epoch:
             cache.discard(oid)
 
-    def _load(self, oid: ObjectId, frame: bytes, *, strict: bool = False) -> Known:
+    def _load(
+        self, oid: ObjectId, frame: bytes, *, strict: bool = False, keep: bool = True
+    ) -> Known:
         """Decode `oid`, walking its delta chain iteratively, and verify the result.
 
         Only the final record is hashed: a bad link anywhere in the chain changes it, so
         one hash proves them all (a chain read was 40% hashing). Only when that check
         fails do we walk again, hashing every link, to name the object that is damaged.
+        `keep=False` (a maintenance scan): the links' frames are not cached either.
         """
         chain: list[tuple[ObjectId, Delta]] = []
         current, current_frame = oid, frame
@@ -697,7 +700,7 @@ class RocksStore:
             if cached is not None:
                 record = cached.record  # verified when it was cached
                 break
-            current, current_frame = delta.base, self._frame_of_base(current, delta.base)
+            current, current_frame = delta.base, self._frame_of_base(current, delta.base, keep)
         if record is None:
             record = decode_plain(current, current_frame, codec_of(current, current_frame))
             if strict or not chain:
@@ -708,13 +711,13 @@ class RocksStore:
                 verify(link, record)
         if chain and object_id(record) != oid:
             if not strict:
-                return self._load(oid, frame, strict=True)  # raises, naming the culprit
+                return self._load(oid, frame, strict=True, keep=keep)  # raises, naming the culprit
             verify(oid, record)  # the chain changed under us: still, never return bad bytes
         return Known(record, chain[0][1].depth if chain else 0)
 
-    def _frame_of_base(self, dependent: ObjectId, base: ObjectId) -> bytes:
+    def _frame_of_base(self, dependent: ObjectId, base: ObjectId, keep: bool) -> bytes:
         try:
-            return self._frame(base)
+            return self._frame(base, keep=keep)
         except NotFound:
             raise _BaseGone(
                 f"object {hex_id(dependent)} is a delta on {hex_id(base)}, which is missing "
@@ -727,14 +730,17 @@ class RocksStore:
         base_id: ObjectId | None,
         pending: Mapping[ObjectId, Known],
         links: Mapping[ObjectId, ObjectId] | None = None,
+        *,
+        keep: bool = True,
     ) -> Encoded:
         """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4.
-        `links`: the bases of `pending` deltas, which the store cannot read yet."""
+        `links`: the bases of `pending` deltas, which the store cannot read yet.
+        `keep=False` (repack): bases read from the store are not cached."""
         if base_id is None:
             return Encoded(encode_plain(record), None, 0)
-        base = self._delta_base(base_id, pending)
+        base = self._delta_base(base_id, pending, keep)
         if base is not None and base.depth >= self.max_delta_depth:
-            base_id, base = self._skip_back(base_id, pending, links or {})
+            base_id, base = self._skip_back(base_id, pending, links or {}, keep)
         if base is None:
             return Encoded(encode_plain(record), None, 0)
         frame = encode_delta(record, base_id, base.record, base.depth)
@@ -751,6 +757,7 @@ class RocksStore:
         base_id: ObjectId,
         pending: Mapping[ObjectId, Known],
         links: Mapping[ObjectId, ObjectId],
+        keep: bool,
     ) -> tuple[ObjectId, Known | None]:
         """An older base, half the depth limit up the chain, for a chain that is full.
 
@@ -768,22 +775,25 @@ class RocksStore:
             if parent is None:
                 return base_id, None
             ancestor = parent
-        older = self._delta_base(ancestor, pending)
+        older = self._delta_base(ancestor, pending, keep)
         if older is None or older.depth >= self.max_delta_depth:
             return base_id, None
         return ancestor, older
 
-    def _delta_base(self, base_id: ObjectId, pending: Mapping[ObjectId, Known]) -> Known | None:
+    def _delta_base(
+        self, base_id: ObjectId, pending: Mapping[ObjectId, Known], keep: bool = True
+    ) -> Known | None:
         """The hinted base, decoded; None if it is absent or unreadable (a hint, not a must)."""
         known = pending.get(base_id) or self._bases.get(base_id)
         if known is not None:
             return known
         epoch = self._epoch  # before reading: see _remember
         try:
-            known = self._load(base_id, self._frame(base_id))
+            known = self._load(base_id, self._frame(base_id, keep=keep), keep=keep)
         except HelixError:
             return None
-        self._remember(self._bases, base_id, known, len(known.record), epoch)
+        if keep:
+            self._remember(self._bases, base_id, known, len(known.record), epoch)
         return known
 
     def _base_of(self, oid: ObjectId) -> ObjectId | None:

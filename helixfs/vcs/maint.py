@@ -277,14 +277,19 @@ def _unpacked(
         stack = [CommitId(oid) for name, oid in _roots(repo) if not name.startswith(WORK)]
     seen: set[CommitId] = set()
     listings: dict[ObjectId, _Listing] = {}  # a commit's old trees are its parent's new ones
+    parents: dict[CommitId, Commit] = {}  # read as a child's parent, not yet walked
     while stack:
         cid = stack.pop()
         if cid in seen:
             continue
         seen.add(cid)
         try:
-            commit = repo.commit_info(cid)
-            old = repo.commit_info(commit.parents[0]).tree if commit.parents else None
+            commit = parents.pop(cid, None) or _commit(repo, cid)
+            old = None
+            if commit.parents:
+                first = CommitId(commit.parents[0])
+                parents[first] = parents.get(first) or _commit(repo, first)
+                old = parents[first].tree
         except HelixError:
             continue  # unreadable history: fsck's to report, not repack's
         pairs: list[tuple[ObjectId, ObjectId]] = []
@@ -296,6 +301,12 @@ def _unpacked(
         stack.extend(commit.parents)
         if len(listings) > LISTINGS_KEPT:
             listings.clear()
+
+
+def _commit(repo: Repository, cid: CommitId) -> Commit:
+    """Read without filling the caches a mount relies on (the store's, the repository's
+    commits: a walk of all history would push out what they hold)."""
+    return decode_commit(repo.store.get(ObjectId(cid), keep=False), cid)
 
 
 def _replaced_trees(

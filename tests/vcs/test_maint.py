@@ -761,3 +761,25 @@ def test_chains_stay_bounded_through_any_mix_of_saves_reads_gcs_and_resets(
             assert chain_problems(repo.store) == []
         repo.gc()
         assert repo.fsck().ok and chain_problems(repo.store) == []
+
+
+def test_gc_and_fsck_leave_the_store_caches_as_they_were_once_trees_are_deltas(
+    tmp_path: Path,
+) -> None:
+    """After a repack, reading a tree walks its delta chain: the bases a maintenance
+    scan walked through went into the frame cache, and pushed out what a mount reuses."""
+    names = [f"pkg/m{n:03}" for n in range(100)]
+    with Repository.init(tmp_path / "s") as repo:
+        repo.commit({name: b"0" for name in names}, "project")
+        for n in range(60):
+            repo.commit({names[n]: b"%d" % n}, "save")
+        assert repo.gc().repacked
+    with Repository.open(tmp_path / "s") as repo:
+        assert repo.read("HEAD", names[0]) == b"0"
+        before = repo.store.stats().extra
+        assert repo.fsck().ok
+        repo.gc(dry_run=True)
+        repo.gc()
+        after = repo.store.stats().extra
+        for cache in ("frame_cache_bytes", "record_cache_bytes"):
+            assert after[cache] <= before[cache], cache
