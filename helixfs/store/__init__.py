@@ -9,6 +9,7 @@ store, say) is one new module that passes tests/store/test_contract.py.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -112,6 +113,11 @@ class ObjectStore(Protocol):
 
     def delta_base(self, oid: ObjectId) -> ObjectId | None:
         """The object `oid` is stored as a delta on, if it is one (None if absent)."""
+        ...
+
+    def scanning(self) -> AbstractContextManager[None]:
+        """A maintenance scan (gc's mark, fsck) runs inside: its reads (keep=False) may
+        share decoded delta bases with each other, never with the caches a mount uses."""
         ...
 
     def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:

@@ -6,8 +6,10 @@ writes), so code tested against it behaves the same on disk.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
@@ -87,6 +89,10 @@ class MemoryStore:
 
     def delta_base(self, oid: ObjectId) -> ObjectId | None:
         return None  # no deltas here
+
+    def scanning(self) -> AbstractContextManager[None]:
+        """Nothing to share: records are kept whole here."""
+        return contextlib.nullcontext()
 
     def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
         """Nothing to do: records are kept whole here."""

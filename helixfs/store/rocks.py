@@ -97,6 +97,7 @@ _open_db = open_db  # tests elsewhere (tests/vcs) open the raw DB through this n
 STORE_FORMAT = b"2"
 OLDER_FORMATS = (b"1",)  # no `bodies` yet: nothing to convert, the marker is raised on open
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
+SCAN_RECORD_BYTES = 32 << 20  # decoded records a maintenance scan shares between its reads
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
 REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
@@ -144,6 +145,10 @@ class RocksStore:
         # of the next write, kept decoded so the hot path never inflates a chain.
         self._bases: ByteLRU[Known] = ByteLRU(record_cache_bytes)
         self._lock = threading.RLock()
+        # Verified records that keep=False reads decoded while a scan runs (see scanning):
+        # a tree's chain shares its prefix with a dozen others, decoded once per scan.
+        self._scan_records: ByteLRU[bytes] | None = None
+        self._scans = 0  # scans running (gc and fsck may overlap)
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
         self._db = open_db(self.path)
@@ -311,6 +316,25 @@ class RocksStore:
                     self._frames.discard(oid)
                     self._bases.discard(oid)
                 self._epoch += 1
+
+    @contextlib.contextmanager
+    def scanning(self) -> Iterator[None]:
+        """Share decoded delta bases between the keep=False reads of a maintenance scan
+        (gc's mark, fsck): once trees are deltas (ADR 0027), reading each walks a chain
+        of up to 16 links that a dozen other trees share. A cache of its own, dropped
+        when the last scan ends: the caches a mount relies on stay as they were."""
+        self._check_open()
+        with self._lock:
+            self._scans += 1
+            if self._scan_records is None:
+                self._scan_records = ByteLRU(SCAN_RECORD_BYTES)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._scans -= 1
+                if not self._scans:
+                    self._scan_records = None
 
     def delta_base(self, oid: ObjectId) -> ObjectId | None:
         """The object `oid` is stored as a delta on, if it is one."""
@@ -691,24 +715,31 @@ class RocksStore:
         chain: list[tuple[ObjectId, Delta]] = []
         current, current_frame = oid, frame
         record: bytes | None = None
+        shared = None if keep else self._scan_records  # (read once: a scan may end)
         while codec_of(current, current_frame) is Codec.DELTA:
             delta = parse_delta(current, current_frame)
             chain.append((current, delta))
             if len(chain) > CHAIN_HARD_LIMIT:
                 raise CorruptObject(f"object {hex_id(oid)} is corrupt: its delta chain loops")
             cached = self._bases.get(delta.base)
-            if cached is not None:
-                record = cached.record  # verified when it was cached
-                break
+            record = cached.record if cached is not None else None
+            if record is None and shared is not None:
+                record = shared.get(delta.base)
+            if record is not None:
+                break  # verified when it was cached
             current, current_frame = delta.base, self._frame_of_base(current, delta.base, keep)
         if record is None:
             record = decode_plain(current, current_frame, codec_of(current, current_frame))
             if strict or not chain:
                 verify(current, record)
+            elif shared is not None:
+                _share(shared, current, record)
         for link, delta in reversed(chain):
             record = apply_delta(link, delta, record)
             if strict:
                 verify(link, record)
+            elif shared is not None:
+                _share(shared, link, record)
         if chain and object_id(record) != oid:
             if not strict:
                 return self._load(oid, frame, strict=True, keep=keep)  # raises, naming the culprit
@@ -807,6 +838,14 @@ class RocksStore:
         except HelixError:
             return None
         return _base_in(oid, frame)
+
+
+def _share(shared: ByteLRU[bytes], oid: ObjectId, record: bytes) -> None:
+    """Cache a link a scan decoded, if it is right: later reads trust it, and only a
+    chain's last record is checked (a wrong link the next one does not copy from
+    leaves that one right). A wrong one is for the read that needs it to report."""
+    if object_id(record) == oid:
+        shared.put(oid, record, len(record))
 
 
 def _delta_index(frames: Iterable[tuple[bytes, bytes]]) -> dict[ObjectId, set[ObjectId]]:

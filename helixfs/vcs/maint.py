@@ -194,6 +194,17 @@ def gc(
     a while, as git's reflog keeps it (the states a later save replaced before their
     commit are no commits: they go at once).
     """
+    with repo.store.scanning():
+        return _gc(repo, live, dry_run, progress, grace_seconds)
+
+
+def _gc(
+    repo: Repository,
+    live: Callable[[], list[ObjectId]],
+    dry_run: bool,
+    progress: Progress,
+    grace_seconds: float,
+) -> GcReport:
     since_ns = time.time_ns() - int(grace_seconds * 1e9) if grace_seconds > 0 else 2**63
     with repo.lock:
         start = roots(repo, live())
@@ -361,7 +372,8 @@ def lost(repo: Repository) -> list[Commit]:
     first. Only a gc takes them away (the automatic one keeps young ones, ADR 0024)."""
     with repo.lock:
         start = roots(repo)
-    found = unreachable(repo, mark(repo, start), since_ns=0)  # every commit is "recent"
+    with repo.store.scanning():
+        found = unreachable(repo, mark(repo, start), since_ns=0)  # every commit is "recent"
     commits = [repo.commit_info(CommitId(oid)) for oid in found.recent]
     parents = {parent for commit in commits for parent in commit.parents}
     tips = [commit for commit in commits if commit.id not in parents]
@@ -369,6 +381,11 @@ def lost(repo: Repository) -> list[Commit]:
 
 
 def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
+    with repo.store.scanning():
+        return _fsck(repo, progress)
+
+
+def _fsck(repo: Repository, progress: Progress) -> FsckReport:
     problems: list[str] = []
     try:
         all_ids = list(repo.store.ids())
