@@ -39,7 +39,7 @@ from helixfs.daemon.control import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
-from helixfs.daemon.mounts import helix_mounts, tune_readahead
+from helixfs.daemon.mounts import device_of, helix_mounts, points_of, tune_readahead
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
@@ -239,7 +239,7 @@ async def serve(
         operations = _operations(repo, saver, memory_files)
         _mount(operations, config)
         lock.note(SERVING)
-        stack.callback(_close_fuse, config.mountpoint)
+        stack.callback(_close_fuse, config.mountpoint, _device_of(config.mountpoint))
         stack.callback(saver.flush_now)
         stack.callback(operations.close)  # stores open files; their saves go into the flush
 
@@ -324,17 +324,52 @@ async def _tune_once_answering(mountpoint: Path) -> None:
     await trio.to_thread.run_sync(stat_then_tune, abandon_on_cancel=True)
 
 
-def _close_fuse(mountpoint: Path) -> None:
+def _device_of(mountpoint: Path) -> str | None:
+    with contextlib.suppress(OSError):
+        return device_of(mountpoint)
+    return None
+
+
+def _close_fuse(mountpoint: Path, device: str | None) -> None:
+    """Unmount (if still mounted) and close the kernel connection.
+
+    libfuse unmounts by the path it mounted at. Once a folder above the mount has been
+    renamed, that path holds nothing, or another mount made there since, which it would
+    detach while ours stayed dead; so a mount that has moved or gone is found by its
+    device and detached where it is now."""
+    moved = _moved_to(mountpoint, device)
+    if moved is not None:
+        for point in moved:
+            log.info("the mount of %s has moved to %s: detaching it there", mountpoint, point)
+            _detach_lazily(point)
+        pyfuse3.close(unmount=False)
+        return
     try:
         pyfuse3.close(unmount=True)
     except Exception:  # still mounted (busy) or already gone: make sure it is detached
         log.warning("clean unmount of %s failed; detaching it lazily", mountpoint)
-        subprocess.run(
-            ["fusermount3", "-u", "-z", str(mountpoint)],
-            check=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        _detach_lazily(mountpoint)
+
+
+def _moved_to(mountpoint: Path, device: str | None) -> list[Path] | None:
+    """Where our mount is now if not at `mountpoint` ([] once unmounted); None if it
+    is still there, or unknown."""
+    if device is None:
+        return None
+    try:
+        points = points_of(device)
+    except OSError:
+        return None
+    return None if mountpoint in points else points
+
+
+def _detach_lazily(mountpoint: Path) -> None:
+    subprocess.run(
+        ["fusermount3", "-u", "-z", str(mountpoint)],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def _watch_signals() -> None:

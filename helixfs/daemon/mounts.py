@@ -24,6 +24,17 @@ def _helix_devices(mountinfo: Path = SELF) -> dict[Path, str]:
     return {mount.point: mount.device for mount in helix_mounts_in(mountinfo)}
 
 
+def device_of(mountpoint: Path) -> str | None:
+    """The "major:minor" of the HelixFS mount at `mountpoint`, None if there is none."""
+    return _helix_devices().get(mountpoint)
+
+
+def points_of(device: str) -> list[Path]:
+    """Where the HelixFS mount of `device` is now: a rename of a folder above it moves
+    it (and its old path may hold another mount by then). Empty once it is unmounted."""
+    return [mount.point for mount in helix_mounts_in(SELF) if mount.device == device]
+
+
 def tune_readahead(mountpoint: Path, kilobytes: int = READAHEAD_KB) -> bool:
     """Let the kernel read ahead further than its 128 KiB default on this mount.
 

@@ -461,3 +461,37 @@ def test_the_automatic_gc_repacks_during_a_save_storm_and_old_commits_read_the_s
         name = listed[len(cid) % len(listed)]["name"]
         assert again.helix("cat", cid, f"src/{name}").stdout == (view / name).read_text()
     assert again.stop() == 0
+
+
+def test_sigterm_after_the_mount_moved_detaches_it_and_not_the_mount_now_at_its_old_path(
+    tmp_path: Path,
+) -> None:
+    """A rename of a folder above a mount moves the mount. libfuse unmounts by the path
+    it mounted at: SIGTERM used to detach whatever was mounted there since (another
+    store's mount) and leave this one dead ('Transport endpoint is not connected')."""
+    require_fuse()
+    stores = {name: tmp_path / name for name in ("a", "b")}
+    for store in stores.values():
+        helix("init", store)
+    (tmp_path / "old" / "mnt").mkdir(parents=True)
+    first = Mount(stores["a"], tmp_path / "old" / "mnt")
+    second = Mount(stores["b"], tmp_path / "old" / "mnt")
+    try:
+        first.start("--quiet-window", "60000")
+        (first.path / "a.txt").write_text("pending at SIGTERM\n")
+        (tmp_path / "old").rename(tmp_path / "new")
+        first.path = tmp_path / "new" / "mnt"
+        (tmp_path / "old" / "mnt").mkdir(parents=True)
+        second.start("--quiet-window", "0")
+        (second.path / "b.txt").write_text("b\n")
+        assert first.proc is not None
+        first.proc.send_signal(signal.SIGTERM)
+        assert first.proc.wait(60) == 0
+        first.proc = None
+        assert not is_mounted(first.path)  # detached where it had moved to
+        assert is_mounted(second.path)  # the other store's mount is left alone
+        assert (second.path / "b.txt").read_text() == "b\n"
+        assert helix("--store", stores["a"], "cat", "HEAD", "a.txt").stdout.startswith("pending")
+    finally:
+        first.stop()
+        second.stop()
