@@ -72,6 +72,7 @@ def cmd_mount(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.cli.main import run_in_process
     from helixfs.daemon.background import configure_logging, start_background
     from helixfs.daemon.lifecycle import MountConfig, run_foreground
+    from helixfs.daemon.notify import notify_ready
 
     config = MountConfig.build(args.store_path, args.mountpoint, args.quiet_window, args.options)
     if not args.foreground:
@@ -83,6 +84,7 @@ def cmd_mount(args: argparse.Namespace, store: Path, out: Output) -> int:
     def ready() -> None:
         out.line(f"mounted {config.store} at {config.mountpoint} (pid {os.getpid()})")
         out.stdout.flush()
+        notify_ready()  # systemd's Type=notify (mount/helixfs@.service)
 
     run_foreground(config, run_in_process, ready)
     return 0

@@ -495,3 +495,36 @@ def test_sigterm_after_the_mount_moved_detaches_it_and_not_the_mount_now_at_its_
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_foreground_mount_tells_systemd_it_is_ready_once_mounted(
+    store: Path, tmp_path: Path
+) -> None:
+    """helixfs@.service is Type=notify: `systemctl start` (and units After= it) wait
+    for READY=1, which must come once the mount answers, not when the process starts."""
+    require_fuse()
+    target = tmp_path / "work"
+    target.mkdir()
+    name = f"helix-notify-test-{os.getpid()}-{id(tmp_path)}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+        listener.bind("\0" + name)
+        listener.settimeout(60)
+        env = {**os.environ, "NOTIFY_SOCKET": "@" + name}
+        proc = subprocess.Popen(
+            [*HELIX, "mount", "-f", str(store), str(target)], stdout=subprocess.DEVNULL, env=env
+        )
+        try:
+            message = listener.recv(4096).decode()
+            assert "READY=1" in message.splitlines()
+            assert f"MAINPID={proc.pid}" in message.splitlines()
+            assert is_mounted(target)
+            (target / "f.txt").write_text("ready\n")
+        finally:
+            detach(target)
+            try:
+                proc.wait(60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    assert helix("--store", store, "cat", "HEAD", "f.txt").stdout == "ready\n"
