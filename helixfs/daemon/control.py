@@ -174,6 +174,14 @@ class ControlServer:
         self.drain = drain
         self._lock = trio.Lock()
 
+    async def stop_commands(self) -> None:
+        """Return once the running command (if any) has ended; none starts after it.
+
+        The daemon stops its FUSE loop only then: a command may use this very mount
+        (an export into it, an import or a commit from it), and on a stopped loop it
+        would wait for an answer forever, and the daemon with it."""
+        await self._lock.acquire()  # never released: the daemon is stopping
+
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         listener = await self._listen()
         try:

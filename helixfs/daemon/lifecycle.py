@@ -250,7 +250,7 @@ async def serve(
         )
         nursery = await stack.enter_async_context(trio.open_nursery())
         nursery.start_soon(saver.run)
-        nursery.start_soon(_watch_signals)
+        nursery.start_soon(_watch_signals, control)
         await nursery.start(control.serve)
         nursery.start_soon(_tune_once_answering, config.mountpoint)
         nursery.start_soon(memory_files.index_forever)
@@ -372,14 +372,16 @@ def _detach_lazily(mountpoint: Path) -> None:
     )
 
 
-async def _watch_signals() -> None:
-    """SIGTERM/SIGINT/SIGHUP end the FUSE loop; the exit stack then shuts down cleanly."""
+async def _watch_signals(control: ControlServer) -> None:
+    """SIGTERM/SIGINT/SIGHUP end the FUSE loop, once a running command has ended (it
+    may need the mount); the exit stack then shuts down cleanly."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("signal %s: unmounting", signal.Signals(signum).name)
-            with contextlib.suppress(Exception):
-                pyfuse3.terminate()
-            return
+            break
+        await control.stop_commands()  # signals meanwhile are caught, and ignored
+        with contextlib.suppress(Exception):
+            pyfuse3.terminate()
 
 
 def run_foreground(

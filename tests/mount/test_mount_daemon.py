@@ -528,3 +528,47 @@ def test_a_foreground_mount_tells_systemd_it_is_ready_once_mounted(
                     proc.kill()
                     proc.wait()
     assert helix("--store", store, "cat", "HEAD", "f.txt").stdout == "ready\n"
+
+
+def _read_until(proc: subprocess.Popen[str], needle: str) -> None:
+    """Read the daemon's merged output until `needle` shows up (or it ends)."""
+    assert proc.stdout is not None
+    text = ""
+    while needle not in text:
+        chunk = os.read(proc.stdout.fileno(), 65536).decode(errors="replace")
+        assert chunk, f"the daemon ended before saying {needle!r}:\n{text}"
+        text += chunk
+
+
+def test_sigterm_during_a_command_that_reads_the_mount_lets_it_finish(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """A forwarded command may read or write in this very mount (an export into it, a
+    commit of a file in it). SIGTERM stopped the FUSE loop at once: the command waited
+    for an answer forever, and the daemon (and the mount) with it."""
+    mount = make_mount(0)
+    (mount.path / "inside.txt").write_text("read through the mount\n")
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    command = subprocess.Popen(
+        [*HELIX, "--store", str(mount.store), "commit", "-m", "both",
+         f"gate.txt={fifo}", f"copy.txt={mount.path / 'inside.txt'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with open(fifo, "w") as gate:  # the daemon's command now waits on the gate
+            assert mount.proc is not None
+            mount.proc.send_signal(signal.SIGTERM)
+            _read_until(mount.proc, "signal SIGTERM")
+            gate.write("opened\n")
+        out, err = command.communicate(timeout=60)  # then reads inside.txt in the mount
+        assert command.returncode == 0, err
+        assert mount.proc.wait(60) == 0
+        mount.proc = None
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    assert not is_mounted(mount.path)
+    copy = helix("--store", mount.store, "cat", "HEAD", "copy.txt").stdout
+    assert copy == "read through the mount\n"
