@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -75,11 +76,23 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         reason = done.stderr.strip() or f"fusermount3 exited with {done.returncode}"
-        hint = " (files are open in it: close them, or use --lazy)" if "busy" in reason else ""
+        hint = _busy_hint(mountpoint) if "busy" in reason else ""
         raise HelixError(f"cannot unmount {mountpoint}: {reason}{hint}")
     if store is not None and not lazy:  # lazily: the daemon lives until files are closed
         wait_released(store, wait)
     return store
+
+
+def _busy_hint(mountpoint: Path) -> str:
+    """Why a mount is busy, as far as this process can tell: its own working folder
+    inside it is the usual cause of `helix umount .`."""
+    try:
+        cwd = Path(os.getcwd())
+    except OSError:
+        cwd = Path("/")
+    if cwd == mountpoint or mountpoint in cwd.parents:
+        return " (your current folder is inside it: cd out of it first, or use --lazy)"
+    return " (a process has a file or its current folder in it: close or leave it, or use --lazy)"
 
 
 def wait_released(store: Path, timeout: float) -> None:

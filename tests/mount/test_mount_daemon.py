@@ -572,3 +572,13 @@ def test_sigterm_during_a_command_that_reads_the_mount_lets_it_finish(
     assert not is_mounted(mount.path)
     copy = helix("--store", mount.store, "cat", "HEAD", "copy.txt").stdout
     assert copy == "read through the mount\n"
+
+
+def test_umount_from_inside_the_mount_says_to_cd_out(mnt: Mount) -> None:
+    """`helix umount .` is busy because of the caller's own folder, not open files."""
+    busy = helix("umount", ".", check=False, cwd=mnt.path)
+    assert busy.returncode == 1
+    assert busy.stderr.count("\n") == 1 and "cd out of it" in busy.stderr
+    assert is_mounted(mnt.path)
+    helix("umount", mnt.path)
+    assert not is_mounted(mnt.path)
