@@ -142,7 +142,11 @@ class Repository:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise InvalidInput(f"cannot create store folder {folder}: {err.strerror}") from err
-        store = _open_rocks(folder)
+        return cls._initialised(_open_rocks(folder), folder)
+
+    @classmethod
+    def _initialised(cls, store: ObjectStore, folder: Path) -> Repository:
+        """A Repository over a store with no ref yet, given its HEAD and first commit."""
         try:
             repo = cls.create(store)
         except BaseException:
@@ -160,15 +164,10 @@ class Repository:
             store = _open_rocks(folder)
         except StoreLocked:  # a daemon serves it: a store indeed
             raise AlreadyExists(f"a HelixFS store already exists at {folder}") from None
-        try:
-            if any(True for _ in store.refs("")):
-                raise AlreadyExists(f"a HelixFS store already exists at {folder}")
-            repo = cls.create(store)
-        except BaseException:
+        if any(True for _ in store.refs("")):
             store.close()
-            raise
-        repo.path = folder
-        return repo
+            raise AlreadyExists(f"a HelixFS store already exists at {folder}")
+        return cls._initialised(store, folder)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Repository:

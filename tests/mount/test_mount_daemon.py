@@ -315,16 +315,22 @@ def test_control_socket_works_for_a_store_with_a_very_long_path(
     assert mount.helix("cat", "HEAD", "f.txt").stdout == "deep\n"
 
 
+def _hold_open(folder: Path) -> subprocess.Popen[str]:
+    """A shell that opens held.txt in `folder`, writes a line, and holds it open until
+    a line on its stdin, then writes another."""
+    return subprocess.Popen(
+        ["bash", "-c", "exec 3>held.txt; echo held >&3; read line; echo more >&3"],
+        cwd=folder,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_umount_of_a_busy_mount_names_lazy_and_lazy_detaches(
     make_mount: MountFactory,
 ) -> None:
     mount = make_mount(0)
-    holder = subprocess.Popen(
-        ["bash", "-c", "exec 3>held.txt; echo held >&3; read line; echo more >&3"],
-        cwd=mount.path,
-        stdin=subprocess.PIPE,
-        text=True,
-    )
+    holder = _hold_open(mount.path)
     try:
         assert mount.proc is not None
         wait_for = mount.path / "held.txt"
@@ -353,12 +359,7 @@ def test_a_mount_of_a_store_whose_daemon_outlives_a_lazy_umount_says_so(
     holds the store; a new mount was refused (one writer per store) but told the user
     to `helix umount` a mount point that was no longer mounted."""
     mount = make_mount(0)
-    holder = subprocess.Popen(
-        ["bash", "-c", "exec 3>held.txt; echo held >&3; read line; echo more >&3"],
-        cwd=mount.path,
-        stdin=subprocess.PIPE,
-        text=True,
-    )
+    holder = _hold_open(mount.path)
     again = tmp_path / "again"
     again.mkdir()
     try:

@@ -276,6 +276,15 @@ def test_fsck_names_the_table_rocksdb_cannot_read(tmp_path: Path) -> None:
             repo.gc()
 
 
+def _gc_until(repo: Repository, stop: threading.Event, errors: list[BaseException]) -> None:
+    """gc again and again until `stop` (a thread's body); errors go to the main thread."""
+    try:
+        while not stop.is_set():
+            repo.gc()
+    except BaseException as exc:
+        errors.append(exc)
+
+
 def _during_mark(action: Callable[[], object]) -> Callable[[int, int], None]:
     """A gc progress callback that runs `action` once, in the unlocked mark phase."""
     done: list[bool] = []
@@ -385,15 +394,7 @@ def test_gc_in_a_thread_beside_a_stream_of_commits(tmp_path: Path) -> None:
     with Repository.init(tmp_path / "store") as repo:
         stop = threading.Event()
         errors: list[BaseException] = []
-
-        def collect() -> None:
-            try:
-                while not stop.is_set():
-                    repo.gc()
-            except BaseException as exc:  # reported by the main thread
-                errors.append(exc)
-
-        collector = threading.Thread(target=collect)
+        collector = threading.Thread(target=_gc_until, args=(repo, stop, errors))
         collector.start()
         made: list[tuple[str, bytes]] = []
         try:
@@ -668,15 +669,7 @@ def test_repack_in_a_thread_beside_commits_resets_undos_and_branches(tmp_path: P
 
         commit({name: b"0" for name in names})
         stop, errors = threading.Event(), []
-
-        def collect() -> None:
-            try:
-                while not stop.is_set():
-                    repo.gc()
-            except BaseException as exc:  # reported by the main thread
-                errors.append(exc)
-
-        collector = threading.Thread(target=collect)
+        collector = threading.Thread(target=_gc_until, args=(repo, stop, errors))
         collector.start()
         try:
             for n in range(600):
