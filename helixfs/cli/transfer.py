@@ -221,9 +221,10 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     with repo.lock:  # a mount's pending saves are committed first, under their own name:
         # the head to compare with is the one after them, or a commit that changed
         # nothing reported theirs as "committed" (and the -m message was nowhere)
-        repo.settle(args.branch or repo.head_branch())
-        head = repo.branch_head(args.branch or repo.head_branch())
-        cid = repo.commit(changes, args.message, meta=meta, branch=args.branch, author=args.author)
+        branch = args.branch or repo.head_branch()
+        repo.settle(branch)
+        head = repo.branch_head(branch)
+        cid = repo.commit(changes, args.message, meta=meta, branch=branch, author=args.author)
     made = cid != head
     doc = {"commit": hex_id(cid), "changed": made, "paths": len(changes)}
     out.emit(doc, f"{'committed' if made else 'nothing changed:'} {hex_id(cid)[:12]}")

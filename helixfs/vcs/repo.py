@@ -518,8 +518,6 @@ class Repository:
         `work` is the full work tree the commit came from (it may hold editor temp files
         the commit tree leaves out); the work ref is dropped when it adds nothing.
         """
-        if not isinstance(message, str):
-            raise InvalidInput("commit message must be a string")
         try:
             meta[GENERATION] = next_generation(self, parents)
         except HelixError:  # an unreadable old commit below: saving must not fail for it
