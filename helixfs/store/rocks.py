@@ -28,6 +28,7 @@ no other writer can move them, and a commit's CAS then costs no RocksDB read.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -76,13 +77,14 @@ from helixfs.store.rocksdb_open import (
     disk_error,
     disk_usage,
     forget_owner,
+    live_blob_bytes,
     open_db,
     read,
     relocating_blobs,
     scan,
     unchecked_reads,
 )
-from helixfs.store.space import SpaceGuard
+from helixfs.store.space import SpaceGuard, room
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
@@ -106,6 +108,7 @@ CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none
 
 
 V = TypeVar("V")
+log = logging.getLogger(__name__)
 
 
 class _BaseGone(CorruptObject):
@@ -537,11 +540,28 @@ class RocksStore:
             for name in COLUMN_FAMILIES:
                 self._db.get_column_family(name).compact_range(None, None, everything)
             for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
-                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
+                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE and self._room_to_relocate(
+                    family
+                ):
                     with relocating_blobs(family):
                         family.compact_range(None, None, everything)
         except Exception as err:
             raise disk_error(self.path, err) from err
+
+    def _room_to_relocate(self, family: rocksdict.Rdict) -> bool:
+        """A relocation writes every live chunk again before the old blob files go: on
+        a disk without room for that it would fill the disk, and RocksDB would refuse
+        every write until the store is opened again (ADR 0023). Then it waits."""
+        needed = live_blob_bytes(family)
+        if needed <= room(self.path):
+            return True
+        log.warning(
+            "store %s: deleted chunks stay on disk until %d MiB more are free (moving the "
+            "live ones out of shared blob files needs that room)",
+            self.path,
+            (needed - room(self.path)) >> 20,
+        )
+        return False
 
     # ------------------------------------------------------------------ stats, lifecycle
 

@@ -159,6 +159,14 @@ def blob_garbage_ratio(family: rocksdict.Rdict) -> float:
     return garbage / total if total else 0.0
 
 
+def live_blob_bytes(family: rocksdict.Rdict) -> int:
+    """The bytes of blob files that belong to values still there: what a relocation
+    writes again before the old files go."""
+    total = family.property_int_value("rocksdb.total-blob-file-size") or 0
+    garbage = family.property_int_value("rocksdb.live-blob-file-garbage-size") or 0
+    return max(0, total - garbage)
+
+
 @contextmanager
 def relocating_blobs(family: rocksdict.Rdict) -> Iterator[None]:
     """Blob GC on for the compactions run inside: the live blobs of every blob file

@@ -25,6 +25,12 @@ RECHECK_SECONDS = 1.0  # others write to the disk too: look again at least this 
 WRITE_AMPLIFICATION = 2  # the log, then the flush: each stored byte lands twice soon
 
 
+def room(path: Path) -> int:
+    """Bytes the store may still write on its disk without eating into the reserve."""
+    disk = os.statvfs(path)
+    return disk.f_bavail * disk.f_frsize - RESERVE_BYTES
+
+
 class SpaceGuard:
     """Counts down the room a store may still write into, looking at the disk (one
     statvfs) only when the count runs out or it is older than RECHECK_SECONDS."""
@@ -48,8 +54,7 @@ class SpaceGuard:
         self._room -= cost
 
     def _look(self) -> None:
-        disk = os.statvfs(self.path)
-        self._room = disk.f_bavail * disk.f_frsize - RESERVE_BYTES
+        self._room = room(self.path)
         self._looked = time.monotonic()
 
     def _refuse(self, nbytes: int) -> None:

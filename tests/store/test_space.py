@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,3 +86,48 @@ def test_rocksdb_failures_become_store_errors(tmp_path: Path) -> None:
     assert "opened again" in str(full)
     failed = disk_error(tmp_path, Exception("IO error: Input/output error: x.log"))
     assert isinstance(failed, DiskFailed) and failed.errno == errno.EIO
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 250 MB tmpfs (the tests run as root, as the mount tests do)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=250m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a small tmpfs: {done.stderr}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.timeout(180)
+def test_gc_compaction_never_fills_the_disk_it_was_run_to_free(small_disk: Path) -> None:
+    """Live and deleted chunks share blob files; moving the live ones out rewrites
+    them all before the old files go. With less room than that, the compaction after
+    gc's deletes filled the disk: RocksDB then refused every write until the store was
+    opened again, and each later gc did the same, so the space never came back."""
+    store = RocksStore(small_disk / "store")
+    try:
+        kept, dropped = {}, []
+        for n in range(1_600):  # 100 MiB kept, 50 MiB deleted, interleaved in blob files
+            oid, data = record(os.urandom(96 << 10))
+            store.write({oid: data}, bulk=n % 3 != 2)
+            if n % 3 == 1:
+                dropped.append(oid)
+            else:
+                kept[oid] = data
+        store.write({}, [RefUpdate("refs/x", b"1", expected=None)])  # lands the bulk writes
+        store.delete(dropped)
+        store.compact()
+        oid, data = record(b"written after gc")
+        store.write({oid: data}, [RefUpdate("refs/x", b"2", expected=b"1")])
+        assert store.get(oid) == data
+        assert all(store.get(oid) == data for oid, data in kept.items())
+    finally:
+        store.close()
