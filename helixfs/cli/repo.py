@@ -104,8 +104,25 @@ def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     doc = as_doc(result)
     if isinstance(doc, dict):
         doc.setdefault("dry_run", bool(args.dry_run))
-    out.emit(doc, lambda: _key_values(doc) if isinstance(doc, dict) else str(doc))
+    out.emit(
+        doc, lambda: _key_values(doc) + _space_kept(doc) if isinstance(doc, dict) else str(doc)
+    )
     return 0
+
+
+def _space_kept(doc: dict[str, Any]) -> str:
+    """The user who ran gc to free a full disk must learn from gc itself that deleted
+    chunks stay on disk, and what would let them go."""
+    needed = doc.get("free_needed_bytes") or 0
+    if not needed:
+        return ""
+    kept = human_bytes(doc.get("kept_on_disk_bytes") or 0)
+    return (
+        f"\nwarning: {kept} of deleted data stay on disk: "
+        f"they share files with live data, and moving that out needs {human_bytes(needed)} more "
+        "free space on the store's disk; free it (outside the store), then run `helix gc` "
+        "again"
+    )
 
 
 def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:

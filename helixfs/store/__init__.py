@@ -55,6 +55,14 @@ class StoreStats:
         return self.cache_hits / total if total else 0.0
 
 
+@dataclass(frozen=True)
+class Compaction:
+    """What `compact` could not give back: deleted chunks whose blob files it kept."""
+
+    dead_bytes_kept: int  # on disk still, in blob files shared with live chunks
+    free_needed: int  # more free disk space its next step needs; 0: nothing waits for room
+
+
 class ObjectStore(Protocol):
     def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         """The record stored under `oid`, verified against it.
@@ -130,8 +138,14 @@ class ObjectStore(Protocol):
         """Make every write so far durable against power loss."""
         ...
 
-    def compact(self) -> None:
-        """Give back the disk space of deleted objects (gc calls it after deleting)."""
+    def compact(self) -> Compaction:
+        """Give back the disk space of deleted objects (gc calls it after deleting), and
+        say what stayed on disk for want of room."""
+        ...
+
+    def garbage_waiting(self) -> bool:
+        """Whether `compact` has deleted objects' space to give back that an earlier
+        one left (for want of free room): a gc that deletes nothing compacts then."""
         ...
 
     def disk_bytes(self) -> int:

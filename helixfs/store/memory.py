@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import RefUpdate, StoreStats
+from helixfs.store import Compaction, RefUpdate, StoreStats
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
@@ -104,8 +104,12 @@ class MemoryStore:
     def sync(self) -> None:
         """Nothing to do: memory never survives power loss, and says so in its name."""
 
-    def compact(self) -> None:
+    def compact(self) -> Compaction:
         """Nothing to do: a deleted object's memory is freed with it."""
+        return Compaction(dead_bytes_kept=0, free_needed=0)
+
+    def garbage_waiting(self) -> bool:
+        return False
 
     def disk_bytes(self) -> int:
         return 0

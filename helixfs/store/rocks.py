@@ -46,7 +46,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import REPACK_BATCH, RefUpdate, StoreStats
+from helixfs.store import REPACK_BATCH, Compaction, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
     HEADER_SIZE,
@@ -71,17 +71,19 @@ from helixfs.store.rocksdb_open import (
     COLUMN_FAMILIES,
     MIN_BLOB_BYTES,
     RELOCATE_AT_GARBAGE,
+    blob_file_count,
+    blob_garbage_bytes,
     blob_garbage_ratio,
     check_cursor,
     claim_owner,
     disk_error,
     disk_usage,
     forget_owner,
-    live_blob_bytes,
     open_db,
     read,
     relocating_blobs,
     scan,
+    step_bounds,
     unchecked_reads,
 )
 from helixfs.store.space import SpaceGuard, room
@@ -518,20 +520,23 @@ class RocksStore:
             except Exception as err:
                 raise disk_error(self.path, err) from err
 
-    def compact(self) -> None:
+    def compact(self) -> Compaction:
         """Flush memtables and rewrite everything (gc calls it after deleting).
 
         The last level is rewritten too, so deleted values are dropped and chunks stored
         inside SSTs (before blob files) move to blob files. Blob files whose chunks are
-        all deleted go. When at least a quarter of the blob bytes are deleted chunks, a
-        second pass moves the live chunks out of every blob file, so the rest goes too:
-        that rewrites every live chunk, so it waits until it pays (ADR 0014).
+        all deleted go. When at least a quarter of the blob bytes are deleted chunks,
+        the live chunks move out of the blob files they share with deleted ones, so
+        those go too: that rewrites every live chunk, so it waits until it pays (ADR
+        0014), and it goes in steps that fit the disk's free room (ADR 0028).
         """
         self._check_open()
         everything = rocksdict.CompactOptions()
         everything.set_bottommost_level_compaction(
             rocksdict.BottommostLevelCompaction.force_optimized()
         )
+        families = [self._db.get_column_family(name) for name in BLOB_FAMILIES]
+        free_needed = 0
         try:
             with self._lock:
                 self._db.flush(True)
@@ -539,29 +544,51 @@ class RocksStore:
             # RocksDB compacts beside concurrent writes: a mount's saves go on meanwhile
             for name in COLUMN_FAMILIES:
                 self._db.get_column_family(name).compact_range(None, None, everything)
-            for family in (self._db.get_column_family(name) for name in BLOB_FAMILIES):
-                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE and self._room_to_relocate(
-                    family
-                ):
-                    with relocating_blobs(family):
-                        family.compact_range(None, None, everything)
+            for family in families:
+                if blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE:
+                    free_needed += self._relocate(families, family, everything)
         except Exception as err:
             raise disk_error(self.path, err) from err
+        return Compaction(sum(map(blob_garbage_bytes, families)), free_needed)
 
-    def _room_to_relocate(self, family: rocksdict.Rdict) -> bool:
-        """A relocation writes every live chunk again before the old blob files go: on
-        a disk without room for that it would fill the disk, and RocksDB would refuse
-        every write until the store is opened again (ADR 0023). Then it waits."""
-        needed = live_blob_bytes(family)
-        if needed <= room(self.path):
-            return True
+    def garbage_waiting(self) -> bool:
+        self._check_open()
+        families = (self._db.get_column_family(name) for name in BLOB_FAMILIES)
+        return any(blob_garbage_ratio(family) >= RELOCATE_AT_GARBAGE for family in families)
+
+    def _relocate(
+        self,
+        families: list[rocksdict.Rdict],
+        family: rocksdict.Rdict,
+        everything: rocksdict.CompactOptions,
+    ) -> int:
+        """Move the live chunks out of the blob files of `family`, oldest files first,
+        as many per compaction as the disk has room to write again: the old files go
+        at the end of each, so the room grows step by step. Filling the disk instead
+        would leave RocksDB refusing every write until the store is opened again (ADR
+        0023). How much more free space the next step needs when it stops short."""
+        todo = blob_file_count(family)  # the files there now; the moved chunks go to new ones
+        while todo > 0:
+            bounds = step_bounds(self.path, families, family)[:todo]
+            room_now = room(self.path)
+            oldest = _steps_that_fit(bounds, room_now)
+            if oldest == 0:
+                return self._short_of_room(bounds[0] - room_now, todo)
+            with relocating_blobs(family, oldest):
+                family.compact_range(None, None, everything)
+            todo -= oldest
+            log.info("store %s: moved live chunks out of %d old blob files", self.path, oldest)
+        return 0
+
+    def _short_of_room(self, needed: int, files: int) -> int:
         log.warning(
-            "store %s: deleted chunks stay on disk until %d MiB more are free (moving the "
-            "live ones out of shared blob files needs that room)",
+            "store %s: deleted chunks stay on disk in %d blob files until %d MiB more are "
+            "free (moving the live ones out needs that room)",
             self.path,
-            (needed - room(self.path)) >> 20,
+            files,
+            -(-needed >> 20),
         )
-        return False
+        return needed
 
     # ------------------------------------------------------------------ stats, lifecycle
 
@@ -890,3 +917,14 @@ def _base_in(oid: ObjectId, frame: bytes | None) -> ObjectId | None:
         return parse_delta(oid, frame).base
     except HelixError:
         return None
+
+
+def _steps_that_fit(bounds: list[int], room: int) -> int:
+    """How many of the oldest blob files one compaction can move within `room`."""
+    used = taken = 0
+    for bound in bounds:
+        if used + bound > room:
+            break
+        used += bound
+        taken += 1
+    return taken

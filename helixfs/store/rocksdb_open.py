@@ -33,10 +33,6 @@ MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's 
 BLOB_FILE_BYTES = 256 << 20
 RELOCATE_AT_GARBAGE = 0.25  # compact() moves live blobs once this share of blob bytes is dead
 BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
-BLOB_GC_ALL = {
-    "enable_blob_garbage_collection": "true",
-    "blob_garbage_collection_age_cutoff": "1.0",  # every blob file, not the oldest part
-}
 
 
 def open_db(path: Path) -> rocksdict.Rdict:
@@ -159,19 +155,54 @@ def blob_garbage_ratio(family: rocksdict.Rdict) -> float:
     return garbage / total if total else 0.0
 
 
-def live_blob_bytes(family: rocksdict.Rdict) -> int:
-    """The bytes of blob files that belong to values still there: what a relocation
-    writes again before the old files go."""
-    total = family.property_int_value("rocksdb.total-blob-file-size") or 0
-    garbage = family.property_int_value("rocksdb.live-blob-file-garbage-size") or 0
-    return max(0, total - garbage)
+def blob_garbage_bytes(family: rocksdict.Rdict) -> int:
+    """The bytes of deleted values still in blob files."""
+    return family.property_int_value("rocksdb.live-blob-file-garbage-size") or 0
+
+
+def blob_file_count(family: rocksdict.Rdict) -> int:
+    return family.property_int_value("rocksdb.num-blob-files") or 0
+
+
+def step_bounds(path: Path, families: list[rocksdict.Rdict], family: rocksdict.Rdict) -> list[int]:
+    """Per blob file of `family`, oldest first, at least the live bytes that moving it
+    writes again: the first k add up to what relocating the oldest k costs at most.
+
+    RocksDB tells no file's family or garbage, only counts. When the files on disk are
+    exactly this family's, their sizes are the bounds; otherwise (another family has
+    blob files, a flush or a deletion is under way) each bound is the next largest
+    file on disk, which holds for whichever files are the oldest."""
+    sizes = blob_file_sizes(path)
+    count = blob_file_count(family)
+    if len(sizes) == count == sum(map(blob_file_count, families)):
+        return sizes
+    return sorted(sizes, reverse=True)[:count]
+
+
+def blob_file_sizes(path: Path) -> list[int]:
+    """The sizes of the blob files in `path`, oldest (lowest number) first."""
+    sizes: list[tuple[str, int]] = []
+    for entry in os.scandir(path):
+        if entry.name.endswith(".blob"):
+            with suppress(FileNotFoundError):  # relocated and deleted after the listing
+                sizes.append((entry.name, entry.stat().st_size))
+    return [size for _, size in sorted(sizes)]  # zero-padded numbers sort as names
 
 
 @contextmanager
-def relocating_blobs(family: rocksdict.Rdict) -> Iterator[None]:
-    """Blob GC on for the compactions run inside: the live blobs of every blob file
-    move to new files, so files that also hold deleted blobs can go."""
-    family.set_options(BLOB_GC_ALL)
+def relocating_blobs(family: rocksdict.Rdict, oldest: int) -> Iterator[None]:
+    """Blob GC on for the compactions run inside: the live blobs of the `oldest` blob
+    files of `family` move to new files, so that those files go, with the deleted blobs
+    they also hold."""
+    count = blob_file_count(family)
+    # RocksDB relocates the files below index int(cutoff * count), oldest first
+    cutoff = 1.0 if oldest >= count else (oldest + 0.5) / count
+    family.set_options(
+        {
+            "enable_blob_garbage_collection": "true",
+            "blob_garbage_collection_age_cutoff": str(cutoff),
+        }
+    )
     try:
         yield
     finally:

@@ -11,12 +11,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
-from helixfs.store import REPACK_BATCH
+from helixfs.store import REPACK_BATCH, Compaction
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -69,6 +69,10 @@ class GcReport:
     # run. Far below logical_bytes when the records were compressed or deduplicated.
     freed_bytes: int | None
     repacked: int | None  # trees stored as deltas on their previous version; None: dry run
+    # deleted chunks still on disk, in blob files shared with live ones; None: dry run
+    kept_on_disk_bytes: int | None = None
+    # more free disk space needed before they can go (0: none waits for room); None: dry run
+    free_needed_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -225,14 +229,22 @@ def _gc(
                 repo.store.delete(batch)
                 repo.trees.forget_results()
         doomed += batch
-    freed = repacked = None
-    if not dry_run:
-        repacked = _repack_or_log(repo)
-        if doomed or repacked:
-            repo.store.compact()  # gives the space back now (ADR 0014), not at some compaction
-        freed = max(0, before - repo.store.disk_bytes())  # the log may grow a few KiB meanwhile
     logical = sum(candidates[oid] for oid in doomed)
-    return GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, freed, repacked)
+    report = GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, None, None)
+    if dry_run:
+        return report
+    repacked = _repack_or_log(repo)
+    # gives the space back now (ADR 0014), not at some compaction; and what an earlier
+    # gc had to leave for want of room once the user has made room (ADR 0028)
+    compacting = doomed or repacked or repo.store.garbage_waiting()
+    left = repo.store.compact() if compacting else Compaction(0, 0)
+    return replace(
+        report,
+        freed_bytes=max(0, before - repo.store.disk_bytes()),  # the log may grow a few KiB
+        repacked=repacked,
+        kept_on_disk_bytes=left.dead_bytes_kept,
+        free_needed_bytes=left.free_needed,
+    )
 
 
 def repack(repo: Repository) -> int:

@@ -5,19 +5,25 @@ DiskFailed, with the errno a mount answers."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helixfs.cli.output import human_bytes
 from helixfs.errors import DiskFailed, StoreFull
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.rocks import RocksStore
 from helixfs.store.rocksdb_open import disk_error
 from helixfs.store.space import RESERVE_BYTES
+from helixfs.vcs.objects import encode_blob
+from helixfs.vcs.repo import Repository
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -88,18 +94,27 @@ def test_rocksdb_failures_become_store_errors(tmp_path: Path) -> None:
     assert isinstance(failed, DiskFailed) and failed.errno == errno.EIO
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 250 MB tmpfs (the tests run as root, as the mount tests do)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
+def mount_tmpfs(disk: Path, size: str) -> None:
+    """A real tmpfs of `size` at `disk` (the tests run as root, as the mount tests do)."""
+    disk.mkdir(exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=250m", "tmpfs", str(disk)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)],
         capture_output=True,
         text=True,
     )
     if done.returncode != 0:
         pytest.fail(f"cannot mount a small tmpfs: {done.stderr}")
+
+
+def resize(disk: Path, size: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(disk)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 250 MB tmpfs."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "250m")
     try:
         yield disk
     finally:
@@ -131,3 +146,132 @@ def test_gc_compaction_never_fills_the_disk_it_was_run_to_free(small_disk: Path)
         assert all(store.get(oid) == data for oid, data in kept.items())
     finally:
         store.close()
+
+
+def used(disk: Path) -> int:
+    found = os.statvfs(disk)
+    return (found.f_blocks - found.f_bfree) * found.f_frsize
+
+
+def interleaved_repo(path: Path, size: str) -> dict[str, bytes]:
+    """A repository on a disk of `size` whose blob files hold 100 MiB of live files and
+    100 MiB of files no ref reaches, interleaved as a mount's saves of several branches leave them. The
+    files' blob records are stored first, as one stream; the commit of the live ones
+    finds them stored (made on a larger disk: the commit claims room for them all).
+    Returns the live files."""
+    kept: dict[str, bytes] = {}
+    resize(path.parent, "600m")
+    with Repository.init(path) as repo:
+        for n in range(2_134):
+            data = os.urandom(96 << 10)
+            repo.store.write(dict([record(encode_blob(data))]), bulk=True)
+            if n % 2:
+                kept[f"f{n}"] = data
+        repo.commit(dict(kept), "the live half")
+    resize(path.parent, size)
+    return kept
+
+
+@pytest.mark.timeout(300)
+def test_gc_on_a_disk_without_room_for_every_live_chunk_frees_in_steps(
+    tmp_path: Path,
+) -> None:
+    """gc's compaction moved every live chunk out of the shared blob files in one go, so
+    with less room than the live chunks it moved none (since the disk-full fix) and a
+    full disk got nothing back from gc, ever. It now moves the oldest files' chunks
+    first, as many as the room allows, and the room grows as the old files go."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "300m")
+    try:
+        kept = interleaved_repo(disk / "store", "300m")
+        before = used(disk)
+        assert os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize < (100 << 20) + RESERVE_BYTES
+        with Repository.open(disk / "store") as repo:
+            report = repo.gc()
+            assert report.unreachable == 1_067
+            assert before - used(disk) > 90 << 20  # of the 100 MiB no ref reaches
+            assert report.free_needed_bytes == 0 == report.kept_on_disk_bytes
+            assert repo.fsck().ok
+            repo.commit({"after": b"written after gc"}, "writable")
+            assert all(repo.read("HEAD", name) == data for name, data in kept.items())
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.timeout(300)
+def test_gc_says_when_deleted_data_stays_on_disk_and_frees_it_once_there_is_room(
+    tmp_path: Path,
+) -> None:
+    """With too little room for even one step, gc printed its freed bytes as if all
+    went well: the user who ran it because the disk was full learnt nothing (only a log
+    line said the deleted chunks stayed). And a gc with nothing left to delete did not
+    compact, so making room and running gc again gave nothing back either."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "250m")
+    try:
+        interleaved_repo(disk / "store", "250m")
+        report = json.loads(helix(disk / "store", "gc", "--json"))
+        assert report["unreachable"] == 1_067
+        assert report["kept_on_disk_bytes"] > 90 << 20
+        needed = report["free_needed_bytes"]
+        assert needed > 0
+        human = helix(disk / "store", "gc")
+        assert f"needs {human_bytes(needed)} more free space" in human
+        assert "run `helix gc` again" in human
+        before = used(disk)
+        resize(disk, "400m")  # the user frees room outside the store
+        again = json.loads(helix(disk / "store", "gc", "--json"))
+        assert again["unreachable"] == 0 and again["free_needed_bytes"] == 0
+        assert again["kept_on_disk_bytes"] == 0 and before - used(disk) > 90 << 20
+        assert helix(disk / "store", "fsck").startswith("ok:")
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.timeout(300)
+def test_a_gc_killed_between_its_steps_leaves_the_store_whole(tmp_path: Path) -> None:
+    """Each step is one RocksDB compaction: a kill between or during them loses nothing
+    and leaves a store fsck finds clean, whose next gc frees the rest."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "300m")
+    try:
+        kept = interleaved_repo(disk / "store", "300m")
+        gc = subprocess.Popen(
+            [sys.executable, "-c", KILLED_GC, str(disk / "store")],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert gc.stderr is not None
+        for line in gc.stderr:
+            if "moved live chunks out of" in line:
+                gc.kill()  # the first step is done, the next one under way (or not yet)
+                break
+        gc.wait()
+        assert gc.returncode == -signal.SIGKILL
+        with Repository.open(disk / "store") as repo:
+            assert repo.fsck().ok
+            assert all(repo.read("HEAD", name) == data for name, data in kept.items())
+            assert repo.gc().kept_on_disk_bytes == 0  # nothing left to delete: it compacts
+            assert repo.fsck().ok
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+KILLED_GC = """
+import logging, sys
+from helixfs.vcs.repo import Repository
+logging.basicConfig(level=logging.INFO)
+with Repository.open(sys.argv[1]) as repo:
+    repo.gc()
+"""
+
+
+def helix(store: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
