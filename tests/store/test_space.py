@@ -155,8 +155,8 @@ def used(disk: Path) -> int:
 
 def interleaved_repo(path: Path, size: str) -> dict[str, bytes]:
     """A repository on a disk of `size` whose blob files hold 100 MiB of live files and
-    100 MiB of files no ref reaches, interleaved as a mount's saves of several branches leave them. The
-    files' blob records are stored first, as one stream; the commit of the live ones
+    100 MiB of files no ref reaches, interleaved as a mount's saves of several branches
+    leave them. The files' blob records are stored first, as one stream; the commit of the live ones
     finds them stored (made on a larger disk: the commit claims room for them all).
     Returns the live files."""
     kept: dict[str, bytes] = {}
