@@ -105,7 +105,12 @@ def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if isinstance(doc, dict):
         doc.setdefault("dry_run", bool(args.dry_run))
     out.emit(
-        doc, lambda: _key_values(doc) + _space_kept(doc) if isinstance(doc, dict) else str(doc)
+        doc,
+        lambda: (
+            _key_values(doc) + _space_kept(doc) + _not_repacked(doc)
+            if isinstance(doc, dict)
+            else str(doc)
+        ),
     )
     return 0
 
@@ -123,6 +128,11 @@ def _space_kept(doc: dict[str, Any]) -> str:
         "free space on the store's disk; free it (outside the store), then run `helix gc` "
         "again"
     )
+
+
+def _not_repacked(doc: dict[str, Any]) -> str:
+    why = doc.get("not_repacked")
+    return f"\nwarning: trees were not repacked: {why}" if why else ""
 
 
 def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:

@@ -73,6 +73,7 @@ class GcReport:
     kept_on_disk_bytes: int | None = None
     # more free disk space needed before they can go (0: none waits for room); None: dry run
     free_needed_bytes: int | None = None
+    not_repacked: str | None = None  # why trees were left whole (a full disk, say)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def _gc(
     report = GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, None, None)
     if dry_run:
         return report
-    repacked = _repack_or_log(repo)
+    repacked, not_repacked = _repack_or_say_why(repo)
     # gives the space back now (ADR 0014), not at some compaction; and what an earlier
     # gc had to leave for want of room once the user has made room (ADR 0028)
     compacting = doomed or repacked or repo.store.garbage_waiting()
@@ -242,6 +243,7 @@ def _gc(
         report,
         freed_bytes=max(0, before - repo.store.disk_bytes()),  # the log may grow a few KiB
         repacked=repacked,
+        not_repacked=not_repacked,
         kept_on_disk_bytes=left.dead_bytes_kept,
         free_needed_bytes=left.free_needed,
     )
@@ -277,14 +279,14 @@ def _whole_commits(
         yield run
 
 
-def _repack_or_log(repo: Repository) -> int:
+def _repack_or_say_why(repo: Repository) -> tuple[int, str | None]:
     """A repack that fails (a disk full, say) must not keep gc from compacting: that is
-    what gives back what it deleted."""
+    what gives back what it deleted. Why it failed goes into gc's report."""
     try:
-        return repack(repo)
+        return repack(repo), None
     except HelixError as exc:
         log.warning("gc: trees not repacked: %s", exc)
-        return 0
+        return 0, str(exc)
 
 
 def _unpacked(

@@ -275,3 +275,27 @@ def helix(store: Path, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_gc_on_a_full_disk_says_its_trees_were_not_repacked(small_disk: Path) -> None:
+    """The repack of trees (ADR 0027) the space guard refused on a full disk was only
+    logged: gc printed repacked 0 as if there were nothing to pack. It leaves the trees
+    whole, loses nothing, and a gc once there is room packs them."""
+    with Repository.init(small_disk / "store") as repo:
+        for n in range(40):
+            repo.commit({f"dir/f{i}": b"%d" % (n * (i % 7 == n % 7)) for i in range(300)}, f"c{n}")
+        files = {
+            entry.name: repo.read("HEAD", b"dir/" + entry.name) for entry in repo.ls("HEAD", "dir")
+        }
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    (small_disk / "filler").write_bytes(bytes(free - RESERVE_BYTES + (4 << 20)))
+    report = json.loads(helix(small_disk / "store", "gc", "--json"))
+    assert report["repacked"] == 0 and "no space left" in report["not_repacked"]
+    assert "warning: trees were not repacked: no space left" in helix(small_disk / "store", "gc")
+    (small_disk / "filler").unlink()
+    again = json.loads(helix(small_disk / "store", "gc", "--json"))
+    assert again["repacked"] > 0 and again["not_repacked"] is None
+    assert helix(small_disk / "store", "fsck").startswith("ok:")
+    with Repository.open(small_disk / "store") as repo:
+        assert all(repo.read("HEAD", b"dir/" + name) == data for name, data in files.items())
