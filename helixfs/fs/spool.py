@@ -155,6 +155,19 @@ class Spool:
             return self._file
         return io.BufferedReader(_View(self), COPY_BLOCK)
 
+    def holes(self) -> list[tuple[int, int]]:
+        """The byte ranges known to be zeros: past every size the file was cut to, and
+        never written. Storing skips them (content._chunks): an ftruncate to 16 GiB, or
+        a write at 2 GiB, costs the written bytes, not the size."""
+        holes, pos = [], self._base_limit
+        for low, high in self._written:
+            if low > pos:
+                holes.append((pos, low))
+            pos = max(pos, high)
+        if pos < self.size:
+            holes.append((pos, self.size))
+        return holes
+
     def _unwritten(self, pos: int, stop: int) -> bytes:
         """Bytes no write put in the spool: the stored content's, where it still shows
         (below every size the file was cut to), zeros past it."""

@@ -75,6 +75,7 @@ class Writes:
             node,
             spool.source(),
             edited=None if edits is None or spool.base_id is None else (spool.base_id, edits),
+            holes=spool.holes(),
         )
         worktree.set_attrs(node, mtime_ns=mtime)
         spool.stored(node.oid)

@@ -41,6 +41,7 @@ from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
     EMPTY,
     ContentReader,
+    Holes,
     Stored,
     pack_bytes,
     store_edited,
@@ -448,21 +449,23 @@ class Worktree:
         source: BinaryIO | bytes,
         *,
         edited: tuple[ObjectId, list[tuple[int, int]]] | None = None,
+        holes: Holes = (),
     ) -> None:
         """Store the file's full new content; large sources are streamed in chunks.
 
         `edited` = (content id, byte ranges) promises that `source` differs from that
         content only in those ranges: a big file is then re-cut around them only.
+        `holes` = byte ranges promised to be zeros: they are not read (a sparse file).
         """
         with self._lock:
             self._writable()
             self._regular(node)
-            stored = self._store_edited(node, source, edited)
+            stored = self._store_edited(node, source, edited, holes)
             if stored is None:
                 if isinstance(source, bytes | bytearray | memoryview):
                     stored = pack_bytes(source)
                 else:
-                    stored = store_stream(source, self._bulk_sink)
+                    stored = store_stream(source, self._bulk_sink, holes)
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()
@@ -473,6 +476,7 @@ class Worktree:
         node: Node,
         source: BinaryIO | bytes,
         edited: tuple[ObjectId, list[tuple[int, int]]] | None,
+        holes: Holes,
     ) -> Stored | None:
         """The content stored by re-cutting only the edited ranges, when it can be."""
         if edited is None or edited[0] != node.oid:
@@ -482,7 +486,7 @@ class Worktree:
         index = self._reader.chunks(edited[0]) if size > CHUNK_THRESHOLD else None
         if index is None:
             return None  # small, or the old content was one blob: nothing to keep
-        return store_edited(readable, size, index, edited[1], self._bulk_sink)
+        return store_edited(readable, size, index, edited[1], self._bulk_sink, holes)
 
     def _bulk_sink(self, objects: Mapping[ObjectId, bytes]) -> None:
         self.repo.store.write(objects, bulk=True)

@@ -529,3 +529,66 @@ async def test_fsyncs_of_a_big_open_file_store_only_around_the_edits(
         assert len(set(repo.store.ids()) - before) <= 12
     await client.ops.release(fi.fh)
     assert await client.read_file("db") == bytes(model)
+
+
+async def _sparse_session(
+    client: Client, ino: int, fh: int, size: int, writes: dict[int, bytes]
+) -> None:
+    """ftruncate an open file to `size`, write pieces at offsets, close it."""
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = size
+    await client.ops.setattr(ino, attrs, Fields(update_size=True), fh, CTX)
+    for at, data in writes.items():
+        await client.ops.write(fh, at, data)
+    await client.ops.flush(fh)
+    await client.ops.release(fh)
+
+
+async def test_a_sparse_file_saves_at_the_cost_of_its_data(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ftruncate to 64 GiB and a few writes: the close cut the whole hole (minutes, and
+    every other request of the mount waited). Now its zeros are stored unread, with the
+    ids storing the dense bytes gives."""
+    cutter = _CountingCutter(content._CDC)
+    monkeypatch.setattr(content, "_CDC", cutter)
+    size = 64 << 30
+    writes = {0: b"head" * 1024, 5 << 30: os.urandom(100_000), size - 10: b"0123456789"}
+    fi, attrs = await client.ops.create(ROOT, b"sparse", 0o644, os.O_RDWR, CTX)
+    await _sparse_session(client, attrs.st_ino, fi.fh, size, writes)
+    assert cutter.bytes < 8 << 20
+    fi = await client.ops.open(attrs.st_ino, os.O_RDONLY, CTX)
+    assert await client.ops.read(fi.fh, (5 << 30) - 5, 100_010) == (
+        bytes(5) + writes[5 << 30] + bytes(5)
+    )
+    assert await client.ops.read(fi.fh, 40 << 30, 1 << 20) == bytes(1 << 20)
+    assert await client.ops.read(fi.fh, size - 20, 100) == bytes(10) + b"0123456789"
+    await client.ops.release(fi.fh)
+
+    # opened again, written in a hole and grown: the edit path skips the holes too
+    cutter.bytes = 0
+    fi = await client.ops.open(attrs.st_ino, os.O_RDWR, CTX)
+    await _sparse_session(client, attrs.st_ino, fi.fh, size * 2, {30 << 30: b"middle"})
+    assert cutter.bytes < 8 << 20
+    node = client.ops.inodes.node(attrs.st_ino).node
+    assert client.ops.repo.worktree().read(node, 30 << 30, 6) == b"middle"
+    assert client.ops.repo.worktree().read(node, 2 * size - 4, 4) == bytes(4)
+
+
+async def test_a_sparse_file_is_stored_as_its_dense_bytes_would_be(client: Client) -> None:
+    size = 40 << 20
+    writes = {3 << 20: os.urandom(70_000), (20 << 20) + 1: os.urandom(5), size - 1: b"!"}
+    model = bytearray(size)
+    for at, data in writes.items():
+        model[at : at + len(data)] = data
+    fi, attrs = await client.ops.create(ROOT, b"sparse", 0o644, os.O_RDWR, CTX)
+    await _sparse_session(client, attrs.st_ino, fi.fh, size, writes)
+    assert client.ops.inodes.node(attrs.st_ino).node.oid == pack_bytes(bytes(model)).oid
+    assert await client.read_file("sparse") == bytes(model)
+    # a hole made by writing past the end, not by ftruncate
+    fi, attrs = await client.ops.create(ROOT, b"written", 0o644, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, size - 1, b"!")
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    node = client.ops.inodes.node(attrs.st_ino).node
+    assert node.oid == pack_bytes(bytes(size - 1) + b"!").oid

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,6 +88,55 @@ def test_sparse_writes_and_truncate(mnt: Mount) -> None:
     )
     assert result == [10_000_003, "00" * 16, "start", b"start\0\0\0".hex()]
     assert mnt.helix("cat", "HEAD", "sparse").stdout == "start\0\0\0"
+
+
+def test_a_64_gib_sparse_file_is_saved_at_the_cost_of_its_data(mnt: Mount, tmp_path: Path) -> None:
+    """ftruncate of an open file, a write far past its end, cp --sparse=always: the close
+    used to cut and hash every zero of the size (2-4 s per 2 GiB, the whole mount
+    stalled meanwhile), so these 64 GiB files would not be saved within the timeouts."""
+    result = py(
+        mnt,
+        """
+        import json, os
+        fd = os.open("sparse", os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(fd, 64 << 30)
+        os.pwrite(fd, b"start", 0)
+        os.pwrite(fd, b"middle", 17 << 30)
+        os.close(fd)
+        fd = os.open("far", os.O_WRONLY | os.O_CREAT, 0o644)
+        os.pwrite(fd, b"end", (64 << 30) - 3)
+        os.close(fd)
+        with open("sparse", "rb") as f:
+            f.seek((17 << 30) - 2); middle = f.read(10)
+            f.seek(40 << 30); hole = f.read(1 << 20)
+        print(json.dumps([os.stat("sparse").st_size, middle.hex(), hole == bytes(1 << 20)]))
+        """,
+    )
+    assert result == [64 << 30, (b"\0\0middle\0\0").hex(), True]
+    source = tmp_path / "source"  # outside: cp reads a file in the mount whole
+    with open(source, "wb") as f:
+        f.truncate(64 << 30)
+        f.seek(5_000_000_000)
+        f.write(b"data")
+    mnt.sh(
+        f"cp --sparse=always {source} copy"
+        " && dd if=/dev/zero of=dd bs=4k count=1 seek=16000000 status=none"
+        " && exec 3<>grown && truncate -s 64G /proc/self/fd/3",
+        timeout=60,
+    )
+    with open(mnt.path / "copy", "rb") as f:
+        f.seek(4_999_999_998)
+        assert f.read(8) == b"\0\0data\0\0"
+    sizes = mnt.sh("stat -c %s sparse far copy dd grown").stdout.split()
+    assert sizes == [
+        str(64 << 30),
+        str(64 << 30),
+        str(64 << 30),
+        str(16000001 * 4096),
+        str(64 << 30),
+    ]
+    fsck = mnt.helix("fsck", check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
 
 
 def test_rename_over_existing_and_of_directories(mnt: Mount) -> None:

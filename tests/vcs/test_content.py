@@ -5,12 +5,18 @@ from __future__ import annotations
 import io
 import random
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from helixfs.ids import ObjectId
+from helixfs.store.memory import MemoryStore
 from helixfs.store.rocks import RocksStore
-from helixfs.vcs import Repository
+from helixfs.vcs import Repository, content
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
+    MAX_CHUNK,
+    ZERO_CHUNK,
     ContentReader,
     Stored,
     pack_bytes,
@@ -207,3 +213,118 @@ def test_a_file_cut_back_to_an_old_chunk_edge_keeps_no_chunk_past_its_end() -> N
         edits = [(cut - 1000, cut - 10), (cut, len(data))]
         edited = store_edited(io.BytesIO(bytes(new)), cut, (starts, ids), edits, print)
         assert edited.oid == pack_bytes(bytes(new)).oid
+
+
+class _SparseSource(io.RawIOBase):
+    """A file of `size` bytes: `data` at given offsets, zeros elsewhere, made up as read
+    (a 64 GiB one fits no test disk); counts the bytes read from it."""
+
+    def __init__(self, size: int, data: dict[int, bytes]) -> None:
+        self.size, self.data, self.pos, self.read_bytes = size, data, 0, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.pos = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset
+        return self.pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = max(0, min(len(buffer), self.size - self.pos))
+        window = bytearray(n)
+        for at, piece in self.data.items():
+            low, high = max(at, self.pos), min(at + len(piece), self.pos + n)
+            if low < high:
+                window[low - self.pos : high - self.pos] = piece[low - at : high - at]
+        buffer[:n] = window
+        self.pos += n
+        self.read_bytes += n
+        return n
+
+    def holes(self) -> list[tuple[int, int]]:
+        holes, pos = [], 0
+        for at, piece in sorted(self.data.items()):
+            if at > pos:
+                holes.append((pos, at))
+            pos = at + len(piece)
+        return holes + ([(pos, self.size)] if pos < self.size else [])
+
+    def dense(self) -> bytes:
+        self.seek(0)
+        return self.read()
+
+
+def test_a_chunk_of_zeros_is_cut_at_the_largest_size() -> None:
+    """What storing a hole without reading it relies on (content._chunks)."""
+    lengths = [chunk.length for chunk in content._CDC.cut_buf(bytes(3 * MAX_CHUNK + 5))]
+    assert lengths == [MAX_CHUNK] * 3 + [5]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_holes_are_stored_with_the_ids_of_their_zeros_without_reading_them(seed: int) -> None:
+    rng = random.Random(seed)
+    m = MAX_CHUNK
+    for _ in range(12):
+        data, pos = {}, rng.choice([0, 1, m])
+        while pos < 40 * m:
+            if rng.random() < 0.6:
+                data[pos] = rng.randbytes(rng.choice([1, 4096, m - 1, m + 1, 3 * m]))
+                pos += len(data[pos])
+            pos += rng.choice([1, 100, m - 1, m, 2 * m - 1, 2 * m, 2 * m + 1, 5 * m])
+        source = _SparseSource(pos + rng.choice([0, 7, 3 * m]), data)
+        dense = pack_bytes(source.dense())
+        source.read_bytes = 0
+        sparse = store_stream(io.BufferedReader(source), {}.update, source.holes())
+        assert sparse.oid == dense.oid  # same chunks: dedup, fsck and old stores agree
+        written = sum(map(len, data.values()))
+        assert source.read_bytes <= written + (len(source.holes()) + 1) * 4 * m
+
+
+def test_a_64_gib_sparse_file_costs_its_data() -> None:
+    size = 64 << 30
+    data = {0: _random(4096), 5 << 30: _random(100_000, seed=2), size - 10: b"0123456789"}
+    source = _SparseSource(size, data)
+    sunk: dict[ObjectId, bytes] = {}
+    stored = store_stream(io.BufferedReader(source), sunk.update, source.holes())
+    assert source.read_bytes < 8 << 20
+    store = MemoryStore()
+    store.write({**sunk, **stored.objects})
+    reader = ContentReader(store)
+    assert reader.read(stored.oid, 0, 4096) == data[0]
+    assert reader.read(stored.oid, (5 << 30) - 5, 100_010) == bytes(5) + data[5 << 30] + bytes(5)
+    assert reader.read(stored.oid, 40 << 30, 1 << 20) == bytes(1 << 20)
+    assert reader.read(stored.oid, size - 20) == bytes(10) + b"0123456789"
+    # a hole is the zero chunk over and over: stored once
+    assert len(sunk) < 10 and ZERO_CHUNK[0] in sunk
+
+
+def test_an_edit_of_a_sparse_file_cuts_its_holes_without_reading_them() -> None:
+    m = MAX_CHUNK
+    old = _SparseSource(200 * m, {0: _random(3 * m), 100 * m: _random(m, seed=2)})
+    stored = pack_bytes(old.dense())
+    # grown by ftruncate, written at the new end: what a spool hands over on close
+    new = _SparseSource(4000 * m + 3, {**old.data, 4000 * m - 5: b"the end!"})
+    edits = [(200 * m, 4000 * m + 3)]
+    sunk: dict[ObjectId, bytes] = {}
+    edited = store_edited(
+        io.BufferedReader(new), new.size, _index(stored), edits, sunk.update, new.holes()
+    )
+    assert new.read_bytes < 16 * m
+    assert edited.oid == pack_bytes(new.dense()).oid
+
+
+@pytest.mark.parametrize("old_size", [0, 5000, CHUNK_THRESHOLD + 1, 5 << 20])
+def test_extending_by_truncate_gives_the_id_of_the_dense_bytes(old_size: int) -> None:
+    store = MemoryStore()
+    data = _random(old_size, seed=old_size)
+    base = pack_bytes(data)
+    store.write(base.objects)
+    for new_size in (CHUNK_THRESHOLD + 3, 9 << 20, (9 << 20) + MAX_CHUNK):
+        if new_size <= old_size:
+            continue
+        grown = ContentReader(store).resize(base.oid, old_size, new_size)
+        assert grown.oid == pack_bytes(data + bytes(new_size - old_size)).oid
+        assert len(grown.objects) <= 5  # the re-cut tail, one zero chunk, the index
