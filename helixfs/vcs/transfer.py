@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
-from helixfs.vcs.content import pack_bytes, store_stream
+from helixfs.vcs.content import ZERO_CHUNK, pack_bytes, store_stream
 from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import show_path
@@ -354,23 +354,34 @@ def _export_tree(
 
 
 def _write_file(repo: Repository, oid: ObjectId, target: bytes) -> int:
-    written = 0
+    """The content written chunk by chunk; a hole's zero chunks are skipped, not written,
+    so a sparse file stays sparse (a 64 GiB one would fill the disk with zeros)."""
+    size = 0
     with open(target, "wb") as sink:
         for piece in _pieces(repo, oid):
-            sink.write(piece)
-            written += len(piece)
-    return written
+            if piece is None:
+                sink.seek(ZERO_CHUNK[1], os.SEEK_CUR)
+                size += ZERO_CHUNK[1]
+            else:
+                sink.write(piece)
+                size += len(piece)
+        sink.truncate(size)  # a trailing hole
+    return size
 
 
-def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes]:
-    """A content chunk by chunk, so a large file never sits in memory whole."""
+def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes | None]:
+    """A content chunk by chunk, so a large file never sits in memory whole; None for
+    ZERO_CHUNK (a piece of a hole)."""
     index = repo.contents.chunks(oid)
     if index is None:
         yield repo.contents.read(oid)
         return
-    starts = index[0]
-    for i in range(len(starts) - 1):
-        yield repo.contents.read(oid, starts[i], starts[i + 1] - starts[i])
+    starts, ids = index
+    for i, chunk_id in enumerate(ids):
+        if chunk_id == ZERO_CHUNK[0]:
+            yield None
+        else:
+            yield repo.contents.read(oid, starts[i], starts[i + 1] - starts[i])
 
 
 def _finish(target: bytes, entry: TreeEntry) -> None:

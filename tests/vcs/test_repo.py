@@ -357,6 +357,25 @@ def test_export_progress_counts_every_file_it_reports(repo: Repository, tmp_path
     assert sum(seen) == summary.files == 3
 
 
+def test_export_of_a_sparse_file_leaves_its_holes_unwritten(
+    repo: Repository, tmp_path: Path
+) -> None:
+    """Export wrote every zero of a hole: a 64 GiB sparse file took 64 GiB of disk."""
+    work = repo.worktree()
+    node = work.create(work.root, b"sparse", 0o644)
+    work.set_content(node, b"head")
+    work.set_attrs(node, size=(1 << 30) + 5)  # zero chunks, and a short zero tail
+    work.commit("sparse")
+    transfer.export(repo, "HEAD", tmp_path / "out")
+    out = tmp_path / "out" / "sparse"
+    assert out.stat().st_size == (1 << 30) + 5
+    assert out.stat().st_blocks * 512 < 16 << 20
+    with open(out, "rb") as f:
+        assert f.read(8) == b"head" + bytes(4)
+        f.seek(-(1 << 20), 2)
+        assert f.read() == bytes(1 << 20)
+
+
 def test_init_finishes_a_store_an_interrupted_init_left(tmp_path: Path) -> None:
     """An init stopped after RocksDB made its files (a full disk, ^C) left a store that
     open called uninitialised and init called existing: no command could use it."""
