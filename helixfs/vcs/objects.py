@@ -389,11 +389,15 @@ def join_pages(pages: tuple[tuple[ObjectId, int], ...], trees: Sequence[Tree]) -
 # -- commits --------------------------------------------------------------------------------
 
 
+# One encoder for all commits: json.dumps with these options built a new one per call.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+
+
 def canonical_json(meta: Mapping[str, Any]) -> bytes:
     try:
-        return json.dumps(
-            meta, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-        ).encode()
+        return _CANONICAL.encode(meta).encode()
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"commit metadata must be JSON-serialisable: {exc}") from None
 
