@@ -415,26 +415,41 @@ def _commit_text(text: object, what: str) -> bytes:
 
 
 def encode_commit(commit: Commit) -> bytes:
-    if len(commit.parents) > 255:
+    return commit_record(
+        commit.tree, commit.parents, commit.time_ns, commit.author, commit.message, commit.meta
+    )
+
+
+def commit_record(
+    tree: ObjectId,
+    parents: tuple[CommitId, ...],
+    time_ns: int,
+    author: str,
+    message: str,
+    meta: Mapping[str, Any],
+) -> bytes:
+    """The record of a commit with these fields: a writer hashes it for the id its
+    `Commit` is then built with (one Commit per new commit, not a second one for the id)."""
+    if len(parents) > 255:
         raise InvalidInput("a commit has at most 255 parents")
-    author = _commit_text(commit.author, "author")
-    if len(author) > 0xFFFF:  # its length is a u16
-        raise InvalidInput(f"an author is at most 65535 bytes, not {len(author)}")
-    message = _commit_text(commit.message, "message")
-    meta = canonical_json(commit.meta)
+    author_raw = _commit_text(author, "author")
+    if len(author_raw) > 0xFFFF:  # its length is a u16
+        raise InvalidInput(f"an author is at most 65535 bytes, not {len(author_raw)}")
+    message_raw = _commit_text(message, "message")
+    meta_raw = canonical_json(meta)
     return b"".join(
         [
             _HEADERS[KIND_COMMIT],
-            commit.tree,
-            bytes([len(commit.parents)]),
-            *commit.parents,
-            _COMMIT_TIME.pack(commit.time_ns),
-            _U16.pack(len(author)),
-            author,
-            _U32.pack(len(message)),
-            message,
-            _U32.pack(len(meta)),
-            meta,
+            tree,
+            bytes([len(parents)]),
+            *parents,
+            _COMMIT_TIME.pack(time_ns),
+            _U16.pack(len(author_raw)),
+            author_raw,
+            _U32.pack(len(message_raw)),
+            message_raw,
+            _U32.pack(len(meta_raw)),
+            meta_raw,
         ]
     )
 

@@ -37,6 +37,7 @@ from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
     Commit,
     TreeEntry,
+    commit_record,
     decode_commit,
     encode_commit,
     uncompressed,
@@ -411,8 +412,9 @@ class Repository:
             objects: dict[ObjectId, bytes] = {}
             stored = self._store_changes(changes)
             bases: dict[ObjectId, ObjectId] = {}
-            tree = self.trees.apply(self.commit_info(head).tree, stored, objects, bases=bases)
-            if tree == self.commit_info(head).tree:
+            head_tree = self.commit_info(head).tree
+            tree = self.trees.apply(head_tree, stored, objects, bases=bases)
+            if tree == head_tree:
                 return head
             info = dict(meta or {})
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
@@ -525,7 +527,7 @@ class Repository:
         if started is not None:
             meta["latency_us"] = (time.perf_counter_ns() - started) // 1000
         fields = (tree, tuple(parents), time.time_ns(), author or self.author, message, meta)
-        record = encode_commit(Commit(*fields))
+        record = commit_record(*fields)
         cid = CommitId(object_id(record))
         objects[ObjectId(cid)] = record
         refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
