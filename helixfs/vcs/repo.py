@@ -536,7 +536,10 @@ class Repository:
             base = self.commit_info(parents[0]).tree if parents else EMPTY_TREE_ID
             work = self._carried_work(branch, base, tree, objects)
         keep = work if work is not None and work != tree else None
-        refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
+        # no update for a work ref that is absent and stays so (every commit made through
+        # the API on a branch without a mount): the store would plan it only to drop it
+        if keep is not None or self.store.ref(work_ref(branch)) is not None:
+            refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
         )
