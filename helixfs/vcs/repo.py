@@ -61,6 +61,7 @@ from helixfs.vcs.treeops import (
     EMPTY_TREE_RECORD,
     Change,
     Trees,
+    show_path,
     split_path,
 )
 
@@ -418,7 +419,7 @@ class Repository:
                 return head
             info = dict(meta or {})
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
-            info["changed"] = sorted(path_text(b"/".join(split_path(p))) for p in stored)[:1000]
+            info["changed"] = sorted(map(path_text, stored))[:1000]
             cid = self._write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )
@@ -478,18 +479,19 @@ class Repository:
                 self._moved(branch)
 
     def _store_changes(self, changes: Mapping[bytes | str, Content]) -> dict[bytes, Stored | None]:
+        """Each change's content packed (or streamed to the store), keyed by its path
+        normalised once here: the tree update and `changed` take them as they are."""
         if not isinstance(changes, Mapping) or not changes:
             raise InvalidInput("a commit needs at least one path change")
         stored: dict[bytes, Stored | None] = {}
         for raw_path, content in changes.items():
-            path = (
-                raw_path.encode("utf-8", "surrogateescape")
-                if isinstance(raw_path, str)
-                else raw_path
-            )
+            parts = split_path(raw_path)
+            path = b"/".join(parts)
+            if path in stored:  # `a` and `/a`, or a write and a delete: which wins?
+                raise InvalidInput(f"{show_path(path)} is changed twice in one commit")
             if content is None:
                 stored[path] = None  # deleting is fine: it cleans up an old tree
-            elif split_path(path)[:1] == [CONTROL_DIR]:
+            elif parts[:1] == [CONTROL_DIR]:
                 raise InvalidInput(
                     f"{path_text(path)!r}: .helix at the root is the mount's control folder, "
                     "where a file could never be seen"
