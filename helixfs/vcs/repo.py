@@ -31,6 +31,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
+from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import history, maint, merge, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
@@ -496,7 +497,7 @@ class Repository:
                     f"{path_text(path)!r}: .helix at the root is the mount's control folder, "
                     "where a file could never be seen"
                 )
-            elif isinstance(content, bytes | bytearray | memoryview):
+            elif isinstance(content, BYTES_LIKE):
                 stored[path] = pack_bytes(content)
             elif hasattr(content, "read"):
                 stored[path] = store_stream(content, lambda objs: self.store.write(objs, bulk=True))

@@ -36,6 +36,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
+from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import history
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
@@ -462,7 +463,7 @@ class Worktree:
             self._regular(node)
             stored = self._store_edited(node, source, edited, holes)
             if stored is None:
-                if isinstance(source, bytes | bytearray | memoryview):
+                if isinstance(source, BYTES_LIKE):
                     stored = pack_bytes(source)
                 else:
                     stored = store_stream(source, self._bulk_sink, holes)
