@@ -745,7 +745,7 @@ def test_chains_stay_bounded_through_any_mix_of_saves_reads_gcs_and_resets(
                 repo.gc()
             elif step == "reset" and len(list(repo.log("HEAD", limit=6))) == 6:
                 repo.reset_hard("HEAD~3")
-            elif step == "side":
+            elif step == "side" and len(list(repo.log("HEAD", limit=5))) == 5:
                 repo.create_branch(f"s{n}", "HEAD~4")
                 repo.commit({rng.choice(names): b"side"}, "side", branch=f"s{n}")
                 repo.commit_tree(repo.commit_info(f"s{n}").tree, "take")
