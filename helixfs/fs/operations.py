@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HELIX = b".helix"
+RENAME_FLAGS_KEPT = pyfuse3.RENAME_NOREPLACE | pyfuse3.RENAME_EXCHANGE
 
 ReaddirReply = Callable[[Any, bytes, pyfuse3.EntryAttributes, int], bool]
 P = ParamSpec("P")
@@ -480,6 +481,11 @@ class Operations(pyfuse3.Operations):
     ) -> None:
         check_name_length(name_old)
         check_name_length(name_new)
+        if flags & ~RENAME_FLAGS_KEPT:
+            # RENAME_WHITEOUT would leave a whiteout device behind, and devices are
+            # refused: say so (as a filesystem without whiteouts does) rather than
+            # doing a plain rename the caller did not ask for.
+            raise InvalidInput(f"rename flags {flags:#x} are not supported")
         old_parent = self.inodes.get(parent_inode_old)
         new_parent = self.inodes.get(parent_inode_new)
         if isinstance(old_parent, VirtualInode) or isinstance(new_parent, VirtualInode):

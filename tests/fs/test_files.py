@@ -362,6 +362,17 @@ async def test_rename_exchange_swaps(client: Client) -> None:
     assert await client.ino("a") == ino_b and await client.ino("b") == ino_a
 
 
+async def test_rename_whiteout_is_refused_and_changes_nothing(client: Client) -> None:
+    """RENAME_WHITEOUT (overlayfs) asks for a whiteout device left at the old name; the
+    mount has no devices, so it must refuse (EINVAL, as a filesystem without whiteouts
+    does), not quietly do a plain rename."""
+    await client.write_file("a", b"1")
+    whiteout = 4  # RENAME_WHITEOUT (linux/fs.h); pyfuse3 has no name for it
+    await expect_errno(errno.EINVAL, client.ops.rename(ROOT, b"a", ROOT, b"b", whiteout, CTX))
+    assert await client.names() == [b"a"]
+    assert await client.read_file("a") == b"1"
+
+
 async def test_rename_directory_keeps_children(client: Client) -> None:
     await client.mkdir("d")
     await client.write_file("d/f", b"inside")
