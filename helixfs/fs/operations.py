@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HELIX = b".helix"
+DOTS = 2  # `.` and `..` open every listing: readdir offsets 1 and 2
 RENAME_FLAGS_KEPT = pyfuse3.RENAME_NOREPLACE | pyfuse3.RENAME_EXCHANGE
 
 ReaddirReply = Callable[[Any, bytes, pyfuse3.EntryAttributes, int], bool]
@@ -359,15 +360,36 @@ class Operations(pyfuse3.Operations):
             self._list(handle)  # first read, or rewinddir: the directory as it is now
         handle.listed = True
         parent = self.inodes.get(handle.ino)
-        for index in range(start_id, len(handle.names)):
+        if not self._reply_dots(parent, start_id, token):
+            return
+        for index in range(max(start_id - DOTS, 0), len(handle.names)):
             name = handle.names[index]
             try:
                 child = self._listed_child(parent, handle, index)
             except HelixError:
                 continue  # vanished since opendir
-            if not self.readdir_reply(token, name, self._attrs(child), index + 1):
+            if not self.readdir_reply(token, name, self._attrs(child), index + 1 + DOTS):
                 return
             child.lookups += 1
+
+    def _reply_dots(
+        self, directory: NodeInode | VirtualInode, start_id: int, token: pyfuse3.ReaddirToken
+    ) -> bool:
+        """List `.` and `..` first (offsets 1 and 2), as a local disk does: `ls -a` and
+        shell globs show them. The kernel takes no lookup reference for either, so none
+        is counted here. False when the reply buffer is full."""
+        dots = ((b".", directory), (b"..", self._dotdot(directory)))
+        for offset in range(start_id, DOTS):
+            name, entry = dots[offset]
+            if not self.readdir_reply(token, name, self._attrs(entry), offset + 1):
+                return False
+        return True
+
+    def _dotdot(self, directory: NodeInode | VirtualInode) -> NodeInode | VirtualInode:
+        try:
+            return self._parent_of(directory)
+        except HelixError:
+            return directory  # a removed folder held open: its parent may be gone too
 
     def _listed_child(
         self, parent: NodeInode | VirtualInode, handle: DirHandle, index: int

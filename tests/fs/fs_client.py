@@ -93,15 +93,17 @@ class Client:
         return out
 
     async def listdir(
-        self, ino: int = ROOT, start: int = 0, limit: int = 10**6
+        self, ino: int = ROOT, start: int = 0, limit: int = 10**6, *, dots: bool = False
     ) -> list[tuple[bytes, int, int]]:
-        """(name, inode, next_id) as readdir_reply would receive them."""
+        """(name, inode, next_id) as readdir_reply would receive them; `.` and `..` only
+        with dots=True (os.listdir leaves them out too)."""
         got: list[tuple[bytes, int, int]] = []
 
         def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
             if len(got) >= limit:
                 return False
-            got.append((name, attrs.st_ino, next_id))
+            if dots or name not in (b".", b".."):
+                got.append((name, attrs.st_ino, next_id))
             return True
 
         self.ops.readdir_reply = reply

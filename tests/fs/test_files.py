@@ -61,10 +61,14 @@ async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
         await client.write_file(name, name.encode())
     old_d = await client.ino("d")
     got: list[tuple[bytes, int]] = []
+    resume_at: list[int] = []
 
     def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
+        if name in (b".", b".."):
+            return True
         got.append((name, attrs.st_ino))
-        return name != b"0"  # the kernel's buffer is full after the first entry
+        resume_at.append(next_id)
+        return name != b"0"  # the kernel's buffer is full after the first name
 
     client.ops.readdir_reply = reply
     fh = await client.ops.opendir(ROOT, CTX)
@@ -74,7 +78,7 @@ async def test_readdir_resumed_after_changes_lists_only_what_names_lead_to(
     await client.ops.unlink(ROOT, b"a", CTX)
     await client.ops.rename(ROOT, b"b", ROOT, b"z", 0, CTX)
     await client.ops.rename(ROOT, b"c", ROOT, b"d", 0, CTX)  # d is now c's file
-    await client.ops.readdir(fh, 1, None)  # type: ignore[arg-type]  # resumed
+    await client.ops.readdir(fh, resume_at[0], None)  # type: ignore[arg-type]  # resumed
     await client.ops.releasedir(fh)
     assert got == [(b"d", await client.ino("d"))]
     assert await client.ino("d") != old_d
@@ -85,11 +89,34 @@ def names_listed(client: Client) -> list[bytes]:
     got: list[bytes] = []
 
     def reply(token: Any, name: bytes, attrs: pyfuse3.EntryAttributes, next_id: int) -> bool:
-        got.append(name)
+        if name not in (b".", b".."):
+            got.append(name)
         return True
 
     client.ops.readdir_reply = reply
     return got
+
+
+async def test_every_listing_starts_with_dot_and_dotdot(client: Client) -> None:
+    """`ls -a` on a local disk shows `.` and `..`: readdir lists them first, with the
+    folder's and its parent's numbers, and a listing resumed after either goes on
+    from there (the root's `..` is the root itself)."""
+    await client.mkdir("d")
+    await client.write_file("d/f", b"")
+    d = await client.ino("d")
+    listed = await client.listdir(d, dots=True)
+    assert [(name, ino) for name, ino, _ in listed] == [
+        (b".", d),
+        (b"..", ROOT),
+        (b"f", await client.ino("d/f")),
+    ]
+    assert [name for name, _, _ in await client.listdir(d, listed[0][2], dots=True)] == [
+        b"..",
+        b"f",
+    ]
+    assert [name for name, _, _ in await client.listdir(d, listed[1][2], dots=True)] == [b"f"]
+    root = await client.listdir(ROOT, dots=True)
+    assert [(name, ino) for name, ino, _ in root[:2]] == [(b".", ROOT), (b"..", ROOT)]
 
 
 async def test_rewinddir_lists_the_directory_as_it_is_now(client: Client) -> None:
