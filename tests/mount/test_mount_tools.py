@@ -99,6 +99,26 @@ def test_an_archive_with_hard_links_fails_cleanly_and_the_documented_ways_copy(
     assert in_mount == on_disk == "same\n" * 6 + "exit=0\n"
 
 
+def test_git_clone_local_inside_the_mount_fails_cleanly_and_a_plain_clone_copies(
+    mnt: Mount,
+) -> None:
+    """`git clone --local` insists on hard links and stops on the EPERM (ADR 0003): one
+    clear message, exit 128, no half-made clone left. Without `--local`, git falls
+    back to copying and the clone works."""
+    need("git")
+    mnt.sh(
+        "git init -q -b main origin && cd origin && echo a > a && git add a"
+        " && git -c user.name=a -c user.email=a@b commit -qm a"
+    )
+    refused = mnt.sh("git clone -q --local origin linked", check=False)
+    assert refused.returncode == 128
+    assert "failed to create link" in refused.stderr
+    assert "Operation not permitted" in refused.stderr
+    assert not (mnt.path / "linked").exists()
+    mnt.sh("git clone -q origin copied && cd copied && git fsck --strict")
+    assert (mnt.path / "copied" / "a").read_text() == "a\n"
+
+
 def test_fifos_sockets_and_devices_are_refused_with_eperm(mnt: Mount) -> None:
     """They cannot be stored; each tool reports a clean "Operation not permitted"."""
     session = (
