@@ -84,6 +84,39 @@ def read_holder(store: Path) -> Holder | None:
         return Holder(0, "?")  # locked, but the holder has not written itself in yet
 
 
+def detached_holder(mountpoint: Path) -> tuple[Path, Holder] | None:
+    """The store and daemon of a mount detached lazily from `mountpoint` while its daemon
+    lives on (no mount table shows it any more): found by the mount lock the daemon
+    holds open. Only processes this user may inspect are seen (all of them for root)."""
+    for pid, store in _lock_holders():
+        holder = read_holder(store)
+        if (
+            holder is not None
+            and holder.pid == pid
+            and _same_path(holder.mountpoint, mountpoint)
+            and not _still_mounted(holder, store)
+        ):
+            return store, holder
+    return None
+
+
+def _lock_holders() -> list[tuple[int, Path]]:
+    """(pid, store) for every process with a store's mount lock open."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except OSError:  # another user's process, or gone meanwhile
+            continue
+        for link in links:
+            lock = Path(link)
+            if lock.name == LOCK_NAME:
+                found.append((int(proc.name), lock.parent))
+    return found
+
+
 def is_locked(store: Path) -> bool:
     try:
         fd = os.open(store / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
@@ -135,5 +168,5 @@ def _still_mounted(holder: Holder, store: Path) -> bool:
     return True
 
 
-def _same_path(source: str, store: Path) -> bool:
+def _same_path(source: str, store: Path) -> bool:  # also for mount points
     return os.path.realpath(source) == os.path.realpath(store)

@@ -7,9 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from helixfs.daemon.lock import is_locked
+from helixfs.daemon.lock import CLOSING, Holder, detached_holder, is_locked
 from helixfs.daemon.mountinfo import SELF, helix_mounts_in
-from helixfs.errors import HelixError, InvalidInput
+from helixfs.errors import Busy, HelixError, InvalidInput
 
 STORE_MARKER = Path(".helix") / "store"
 READAHEAD_KB = 1024
@@ -70,7 +70,10 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
     path is not a HelixFS mount or the kernel refuses (busy without `lazy`).
     """
     if mountpoint not in helix_mounts():
-        raise InvalidInput(f"{mountpoint} is not a HelixFS mount")
+        detached = detached_holder(mountpoint)
+        if detached is None:
+            raise InvalidInput(f"{mountpoint} is not a HelixFS mount")
+        return _finish_detached(mountpoint, *detached, lazy=lazy, wait=wait)
     store = store_of(mountpoint)
     command = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -81,6 +84,26 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
     if store is not None and not lazy:  # lazily: the daemon lives until files are closed
         wait_released(store, wait)
     return store
+
+
+def _finish_detached(
+    mountpoint: Path, store: Path, holder: Holder, *, lazy: bool, wait: float
+) -> Path:
+    """`mountpoint` was detached lazily and its daemon still runs. Closing (every file
+    closed, committing): wait for it as for any umount. Serving files still open there:
+    a lazy umount is done already; any other cannot finish without them, so say why."""
+    if holder.state == CLOSING:
+        wait_released(store, wait)
+        return store
+    if lazy:
+        return store
+    pid = holder.pid
+    raise Busy(
+        f"{mountpoint} is detached already (a lazy umount), but its daemon (pid {pid},"
+        f" store {store}) still serves files open there and exits once they are closed;"
+        f" close them (or end the processes holding them), or stop the daemon now with:"
+        f" kill {pid} (it commits what they wrote first)"
+    )
 
 
 def _busy_hint(mountpoint: Path) -> str:

@@ -388,6 +388,37 @@ def test_a_mount_of_a_store_whose_daemon_outlives_a_lazy_umount_says_so(
         detach(again)
 
 
+def test_umount_of_a_lazily_detached_mount_names_its_daemon(make_mount: MountFactory) -> None:
+    """QA: after `fusermount3 -u -z` with a file still open, `helix umount MNT` said
+    "not a HelixFS mount" while the daemon served on. It now names the daemon and how
+    to stop it; `--lazy` is done already; once the file is closed, it waits for the
+    daemon like any umount."""
+    mount = make_mount(0)
+    holder = _hold_open(mount.path)
+    try:
+        assert mount.proc is not None
+        pid = mount.proc.pid
+        wait_until((mount.path / "held.txt").exists, what="the holder to open its file")
+        subprocess.run(["fusermount3", "-u", "-z", str(mount.path)], check=True)
+        told = helix("umount", mount.path, check=False)
+        assert told.returncode == 1 and "not a HelixFS mount" not in told.stderr, told.stderr
+        assert "detached already" in told.stderr and f"kill {pid}" in told.stderr
+        assert str(mount.store) in told.stderr
+        assert is_locked(mount.store)
+        assert "unmounted" in helix("umount", "--lazy", mount.path).stdout
+        assert holder.stdin is not None
+        holder.stdin.write("go\n")
+        holder.stdin.close()
+        assert holder.wait(30) == 0
+        assert mount.proc.wait(60) == 0
+        mount.proc = None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    gone = helix("umount", mount.path, check=False)
+    assert gone.returncode == 1 and "not a HelixFS mount" in gone.stderr
+
+
 def test_the_daemon_reads_queued_requests_without_waiting(make_mount: MountFactory) -> None:
     """ADR 0022 is in force in the real daemon (its log says so), and a metadata burst
     through it behaves: every file made is listed, read back and removed."""
