@@ -28,9 +28,9 @@ def register(subparsers: Any) -> None:
         subparsers,
         "snapshot",
         handler=cmd_snapshot,
-        help="list snapshots; NAME [REV] creates an immutable one; -d deletes",
+        help="list snapshots; NAME [REV] creates an immutable one; -d deletes; -m renames",
     )
-    _ref_arguments(snapshot, rename=False)
+    _ref_arguments(snapshot, rename=True)
     checkout = add_command(
         subparsers,
         "checkout",
@@ -132,14 +132,22 @@ def _created(out: Output, kind: str, name: str, cid: bytes | None, repo: Reposit
 
 def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.name is None:
-        if args.delete:
-            raise UsageError("give the snapshot NAME to delete")
+        if args.delete or args.rename:
+            raise UsageError("give the snapshot NAME to delete or rename")
         _list_refs("snapshots", _named_ids(repo.snapshots()), None, out)
         return 0
     if args.delete:
         _one_name(args, "snapshot")
         repo.delete_snapshot(args.name)
         out.emit({"deleted": args.name}, f"deleted snapshot {args.name}")
+        return 0
+    if args.rename:
+        if not args.rev:
+            raise UsageError("usage: helix snapshot -m OLD NEW")
+        repo.rename_snapshot(args.name, args.rev)
+        out.emit(
+            {"renamed": args.name, "to": args.rev}, f"renamed snapshot {args.name} to {args.rev}"
+        )
         return 0
     cid = repo.create_snapshot(args.name, args.rev or "HEAD")
     if not isinstance(cid, bytes):

@@ -314,7 +314,8 @@ class BranchesDir(VirtualDir):
 
 
 class SnapshotsDir(VirtualDir):
-    """Read-only trees; mkdir snapshots the current state, rmdir deletes."""
+    """Read-only trees; mkdir snapshots the current state, rmdir deletes, rename
+    relabels (never over an existing name)."""
 
     mode = stat.S_IFDIR | 0o755
 
@@ -338,6 +339,12 @@ class SnapshotsDir(VirtualDir):
         snapshot = _name(name)
         self._host.repo.delete_snapshot(snapshot)
         self._host.forget_view("snapshot", snapshot)
+
+    def rename(self, old: bytes, new: bytes) -> None:
+        """A new label for the same content: its folder (and a process inside) moves."""
+        old_name, new_name = _name(old), _name(new)
+        self._host.repo.rename_snapshot(old_name, new_name)
+        self._host.rename_view("snapshot", old_name, new_name)
 
 
 class CommitsDir(VirtualDir):

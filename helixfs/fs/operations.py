@@ -198,7 +198,10 @@ class Operations(pyfuse3.Operations):
         self.views.forget(kind, name)
 
     def rename_view(self, kind: str, old: str, new: str) -> None:
-        self.views.forget(kind, old)
+        if kind == "snapshot":  # a branch's view follows its ref move (Views.ref_moved)
+            self.views.move(kind, old, new)
+        else:
+            self.views.forget(kind, old)
 
     # -- names --------------------------------------------------------------------------
 

@@ -138,11 +138,19 @@ class Views:
         if view is None or not self._is_live(view.worktree) or view.worktree.branch == branch:
             self.forget("branch", branch)
             return
-        new = view.worktree.branch
-        self.forget("branch", new)  # a stale view of an older branch of that name
-        del self._views[("branch", branch)]
+        self.move("branch", branch, view.worktree.branch)
+
+    def move(self, kind: str, old: str, new: str) -> None:
+        """The folder of view `old` was renamed to `new`: the view and its numbers go
+        with it, so a process inside goes on working there."""
+        view = self._views.pop((kind, old), None)
+        self.forget(kind, new)  # a stale view of an older one of that name
+        if view is None:
+            return
         view.name = new
-        self._views[("branch", new)] = view
+        if view.readonly:
+            view.worktree.branch = new  # a snapshot's label, as its errors name it
+        self._views[(kind, new)] = view
         self.inodes.rename_number(view.root_ino, new.encode())
 
     def _rebind(self, view: View, worktree: Worktree) -> None:

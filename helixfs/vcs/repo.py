@@ -664,6 +664,23 @@ class Repository:
             self.store.write({}, [RefUpdate(ref, None, expected=cid)])
             return CommitId(cid)
 
+    def rename_snapshot(self, old: str, new: str) -> None:
+        """A new label for the same commit (the content stays as it was): one write that
+        drops the old name and takes the new one, refused if the new one is taken."""
+        with self.lock:
+            old_ref = snapshot_ref(check_name(old, "snapshot"))
+            new_ref = snapshot_ref(check_name(new, "snapshot"))
+            cid = self.store.ref(old_ref)
+            if cid is None:
+                raise NotFound(f"no snapshot named {old!r}")
+            if old == new:
+                return
+            if self.store.ref(new_ref) is not None:
+                raise AlreadyExists(f"snapshot {new!r} already exists")
+            self.store.write(
+                {}, [RefUpdate(old_ref, None, expected=cid), RefUpdate(new_ref, cid, expected=None)]
+            )
+
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""
         with self.lock:

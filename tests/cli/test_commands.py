@@ -161,7 +161,14 @@ def test_snapshots_checkout_and_reset(helix: Helix, tmp_path: Path) -> None:
     assert doc == {"branch": "main", "id": first}
     fails(helix("cat", "HEAD", "new.txt"), says="no such path")
     assert ok(helix("cat", second, "new.txt")).out == "new\n"
-    ok(helix("snapshot", "-d", "before"))
+    ok(helix("snapshot", "other", first))
+    fails(helix("snapshot", "-m", "before", "other"), says="already exists")
+    doc = ok(helix("snapshot", "--json", "-m", "before", "kept")).json()
+    assert doc == {"renamed": "before", "to": "kept"}
+    assert ok(helix("rev-parse", "kept")).out.strip() == first
+    fails(helix("snapshot", "-m", "kept"), 2)
+    ok(helix("snapshot", "-d", "kept"))
+    ok(helix("snapshot", "-d", "other"))
     assert ok(helix("snapshot", "--json")).json() == {"snapshots": []}
     fails(helix("reset", "HEAD"), 2)
 

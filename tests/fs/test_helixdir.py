@@ -370,6 +370,34 @@ async def test_a_branch_renamed_onto_an_existing_branch_is_refused(client: Clien
     assert await refs_and_names(client) == before
 
 
+async def test_a_snapshot_renames_in_place_and_never_over_another(client: Client) -> None:
+    """`mv .helix/snapshots/A .helix/snapshots/B` got EPERM ("entries cannot be renamed
+    here"). A snapshot's label now renames as a branch does: same commit, its folder's
+    number and a process inside go with it; never over an existing snapshot."""
+    await client.write_file("f", b"before")
+    snapshots = await client.ino(".helix/snapshots")
+    for name in (b"A", b"C"):
+        await client.ops.mkdir(snapshots, name, 0o755, CTX)
+    cid = client.ops.repo.resolve("snapshots/A")
+    folder, file = await client.ino(".helix/snapshots/A"), await client.ino(".helix/snapshots/A/f")
+    await client.write_file("f", b"after")
+    await client.ops.rename(snapshots, b"A", snapshots, b"B", 0, CTX)
+    assert await client.names(".helix/snapshots") == [b"B", b"C"]
+    assert client.ops.repo.resolve("snapshots/B") == cid
+    assert await client.ino(".helix/snapshots/B") == folder
+    assert await client.ino(".helix/snapshots/B/f") == file
+    assert await client.read_file(".helix/snapshots/B/f") == b"before"
+    await expect_errno(errno.ENOENT, client.ops.lookup(snapshots, b"A", CTX))
+    before = await refs_and_names(client)
+    for flags in (0, pyfuse3.RENAME_NOREPLACE):
+        await expect_errno(
+            errno.EEXIST, client.ops.rename(snapshots, b"B", snapshots, b"C", flags, CTX)
+        )
+    await expect_errno(errno.ENOENT, client.ops.rename(snapshots, b"A", snapshots, b"D", 0, CTX))
+    await expect_errno(errno.EINVAL, client.ops.rename(snapshots, b"B", snapshots, b".x", 0, CTX))
+    assert await refs_and_names(client) == before
+
+
 def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -> None:
     ops = make_ops(repo)
     assert not ops.invalidator.active

@@ -298,6 +298,19 @@ def test_snapshots_are_immutable_names(repo: Repository) -> None:
         repo.delete_snapshot("before")
 
 
+def test_a_snapshot_renames_to_a_free_name_only(repo: Repository) -> None:
+    snap = repo.create_snapshot("a")
+    repo.commit({"f": b"1"}, "one")
+    other = repo.create_snapshot("b")
+    with pytest.raises(AlreadyExists):
+        repo.rename_snapshot("a", "b")
+    with pytest.raises(NotFound):
+        repo.rename_snapshot("missing", "c")
+    repo.rename_snapshot("a", "a")  # rename(2) of a name onto itself: nothing to do
+    repo.rename_snapshot("a", "c")
+    assert [(s.name, s.commit) for s in repo.snapshots()] == [("b", other), ("c", snap)]
+
+
 def test_checkout_and_reset_hard(repo: Repository) -> None:
     heard: list[str] = []
     repo.subscribe(heard.append)
