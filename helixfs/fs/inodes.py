@@ -42,6 +42,40 @@ class Stale(NotFound):
     errno = errno.ESTALE
 
 
+class OpenRetries:
+    """The kernel's one retry of an open that got ESTALE, per thread (ADR 0021).
+
+    On ESTALE Linux walks the path again (a fresh LOOKUP) and opens what it finds. A
+    HEAD switch landing between that LOOKUP's reply and the OPEN drops the number just
+    handed out, and a second ESTALE reaches the caller. So the entry a retrying thread's
+    LOOKUP returned is kept: its OPEN opens that file as it was when looked up, as an
+    open that started before the switch would. Only a retry gets this: a number the
+    kernel kept in its cache still answers ESTALE, so the walk finds the new branch.
+    """
+
+    def __init__(self) -> None:
+        self._walks: dict[int, NodeInode | None] = {}  # thread id -> what its LOOKUP found
+
+    def refused(self, tid: int) -> None:
+        """An open of `tid` got ESTALE: the kernel walks the path again."""
+        self._walks[tid] = None
+
+    def looked_up(self, tid: int, found: Inode | None) -> None:
+        if tid in self._walks:
+            self._walks[tid] = found if isinstance(found, NodeInode) else None
+
+    def peek(self, tid: int, ino: int) -> NodeInode | None:
+        """The entry the retry of `tid` looked up, if it is `ino`."""
+        walk = self._walks.get(tid)
+        return walk if walk is not None and walk.ino == ino else None
+
+    def take(self, tid: int, ino: int) -> NodeInode | None:
+        """`peek`, for the open that ends the retry."""
+        found = self.peek(tid, ino)
+        self._walks.pop(tid, None)
+        return found
+
+
 ROOT_INODE = 1
 SLOT_BITS = 32
 VIRTUAL_FIRST = 2
@@ -219,6 +253,12 @@ class InodeTable:
         elif entry.lookups and entry.node.is_dir():
             entry.detached = entry.superseded = True
             self._buried[entry.ino] = entry
+
+    def revive(self, entry: NodeInode) -> None:
+        """An entry dropped with its generation that a retried open takes after all
+        (OpenRetries): kept, as `orphan` keeps an open file."""
+        entry.detached = entry.superseded = True
+        self._entries[entry.ino] = entry
 
     def buried(self, ino: int) -> NodeInode:
         """A directory gone with its generation that the kernel still holds: it answers

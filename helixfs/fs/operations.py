@@ -41,7 +41,15 @@ from helixfs.fs import edge, xattrs
 from helixfs.fs.edge import AccessDenied, BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, Link, ViewSpec, VirtualDir, VirtualFile, helix_root
-from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, VirtualInode
+from helixfs.fs.inodes import (
+    ROOT_INODE,
+    Inode,
+    InodeTable,
+    NodeInode,
+    OpenRetries,
+    Stale,
+    VirtualInode,
+)
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
@@ -104,6 +112,7 @@ class Operations(pyfuse3.Operations):
         self.saver = saver if saver is not None else Saver()
         self.owner = owner if owner is not None else (os.getuid(), os.getgid())
         self.inodes = InodeTable()
+        self.retries = OpenRetries()
         self.spools = SpoolTable(self.store_path / "tmp")
         self.writes = Writes(self.spools, self.saver)
         self.invalidator = edge.Invalidator()
@@ -216,9 +225,18 @@ class Operations(pyfuse3.Operations):
         elif name == b"..":
             found = self._parent_of(parent)
         else:
-            found = self._child(parent, name)
+            found = self._looked_up(parent, name, ctx.pid)
         found.lookups += 1
         return self._attrs(found)
+
+    def _looked_up(self, parent: Inode, name: bytes, tid: int) -> Inode:
+        try:
+            found = self._child(parent, name)
+        except HelixError:
+            self.retries.looked_up(tid, None)
+            raise
+        self.retries.looked_up(tid, found)
+        return found
 
     def _child(self, parent: NodeInode | VirtualInode, name: bytes) -> NodeInode | VirtualInode:
         if isinstance(parent, VirtualInode):
@@ -263,9 +281,19 @@ class Operations(pyfuse3.Operations):
         try:
             return self._attrs(self.inodes.get(inode))
         except NotFound:
-            attrs = self._attrs(self.inodes.buried(inode))
+            retried = self.retries.peek(ctx.pid, inode)
+            if retried is not None:  # the permission check of a retried open
+                return self._attrs(retried)
+            attrs = self._attrs(self._buried(inode, ctx.pid))
             attrs.st_nlink = 0
             return attrs
+
+    def _buried(self, inode: int, tid: int) -> NodeInode:
+        try:
+            return self.inodes.buried(inode)
+        except Stale:
+            self.retries.refused(tid)  # an open's permission check: the open is retried
+            raise
 
     def _attrs(self, entry: NodeInode | VirtualInode) -> pyfuse3.EntryAttributes:
         if isinstance(entry, VirtualInode):
@@ -623,13 +651,30 @@ class Operations(pyfuse3.Operations):
 
     @request
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
-        entry = self.inodes.get(inode)
+        retried = self.retries.take(ctx.pid, inode)
+        try:
+            entry = self._openable(inode)
+        except Stale:
+            if retried is None:
+                self.retries.refused(ctx.pid)
+                raise
+            self.inodes.revive(retried)
+            entry = retried
         if isinstance(entry, VirtualInode):
             handle = VirtualHandle.open(entry.entry, flags)
             if handle.data:
                 entry.served = len(handle.data)
             return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True, keep_cache=False)
         return self._open_node(entry, flags, ctx)
+
+    def _openable(self, inode: int) -> Inode:
+        """The entry an open of `inode` opens. One its generation dropped, kept only
+        while a descriptor was open, is stale once they are closed: the kernel then
+        walks the path again and opens what it names now."""
+        entry = self.inodes.get(inode)
+        if isinstance(entry, NodeInode) and entry.superseded and not entry.opens:
+            raise Stale(f"inode {inode} was replaced by a switch or a reset")
+        return entry
 
     def _open_node(self, entry: NodeInode, flags: int, ctx: Any) -> pyfuse3.FileInfo:
         node = entry.node

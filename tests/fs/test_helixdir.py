@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pyfuse3
-from fs_client import CTX, ROOT, Client, expect_errno, make_ops
+from fs_client import CTX, ROOT, Client, Ctx, expect_errno, make_ops
 
 from helixfs.fs.helixdir import QueryDir, TextFile
 from helixfs.vcs.repo import Repository
@@ -396,6 +396,30 @@ async def test_a_snapshot_renames_in_place_and_never_over_another(client: Client
     await expect_errno(errno.ENOENT, client.ops.rename(snapshots, b"A", snapshots, b"D", 0, CTX))
     await expect_errno(errno.EINVAL, client.ops.rename(snapshots, b"B", snapshots, b".x", 0, CTX))
     assert await refs_and_names(client) == before
+
+
+async def test_a_retried_open_is_not_stale_again_after_a_second_switch(client: Client) -> None:
+    """Linux retries an open that got ESTALE once, with a fresh LOOKUP. Under rapid HEAD
+    switches a second switch landed between that LOOKUP and the retry's GETATTR (its
+    permission check) or OPEN, dropping the number just handed out: the second ESTALE
+    reached the caller. The retry now opens the file it looked up; a number the kernel
+    only kept cached, or another thread's, still answers ESTALE."""
+    ops, me, other = client.ops, Ctx(pid=101), Ctx(pid=102)
+    await client.write_file("f", b"main")
+    await client.mkdir(".helix/branches/b")
+    await client.write_file(".helix/branches/b/f", b"on b")
+    cached = (await ops.lookup(ROOT, b"f", me)).st_ino
+    await write_virtual(client, ".helix/HEAD", b"b")
+    await expect_errno(errno.ESTALE, ops.open(cached, os.O_RDONLY, me))
+    retried = (await ops.lookup(ROOT, b"f", me)).st_ino  # the kernel's walk again
+    await write_virtual(client, ".helix/HEAD", b"main")
+    await expect_errno(errno.ESTALE, ops.getattr(retried, other))
+    assert (await ops.getattr(retried, me)).st_size == len(b"on b")
+    fi = await ops.open(retried, os.O_RDONLY, me)
+    assert await client.read_fh(fi.fh) == b"on b"  # as it was when looked up
+    await ops.release(fi.fh)
+    await expect_errno(errno.ESTALE, ops.open(retried, os.O_RDONLY, me))  # cached only
+    assert await client.read_file("f") == b"main"
 
 
 def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -> None:
