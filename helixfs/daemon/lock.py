@@ -102,19 +102,29 @@ def detached_holder(mountpoint: Path) -> tuple[Path, Holder] | None:
 
 def _lock_holders() -> list[tuple[int, Path]]:
     """(pid, store) for every process with a store's mount lock open."""
-    found = []
+    found: list[tuple[int, Path]] = []
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            links = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
-        except OSError:  # another user's process, or gone meanwhile
-            continue
-        for link in links:
-            lock = Path(link)
-            if lock.name == LOCK_NAME:
-                found.append((int(proc.name), lock.parent))
+        if proc.name.isdigit():
+            found.extend((int(proc.name), lock.parent) for lock in _open_files(proc))
     return found
+
+
+def _open_files(proc: Path) -> list[Path]:
+    """The mount locks among the files a process has open. An fd closed while this
+    reads (the listing's own, when the process is this one) is passed over."""
+    try:
+        fds = list((proc / "fd").iterdir())
+    except OSError:  # another user's process, or gone meanwhile
+        return []
+    locks = []
+    for fd in fds:
+        try:
+            link = Path(os.readlink(fd))
+        except OSError:
+            continue
+        if link.name == LOCK_NAME:
+            locks.append(link)
+    return locks
 
 
 def is_locked(store: Path) -> bool:

@@ -24,7 +24,8 @@ from helixfs.daemon.control import ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
-from helixfs.errors import HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.daemon.mounts import unmount
+from helixfs.errors import Busy, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.repo import Repository
 
@@ -183,6 +184,31 @@ def test_the_lock_refusal_follows_the_state_its_holder_recorded(store: Path) -> 
             MountLock(store).acquire(Path("/elsewhere"))
     finally:
         first.release()
+
+
+def test_umount_finds_the_daemon_of_a_mount_point_detached_lazily(
+    store: Path, tmp_path: Path
+) -> None:
+    """The daemon (here: this process, holding the lock) still serves files open under
+    a mount point no table shows: umount names it; --lazy is done already; once it is
+    closing, umount waits for it to let go, as any umount does (here: not at all, so
+    it says the daemon is still finishing)."""
+    point = tmp_path / "detached"
+    point.mkdir()
+    lock = MountLock(store)
+    lock.acquire(point)
+    lock.note(SERVING)
+    try:
+        with pytest.raises(Busy, match=f"detached already .*kill {os.getpid()}"):
+            unmount(point)
+        assert os.path.realpath(unmount(point, lazy=True) or "") == os.path.realpath(store)
+        lock.note(CLOSING)
+        with pytest.raises(HelixError, match="still finishing"):  # it waited for it
+            unmount(point, wait=0)
+    finally:
+        lock.release()
+    with pytest.raises(InvalidInput, match="not a HelixFS mount"):
+        unmount(point)
 
 
 def test_command_name_skips_global_options() -> None:
