@@ -471,7 +471,7 @@ def helix_state(mnt: Mount) -> tuple[object, ...]:
         ("mv .helix/branches/A .helix/branches/B", "Operation not permitted"),
         ("mv -T .helix/branches/A .helix/branches/B", "File exists"),
         ("mv .helix/snapshots/s1 .helix/snapshots/s2", "Operation not permitted"),
-        ("mv -T .helix/snapshots/s1 .helix/snapshots/s2", "Operation not permitted"),
+        ("mv -T .helix/snapshots/s1 .helix/snapshots/s2", "File exists"),  # as a branch
         ("mv .helix/branches/A .", "Operation not permitted"),
         ("mv d .helix/branches/", "Operation not permitted"),
         ("mv f .helix/snapshots/", "Operation not permitted"),
