@@ -15,6 +15,7 @@ from fs_client import CTX, ROOT, Client, Ctx, Fields, expect_errno
 
 from helixfs.fs import spool
 from helixfs.fs.operations import Operations
+from helixfs.fs.saver import Saver
 from helixfs.vcs import content
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.repo import Repository
@@ -328,6 +329,25 @@ async def test_chmod_and_utimens(client: Client) -> None:
     )
     assert stat.S_IMODE(got.st_mode) == 0o600 and stat.S_ISREG(got.st_mode)
     assert got.st_mtime_ns == 1_234_567_890_123_456_789
+
+
+async def test_the_root_takes_a_mode_and_time_for_the_life_of_the_mount(
+    repo: Repository,
+) -> None:
+    """A tree has no entry for its root (ADR 0030): chmod and touch of the mount root or
+    of a branch folder are accepted and shown, so `tar x` of an archive holding "./"
+    and `rsync -a SRC/ MNT/` succeed as on a disk. They are not versioned: a reload
+    shows the root as every tree does."""
+    ops = Operations(repo, saver=Saver(0))
+    client = Client(ops)
+    await client.mkdir(".helix/branches/b")
+    for ino in (ROOT, await client.ino(".helix/branches/b")):
+        attrs = pyfuse3.EntryAttributes()
+        attrs.st_mode = stat.S_IFDIR | 0o700
+        attrs.st_mtime_ns = 1_000_000_000_000_000_000
+        await ops.setattr(ino, attrs, Fields(update_mode=True, update_mtime=True), None, CTX)
+        got = await ops.getattr(ino, CTX)
+        assert (got.st_mode, got.st_mtime_ns) == (stat.S_IFDIR | 0o700, 10**18)
 
 
 async def test_utimens_while_writing_survives_close(client: Client) -> None:

@@ -76,6 +76,25 @@ def test_a_folder_made_in_a_setgid_folder_is_setgid_too(mnt: Mount, tmp_path: Pa
     assert "2755 shared/sub\n" in in_mount
 
 
+def test_copying_a_folder_onto_the_mount_root_sets_its_mode_and_time(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """`tar x` of an archive made with `-C SRC .` and `rsync -a SRC/ MNT/` set the
+    mode and time of "." (the mount root): accepted as on a disk (ADR 0030)."""
+    need("tar", "rsync")
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "mod.py").write_text("x = 1\n")
+    src.chmod(0o750)
+    os.utime(src, ns=(10**18, 10**18))
+    sh(f"tar cf {tmp_path}/a.tar -C {src} .", tmp_path)
+    sh(f"tar xf {tmp_path}/a.tar", mnt.path)
+    sh(f"rsync -a {src}/ {mnt.path}/", tmp_path)
+    shown = mnt.path.stat()
+    assert (shown.st_mode & 0o7777, shown.st_mtime_ns) == (0o750, 10**18)
+    assert (mnt.path / "pkg" / "mod.py").read_text() == "x = 1\n"
+
+
 def test_an_archive_with_hard_links_fails_cleanly_and_the_documented_ways_copy(
     mnt: Mount, tmp_path: Path
 ) -> None:
