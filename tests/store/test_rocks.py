@@ -981,3 +981,23 @@ def test_a_scan_names_a_damaged_link_and_still_reads_what_is_whole(
             with pytest.raises(CorruptObject, match=ids[2].hex()):
                 reopened.get(ids[4], keep=False)
             assert reopened.get(ids[1], keep=False) == source_versions(5)[1]
+
+
+def test_sync_flushes_the_wal_only_when_a_write_may_not_be_durable(store: RocksStore) -> None:
+    """An SQLite commit fsyncs its journal, then the journal's folder: the second sync
+    found the WAL already on disk and still paid an fsync of it."""
+    store.sync()  # whatever opening wrote
+    flushes = store.wal_flushes
+    store.sync()
+    assert store.wal_flushes == flushes  # nothing written since: nothing to flush
+    data = b"unsynced"
+    store.write({object_id(data): data})
+    store.sync()
+    assert store.wal_flushes == flushes + 1
+    data = b"synced"
+    store.write({object_id(data): data}, sync=True)
+    store.sync()
+    assert store.wal_flushes == flushes + 1  # the synced write made it durable
+    store.write({object_id(b"bulk"): b"bulk"}, bulk=True)
+    store.sync()
+    assert store.wal_flushes == flushes + 2  # unlogged objects are flushed to their files
