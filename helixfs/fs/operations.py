@@ -737,8 +737,11 @@ class Operations(pyfuse3.Operations):
     @request
     async def fsync(self, fh: int, datasync: bool) -> None:
         handle = self._handles.get(fh)
-        if isinstance(handle, FileHandle) and not handle.worktree.readonly:
-            self.writes.store(handle)
+        if not isinstance(handle, FileHandle) or handle.worktree.readonly:
+            return
+        # A written file is stored by one synced write, not a save then a sync of the
+        # store (an SQLite commit fsyncs four times); otherwise the sync alone.
+        if not self.writes.store(handle, sync=True):
             self.saver.persist(handle.worktree)
 
     @request

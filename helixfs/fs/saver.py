@@ -59,12 +59,17 @@ class Saver:
         self._wakeup = trio.Event()
         self.commits = 0  # commits cut by this saver (for stats and tests)
 
-    def saved(self, worktree: Worktree, meta: dict[str, Any] | None = None) -> None:
-        """A save happened on `worktree`: persist it now, commit when quiet."""
+    def saved(
+        self, worktree: Worktree, meta: dict[str, Any] | None = None, *, sync: bool = False
+    ) -> None:
+        """A save happened on `worktree`: persist it now, commit when quiet. `sync`
+        (an fsync that stored its file): durable against power loss, in the same write."""
         if self.window == 0:
             self._commit(worktree, meta)  # a commit persists the work tree too
+            if sync:
+                worktree.save(sync=True)  # nothing left unsaved: only syncs the store
             return
-        self._save(worktree)
+        self._save(worktree, sync=sync)
         self._schedule(worktree, meta)
 
     def _schedule(self, worktree: Worktree, meta: dict[str, Any] | None) -> None:
@@ -103,9 +108,9 @@ class Saver:
         self._unpersisted.discard(id(worktree))
         worktree.save(sync=True)
 
-    def _save(self, worktree: Worktree) -> None:
+    def _save(self, worktree: Worktree, *, sync: bool = False) -> None:
         self._unpersisted.discard(id(worktree))
-        worktree.save()
+        worktree.save(sync=sync)
 
     def commit_now(self, worktree: Worktree) -> None:
         """Commit `worktree`'s pending saves now (before a branch, snapshot or switch)."""

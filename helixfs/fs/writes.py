@@ -47,25 +47,34 @@ class Writes:
             node, lambda off, size: worktree.read(node, off, size), node.size, node.oid
         )
 
-    def store(self, handle: FileHandle) -> None:
-        """Close/fsync: a written file goes into the store and becomes a save."""
+    def store(self, handle: FileHandle, *, sync: bool = False) -> bool:
+        """Close/fsync: a written file goes into the store and becomes a save (`sync`:
+        a durable one). False when there was nothing to store."""
         spool = self.spools.get(handle.node)
         if spool is None or not spool.dirty:
-            return
+            return False
         if not handle.worktree.holds(handle.node):
             spool.stored()
             if entry_unlinked(handle):
-                return  # unlinked while open: readable through the fd, never saved
+                return False  # unlinked while open: readable through the fd, never saved
             raise Stale(
                 "the branch was reset or merged while this file was open: "
                 "these writes were not saved"
             )
-        self.store_spool(handle.worktree, handle.node, spool, edge.closer_meta(handle.meta))
+        meta = edge.closer_meta(handle.meta)
+        self.store_spool(handle.worktree, handle.node, spool, meta, sync=sync)
         # The kernel's pages of this inode saw every write: they may stay cached.
         handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
+        return True
 
     def store_spool(
-        self, worktree: Worktree, node: Node, spool: Spool, meta: dict[str, Any] | None = None
+        self,
+        worktree: Worktree,
+        node: Node,
+        spool: Spool,
+        meta: dict[str, Any] | None = None,
+        *,
+        sync: bool = False,
     ) -> None:
         # mtime is the time of the last write (or an explicit utimens), not of the close:
         # it is what stat() showed while the file was open, and the kernel may keep it.
@@ -79,7 +88,7 @@ class Writes:
         )
         worktree.set_attrs(node, mtime_ns=mtime)
         spool.stored(node.oid)
-        self.saver.saved(worktree, meta or {})
+        self.saver.saved(worktree, meta or {}, sync=sync)
 
 
 def entry_unlinked(handle: FileHandle) -> bool:

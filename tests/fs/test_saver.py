@@ -19,6 +19,7 @@ from fs_client import CTX, ROOT, Client, Ctx, make_ops
 from helixfs.fs import saver
 from helixfs.fs.operations import Operations
 from helixfs.store import space
+from helixfs.store.rocks import RocksStore
 from helixfs.vcs.repo import Repository
 
 
@@ -151,6 +152,38 @@ async def test_fsync_persists_without_cutting_a_commit(repo: Repository) -> None
     assert commits(repo) == start + 1
     assert repo.read("HEAD", b"f") == b"durable"
     assert await client.read_file("f") == b"durable"
+
+
+@pytest.mark.parametrize("window", [0, 60])
+async def test_an_fsync_is_one_synced_store_write(repo: Repository, window: float) -> None:
+    """An SQLite transaction in PERSIST mode fsyncs the journal twice, the database, and
+    the journal's folder. Each fsync of a written file stored it (a write), then synced
+    the store (a second WAL flush); the folder's fsync flushed a WAL already on disk."""
+    store = repo.store
+    assert isinstance(store, RocksStore)
+
+    def durable() -> tuple[int, int]:
+        return store.synced_writes, store.wal_flushes
+
+    # Window 0 commits (an unsynced write of its own), then flushes the WAL once.
+    one_fsync = (1, 0) if window else (0, 1)
+    ops = make_ops(repo, window=window)
+    fi, attrs = await ops.create(ROOT, b"db-journal", 0o644, os.O_RDWR, CTX)
+    dir_fh = await ops.opendir(ROOT, CTX)
+    for n in range(3):
+        await ops.write(fi.fh, 0, b"page %d" % n)
+        before = durable()
+        await ops.fsync(fi.fh, False)
+        after = tuple(b + d for b, d in zip(before, one_fsync, strict=True))
+        assert durable() == after
+        await ops.fsyncdir(dir_fh, False)  # nothing written since the fsync
+        assert durable() == after
+    await ops.fsync(fi.fh, False)  # nothing written: still durable, without a flush
+    assert durable() == after
+    await ops.releasedir(dir_fh)
+    await ops.release(fi.fh)
+    ops.saver.flush_now()
+    assert repo.read("HEAD", b"db-journal") == b"page 2"
 
 
 def test_quiet_window_folds_an_atomic_save_into_one_commit(repo: Repository) -> None:
