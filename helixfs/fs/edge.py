@@ -98,7 +98,11 @@ def attributes(
     *,
     owner: tuple[int, int],
     timeout: float,
+    data_bytes: int | None = None,
 ) -> pyfuse3.EntryAttributes:
+    """`data_bytes`: the bytes not in holes, for st_blocks (default: all of them). Tools
+    take st_blocks < size as the sign of a sparse file (`du`, `cp --sparse=auto`, `tar
+    -S`): the mount cannot answer SEEK_DATA/SEEK_HOLE (pyfuse3 has no lseek)."""
     attrs = pyfuse3.EntryAttributes()
     attrs.st_ino = ino
     attrs.generation = 0
@@ -110,7 +114,7 @@ def attributes(
     attrs.st_rdev = 0
     attrs.st_size = size
     attrs.st_blksize = BLOCK_SIZE
-    attrs.st_blocks = (size + 511) // 512
+    attrs.st_blocks = ((size if data_bytes is None else data_bytes) + 511) // 512
     attrs.st_atime_ns = mtime_ns
     attrs.st_mtime_ns = mtime_ns
     attrs.st_ctime_ns = ctime_ns
@@ -130,8 +134,10 @@ def node_attributes(
     """A tree node as the kernel sees it: an open file's pending size and mtime win."""
     node = entry.node
     size, mtime, ctime = node.size, node.mtime_ns, node.ctime_ns
-    if spool is not None:
-        size = spool.size
+    if spool is None:
+        data = entry.worktree.data_bytes(node)
+    else:
+        size, data = spool.size, spool.data_bytes()
         if spool.mtime_override is not None:
             mtime = spool.mtime_override
         elif spool.dirty:
@@ -140,7 +146,9 @@ def node_attributes(
     timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
     if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
-    attrs = attributes(entry.ino, node.mode, size, mtime, ctime, owner=owner, timeout=timeout)
+    attrs = attributes(
+        entry.ino, node.mode, size, mtime, ctime, owner=owner, timeout=timeout, data_bytes=data
+    )
     if node.parent is None and node is not entry.worktree.root:
         attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it
     return attrs

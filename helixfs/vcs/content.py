@@ -25,6 +25,7 @@ from helixfs.vcs.objects import (
     HEADER_SIZE,
     KIND_BLOB,
     KIND_CHUNKED,
+    count_chunk,
     decode_blob,
     decode_chunked,
     encode_blob,
@@ -39,6 +40,9 @@ FLUSH_BYTES = 16 << 20
 """A streamed file hands its chunks to the sink every this many bytes (bounded memory)."""
 RECORD_CACHE = 8 << 20
 """Blob records kept for readers (~128 average chunks): several requests' worth."""
+HOLES_KEPT = 1 << 14
+"""Contents whose hole bytes a reader remembers (an int each): a getattr per big file
+reads its index once, not once per request."""
 
 _CDC = pyfastcdc.FastCDC(avg_size=AVG_CHUNK)
 
@@ -282,6 +286,7 @@ class ContentReader:
         self._pending = pending if pending is not None else {}
         self._indexes: dict[ObjectId, tuple[list[int], list[ObjectId]]] = {}
         self._limit = index_cache
+        self._holes: dict[ObjectId, int] = {}
         self.records: ByteLRU[bytes] = records if records is not None else ByteLRU(RECORD_CACHE)
 
     def _get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
@@ -324,6 +329,23 @@ class ContentReader:
         if kind_of(record) == KIND_BLOB:
             return None
         return self._index(oid, record)
+
+    def hole_bytes(self, oid: ObjectId) -> int:
+        """Bytes of a content stored as ZERO_CHUNK: the holes of a sparse file, which
+        take no room in the store (st_blocks leaves them out, as a disk does). Counted
+        in the index record without decoding it, once per content."""
+        known = self._holes.get(oid)
+        if known is None:
+            record = self._get(oid)
+            known = (
+                count_chunk(record, ZERO_CHUNK) * MAX_CHUNK
+                if kind_of(record) == KIND_CHUNKED
+                else 0
+            )
+            if len(self._holes) >= HOLES_KEPT:
+                self._holes.clear()
+            self._holes[oid] = known
+        return known
 
     def read(self, oid: ObjectId, offset: int = 0, size: int = -1) -> bytes:
         """Bytes [offset, offset+size) of a content; size < 0 reads to the end."""

@@ -205,6 +205,14 @@ def decode_chunked(record: bytes) -> ChunkedFile:
     return ChunkedFile(total, chunks)
 
 
+def count_chunk(record: bytes, chunk: tuple[ObjectId, int]) -> int:
+    """How many times a chunked file's index lists `chunk`, without decoding the index
+    (a 64 GiB file's has 262,144 entries): a 36-byte entry could match astride two others
+    only if their BLAKE3 ids happened to spell it."""
+    _body(record, KIND_CHUNKED)
+    return record.count(_CHUNK_REF.pack(*chunk), HEADER_SIZE + _CHUNKED_HEAD.size)
+
+
 # -- trees ---------------------------------------------------------------------------------
 
 

@@ -226,6 +226,14 @@ class Worktree:
         assert node.oid is not None
         return self._reader.read(node.oid)
 
+    def data_bytes(self, node: Node) -> int:
+        """The bytes of a file the store holds as data, its holes left out (st_blocks).
+        A blob, hence every file up to CHUNK_THRESHOLD, is all data: only a chunked
+        content's index is looked at, once per content."""
+        if node.size <= CHUNK_THRESHOLD or node.oid is None or not node.is_file():
+            return node.size
+        return node.size - self._reader.hole_bytes(node.oid)
+
     def content_id(self, node: Node) -> ObjectId | None:
         if node.is_dir() and node.dirty:
             return None

@@ -650,3 +650,61 @@ async def test_a_sparse_file_is_stored_as_its_dense_bytes_would_be(client: Clien
     await client.ops.release(fi.fh)
     node = client.ops.inodes.node(attrs.st_ino).node
     assert node.oid == pack_bytes(bytes(size - 1) + b"!").oid
+
+
+def _blocks(nbytes: int) -> int:
+    return (nbytes + 511) // 512
+
+
+def _stored_data_bytes(ops: Operations, ino: int) -> int:
+    """A stored content's bytes outside ZERO_CHUNK chunks, from its decoded index."""
+    node = ops.inodes.node(ino).node
+    assert node.oid is not None
+    index = ops.repo.contents.chunks(node.oid)
+    assert index is not None
+    starts, ids = index
+    lengths = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    return sum(n for oid, n in zip(ids, lengths, strict=True) if oid != content.ZERO_CHUNK[0])
+
+
+async def test_st_blocks_count_a_sparse_file_s_data_not_its_holes(client: Client) -> None:
+    """st_blocks said every byte was data: `du` of a 64 GiB sparse file said 64 GiB and
+    `cp --sparse=auto` out of the mount could not tell it was sparse. Now an open file
+    shows its written ranges and a stored one its chunks that are not ZERO_CHUNK."""
+    size = 64 << 30
+    writes = {0: b"head" * 1024, 5 << 30: os.urandom(100_000), size - 10: b"0123456789"}
+    fi, attrs = await client.ops.create(ROOT, b"sparse", 0o644, os.O_RDWR, CTX)
+    ino = attrs.st_ino
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = size
+    await client.ops.setattr(ino, attrs, Fields(update_size=True), fi.fh, CTX)
+    for at, data in writes.items():
+        await client.ops.write(fi.fh, at, data)
+    open_attrs = await client.ops.getattr(ino, CTX)
+    assert (open_attrs.st_size, open_attrs.st_blocks) == (size, _blocks(4096 + 100_000 + 10))
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+
+    data = _stored_data_bytes(client.ops, ino)
+    assert 104_106 <= data < 2 << 20  # each piece of data plus at most 2 chunks of its hole
+    for found in (
+        await client.ops.getattr(ino, CTX),
+        await client.ops.lookup(ROOT, b"sparse", CTX),
+    ):
+        assert (found.st_size, found.st_blocks) == (size, _blocks(data))
+
+
+async def test_st_blocks_of_a_file_grown_by_truncate_leave_out_the_hole(client: Client) -> None:
+    ino = await client.write_file("grown", b"x" * 4096)
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = 1 << 30
+    await client.ops.setattr(ino, attrs, Fields(update_size=True), None, CTX)  # truncate -s
+    found = await client.ops.getattr(ino, CTX)
+    assert found.st_size == 1 << 30
+    assert found.st_blocks == _blocks(_stored_data_bytes(client.ops, ino)) < _blocks(1 << 20)
+
+
+async def test_st_blocks_of_dense_files_count_every_byte(client: Client) -> None:
+    for name, data in [("small", b"s" * 5000), ("big", os.urandom(3 << 20)), ("empty", b"")]:
+        ino = await client.write_file(name, data)
+        assert (await client.ops.getattr(ino, CTX)).st_blocks == _blocks(len(data))

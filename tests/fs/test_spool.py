@@ -70,6 +70,8 @@ def test_random_writes_truncates_and_stores_read_back_exactly(
             stored.data = bytes(model)
             spool.stored()
         assert spool.size == len(model)
+        # st_blocks while open: the bytes outside the holes, kept without a walk
+        assert spool.data_bytes() == spool.size - sum(b - a for a, b in spool.holes())
     assert _content(spool.source()) == bytes(model)
     spool.close()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mount_harness import Mount, MountFactory
+from mount_harness import Mount, MountFactory, need
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(120)]
 
@@ -137,6 +137,49 @@ def test_a_64_gib_sparse_file_is_saved_at_the_cost_of_its_data(mnt: Mount, tmp_p
     ]
     fsck = mnt.helix("fsck", check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_du_cp_and_tar_see_a_sparse_file_in_the_mount_as_sparse(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """st_blocks said every byte was data: `du` of a 64 GiB sparse file said 64G, and
+    `cp --sparse=auto` or `tar -S` out of the mount wrote every zero (the mount cannot
+    answer SEEK_HOLE; st_blocks < size is what they go by). Now st_blocks counts the
+    written ranges while the file is open, the chunks that are not zeros once stored."""
+    need("du", "cp", "tar")
+    mnt = make_mount(0)
+    open_blocks = py(
+        mnt,
+        """
+        import json, os
+        blocks = []
+        for name, size in (("big", 64 << 30), ("gig", 1 << 30)):
+            fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+            os.ftruncate(fd, size)
+            os.pwrite(fd, b"start", 0)
+            os.pwrite(fd, b"middle", size // 2)
+            blocks.append(os.fstat(fd).st_blocks)
+            os.close(fd)
+        print(json.dumps(blocks))
+        """,
+    )
+    assert open_blocks == [1, 1]  # 11 bytes written
+    mnt.stop()  # a new mount: the kernel asks for the stored files' attributes
+    mnt = make_mount(0, store=mnt.store)
+    small = 4 << 20  # at most two 256 KiB chunks around each piece of data
+    for command, unit in (("du -B1", 1), ("stat -c %b", 512), ("ls -s --block-size=1", 1)):
+        used = [int(line.split()[0]) for line in mnt.sh(f"{command} big gig").stdout.splitlines()]
+        assert len(used) == 2 and all(0 < n * unit < small for n in used), (command, used)
+
+    copy, archive = tmp_path / "copy", tmp_path / "gig.tar"
+    mnt.sh(f"cp --sparse=auto gig {copy} && tar -S -cf {archive} gig", timeout=120)
+    assert copy.stat().st_size == 1 << 30
+    assert copy.stat().st_blocks * 512 < small  # 1 GiB before: the copy was dense
+    with open(copy, "rb") as f:
+        assert f.read(6) == b"start\0"
+        f.seek((1 << 29) - 1)
+        assert f.read(8) == b"\0middle\0"
+    assert archive.stat().st_size < small
 
 
 def test_rename_over_existing_and_of_directories(mnt: Mount) -> None:

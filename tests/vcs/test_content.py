@@ -281,6 +281,10 @@ def test_holes_are_stored_with_the_ids_of_their_zeros_without_reading_them(seed:
         assert sparse.oid == dense.oid  # same chunks: dedup, fsck and old stores agree
         written = sum(map(len, data.values()))
         assert source.read_bytes <= written + (len(source.holes()) + 1) * 4 * m
+        # st_blocks: what ZERO_CHUNK holds, counted without decoding the index
+        chunks = decode_chunked(sparse.objects[sparse.oid]).chunks
+        zeros = sum(n for oid, n in chunks if oid == ZERO_CHUNK[0])
+        assert ContentReader(MemoryStore(), pending=sparse.objects).hole_bytes(sparse.oid) == zeros
 
 
 def test_a_64_gib_sparse_file_costs_its_data() -> None:
