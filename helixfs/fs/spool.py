@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from helixfs.ids import ObjectId
+from helixfs.vcs.content import Holes
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
@@ -70,7 +71,10 @@ class Spool:
         base_size: int,
         base_id: ObjectId | None = None,
         budget: MemoryBudget | None = None,
+        base_holes: Holes = (),
     ) -> None:
+        """`base_holes`: ranges the stored content holds as zeros (sorted, disjoint, within
+        `base_size`): they stay holes until written, for st_blocks and for storing."""
         self._tmp_dir = tmp_dir
         self._budget = budget or MemoryBudget()
         self._memory: bytearray | None = bytearray()
@@ -83,6 +87,9 @@ class Spool:
         self._written: list[tuple[int, int]] = []
         self._base_limit = base_size
         self._written_above = 0  # bytes of `_written` past `_base_limit`: see data_bytes
+        # The stored content's holes below `_base_limit` that no write has filled yet.
+        self._base_holes = list(base_holes)
+        self._base_hole_bytes = sum(high - low for low, high in base_holes)
         self.dirty = False
         self.mtime_override: int | None = None  # an explicit utimens while dirty
         self.mtime_ns = time.time_ns()  # of the last write, shown until stored
@@ -127,6 +134,7 @@ class Spool:
             while written < len(data):
                 written += os.pwrite(self._fd, data[written:], offset + written)
         self._hold(offset, end)
+        self._fill_base_holes(offset, end)
         self._edited(min(offset, self.size), end)  # a hole past the end is new bytes too
         self.size = max(self.size, end)
         self._touched()
@@ -137,6 +145,8 @@ class Spool:
             self._base_limit = min(self._base_limit, size)
             self._written = [(a, min(b, size)) for a, b in self._written if a < size]
             self._written_above = sum(self._above_base(a, b) for a, b in self._written)
+            self._base_holes = [(a, min(b, size)) for a, b in self._base_holes if a < size]
+            self._base_hole_bytes = sum(b - a for a, b in self._base_holes)
             if self._memory is not None:
                 self._budget.give(max(0, len(self._memory) - size))
                 del self._memory[size:]
@@ -161,19 +171,35 @@ class Spool:
         """The byte ranges known to be zeros: past every size the file was cut to, and
         never written. Storing skips them (content._chunks): an ftruncate to 16 GiB, or
         a write at 2 GiB, costs the written bytes, not the size."""
-        holes, pos = [], self._base_limit
+        holes, pos = list(self._base_holes), self._base_limit
         for low, high in self._written:
             if low > pos:
-                holes.append((pos, low))
+                _add_hole(holes, pos, low)
             pos = max(pos, high)
         if pos < self.size:
-            holes.append((pos, self.size))
+            _add_hole(holes, pos, self.size)
         return holes
 
     def data_bytes(self) -> int:
         """The bytes outside holes() (st_blocks), kept up to date by every write, since a
         getattr follows each one: a file written in 10,000 places costs no walk."""
-        return self._base_limit + self._written_above
+        return self._base_limit - self._base_hole_bytes + self._written_above
+
+    def _fill_base_holes(self, low: int, high: int) -> None:
+        """[low, high) was written: the stored holes it overlaps are data now."""
+        holes = self._base_holes
+        if low >= high or not holes:
+            return
+        first = max(0, bisect.bisect_right(holes, (low, _END)) - 1)
+        last = first
+        while last < len(holes) and holes[last][0] < high:
+            last += 1
+        kept = [(a, b) for a, b in holes[first:last] if b <= low]
+        kept += [(a, min(b, low)) for a, b in holes[first:last] if a < low < b]
+        kept += [(max(a, high), b) for a, b in holes[first:last] if a < high < b]
+        self._base_hole_bytes -= sum(b - a for a, b in holes[first:last])
+        self._base_hole_bytes += sum(b - a for a, b in kept)
+        holes[first:last] = kept
 
     def _above_base(self, low: int, high: int) -> int:
         return max(0, high - max(low, self._base_limit))
@@ -279,6 +305,14 @@ def _spool_file(tmp_dir: Path) -> BinaryIO:
 _END = 1 << 63  # sorts after any range starting at the same offset
 
 
+def _add_hole(holes: list[tuple[int, int]], low: int, high: int) -> None:
+    """Append [low, high), merged with the last hole if they touch."""
+    if holes and holes[-1][1] == low:
+        holes[-1] = (holes[-1][0], high)
+    else:
+        holes.append((low, high))
+
+
 class _View(io.RawIOBase):
     """A spool's content as a read-only file, for storing it."""
 
@@ -337,11 +371,16 @@ class SpoolTable:
         return found[1] if found else None
 
     def ensure(
-        self, node: object, read_base: ReadBase, base_size: int, base_id: ObjectId | None = None
+        self,
+        node: object,
+        read_base: ReadBase,
+        base_size: int,
+        base_id: ObjectId | None = None,
+        base_holes: Holes = (),
     ) -> Spool:
         found = self.get(node)
         if found is None:
-            found = Spool(self.tmp_dir, read_base, base_size, base_id, self.budget)
+            found = Spool(self.tmp_dir, read_base, base_size, base_id, self.budget, base_holes)
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found
 

@@ -43,8 +43,15 @@ class Writes:
             self.store_spool(entry.worktree, entry.node, spool)
 
     def spool(self, worktree: Worktree, node: Node) -> Spool:
+        found = self.spools.get(node)
+        if found is not None:
+            return found
         return self.spools.ensure(
-            node, lambda off, size: worktree.read(node, off, size), node.size, node.oid
+            node,
+            lambda off, size: worktree.read(node, off, size),
+            node.size,
+            node.oid,
+            base_holes=worktree.zero_ranges(node),
         )
 
     def store(self, handle: FileHandle, *, sync: bool = False) -> bool:

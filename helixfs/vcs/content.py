@@ -347,6 +347,24 @@ class ContentReader:
             self._holes[oid] = known
         return known
 
+    def zero_ranges(self, oid: ObjectId) -> list[tuple[int, int]]:
+        """The byte ranges of a content stored as runs of ZERO_CHUNK, sorted and merged:
+        a sparse file's holes. Decodes the index only when it has any."""
+        if not self.hole_bytes(oid):
+            return []
+        index = self.chunks(oid)
+        assert index is not None  # a content with holes is chunked
+        starts, ids = index
+        ranges: list[tuple[int, int]] = []
+        for i, chunk_id in enumerate(ids):
+            if chunk_id != ZERO_CHUNK[0]:
+                continue
+            if ranges and ranges[-1][1] == starts[i]:
+                ranges[-1] = (ranges[-1][0], starts[i + 1])
+            else:
+                ranges.append((starts[i], starts[i + 1]))
+        return ranges
+
     def read(self, oid: ObjectId, offset: int = 0, size: int = -1) -> bytes:
         """Bytes [offset, offset+size) of a content; size < 0 reads to the end."""
         if offset < 0:

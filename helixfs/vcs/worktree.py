@@ -234,6 +234,13 @@ class Worktree:
             return node.size
         return node.size - self._reader.hole_bytes(node.oid)
 
+    def zero_ranges(self, node: Node) -> list[tuple[int, int]]:
+        """A file's holes as stored (runs of ZERO_CHUNK), for a spool to keep knowing
+        them while the file is written again."""
+        if node.size <= CHUNK_THRESHOLD or node.oid is None or not node.is_file():
+            return []
+        return self._reader.zero_ranges(node.oid)
+
     def content_id(self, node: Node) -> ObjectId | None:
         if node.is_dir() and node.dirty:
             return None

@@ -708,3 +708,23 @@ async def test_st_blocks_of_dense_files_count_every_byte(client: Client) -> None
     for name, data in [("small", b"s" * 5000), ("big", os.urandom(3 << 20)), ("empty", b"")]:
         ino = await client.write_file(name, data)
         assert (await client.ops.getattr(ino, CTX)).st_blocks == _blocks(len(data))
+
+
+async def test_st_blocks_of_a_sparse_file_written_again_keep_its_holes(client: Client) -> None:
+    """Opened again and written, a stored sparse file showed every byte as data until
+    the kernel's attributes expired (300 s): the spool knew only its own holes."""
+    size = 1 << 30
+    fi, attrs = await client.ops.create(ROOT, b"sparse", 0o644, os.O_RDWR, CTX)
+    ino = attrs.st_ino
+    await _sparse_session(client, ino, fi.fh, size, {0: b"start", size // 2: b"middle"})
+    stored = _stored_data_bytes(client.ops, ino)
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    await client.ops.write(fi.fh, size // 4, b"again")
+    assert (await client.ops.getattr(ino, CTX)).st_blocks == _blocks(stored + 5)
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert (
+        (await client.ops.getattr(ino, CTX)).st_blocks
+        == _blocks(_stored_data_bytes(client.ops, ino))
+        < _blocks(4 << 20)
+    )

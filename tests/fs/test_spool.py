@@ -32,7 +32,7 @@ def _content(source: io.BufferedIOBase | bytes) -> bytes:
     return source.read()
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_random_writes_truncates_and_stores_read_back_exactly(
     tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -40,7 +40,14 @@ def test_random_writes_truncates_and_stores_read_back_exactly(
         monkeypatch.setattr(spool_module, "SPILL_AT", 64 << 10)  # spill early, often
     rng = random.Random(seed)
     stored = Stored(rng.randbytes(rng.choice([0, 3000, 5 << 20])))
-    spool = Spool(tmp_path, stored.read, len(stored.data))
+    base_holes = []  # the stored content's own holes (ZERO_CHUNK runs), for seeds 6-9
+    if seed >= 6:
+        stored.data = rng.randbytes(5 << 20)
+    for at in range(0, len(stored.data) - 300_000, 1 << 20) if seed >= 6 else []:
+        size = rng.choice([1, 4096, 300_000])
+        stored.data = stored.data[:at] + bytes(size) + stored.data[at + size :]
+        base_holes.append((at, at + size))
+    spool = Spool(tmp_path, stored.read, len(stored.data), base_holes=base_holes)
     model = bytearray(stored.data)
     for _ in range(300):
         op = rng.random()
@@ -66,7 +73,7 @@ def test_random_writes_truncates_and_stores_read_back_exactly(
             assert edits is not None
             _check_edits_cover_the_changes(stored.data, bytes(model), edits)
             for low, high in spool.holes():  # storing skips them: they must be zeros
-                assert not any(model[low:high]), (low, high)
+                assert not model[low:high].strip(b"\0"), (low, high)  # (any() is too slow)
             stored.data = bytes(model)
             spool.stored()
         assert spool.size == len(model)
