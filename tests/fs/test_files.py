@@ -11,7 +11,7 @@ from typing import Any
 
 import pyfuse3
 import pytest
-from fs_client import CTX, ROOT, Client, Ctx, Fields, expect_errno
+from fs_client import CTX, ROOT, Client, Ctx, Fields, expect_errno, make_ops
 
 from helixfs.fs import spool
 from helixfs.fs.operations import Operations
@@ -728,3 +728,13 @@ async def test_st_blocks_of_a_sparse_file_written_again_keep_its_holes(client: C
         == _blocks(_stored_data_bytes(client.ops, ino))
         < _blocks(4 << 20)
     )
+
+
+async def test_a_file_whose_index_is_unreadable_still_stats(repo: Repository) -> None:
+    """st_blocks reads a big file's index: a missing or corrupt one must not turn `ls -l`
+    or `stat` into EIO (reading the file does fail, and fsck names it)."""
+    repo.commit({"big": os.urandom(3 << 20)}, "big")
+    repo.store.delete([repo.trees.file_entry(repo.commit_info("HEAD").tree, "big").oid])
+    client = Client(make_ops(repo))
+    found = await client.ops.lookup(ROOT, b"big", CTX)
+    assert (found.st_size, found.st_blocks) == (3 << 20, _blocks(3 << 20))
