@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command
@@ -107,12 +107,7 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         repo.delete_branch(args.name)
         out.emit({"deleted": args.name}, f"deleted branch {args.name}")
     elif args.rename:
-        if not args.rev:
-            raise UsageError("usage: helix branch -m OLD NEW")
-        repo.rename_branch(args.name, args.rev)
-        out.emit(
-            {"renamed": args.name, "to": args.rev}, f"renamed branch {args.name} to {args.rev}"
-        )
+        _rename(args, "branch", repo.rename_branch, out)
     else:
         cid = repo.create_branch(args.name, args.rev or "HEAD")
         _created(out, "branch", args.name, cid if isinstance(cid, bytes) else None, repo)
@@ -123,6 +118,15 @@ def _one_name(args: argparse.Namespace, kind: str) -> None:
     """`-d A B` used to delete A and drop B silently: one name per delete."""
     if args.rev is not None:
         raise UsageError(f"-d deletes one {kind} at a time: helix {kind} -d NAME")
+
+
+def _rename(
+    args: argparse.Namespace, kind: str, rename: Callable[[str, str], object], out: Output
+) -> None:
+    if not args.rev:
+        raise UsageError(f"usage: helix {kind} -m OLD NEW")
+    rename(args.name, args.rev)
+    out.emit({"renamed": args.name, "to": args.rev}, f"renamed {kind} {args.name} to {args.rev}")
 
 
 def _created(out: Output, kind: str, name: str, cid: bytes | None, repo: Repository) -> None:
@@ -142,12 +146,7 @@ def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int
         out.emit({"deleted": args.name}, f"deleted snapshot {args.name}")
         return 0
     if args.rename:
-        if not args.rev:
-            raise UsageError("usage: helix snapshot -m OLD NEW")
-        repo.rename_snapshot(args.name, args.rev)
-        out.emit(
-            {"renamed": args.name, "to": args.rev}, f"renamed snapshot {args.name} to {args.rev}"
-        )
+        _rename(args, "snapshot", repo.rename_snapshot, out)
         return 0
     cid = repo.create_snapshot(args.name, args.rev or "HEAD")
     if not isinstance(cid, bytes):
