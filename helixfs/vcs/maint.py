@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import REPACK_BATCH, Compaction
+from helixfs.vcs import journal
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -109,12 +110,33 @@ class RepoStats:
 def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
     for prefix in (BRANCHES, SNAPSHOTS, WORK):
         for name, value in repo.store.refs(prefix):
-            yield name, ObjectId(value)
+            yield name, journal.tree_of(value) if prefix == WORK else ObjectId(value)
+
+
+def _journaled(
+    repo: Repository, problems: list[str] | None = None
+) -> Iterator[tuple[str, ObjectId, bool]]:
+    """What the journals of saved work trees name (ref, object, whether a directory):
+    content saved since the last fold is reachable from nowhere else. An unreadable
+    journal stops gc (raised), and is one of fsck's `problems`."""
+    for name, value in repo.store.refs(WORK):
+        try:
+            _, changes = journal.split(value)
+        except HelixError as exc:
+            if problems is None:
+                raise
+            problems.append(f"ref {name}: {exc}")
+            continue
+        if changes is not None:
+            for oid, is_dir in journal.referenced(changes):
+                yield name, oid, is_dir
 
 
 def roots(repo: Repository, in_use: Iterable[ObjectId] = ()) -> list[ObjectId]:
-    """Where marking starts: every ref, the constants, and content a mount still serves."""
-    return [oid for _, oid in _roots(repo)] + list(CONSTANTS) + list(in_use)
+    """Where marking starts: every ref (journals included), the constants, and content a
+    mount still serves."""
+    journaled = [oid for _, oid, _ in _journaled(repo)]
+    return [oid for _, oid in _roots(repo)] + journaled + list(CONSTANTS) + list(in_use)
 
 
 def mark(
@@ -433,6 +455,10 @@ def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[s
         if kinds.get(oid) not in want:
             what = "missing or corrupt" if oid not in kinds else "of the wrong kind"
             problems.append(f"ref {name} -> {hex_id(oid)}: object {what}")
+    for name, oid, is_dir in _journaled(repo, problems):
+        if oid not in kinds or (is_dir and kinds[oid] not in DIRECTORY_KINDS):
+            what = "missing or corrupt" if oid not in kinds else "not a directory"
+            problems.append(f"ref {name}: journal names {hex_id(oid)}: object {what}")
     head = repo.store.ref(HEAD)
     count += 1
     if head is None or repo.store.ref(BRANCHES + head.decode(errors="replace")) is None:
@@ -449,6 +475,7 @@ def _check_links(
     lengths (a wrong one failed every read, or cut the file short, and fsck said ok)."""
     seen: set[ObjectId] = set()
     stack = [oid for _, oid in _roots(repo) if oid in kinds]
+    stack += [oid for _, oid, _ in _journaled(repo, []) if oid in kinds]
     while stack:
         oid = stack.pop()
         if oid in seen:

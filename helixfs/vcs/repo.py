@@ -32,7 +32,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history, maint, merge, revisions
+from helixfs.vcs import history, journal, maint, merge, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
@@ -203,7 +203,7 @@ class Repository:
         with self.lock:
             for tree in list(self._worktrees.values()):
                 if tree.dirty:
-                    tree.save()
+                    tree.fold()
             self._worktrees.clear()
             self.store.close()
 
@@ -222,10 +222,21 @@ class Repository:
                 head = self.store.ref(branch_ref(branch))
                 if head is None:
                     continue
-                cid = self._commit_work(branch, ObjectId(value), CommitId(head))
+                cid = self._commit_work(branch, self._folded(branch, value), CommitId(head))
                 if cid is not None:
                     made.append(cid)
         return made
+
+    def _folded(self, branch: str, value: bytes) -> ObjectId:
+        """The tree of a saved work state: a journal left by a crash is replayed and
+        written as trees first (vcs/journal.py)."""
+        if not journal.has_journal(value):
+            return ObjectId(value)
+        from helixfs.vcs.worktree import Worktree
+
+        state = Worktree(self, branch)
+        state.fold()
+        return journal.tree_of(self.store.ref(work_ref(branch)) or b"")
 
     def _commit_work(self, branch: str, work: ObjectId, head: CommitId) -> CommitId | None:
         objects: dict[ObjectId, bytes] = {}
@@ -573,7 +584,9 @@ class Repository:
         work = self.store.ref(work_ref(branch))
         if work is None:
             return None
-        carried = self.trees.carry_ephemeral(ObjectId(work), old, new, objects)
+        # a journal is folded before this: by the settle of a live work tree (its
+        # commit), or by the recovery on open
+        carried = self.trees.carry_ephemeral(journal.tree_of(work), old, new, objects)
         return carried if carried != new else None
 
     def _moved_if_live(self, branch: str) -> None:

@@ -38,7 +38,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history
+from helixfs.vcs import history, journal
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
     EMPTY,
@@ -112,8 +112,9 @@ class Worktree:
             head_tree = head_info.tree
             work = None if self.readonly else store.ref(work_ref(self.branch))
             self._head = head
-            self._work_value = ObjectId(work) if work is not None else None
-            root_tree = self._work_value or head_tree
+            self._work_value = work  # the saved state: a tree id, maybe with a journal
+            saved, changes = journal.split(work) if work is not None else (None, None)
+            root_tree = saved or head_tree
             # a tree records no time for its root: show the head commit's
             self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree, mtime_ns=head_info.time_ns)
             self.root.pure = root_tree == head_tree
@@ -122,7 +123,7 @@ class Worktree:
             self._unsaved = False
             # Saved state that is not committed yet (after a lost CAS, or an open that
             # skipped recovery): the next commit must include it.
-            self._pending = root_tree != head_tree
+            self._pending = root_tree != head_tree or changes is not None
             # Trees encoded but not yet in the store: a failed write (a lost CAS) must
             # not lose them, since the nodes that produced them are no longer dirty.
             self._unwritten: Objects = {}
@@ -130,6 +131,32 @@ class Worktree:
             self._reader = ContentReader(
                 self.repo.store, pending=self._unwritten, records=self.repo.contents.records
             )
+            if changes is not None:
+                self._replay(self.root, changes)
+
+    def _replay(self, node: Node, changes: journal.DirChanges) -> None:
+        """Rebuild a directory changed since its stored tree from the saved journal: it
+        is left dirty, as it was when saved, for the next fold to encode."""
+        children = self._children(node)
+        node.dirty = node.recheck = True
+        node.pure = False  # purity is derived again at the fold, from every child
+        node.listing = None
+        for name in changes.gone:
+            children.pop(name, None)
+        for entry in changes.entries:
+            nested = changes.nested.get(entry.name)
+            if nested is None:
+                children[entry.name] = node_from_entry(entry, node, None)
+                continue
+            child = Node(
+                entry.name, node, entry.mode, nested.base, 0, entry.mtime_ns, dict(entry.xattrs)
+            )
+            if nested.base is None:
+                child.children = {}
+            children[entry.name] = child
+            self._replay(child, nested)
+        for name in itertools.chain(changes.gone, (entry.name for entry in changes.entries)):
+            mark_stale(node, name)
 
     @property
     def dirty(self) -> bool:
@@ -593,7 +620,7 @@ class Worktree:
             if node.recheck or not node.pure:
                 raws, pure = self._encode_all(listing, objects)
             else:
-                raws, pure = self._encode_changed(listing, objects)
+                raws, pure = self._encode_changed(node, listing, objects)
             record = encode_tree_raw(raws)
         node.stale = None
         node.oid = object_id(record)
@@ -616,22 +643,24 @@ class Worktree:
         return raws, pure
 
     def _encode_changed(
-        self, listing: list[tuple[bytes, Node]], objects: Objects
+        self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
     ) -> tuple[list[bytes], bool]:
         """Clean children keep their encoded entries; the changed ones (no entry) are
         found by `list.index`, in C: a one-file save stays O(changed) in Python, even in
-        a directory of 20,000 entries."""
+        a directory of 20,000 entries. Only the changed names (`stale`: a journaled save
+        may have encoded their entries already) can spoil the purity."""
         raws: list[bytes | None] = [child.raw for _, child in listing]
-        pure = True
         at = -1
         while True:
             try:
                 at = raws.index(None, at + 1)
             except ValueError:
-                return cast(list[bytes], raws), pure  # no None is left
-            name, child = listing[at]
-            raws[at] = self._entry_raw(child, objects)
-            pure = pure and _keeps_pure(name, child)
+                break  # no None is left
+            raws[at] = self._entry_raw(listing[at][1], objects)
+        assert node.children is not None
+        changed = ((name, node.children.get(name)) for name in node.stale or ())
+        pure = all(_keeps_pure(name, child) for name, child in changed if child is not None)
+        return cast(list[bytes], raws), pure
 
     def _encode_paged(
         self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
@@ -743,7 +772,9 @@ class Worktree:
             self.retired = True
 
     def save(self, *, sync: bool = False) -> None:
-        """Persist the live state now: after this returns, kill -9 loses nothing."""
+        """Persist the live state now: after this returns, kill -9 loses nothing. What
+        changed since the last fold is written as a journal, not as trees
+        (vcs/journal.py), until the journal grows past JOURNAL_MAX."""
         with self._lock:
             self._writable()
             if self.retired:
@@ -752,17 +783,61 @@ class Worktree:
                 if sync:
                     self.repo.store.sync()
                 return
-            self._persist(self._encode(self.root, self._unwritten), sync)
+            value = self._journaled() if self.root.dirty else None
+            if value is None:
+                value = self._encode(self.root, self._unwritten)
+            self._persist(value, sync)
 
-    def _persist(self, root: ObjectId, sync: bool = False) -> None:
+    def fold(self) -> None:
+        """Persist the live state as trees, without a journal (before a close: a store
+        at rest holds plain trees)."""
+        with self._lock:
+            self._writable()
+            if self.retired:
+                return
+            if self._unsaved or journal.has_journal(self._work_value):
+                self._persist(self._encode(self.root, self._unwritten))
+
+    def _journaled(self) -> bytes | None:
+        """The saved state as the root's stored tree plus a journal of what changed in
+        the dirty directories since; None when that journal is too long to be worth it."""
+        assert self.root.oid is not None
+        body = self._journal_body(self.root)
+        if len(body) > journal.JOURNAL_MAX:
+            return None
+        return journal.work_value(self.root.oid, body)
+
+    def _journal_body(self, node: Node) -> bytes:
+        """A dirty directory's journal: its changed names (`stale`), current entries or
+        gone, with the changed directories among them nested."""
+        assert node.children is not None, "a dirty directory is loaded"
+        raws: list[bytes] = []
+        gone: list[bytes] = []
+        nested: list[tuple[ObjectId | None, bytes]] = []
+        for name in sorted(node.stale or ()):
+            child = node.children.get(name)
+            if child is None:
+                gone.append(name)
+            elif child.is_dir() and child.dirty:
+                xattrs = tuple(sorted(child.xattrs.items()))
+                entry = TreeEntry(name, child.mode, journal.NESTED, 0, child.mtime_ns, xattrs)
+                raws.append(encode_entry(entry))
+                nested.append((child.oid, self._journal_body(child)))
+            else:
+                if child.raw is None:
+                    child.raw = encode_entry(child.entry())
+                raws.append(child.raw)
+        return journal.encode_dir(raws, gone, nested)
+
+    def _persist(self, value: bytes, sync: bool = False) -> None:
         self.repo.store.write(
             self._unwritten,
-            [RefUpdate(work_ref(self.branch), root, expected=self._work_value)],
+            [RefUpdate(work_ref(self.branch), value, expected=self._work_value)],
             delta_bases=self._bases or None,
             uncompressed=uncompressed(self._unwritten),
             sync=sync,
         )
-        self._work_value = root
+        self._work_value = value
         self._unsaved = False
         self._written()
 
