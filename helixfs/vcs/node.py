@@ -41,6 +41,9 @@ class Node:
         "listing",
         "pages",
         "stale",
+        "journal",
+        "pieces",
+        "redo",
         "__weakref__",
     )
 
@@ -72,6 +75,12 @@ class Node:
         self.recheck = False  # a child left: purity must be re-derived from all children
         self.pages: list[Page] | None = None  # a paged directory's stored pages
         self.stale: set[bytes] | None = None  # names of children changed since the last save
+        # A dirty directory's journal (vcs/journal.py), kept between saves: its body while
+        # nothing below changed, its changed names' pieces (entry, nested directory; None:
+        # gone), and the names whose pieces must be made again.
+        self.journal: bytes | None = None
+        self.pieces: dict[bytes, tuple[bytes, Node | None] | None] | None = None
+        self.redo: set[bytes] | None = None
 
     def is_dir(self) -> bool:
         return stat.S_ISDIR(self.mode)
@@ -102,13 +111,22 @@ def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
 
 
 def mark_stale(directory: Node | None, name: bytes) -> None:
-    """A child's entry changed (or the child came or went): its page must be rewritten."""
+    """A child's entry changed (or the child came or went): its page must be rewritten,
+    and the journal bodies of the directory and of those above it (which nest it)."""
     if directory is None:
         return
     if directory.stale is None:
         directory.stale = {name}
     else:
         directory.stale.add(name)
+    if directory.redo is None:
+        directory.redo = {name}
+    else:
+        directory.redo.add(name)
+    above: Node | None = directory
+    while above is not None:
+        above.journal = None
+        above = above.parent
 
 
 def check_name_length(name: bytes) -> None:

@@ -8,9 +8,10 @@ plus a join. Node objects keep their identity for the life of the Worktree (rena
 moves the same object): the filesystem maps inodes to them.
 
 Contents are written to the store as soon as they are set (so a closed file is in the
-store even before the save that links it); a save writes the dirty trees and moves
-`work/BRANCH` in one batch; a commit is that batch plus a commit object and a CAS of
-`branches/BRANCH`. Editor temp files (vcs/ephemeral.py) stay in the work tree but are
+store even before the save that links it); a save writes `work/BRANCH` in that batch:
+the tree last written plus a journal of the entries changed since (vcs/journal.py),
+or, once that journal is long, the dirty trees and their new root id (a fold); a
+commit is a fold plus a commit object and a CAS of `branches/BRANCH`. Editor temp files (vcs/ephemeral.py) stay in the work tree but are
 filtered out of commit trees.
 """
 
@@ -622,7 +623,7 @@ class Worktree:
             else:
                 raws, pure = self._encode_changed(node, listing, objects)
             record = encode_tree_raw(raws)
-        node.stale = None
+        node.stale = node.journal = node.pieces = node.redo = None
         node.oid = object_id(record)
         objects[node.oid] = record
         node.dirty = False
@@ -809,25 +810,37 @@ class Worktree:
 
     def _journal_body(self, node: Node) -> bytes:
         """A dirty directory's journal: its changed names (`stale`), current entries or
-        gone, with the changed directories among them nested."""
+        gone, with the changed directories among them nested. Kept between saves: a
+        save makes again only the pieces of the names changed since (`redo`) and joins
+        the bodies on the changed path."""
+        if node.journal is not None:
+            return node.journal
         assert node.children is not None, "a dirty directory is loaded"
-        raws: list[bytes] = []
-        gone: list[bytes] = []
-        nested: list[tuple[ObjectId | None, bytes]] = []
-        for name in sorted(node.stale or ()):
-            child = node.children.get(name)
-            if child is None:
-                gone.append(name)
-            elif child.is_dir() and child.dirty:
-                xattrs = tuple(sorted(child.xattrs.items()))
-                entry = TreeEntry(name, child.mode, journal.NESTED, 0, child.mtime_ns, xattrs)
-                raws.append(encode_entry(entry))
-                nested.append((child.oid, self._journal_body(child)))
-            else:
-                if child.raw is None:
-                    child.raw = encode_entry(child.entry())
-                raws.append(child.raw)
-        return journal.encode_dir(raws, gone, nested)
+        if node.pieces is None:
+            node.pieces = {}
+        for name in node.redo or ():
+            node.pieces[name] = self._journal_piece(node.children.get(name), name)
+        node.redo = None
+        pieces = node.pieces
+        names = sorted(pieces)
+        present = [piece for name in names if (piece := pieces[name]) is not None]
+        gone = [name for name in names if pieces[name] is None]
+        nested = [(sub.oid, self._journal_body(sub)) for _, sub in present if sub is not None]
+        node.journal = journal.encode_dir([raw for raw, _ in present], gone, nested)
+        return node.journal
+
+    def _journal_piece(self, child: Node | None, name: bytes) -> tuple[bytes, Node | None] | None:
+        """A changed name's journal piece: its entry (a changed directory's with the id
+        NESTED, and the directory to nest), None when it is gone."""
+        if child is None:
+            return None
+        if child.is_dir() and child.dirty:
+            xattrs = tuple(sorted(child.xattrs.items()))
+            entry = TreeEntry(name, child.mode, journal.NESTED, 0, child.mtime_ns, xattrs)
+            return encode_entry(entry), child
+        if child.raw is None:
+            child.raw = encode_entry(child.entry())
+        return child.raw, None
 
     def _persist(self, value: bytes, sync: bool = False) -> None:
         self.repo.store.write(

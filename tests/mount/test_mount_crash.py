@@ -11,7 +11,8 @@ import time
 import pytest
 from mount_harness import MountFactory, helix, is_mounted
 
-from helixfs.vcs import Repository
+from helixfs.store.rocks import RocksStore
+from helixfs.vcs import Repository, journal
 from helixfs.vcs.objects import FLAT_MAX, KIND_PAGED, kind_of
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
@@ -179,6 +180,45 @@ def test_kill9_during_database_commits_keeps_every_committed_transaction(
     lines = done.stdout.split()
     assert lines[0] == "ok", done.stdout + done.stderr
     assert int(lines[1]) >= max(committed)  # every transaction whose commit returned
+    remounted.stop()
+    fsck = helix("--store", mount.store, "fsck", check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_kill9_between_journal_saves_keeps_every_closed_file(make_mount: MountFactory) -> None:
+    """A save persists a journal on the saved tree, not trees (ADR 0031): killed between
+    two, the remount replays the last one. Few changes and a long window, so neither a
+    commit nor a fold can have written them as trees before the kill."""
+    mount = make_mount(60_000)
+    promised = {}
+    (mount.path / "tmp").mkdir()
+    for i in range(4):
+        (mount.path / "tmp" / f"f{i}").write_bytes(b"file %d" % i)
+        promised[f"moved/f{i}"] = b"file %d" % i
+    (mount.path / "tmp").rename(mount.path / "moved")  # a folder whose content is unsaved
+    (mount.path / "top").write_bytes(b"top")
+    promised["top"] = b"top"
+    (mount.path / "moved" / "f0").chmod(0o600)
+    (mount.path / "moved" / "f1").unlink()
+    del promised["moved/f1"]
+    (mount.path / "moved" / "f2").write_bytes(b"rewritten")
+    promised["moved/f2"] = b"rewritten"
+    mount.kill9()
+    raw = RocksStore(mount.store / "objects")
+    try:
+        saved = raw.ref("work/main")
+    finally:
+        raw.close()
+    assert saved is not None and journal.has_journal(saved)
+
+    remounted = make_mount(60_000, store=mount.store)
+    found = {
+        str(path.relative_to(remounted.path)): path.read_bytes()
+        for path in remounted.path.rglob("*")
+        if path.is_file()
+    }
+    assert found == promised
+    assert (remounted.path / "moved" / "f0").stat().st_mode & 0o777 == 0o600
     remounted.stop()
     fsck = helix("--store", mount.store, "fsck", check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
