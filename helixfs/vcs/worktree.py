@@ -11,8 +11,8 @@ Contents are written to the store as soon as they are set (so a closed file is i
 store even before the save that links it); a save writes `work/BRANCH` in that batch:
 the tree last written plus a journal of the entries changed since (vcs/journal.py),
 or, once that journal is long, the dirty trees and their new root id (a fold); a
-commit is a fold plus a commit object and a CAS of `branches/BRANCH`. Editor temp files (vcs/ephemeral.py) stay in the work tree but are
-filtered out of commit trees.
+commit is a fold plus a commit object and a CAS of `branches/BRANCH`. Editor temp files
+(vcs/ephemeral.py) stay in the work tree but are filtered out of commit trees.
 """
 
 from __future__ import annotations
