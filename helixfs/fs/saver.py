@@ -5,7 +5,7 @@ kill -9" wants every save written to the store immediately; "one editor save = o
 commit" wants the several operations of a save (write a temp file, fsync it, rename it
 over the target, remove the backup) folded into one commit. So a save does
 `Worktree.save()` right away (objects + `work/BRANCH`, one batch: its journal is
-replayed after a crash, see docs/decisions/0001 and 0031), and `Worktree.commit()` only
+replayed after a crash, see docs/decisions/0001 and 0032), and `Worktree.commit()` only
 once the branch has been quiet for `window` seconds, or has been busy for
 MAX_WAIT_SECONDS since its first uncommitted change. window = 0 commits on every
 operation.

@@ -1,4 +1,4 @@
-"""A save as a journal of what changed, not as re-encoded trees (docs/decisions/0031).
+"""A save as a journal of what changed, not as re-encoded trees (docs/decisions/0032).
 
 `work/BRANCH` holds the tree id of the branch's saved state (32 bytes), optionally
 followed by a journal: the changes made on top of that tree since it was written. A

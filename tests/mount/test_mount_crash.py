@@ -186,7 +186,7 @@ def test_kill9_during_database_commits_keeps_every_committed_transaction(
 
 
 def test_kill9_between_journal_saves_keeps_every_closed_file(make_mount: MountFactory) -> None:
-    """A save persists a journal on the saved tree, not trees (ADR 0031): killed between
+    """A save persists a journal on the saved tree, not trees (ADR 0032): killed between
     two, the remount replays the last one. Few changes and a long window, so neither a
     commit nor a fold can have written them as trees before the kill."""
     mount = make_mount(60_000)

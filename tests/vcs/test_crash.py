@@ -297,7 +297,7 @@ def _journal_model(steps: int) -> dict[str, tuple[bytes, int]]:
 
 
 def test_sigkill_between_journal_records_loses_no_saved_change(tmp_path: Path) -> None:
-    """Saves write journals, not trees (ADR 0031): killed between two of them, the open
+    """Saves write journals, not trees (ADR 0032): killed between two of them, the open
     replays the last one, and the recovered commit holds every saved change."""
     store = tmp_path / "store"
     Repository.init(store).close()

@@ -1,4 +1,4 @@
-"""Saves as journals on the saved tree (ADR 0031): replayed on open, kept by gc, checked
+"""Saves as journals on the saved tree (ADR 0032): replayed on open, kept by gc, checked
 by fsck, folded into trees by a commit, by a long journal and by close."""
 
 from __future__ import annotations
