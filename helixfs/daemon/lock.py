@@ -178,5 +178,6 @@ def _still_mounted(holder: Holder, store: Path) -> bool:
     return True
 
 
-def _same_path(source: str, store: Path) -> bool:  # also for mount points
-    return os.path.realpath(source) == os.path.realpath(store)
+def _same_path(recorded: str, path: Path) -> bool:
+    """Whether a path the lock file records (a store, a mount point) names `path`."""
+    return os.path.realpath(recorded) == os.path.realpath(path)
