@@ -294,6 +294,57 @@ def test_chain_depth_is_bounded(path: Path) -> None:
         assert reopened.get(ids[-1]) == source_versions(30)[-1]
 
 
+def test_a_full_chain_skips_back_without_reading(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ancestor a full chain skips back to is known from the writes that built the
+    chain and kept decoded: the skip reads nothing, even once the versions between
+    have left the record cache (it walked and decoded ~16 frames, one commit in 20)."""
+    versions = source_versions(3 * MAX_DELTA_DEPTH)
+    with RocksStore(path, record_cache_bytes=2 * len(versions[-1])) as store:
+        reads: list[bytes] = []
+
+        def counted(family: Any, key: bytes) -> bytes | None:
+            reads.append(key)
+            return real_read(family, key)
+
+        real_read = rocks_module.read
+        monkeypatch.setattr(rocks_module, "read", counted)
+        ids = write_chain(store, versions)
+        anchor = ids[MAX_DELTA_DEPTH - MAX_DELTA_DEPTH // 2 - 1]
+        skips = [oid for oid in ids if store.delta_base(oid) == anchor][1:]
+        assert len(skips) >= 3  # the next version, then every skip of the chain
+        old_versions = set(ids)
+        reads.clear()
+        for data in source_versions(4 * MAX_DELTA_DEPTH)[len(versions) :]:
+            oid = object_id(data)
+            store.write({oid: data}, delta_bases={oid: ids[-1]})
+            ids.append(oid)
+        assert store.delta_base(ids[-1]) is not None
+        assert [key for key in reads if key in old_versions] == []
+        assert [store.get(oid) for oid in ids] == source_versions(4 * MAX_DELTA_DEPTH)
+
+
+def test_a_dropped_anchor_is_never_skipped_back_to(path: Path) -> None:
+    """gc may drop the ancestor a chain skips back to (its dependents re-encoded): the
+    next skip must not build on the copy kept decoded, or it would dangle."""
+    versions = source_versions(4 * MAX_DELTA_DEPTH)
+    with RocksStore(path) as store:
+        ids = write_chain(store, versions[: 2 * MAX_DELTA_DEPTH])
+        anchor = ids[MAX_DELTA_DEPTH - MAX_DELTA_DEPTH // 2 - 1]
+        store.delete([anchor])
+        for data in versions[2 * MAX_DELTA_DEPTH :]:
+            oid = object_id(data)
+            store.write({oid: data}, delta_bases={oid: ids[-1]})
+            ids.append(oid)
+        assert anchor not in {store.delta_base(oid) for oid in ids if oid != anchor}
+    assert_no_dangling_delta(path)
+    with RocksStore(path) as reopened:
+        assert [reopened.get(oid) for oid in ids if oid != anchor] == [
+            data for oid, data in zip(ids, versions, strict=True) if oid != anchor
+        ]
+
+
 def test_base_in_the_same_write(store: RocksStore) -> None:
     old, new = source_versions(2)
     old_id, new_id = object_id(old), object_id(new)
