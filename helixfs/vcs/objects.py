@@ -32,7 +32,7 @@ import struct
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from helixfs.errors import CorruptObject, InvalidInput, UnsupportedVersion
 from helixfs.ids import ID_SIZE, CommitId, ObjectId, hex_id, object_id
@@ -81,9 +81,12 @@ MODE_FILE = stat.S_IFREG | 0o644
 MODE_LINK = stat.S_IFLNK | 0o777
 
 
-@dataclass(frozen=True, slots=True)
-class TreeEntry:
-    """One name in a directory. `oid` is a blob/chunked id (file, symlink) or a tree id."""
+class TreeEntry(NamedTuple):
+    """One name in a directory. `oid` is a blob/chunked id (file, symlink) or a tree id.
+
+    A NamedTuple, not a frozen dataclass: one is built per entry of every tree decoded
+    and per directory on a commit's path, and a frozen dataclass's constructor cost 2x.
+    """
 
     name: bytes
     mode: int
