@@ -105,15 +105,18 @@ class TreeEntry(NamedTuple):
         return stat.S_ISLNK(self.mode)
 
 
-@dataclass(frozen=True, slots=True)
-class Tree:
+class Tree(NamedTuple):
     """A directory listing. `raw` keeps each entry's encoding so path copying can splice
-    one changed entry into an otherwise identical listing without re-encoding the rest."""
+    one changed entry into an otherwise identical listing without re-encoding the rest.
+
+    A NamedTuple like TreeEntry: a commit builds one per directory on its path. (So
+    `==` compares names, raw and pages too; nothing compares listings, only their ids.)
+    """
 
     entries: tuple[TreeEntry, ...]
-    names: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
-    raw: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
-    pages: tuple[tuple[ObjectId, int], ...] = field(default=(), compare=False, repr=False)
+    names: tuple[bytes, ...] = ()
+    raw: tuple[bytes, ...] = ()
+    pages: tuple[tuple[ObjectId, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
