@@ -23,6 +23,7 @@ from helixfs.vcs.objects import (
     KIND_PAGED,
     MODE_DIR,
     MODE_FILE,
+    NUL,
     Tree,
     TreeEntry,
     decode_paged,
@@ -66,7 +67,7 @@ def split_path(path: bytes | str) -> list[bytes]:
         return []
     parts = path.split(b"/")
     for part in parts:
-        if not part or part in (b".", b"..") or b"\0" in part or len(part) > 255:
+        if not part or part in (b".", b"..") or NUL in part or len(part) > 255:
             raise InvalidInput(f"invalid path {show_path(path)[:200]!r}: {_why(part)}")
     return parts
 
