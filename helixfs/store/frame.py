@@ -214,18 +214,10 @@ def encode_delta(record: bytes, base_id: ObjectId, base: bytes, base_depth: int)
         if middle_size
         else b""
     )
-    size = DELTA_FIXED + len(block) + _varint_size(prefix, suffix, middle_size)
-    if size > len(record) // 2:
+    lengths = _varint(prefix) + _varint(suffix) + _varint(middle_size)
+    if DELTA_FIXED + len(lengths) + len(block) > len(record) // 2:
         return None
-    return (
-        _DELTA_HEADER
-        + base_id
-        + _DEPTHS[base_depth + 1]
-        + _varint(prefix)
-        + _varint(suffix)
-        + _varint(middle_size)
-        + block
-    )
+    return b"".join((_DELTA_HEADER, base_id, _DEPTHS[base_depth + 1], lengths, block))
 
 
 def parse_delta(oid: ObjectId, frame: bytes) -> Delta:
@@ -299,6 +291,8 @@ def common_suffix(a: bytes, b: bytes, limit: int, step: int = 1) -> int:
 def _varint(value: int) -> bytes:
     if value < 0x80:
         return _SMALL_VARINTS[value]
+    if value < 0x4000:  # two bytes: any prefix or suffix of a record under 16 KiB
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -308,10 +302,6 @@ def _varint(value: int) -> bytes:
 
 
 _SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
-
-
-def _varint_size(*values: int) -> int:
-    return sum((value.bit_length() + 6) // 7 or 1 for value in values)
 
 
 def _read_varint(oid: ObjectId, frame: bytes, pos: int) -> tuple[int, int]:
