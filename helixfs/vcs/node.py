@@ -14,7 +14,7 @@ from typing import Any
 from helixfs.errors import InvalidName, NameTooLong
 from helixfs.ids import ObjectId
 from helixfs.vcs.ephemeral import is_ephemeral
-from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.objects import TreeEntry, valid_name
 from helixfs.vcs.pages import Page
 from helixfs.vcs.treeops import show_path
 
@@ -139,7 +139,7 @@ def check_entry_name(name: object) -> bytes:
     if not isinstance(name, bytes):
         raise InvalidName(f"a file name must be bytes, got {type(name).__name__}")
     check_name_length(name)
-    if not name or b"/" in name or b"\0" in name or name in (b".", b".."):
+    if not valid_name(name):
         raise InvalidName(f"invalid file name {name!r:.80}")
     return name
 

@@ -227,9 +227,14 @@ def count_chunk(record: bytes, chunk: tuple[ObjectId, int]) -> int:
 # -- trees ---------------------------------------------------------------------------------
 
 
+def valid_name(name: bytes) -> bool:
+    """A name a directory entry may have: not empty, not `.` or `..`, no `/` or NUL."""
+    return bool(name) and SLASH not in name and NUL not in name and name not in (b".", b"..")
+
+
 def encode_entry(entry: TreeEntry) -> bytes:
     name = entry.name
-    if not name or len(name) > MAX_NAME or SLASH in name or NUL in name or name in (b".", b".."):
+    if len(name) > MAX_NAME or not valid_name(name):
         raise InvalidInput(f"invalid file name {name!r:.80}")
     parts = [_U16.pack(len(name)), name]
     parts.append(

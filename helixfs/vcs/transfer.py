@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import ZERO_CHUNK, pack_bytes, store_stream
-from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.objects import TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import show_path
 
@@ -326,7 +326,7 @@ def _link_target(link: Path) -> Path:
 
 def _safe_name(name: bytes) -> bytes:
     """A tree entry name that stays inside its folder (a forged tree could say `..`)."""
-    if not name or b"/" in name or b"\0" in name or name in (b".", b".."):
+    if not valid_name(name):
         raise CorruptObject(f"tree entry with an unsafe name {name!r:.80}: refusing to export")
     return name
 

@@ -77,7 +77,7 @@ def _why(part: bytes) -> str:
         return "a path is relative to the root, without '.' or '..'"
     if not part:
         return "it has an empty component ('//')"
-    if b"\0" in part:
+    if NUL in part:
         return "it holds a NUL byte"
     return "a name is longer than 255 bytes"
 

@@ -62,6 +62,7 @@ from helixfs.vcs.node import (
 )
 from helixfs.vcs.objects import (
     FLAT_MAX,
+    NUL,
     TreeEntry,
     encode_entry,
     encode_paged,
@@ -345,7 +346,7 @@ class Worktree:
     def symlink(self, parent: Node, name: bytes, target: bytes) -> Node:
         with self._lock:
             self._writable()
-            if not isinstance(target, bytes) or not target or b"\0" in target:
+            if not isinstance(target, bytes) or not target or NUL in target:
                 raise InvalidInput("a symlink target must be non-empty bytes without NUL")
             stored = self._write_content(pack_bytes(target), None)
             node = Node(
@@ -569,7 +570,7 @@ class Worktree:
             self._writable()
             if not isinstance(name, bytes) or not name or not isinstance(value, bytes):
                 raise InvalidInput("xattr name and value must be bytes (name non-empty)")
-            if len(name) > XATTR_NAME_MAX or len(value) > XATTR_SIZE_MAX or b"\0" in name:
+            if len(name) > XATTR_NAME_MAX or len(value) > XATTR_SIZE_MAX or NUL in name:
                 raise InvalidInput(
                     f"xattr {name[:40]!r}: names are at most {XATTR_NAME_MAX} bytes without "
                     f"NUL, values at most {XATTR_SIZE_MAX} bytes (the Linux limits)"
