@@ -90,6 +90,19 @@ def request(fn: Handler[P, T]) -> Handler[P, T]:
     return fuse_errors(serialized)
 
 
+def _logged(update: Callable[[], None], what: str) -> Callable[[], None]:
+    """`update`, whose exception is logged: raised on the loop, it would take the whole
+    trio loop down."""
+
+    def run() -> None:
+        try:
+            update()
+        except Exception:
+            log.exception("following the move of %s failed", what)
+
+    return run
+
+
 class Operations(pyfuse3.Operations):
     """One mounted store: the HEAD branch at the root, everything else under `.helix/`."""
 
@@ -122,9 +135,11 @@ class Operations(pyfuse3.Operations):
         self._handles = HandleTable()
         self._digests = xattrs.ContentDigests()
         self._unsubscribe = repo.subscribe(self._ref_moved)
+        self._unsubscribe_snapshots = repo.subscribe_snapshots(self._snapshot_moved)
         self._release_in_use = repo.keep_in_use(self._open_content)
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
-        self._moves: collections.deque[str] = collections.deque()  # from other threads
+        # view updates for ref moves made on other threads, applied on the loop thread
+        self._moves: collections.deque[Callable[[], None]] = collections.deque()
 
     # -- lifecycle (called by the daemon) -----------------------------------------------
 
@@ -139,22 +154,26 @@ class Operations(pyfuse3.Operations):
         calls it there, holding the repository lock: the views (not thread-safe) are
         updated on the loop thread instead, without waiting for it (the loop may itself
         be waiting for that lock), before its next request (`request`) or soon."""
+        self._follow(functools.partial(self.views.ref_moved, branch), f"branch {branch}")
+
+    def _snapshot_moved(self, name: str, renamed_to: str | None) -> None:
+        """Repository.subscribe_snapshots callback: as `_ref_moved`, for a snapshot."""
+        move = functools.partial(self.views.snapshot_moved, name, renamed_to)
+        self._follow(move, f"snapshot {name}")
+
+    def _follow(self, update: Callable[[], None], what: str) -> None:
         if self._loop is not None and threading.get_ident() != self._loop[0]:
-            self._moves.append(branch)
+            self._moves.append(_logged(update, what))
             self._loop[1].run_sync_soon(self._apply_moves)
         else:
             self._apply_moves()  # in order: an earlier move from a thread goes first
-            self.views.ref_moved(branch)
+            update()
 
     def _apply_moves(self) -> None:
         """Follow the ref moves queued by other threads (on the loop thread)."""
         with self.repo.lock:
             while self._moves:
-                branch = self._moves.popleft()
-                try:
-                    self.views.ref_moved(branch)
-                except Exception:  # an exception here would take the whole trio loop down
-                    log.exception("following the move of branch %s failed", branch)
+                self._moves.popleft()()
 
     def close(self) -> None:
         """Unmounted: store what open files still hold, commit everything pending.
@@ -168,6 +187,8 @@ class Operations(pyfuse3.Operations):
         self.invalidator.stop()
         self._unsubscribe()
         self._unsubscribe = lambda: None
+        self._unsubscribe_snapshots()
+        self._unsubscribe_snapshots = lambda: None
         self._release_in_use()
         self._release_in_use = lambda: None
 
@@ -207,10 +228,9 @@ class Operations(pyfuse3.Operations):
         self.views.forget(kind, name)
 
     def rename_view(self, kind: str, old: str, new: str) -> None:
-        if kind == "snapshot":  # a branch's view follows its ref move (Views.ref_moved)
-            self.views.move(kind, old, new)
-        else:
-            self.views.forget(kind, old)
+        # The view followed the ref move already (Views.ref_moved, .snapshot_moved): a
+        # view still under the old name is a stale one.
+        self.views.forget(kind, old)
 
     # -- names --------------------------------------------------------------------------
 

@@ -120,6 +120,19 @@ class Views:
         except HelixError:
             log.exception("could not follow the move of branch %s", branch)
 
+    def snapshot_moved(self, name: str, renamed_to: str | None) -> None:
+        """Repository.subscribe_snapshots callback. A rename moves the view (a process
+        inside goes on working there) and the kernel's old name goes; any other change
+        (made, deleted, moved) leaves a view of that name showing what the ref no longer
+        names: it goes, and the next lookup opens what the name is now."""
+        if renamed_to is None:
+            self.forget("snapshot", name)
+            return
+        view = self._views.get(("snapshot", name))
+        self.move("snapshot", name, renamed_to)
+        if view is not None:
+            self.invalidator.entry(view.parent_ino, name.encode())
+
     def _reload_branch(self, branch: str) -> None:
         """The repository already reloaded (or replaced) the branch's Worktree."""
         if branch not in {ref.name for ref in self.repo.branches()}:

@@ -74,6 +74,8 @@ if TYPE_CHECKING:
 
 MergeResult = merge.MergeResult
 Listener = Callable[[str], None]
+# (name, renamed_to): snapshot `name` was made, deleted or moved (None), or renamed
+SnapshotListener = Callable[[str, str | None], None]
 Content = bytes | bytearray | memoryview | BinaryIO | None
 
 
@@ -105,6 +107,7 @@ class Repository:
         self._commits: dict[CommitId, Commit] = {}
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
+        self._snapshot_listeners: list[SnapshotListener] = []
         self._in_use: list[Callable[[], Iterable[ObjectId]]] = []
         self._gc_lock = threading.Lock()
         self.generations: dict[CommitId, int] = {}  # of old commits (vcs/ancestry.py)
@@ -255,6 +258,17 @@ class Repository:
         """Call `callback(branch)` after a ref moves outside that branch's own worktree."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback)
+
+    def subscribe_snapshots(self, callback: SnapshotListener) -> Callable[[], None]:
+        """Call `callback(name, None)` after snapshot `name` is made, deleted or moved, and
+        `callback(old, new)` after a rename: a mount's view of a snapshot must follow its
+        ref, whoever moved it (`helix snapshot` through the daemon, `.helix/snapshots/`)."""
+        self._snapshot_listeners.append(callback)
+        return lambda: self._snapshot_listeners.remove(callback)
+
+    def _notify_snapshot(self, name: str, renamed_to: str | None = None) -> None:
+        for listener in list(self._snapshot_listeners):
+            listener(name, renamed_to)
 
     def keep_in_use(self, source: Callable[[], Iterable[ObjectId]]) -> Callable[[], None]:
         """Have gc keep the objects `source()` names, with all they reference: content a
@@ -489,6 +503,9 @@ class Repository:
             self.store.write(objects, updates, uncompressed=uncompressed(objects))
             for branch in branches:
                 self._moved(branch)
+            for ref in targets:
+                if ref.startswith(SNAPSHOTS):
+                    self._notify_snapshot(ref[len(SNAPSHOTS) :])
 
     def _store_changes(self, changes: Mapping[bytes | str, Content]) -> dict[bytes, Stored | None]:
         """Each change's content packed (or streamed to the store), keyed by its path
@@ -666,6 +683,7 @@ class Repository:
             self._settle_rev(rev)
             cid = self.resolve(rev)
             self._create_ref(snapshot_ref(name), cid, f"snapshot {name!r} already exists")
+            self._notify_snapshot(name)
             return cid
 
     def delete_snapshot(self, name: str) -> CommitId:
@@ -675,6 +693,7 @@ class Repository:
             if cid is None:
                 raise NotFound(f"no snapshot named {name!r}")
             self.store.write({}, [RefUpdate(ref, None, expected=cid)])
+            self._notify_snapshot(name)
             return CommitId(cid)
 
     def rename_snapshot(self, old: str, new: str) -> None:
@@ -693,6 +712,7 @@ class Repository:
             self.store.write(
                 {}, [RefUpdate(old_ref, None, expected=cid), RefUpdate(new_ref, cid, expected=None)]
             )
+            self._notify_snapshot(old, new)
 
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""

@@ -510,3 +510,22 @@ def test_head_text_of_two_writes_is_applied_whole_or_not_at_all(mnt: Mount) -> N
     assert done.returncode != 0 and "Invalid argument" in done.stderr, done.stderr
     mnt.sh(f"python3 -c \"{two_writes}; os.write(f, b'ma'); os.write(f, b'in\\n')\"")
     assert head.read_text() == "main\n"
+
+
+def test_a_snapshot_renamed_by_the_cli_shows_under_its_new_name_at_once(mnt: Mount) -> None:
+    """`helix snapshot -m OLD NEW` while mounted goes through the daemon (ADR 0002): the
+    mount must show the move as soon as the command returns, as for a branch. Both names
+    were looked at first, and NEW was an older snapshot deleted by the CLI: the views
+    the daemon opened for them must not outlive their refs."""
+    snapshots = mnt.path / ".helix" / "snapshots"
+    mnt.sh("echo v1 > f.txt && mkdir .helix/snapshots/new")
+    assert (snapshots / "new" / "f.txt").read_text() == "v1\n"
+    mnt.sh("echo v2 > f.txt && mkdir .helix/snapshots/old")
+    assert (snapshots / "old" / "f.txt").read_text() == "v2\n"
+    with open(snapshots / "old" / "f.txt") as held:  # the kernel keeps OLD's view
+        mnt.helix("snapshot", "-d", "new")
+        mnt.helix("snapshot", "-m", "old", "new")
+        assert sorted(os.listdir(snapshots)) == ["new"]
+        assert not (snapshots / "old").exists()
+        assert (snapshots / "new" / "f.txt").read_text() == "v2\n"
+        assert held.read() == "v2\n"

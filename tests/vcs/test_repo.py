@@ -311,6 +311,22 @@ def test_a_snapshot_renames_to_a_free_name_only(repo: Repository) -> None:
     assert [(s.name, s.commit) for s in repo.snapshots()] == [("b", other), ("c", snap)]
 
 
+def test_snapshot_subscribers_hear_every_change_of_a_snapshot_ref(repo: Repository) -> None:
+    """A mount's view of a snapshot follows its ref: whoever makes, deletes, moves or
+    renames one (the CLI through the daemon) tells it; a refused change tells nothing."""
+    heard: list[tuple[str, str | None]] = []
+    repo.subscribe_snapshots(lambda name, renamed_to: heard.append((name, renamed_to)))
+    first = repo.commit({"a": b"1"}, "one")
+    repo.create_snapshot("a")
+    repo.create_snapshot("b")
+    with pytest.raises(AlreadyExists):
+        repo.rename_snapshot("a", "b")
+    repo.rename_snapshot("a", "c")
+    repo.delete_snapshot("b")
+    repo.move_refs({"snapshots/c": first})
+    assert heard == [("a", None), ("b", None), ("a", "c"), ("b", None), ("c", None)]
+
+
 def test_checkout_and_reset_hard(repo: Repository) -> None:
     heard: list[str] = []
     repo.subscribe(heard.append)
