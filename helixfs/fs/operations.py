@@ -562,11 +562,12 @@ class Operations(pyfuse3.Operations):
         old_parent = self.inodes.get(parent_inode_old)
         new_parent = self.inodes.get(parent_inode_new)
         if isinstance(old_parent, VirtualInode) or isinstance(new_parent, VirtualInode):
-            self._virtual_rename(old_parent, name_old, new_parent, name_new)
+            self._virtual_rename(old_parent, name_old, new_parent, name_new, flags)
             return
         if old_parent.view is not new_parent.view:
             raise CrossDevice("renames across branches or views are copies")
-        self._refuse_helix_name(old_parent, name_old)
+        exchange = bool(flags & pyfuse3.RENAME_EXCHANGE)
+        self._refuse_helix_name(old_parent, name_old, making=exchange)  # both names stay
         self._refuse_helix_name(new_parent, name_new, making=True)
         worktree = old_parent.worktree
         if flags & pyfuse3.RENAME_NOREPLACE and old_parent is new_parent and name_old == name_new:
@@ -578,7 +579,7 @@ class Operations(pyfuse3.Operations):
             new_parent.node,
             name_new,
             noreplace=bool(flags & pyfuse3.RENAME_NOREPLACE),
-            exchange=bool(flags & pyfuse3.RENAME_EXCHANGE),
+            exchange=exchange,
         )
         self._follow_move(new_parent, name_new)
         if flags & pyfuse3.RENAME_EXCHANGE:
@@ -595,6 +596,7 @@ class Operations(pyfuse3.Operations):
         name_old: bytes,
         new_parent: NodeInode | VirtualInode,
         name_new: bytes,
+        flags: int,
     ) -> None:
         if old_parent is not new_parent or not isinstance(old_parent, VirtualInode):
             # EPERM, not EXDEV: on EXDEV `mv` copies instead, and here a copy is a
@@ -607,6 +609,12 @@ class Operations(pyfuse3.Operations):
                 "branches, snapshots and other .helix entries cannot move in or out of"
                 " their .helix folder (rename them in place)"
             )
+        if flags & pyfuse3.RENAME_EXCHANGE:
+            # The handlers only relabel one entry (never over another: EEXIST), which
+            # read as "the name is taken" for an exchange of two that both must exist.
+            # Swapping two branches or snapshots is refused as every other change of
+            # .helix entries the handlers do not make is: EPERM.
+            raise NotPermitted(".helix entries cannot be exchanged (rename them one by one)")
         self._virtual_dir(old_parent).rename(name_old, name_new)
 
     def _follow_move(self, parent: NodeInode, name: bytes) -> None:

@@ -357,6 +357,48 @@ async def test_helix_entries_never_move_out_of_their_folder(client: Client) -> N
     assert await refs_and_names(client) == before
 
 
+async def test_an_exchange_involving_helix_entries_is_refused_and_changes_nothing(
+    client: Client,
+) -> None:
+    """renameat2(RENAME_EXCHANGE) of two branches or two snapshots got EEXIST: the
+    handlers only relabel, never over another name, and "the name is taken" is no
+    answer to an exchange of two names that must both exist. Swapping two entries of
+    .helix/ is refused as every other change the handlers do not make: EPERM. `.helix`
+    at the root stays the reserved name it is for every other call (EBUSY), and so is
+    one left at the top of a branch, which an exchange would keep under that name."""
+    await client.write_file("f", b"x")
+    branches = await client.ino(".helix/branches")
+    snapshots = await client.ino(".helix/snapshots")
+    for name in (b"A", b"B"):
+        await client.ops.mkdir(branches, name, 0o755, CTX)
+    await client.ops.mkdir(snapshots, b"s1", 0o755, CTX)
+    await client.write_file("g", b"y")
+    await client.ops.mkdir(snapshots, b"s2", 0o755, CTX)
+    branch_b = client.ops.repo.worktree("B")  # an old store's `.helix` at a branch top
+    branch_b.create(branch_b.root, b".helix", 0o644)
+    view_b = await client.ino(".helix/branches/B")
+    helix = await client.ino(".helix")
+    before = await refs_and_names(client)
+    exchange = pyfuse3.RENAME_EXCHANGE
+    for refused in (
+        (branches, b"A", branches, b"B"),
+        (branches, b"A", branches, b"main"),  # main: the link to the root
+        (snapshots, b"s1", snapshots, b"s2"),
+        (helix, b"HEAD", helix, b"log"),
+    ):
+        await expect_errno(errno.EPERM, client.ops.rename(*refused, exchange, CTX))
+    for reserved in (
+        (ROOT, b"f", ROOT, b".helix"),
+        (ROOT, b".helix", ROOT, b"f"),
+        (view_b, b".helix", view_b, b"f"),
+    ):
+        await expect_errno(errno.EBUSY, client.ops.rename(*reserved, exchange, CTX))
+    assert await refs_and_names(client) == before
+    assert await client.read_file(".helix/snapshots/s1/f") == b"x"
+    assert await client.names(".helix/snapshots/s2") == [b"f", b"g"]
+    assert await client.read_file(".helix/branches/B/f") == b"x"  # not swapped in B
+
+
 async def test_a_branch_renamed_onto_an_existing_branch_is_refused(client: Client) -> None:
     """`mv -T A B`: rename(2) onto a directory that is not empty fails (EEXIST or
     ENOTEMPTY); a branch is never replaced by another. mv reports it and stops."""
