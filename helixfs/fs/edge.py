@@ -121,6 +121,15 @@ def attributes(
     return attrs
 
 
+def negative_entry(timeout: float) -> pyfuse3.EntryAttributes:
+    """ "No such name", cached by the kernel for `timeout` (st_ino 0: a negative dentry)."""
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_ino = 0
+    attrs.entry_timeout = timeout
+    attrs.attr_timeout = 0
+    return attrs
+
+
 def clamp_mtime(mtime_ns: int) -> int:
     """A time outside 1677..2262 is kept at the nearest end: the kernel does the same for
     a local disk's own range (ext4: 1901..2446), and `touch` or `tar x` of a file dated

@@ -50,6 +50,7 @@ from helixfs.fs.inodes import (
     Stale,
     VirtualInode,
 )
+from helixfs.fs.negatives import NegativeNames
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import SpoolTable
 from helixfs.fs.views import Views
@@ -129,7 +130,10 @@ class Operations(pyfuse3.Operations):
         self.spools = SpoolTable(self.store_path / "tmp")
         self.writes = Writes(self.spools, self.saver)
         self.invalidator = edge.Invalidator()
-        self.views = Views(repo, self.inodes, self.invalidator, self.saver, self._follow_open)
+        self.negatives = NegativeNames()
+        self.views = Views(
+            repo, self.inodes, self.invalidator, self.saver, self.negatives, self._follow_open
+        )
         self.helix = helix_root(self, self.store_path, helix_entries or {})
         self.readdir_reply: ReaddirReply = pyfuse3.readdir_reply
         self._handles = HandleTable()
@@ -245,9 +249,29 @@ class Operations(pyfuse3.Operations):
         elif name == b"..":
             found = self._parent_of(parent)
         else:
-            found = self._looked_up(parent, name, ctx.pid)
+            try:
+                found = self._looked_up(parent, name, ctx.pid)
+            except Stale:
+                raise
+            except NotFound:
+                if not self._caches_absence(parent) or not self.negatives.record(parent.ino, name):
+                    raise
+                return edge.negative_entry(self.negatives.timeout)
+            self.negatives.discard(parent.ino, name)
         found.lookups += 1
         return self._attrs(found)
+
+    @staticmethod
+    def _caches_absence(parent: Inode) -> bool:
+        """Whether the kernel may cache "no such name" in `parent` (negatives.py): a
+        live folder of a writable view. Not `.helix/` (its names come and go with refs,
+        and are never cached), nor a folder removed or replaced while held."""
+        return (
+            isinstance(parent, NodeInode)
+            and not parent.view.readonly
+            and not parent.detached
+            and parent.node.is_dir()
+        )
 
     def _looked_up(self, parent: Inode, name: bytes, tid: int) -> Inode:
         try:
@@ -582,6 +606,7 @@ class Operations(pyfuse3.Operations):
             exchange=exchange,
         )
         self._follow_move(new_parent, name_new)
+        self.negatives.discard(new_parent.ino, name_new)
         if flags & pyfuse3.RENAME_EXCHANGE:
             self._follow_move(old_parent, name_old)
         elif replaced is not None:
@@ -836,6 +861,7 @@ class Operations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         entry = self.inodes.for_node(parent.view, node, parent.ino, name)
         entry.lookups += 1
+        self.negatives.discard(parent.ino, name)  # the kernel's negative entry is replaced
         self._changed(parent, edge.caller_meta(ctx))
         self._tell_other_views(parent, name)
         return self._attrs(entry)

@@ -21,6 +21,7 @@ from helixfs.errors import HelixError, NotFound
 from helixfs.fs.edge import Invalidator
 from helixfs.fs.helixdir import ViewSpec
 from helixfs.fs.inodes import ROOT_INODE, InodeTable, NodeInode, View
+from helixfs.fs.negatives import NegativeNames
 from helixfs.fs.saver import Saver
 
 if TYPE_CHECKING:
@@ -39,12 +40,14 @@ class Views:
         inodes: InodeTable,
         invalidator: Invalidator,
         saver: Saver,
+        negatives: NegativeNames,
         follow_open: Callable[[Node, Node], None] = lambda old, new: None,
     ) -> None:
         self.repo = repo
         self.inodes = inodes
         self.invalidator = invalidator
         self.saver = saver
+        self.negatives = negatives  # names the kernel caches as absent (negatives.py)
         self.follow_open = follow_open  # an open file's handles move to its new node
         head = repo.head_branch()
         self.root = View("root", head, repo.worktree(head), ROOT_INODE, ROOT_INODE)
@@ -183,6 +186,9 @@ class Views:
         """New node identities for `view`: keep numbers by path, invalidate the rest."""
         old = self.inodes.in_view(view)
         paths = _paths(old, view)
+        # A name the old state lacked may exist now: the kernel must ask again.
+        for parent, name in self.negatives.take({entry.ino for entry in old}):
+            self.invalidator.entry(parent, name)
         self.inodes.drop_view_generation(view)
         # The same branch reloaded (an outside commit, reset or merge): a file it left
         # as it was stays the same file for its open descriptors, as on a local disk.

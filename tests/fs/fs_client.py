@@ -57,16 +57,24 @@ class Client:
     def __init__(self, ops: Operations) -> None:
         self.ops = ops
 
+    async def lookup(self, parent: int, name: bytes) -> pyfuse3.EntryAttributes:
+        """A lookup as a process sees it: a negative entry (st_ino 0, "no such name"
+        the kernel may cache) is ENOENT."""
+        attrs: pyfuse3.EntryAttributes = negative_is_enoent(
+            await self.ops.lookup(parent, name, CTX)
+        )
+        return attrs
+
     async def ino(self, path: str, parent: int = ROOT) -> int:
         for name in path.encode().split(b"/") if path else []:
-            parent = (await self.ops.lookup(parent, name, CTX)).st_ino
+            parent = (await self.lookup(parent, name)).st_ino
         return parent
 
     async def write_file(self, path: str, data: bytes, mode: int = 0o644) -> int:
         parent_path, _, name = path.rpartition("/")
         parent = await self.ino(parent_path)
         try:
-            ino = (await self.ops.lookup(parent, name.encode(), CTX)).st_ino
+            ino = (await self.lookup(parent, name.encode())).st_ino
             fi = await self.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
         except pyfuse3.FUSEError as exc:
             assert exc.errno == errno.ENOENT
@@ -125,7 +133,15 @@ class Client:
         return attrs.st_ino
 
 
+def negative_is_enoent(attrs: Any) -> Any:
+    if isinstance(attrs, pyfuse3.EntryAttributes) and attrs.st_ino == 0:
+        raise pyfuse3.FUSEError(errno.ENOENT)
+    return attrs
+
+
 async def expect_errno(code: int, awaitable: Any) -> None:
+    """`awaitable` fails with `code`. A lookup's negative entry is ENOENT, as the kernel
+    reports it to the caller."""
     with pytest.raises(pyfuse3.FUSEError) as caught:
-        await awaitable
+        negative_is_enoent(await awaitable)
     assert caught.value.errno == code, os.strerror(caught.value.errno)

@@ -32,7 +32,7 @@ class Pair:
     async def ino(self, path: bytes) -> int:
         ino = ROOT
         for part in path.split(b"/") if path else []:
-            ino = (await self.client.ops.lookup(ino, part, CTX)).st_ino
+            ino = (await self.client.lookup(ino, part)).st_ino
         return ino
 
     async def split(self, path: bytes) -> tuple[int, bytes]:
@@ -73,7 +73,7 @@ async def write_at(pair: Pair, path: bytes, offset: int, data: bytes) -> tuple[O
         parent, name = await pair.split(path)
         ops = pair.client.ops
         try:
-            ino = (await ops.lookup(parent, name, CTX)).st_ino
+            ino = (await pair.client.lookup(parent, name)).st_ino
             fi = await ops.open(ino, os.O_WRONLY, CTX)
         except pyfuse3.FUSEError as exc:
             if exc.errno != errno.ENOENT:

@@ -9,9 +9,11 @@ import stat
 from pathlib import Path
 
 import pyfuse3
+import pytest
 from fs_client import CTX, ROOT, Client, Ctx, expect_errno, make_ops
 
 from helixfs.fs.helixdir import QueryDir, TextFile
+from helixfs.fs.negatives import NegativeNames
 from helixfs.vcs.repo import Repository
 
 
@@ -783,3 +785,67 @@ async def test_a_file_open_across_a_head_switch_stays_in_its_branch(client: Clie
     client.ops.saver.flush_now()
     assert client.ops.repo.read("main", b"f") == b"late"
     assert await client.read_file("f") == b"b's"
+
+
+async def test_absent_names_of_a_writable_view_are_cached_by_the_kernel(client: Client) -> None:
+    """SQLite and git probe `db-wal`, `index.lock` again and again: each an ENOENT
+    lookup into the daemon, never cached. A writable view now answers a negative entry
+    the kernel keeps; `.helix/` (names come and go with refs) and read-only views do not."""
+    await client.mkdir("d")
+    await client.ops.mkdir(await client.ino(".helix/snapshots"), b"s", 0o755, CTX)
+    for parent in (ROOT, await client.ino("d")):
+        absent = await client.ops.lookup(parent, b"db-wal", CTX)
+        assert absent.st_ino == 0 and absent.entry_timeout > 0
+    for uncached in (".helix", ".helix/branches", ".helix/snapshots", ".helix/snapshots/s"):
+        with pytest.raises(pyfuse3.FUSEError) as caught:
+            await client.ops.lookup(await client.ino(uncached), b"db-wal", CTX)
+        assert caught.value.errno == errno.ENOENT
+
+
+async def test_names_cached_as_absent_are_invalidated_when_they_appear_out_of_band(
+    client: Client,
+) -> None:
+    """A name the kernel holds as absent that a reset, an API commit or a HEAD switch
+    brings in must be asked for again at once: each such move has the kernel drop the
+    negative entries of the folders it keeps. A name made through the kernel replaced
+    its negative entry itself: it is not invalidated later (a folder, maybe someone's
+    cwd, would look deleted)."""
+    ops = client.ops
+    await client.mkdir("d")
+    await client.write_file("d/late", b"1")
+    with_late = ops.repo.resolve("HEAD")
+    await client.ops.unlink(await client.ino("d"), b"late", CTX)
+    d = await client.ino("d")
+    for parent, name in ((d, b"late"), (ROOT, b"api"), (ROOT, b"made"), (ROOT, b"other")):
+        assert (await ops.lookup(parent, name, CTX)).st_ino == 0
+    await ops.mkdir(ROOT, b"made", 0o755, CTX)  # through the kernel: not negative any more
+    recorded = ops.invalidator.recorded
+    recorded.clear()
+    ops.repo.reset_hard(with_late.hex())
+    assert ("entry", d, b"late", 0) in recorded
+    assert await client.read_file("d/late") == b"1"
+    ops.repo.commit({"api": b"2"}, "through the API")
+    assert ("entry", ROOT, b"api", 0) in recorded
+    ops.repo.create_branch("side")
+    ops.repo.commit({"other": b"3"}, "on side", branch="side")
+    await write_virtual(client, ".helix/HEAD", b"side")
+    assert ("entry", ROOT, b"other", 0) in recorded
+    assert await client.read_file("other") == b"3"
+    assert ("entry", ROOT, b"made", 0) not in recorded
+
+
+def test_the_record_of_absent_names_is_bounded_in_time_and_size() -> None:
+    """A name is kept as long as the kernel may hold it, and past the limit a lookup is
+    answered uncached rather than recorded: a switch never invalidates without bound."""
+    now = [0.0]
+    names = NegativeNames(timeout=10, limit=2, clock=lambda: now[0])
+    assert names.record(1, b"a") and names.record(2, b"b")
+    assert not names.record(1, b"c")  # full: this one goes uncached
+    assert names.record(1, b"a")  # already recorded: its time is renewed
+    names.discard(2, b"b")  # looked up or made through the kernel since
+    assert names.take({2}) == []
+    now[0] = 10.5  # within the margin: the kernel may still hold it
+    assert names.take({1, 2}) == [(1, b"a")]
+    assert names.record(1, b"c")
+    now[0] = 100
+    assert len(names) == 1 and names.take({1}) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import shlex
+from pathlib import Path
 
 import blake3
 import pytest
@@ -529,3 +530,46 @@ def test_a_snapshot_renamed_by_the_cli_shows_under_its_new_name_at_once(mnt: Mou
         assert not (snapshots / "old").exists()
         assert (snapshots / "new" / "f.txt").read_text() == "v2\n"
         assert held.read() == "v2\n"
+
+
+def test_a_name_made_after_a_lookup_found_it_absent_is_there(mnt: Mount) -> None:
+    """Absent names are cached by the kernel (SQLite's `-wal`, git's `index.lock`
+    probes): one made through the mount right after (create, mkdir, symlink, rename
+    onto it) replaces that cached absence, in the root, a folder and a branch folder."""
+    mnt.sh("mkdir d && echo x > src && mkdir .helix/branches/b")
+    for folder in (".", "d", ".helix/branches/b"):
+        names = ("db-wal", "index.lock", "sub", "link", "moved")
+        for name in names:
+            assert not os.path.lexists(mnt.path / folder / name)
+        mnt.sh(
+            f"cd {folder} && echo w > db-wal && echo l > index.lock && mkdir sub"
+            f" && ln -s db-wal link && cp {os.path.relpath(mnt.path / 'src', mnt.path / folder)}"
+            " tmp && mv tmp moved"
+        )
+        assert (mnt.path / folder / "db-wal").read_text() == "w\n"
+        assert (mnt.path / folder / "index.lock").read_text() == "l\n"
+        assert (mnt.path / folder / "sub").is_dir()
+        assert (mnt.path / folder / "link").read_text() == "w\n"
+        assert (mnt.path / folder / "moved").read_text() == "x\n"
+
+
+def test_a_name_an_outside_change_brings_in_shows_at_once(mnt: Mount, tmp_path: Path) -> None:
+    """The kernel caches an absent name; a reset, a `helix commit` or a HEAD switch that
+    brings the name in (behind the kernel's back) must show it as soon as the command
+    returns, in the root and in a folder the change keeps."""
+    mnt.sh("mkdir d && echo 1 > d/late && echo 1 > late")
+    with_late = mnt.head()
+    mnt.sh("rm d/late late && mkdir .helix/branches/side")
+    mnt.sh("echo 3 > .helix/branches/side/on-side && echo 3 > .helix/branches/side/d/on-side")
+    source = tmp_path / "api.txt"
+    source.write_text("2\n")
+    for step, names in (
+        (["reset", "--hard", with_late], {"late": "1", "d/late": "1"}),
+        (["commit", "-m", "from outside", f"d/api={source}"], {"d/api": "2"}),
+        (["checkout", "side"], {"on-side": "3", "d/on-side": "3"}),
+    ):
+        for name in names:
+            assert not (mnt.path / name).exists()  # the kernel now caches it as absent
+        mnt.helix(*step)
+        for name, text in names.items():
+            assert (mnt.path / name).read_text() == text + "\n", (step, name)
