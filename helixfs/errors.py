@@ -96,6 +96,12 @@ class MergeConflict(HelixError):
     errno = errno.EAGAIN
 
 
+class FileTooBig(HelixError):
+    """A file size past the largest a file may have (vcs.content.MAX_FILE_SIZE)."""
+
+    errno = errno.EFBIG
+
+
 class NotPermitted(HelixError):
     """An operation HelixFS refuses by design (hard links, writing a `.helix/` file that
     is read-only, creating entries where only the system creates them)."""

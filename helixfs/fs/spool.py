@@ -26,8 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from helixfs.errors import FileTooBig
 from helixfs.ids import ObjectId
-from helixfs.vcs.content import Holes
+from helixfs.vcs.content import MAX_FILE_SIZE, Holes, check_file_size
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
@@ -123,6 +124,9 @@ class Spool:
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def write(self, offset: int, data: bytes) -> int:
+        if offset >= MAX_FILE_SIZE:
+            raise FileTooBig(f"a write at {offset} is past the largest file size")
+        data = data[: MAX_FILE_SIZE - offset]  # cut short at the limit, as write(2) is
         end = offset + len(data)
         self._make_room(end)
         if self._memory is not None:
@@ -141,6 +145,7 @@ class Spool:
         return len(data)
 
     def truncate(self, size: int) -> None:
+        check_file_size(size)
         if size < self.size:
             self._base_limit = min(self._base_limit, size)
             self._written = [(a, min(b, size)) for a, b in self._written if a < size]

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import pyfastcdc
 
-from helixfs.errors import CorruptObject, InvalidInput
+from helixfs.errors import CorruptObject, FileTooBig, InvalidInput
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import ObjectStore
 from helixfs.store.cache import ByteLRU
@@ -107,6 +107,17 @@ MAX_CHUNK = _CDC.max_size
 _ZERO_RECORD = encode_blob(bytes(MAX_CHUNK))
 ZERO_CHUNK = (object_id(_ZERO_RECORD), MAX_CHUNK)
 """The chunk FastCDC cuts from MAX_CHUNK zeros: a long hole is a run of it."""
+
+
+MAX_FILE_SIZE = 1 << 40
+"""The largest file: 1 TiB. A file's index lists every MAX_CHUNK of it, holes too, so a
+size costs memory and time in proportion (1 TiB: 4 Mi entries, ~1 GB and 3 s to build);
+the 8 EiB the kernel lets a FUSE file reach would take the host's memory."""
+
+
+def check_file_size(size: int) -> None:
+    if size > MAX_FILE_SIZE:
+        raise FileTooBig(f"{size} bytes is past the largest file size, {MAX_FILE_SIZE} bytes")
 
 
 def _zero_chunk(objects: Objects) -> tuple[ObjectId, int]:
@@ -410,6 +421,7 @@ class ContentReader:
         """
         if new_size < 0:
             raise InvalidInput(f"negative file size {new_size}")
+        check_file_size(new_size)
         if new_size == old_size:
             return Stored(oid, old_size, {})
         index = self.chunks(oid)

@@ -319,6 +319,35 @@ async def test_ftruncate_of_an_open_file(client: Client) -> None:
     assert await client.read_file("t") == b"01"
 
 
+async def test_a_size_past_the_largest_file_is_refused_with_efbig(client: Client) -> None:
+    """`truncate -s 8E` (the kernel lets a FUSE file reach 2**63 - 1) made the daemon
+    list every 256 KiB of zeros: it took all the host's memory and never answered. Past
+    MAX_FILE_SIZE a size change or a write gets EFBIG, as past a local disk's limit, and
+    changes nothing; a write crossing it is cut short there, as write(2) is."""
+    ino = await client.write_file("t", b"keep")
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_size = content.MAX_FILE_SIZE + 1
+    size_change = Fields(update_size=True)
+    await expect_errno(errno.EFBIG, client.ops.setattr(ino, attrs, size_change, None, CTX))
+    fi = await client.ops.open(ino, os.O_RDWR, CTX)
+    await expect_errno(errno.EFBIG, client.ops.setattr(ino, attrs, size_change, fi.fh, CTX))
+    await expect_errno(errno.EFBIG, client.ops.write(fi.fh, content.MAX_FILE_SIZE, b"x"))
+    assert (await client.ops.getattr(ino, CTX)).st_size == 4
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert await client.read_file("t") == b"keep"
+    assert client.ops.repo.read("HEAD", b"t") == b"keep"
+
+
+async def test_a_write_across_the_largest_file_size_is_cut_short(client: Client) -> None:
+    fi, attrs = await client.ops.create(ROOT, b"edge", 0o644, os.O_RDWR, CTX)
+    assert await client.ops.write(fi.fh, content.MAX_FILE_SIZE - 2, b"abcd") == 2
+    assert (await client.ops.getattr(attrs.st_ino, CTX)).st_size == content.MAX_FILE_SIZE
+    attrs.st_size = 0  # a 1 TiB save is not this test's business
+    await client.ops.setattr(attrs.st_ino, attrs, Fields(update_size=True), fi.fh, CTX)
+    await client.ops.release(fi.fh)
+
+
 async def test_chmod_and_utimens(client: Client) -> None:
     ino = await client.write_file("m", b"x")
     attrs = pyfuse3.EntryAttributes()

@@ -88,6 +88,13 @@ def test_sparse_writes_and_truncate(mnt: Mount) -> None:
     )
     assert result == [10_000_003, "00" * 16, "start", b"start\0\0\0".hex()]
     assert mnt.helix("cat", "HEAD", "sparse").stdout == "start\0\0\0"
+    # Past the largest file (1 TiB): a clean EFBIG. 8 EiB took all the host's memory.
+    refused = mnt.sh(
+        "truncate -s 2T sparse; echo $?;"
+        " dd if=/dev/zero of=sparse bs=1 count=1 seek=2T conv=notrunc status=none; echo $?"
+    )
+    assert refused.stdout == "1\n1\n" and refused.stderr.count("File too large") == 2
+    assert (mnt.path / "sparse").read_bytes() == b"start\0\0\0"
 
 
 def test_a_64_gib_sparse_file_is_saved_at_the_cost_of_its_data(mnt: Mount, tmp_path: Path) -> None:
