@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from helixfs.errors import HelixError, IsADirectory, NotFound, NotPermitted
+from helixfs.errors import FileTooBig, HelixError, IsADirectory, NotFound, NotPermitted
 from helixfs.fs.edge import BadHandle
 from helixfs.fs.helixdir import VirtualDir, VirtualFile
 from helixfs.fs.inodes import NodeInode
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
+
+# The text one open may write to a `.helix/` file (a branch name is at most 200 bytes):
+# what an open wrote is kept whole until its close, in the daemon's memory.
+MAX_VIRTUAL_WRITE = 64 * 1024
 
 
 @dataclass(eq=False)
@@ -67,18 +71,23 @@ class VirtualHandle:
             raise BadHandle("opened read-only")
         if self.refused is not None:
             raise self.refused
+        if offset + len(buf) > MAX_VIRTUAL_WRITE:
+            self._refuse(FileTooBig(f".helix files take at most {MAX_VIRTUAL_WRITE} bytes"))
         written = bytearray(self.written)
         written.extend(b"\0" * max(0, offset + len(buf) - len(written)))
         written[offset : offset + len(buf)] = buf
         try:
             self.file.check(bytes(written))
         except HelixError as refusal:
-            self.refused = refusal
-            self.unapplied = False
-            raise
+            self._refuse(refusal)
         self.written = written
         self.unapplied = True
         return len(buf)
+
+    def _refuse(self, refusal: HelixError) -> NoReturn:
+        self.refused = refusal
+        self.unapplied = False
+        raise refusal
 
     def apply(self) -> None:
         if self.written is None or not self.unapplied:

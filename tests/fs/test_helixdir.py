@@ -12,6 +12,7 @@ import pyfuse3
 import pytest
 from fs_client import CTX, ROOT, Client, Ctx, expect_errno, make_ops
 
+from helixfs.fs import handles
 from helixfs.fs.helixdir import QueryDir, TextFile
 from helixfs.fs.negatives import NegativeNames
 from helixfs.vcs.repo import Repository
@@ -174,6 +175,32 @@ async def test_head_write_of_unknown_branch_fails_cleanly(client: Client) -> Non
     await expect_errno(errno.ENOENT, client.ops.flush(fi.fh))
     await client.ops.release(fi.fh)
     assert client.ops.repo.head_branch() == "main"
+
+
+async def test_a_long_write_to_head_is_refused_before_it_takes_the_daemons_memory(
+    client: Client,
+) -> None:
+    """An open of `.helix/HEAD` kept all it was sent, zeros up to the offset included:
+    `dd of=.helix/HEAD seek=1G` took 3 GB of the daemon, `cat /dev/zero > .helix/HEAD`
+    all of the host's. Past MAX_VIRTUAL_WRITE the write gets EFBIG and the open
+    applies nothing, as for any other wrong text."""
+    client.ops.repo.create_branch("other")
+    ino = await client.ino(".helix/HEAD")
+    fi = await client.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
+    await expect_errno(errno.EFBIG, client.ops.write(fi.fh, 64 << 20, b"other"))
+    await client.ops.release(fi.fh)
+    fi = await client.ops.open(ino, os.O_WRONLY | os.O_TRUNC, CTX)
+    block = b" " * 4096
+    offset = 0
+    while offset + len(block) <= handles.MAX_VIRTUAL_WRITE:
+        assert await client.ops.write(fi.fh, offset, block) == len(block)
+        offset += len(block)
+    await expect_errno(errno.EFBIG, client.ops.write(fi.fh, offset, block))
+    await expect_errno(errno.EFBIG, client.ops.write(fi.fh, offset, b"other\n"))
+    await client.ops.flush(fi.fh)
+    await client.ops.release(fi.fh)
+    assert client.ops.repo.head_branch() == "main"
+    assert await read_virtual(client, ".helix/HEAD") == b"main\n"
 
 
 async def test_snapshot_is_read_only(client: Client) -> None:
