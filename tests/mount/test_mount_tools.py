@@ -225,3 +225,60 @@ def test_rsync_cp_tar_and_zip_copies_match_the_local_disk(mnt: Mount, tmp_path: 
     mnt.stop()
     mnt.start("--quiet-window", "0")
     assert manifest(work, now) == expected
+
+
+TRY_LOCK = r"""
+import fcntl, os, struct, sys
+fd = os.open("f", os.O_RDWR)
+ofd_lock = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+try:
+    if sys.argv[1] == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    elif sys.argv[1] == "posix":
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, ofd_lock)
+    print(0)
+except OSError as exc:
+    print(exc.errno)
+"""
+
+LOCKS = r"""
+import fcntl, os, subprocess, sys
+open("f", "w").close()
+def other(kind):  # another process tries a lock without waiting: 0 got it, else errno
+    done = subprocess.run([sys.executable, sys.argv[1], kind], capture_output=True, text=True)
+    return int(done.stdout)
+fd = os.open("f", os.O_RDWR)
+out = []
+for take, release in (
+    (lambda: fcntl.flock(fd, fcntl.LOCK_EX), lambda: fcntl.flock(fd, fcntl.LOCK_UN)),
+    (lambda: fcntl.lockf(fd, fcntl.LOCK_EX), lambda: fcntl.lockf(fd, fcntl.LOCK_UN)),
+):
+    take()
+    out.append([other(kind) for kind in ("flock", "posix", "ofd")])
+    release()
+out.append([other(kind) for kind in ("flock", "posix", "ofd")])
+hold = "import fcntl, os, time; fcntl.flock(os.open('f', os.O_RDWR), fcntl.LOCK_EX); time.sleep(60)"
+holder = subprocess.Popen([sys.executable, "-c", hold])
+while other("flock") == 0:
+    pass
+holder.kill()
+holder.wait()
+out.append(other("flock"))  # the kernel drops a dead holder's lock
+print(out)
+"""
+
+
+def test_advisory_locks_work_between_processes_as_on_a_local_disk(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """The mount has no lock calls (pyfuse3 has none), so the kernel keeps flock, fcntl
+    and OFD locks itself, per inode: processes of this machine exclude each other as on
+    a local disk (flock and POSIX locks are separate kinds there too)."""
+    (tmp_path / "try_lock.py").write_text(TRY_LOCK)
+    (tmp_path / "locks.py").write_text(LOCKS)
+    session = f"{sys.executable} {tmp_path / 'locks.py'} {tmp_path / 'try_lock.py'}"
+    _, in_mount, on_disk = run_both(mnt, tmp_path, session)
+    assert in_mount == on_disk
+    assert in_mount == "[[11, 0, 0], [0, 11, 11], [0, 0, 0], 0]\nexit=0\n"
