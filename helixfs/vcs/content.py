@@ -86,6 +86,7 @@ def store_stream(source: BinaryIO, sink: Sink, holes: Holes = ()) -> Stored:
     ranges known to be zeros: they are neither read nor hashed (see _chunks).
     """
     size = source.seek(0, io.SEEK_END)
+    check_file_size(size)  # a file the mount could never open: refused before any read
     source.seek(0)
     if size <= CHUNK_THRESHOLD:
         return pack_bytes(source.read(CHUNK_THRESHOLD + 1))

@@ -10,6 +10,7 @@ import pytest
 from helixfs.errors import (
     AlreadyExists,
     AmbiguousRevision,
+    FileTooBig,
     InvalidInput,
     InvalidName,
     IsADirectory,
@@ -17,7 +18,7 @@ from helixfs.errors import (
     NotFound,
     StoreLocked,
 )
-from helixfs.vcs import Repository, history, transfer
+from helixfs.vcs import Repository, content, history, transfer
 
 from .conftest import CountingStore
 
@@ -435,3 +436,17 @@ def test_negative_counts_are_refused_by_the_api(repo: Repository) -> None:
             call()
     assert len(list(repo.log(limit=0))) == 0
     assert "@@ -2 +2 @@" in repo.diff_text("HEAD~1", "HEAD", context=0)
+
+
+def test_a_file_past_the_largest_size_is_refused_before_it_is_read(
+    repo: Repository, tmp_path: Path
+) -> None:
+    """The mount refuses sizes past MAX_FILE_SIZE (EFBIG): a commit or an import of such a
+    file must not put one in the store that no mount could open."""
+    history = [c.id for c in repo.log()]
+    huge = tmp_path / "huge.img"
+    with open(huge, "wb") as f:
+        f.truncate(content.MAX_FILE_SIZE + 1)  # sparse: nothing is written or read
+    with open(huge, "rb") as f, pytest.raises(FileTooBig, match="largest file size"):
+        repo.commit({"disk.img": f}, "a 1 TiB disk image")
+    assert [c.id for c in repo.log()] == history
