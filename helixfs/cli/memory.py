@@ -10,6 +10,7 @@ HELIX_MEMORY_LEXICAL=1 skips it (lexical search only, e.g. for quick scripts).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import threading
 import time
@@ -17,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helixfs.cli.command import add_command
-from helixfs.cli.output import Output, table
+from helixfs.cli.command import StoreHandler, add_command
+from helixfs.cli.output import Output, printable, table
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, Memory, MemoryRecord, Source
 
@@ -210,7 +211,34 @@ def _record_table(recs: Sequence[MemoryRecord]) -> str:
 
 # -- handlers -----------------------------------------------------------------------------
 
+_PATH_ARGUMENTS = ("store", "store_after")
 
+
+def _utf8_arguments(handler: StoreHandler) -> StoreHandler:
+    """Memories are Unicode text (SQLite, the tokenizer): an argument that is not UTF-8
+    (argv bytes arrive surrogate-escaped) is refused before the engine fails on it with
+    a traceback, after writing nothing."""
+
+    @functools.wraps(handler)
+    def checked(args: argparse.Namespace, store: Path, out: Output) -> int:
+        for name, value in vars(args).items():
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str) and name not in _PATH_ARGUMENTS and not _is_utf8(text):
+                    raise InvalidInput(f"{name} '{printable(text)}' is not valid UTF-8 text")
+        return handler(args, store, out)
+
+    return checked
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@_utf8_arguments
 def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     text = _text(args.text, "memory text")
     tags = [t.strip() for t in args.tags.split(",") if t.strip()]
@@ -229,6 +257,7 @@ def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         edge = mem.relate(args.a, args.b, args.rel)
@@ -236,6 +265,7 @@ def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = _text(args.query, "query")
     with open_memory(store) as mem:
@@ -249,6 +279,7 @@ def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = " ".join(args.query).strip() or None
     with open_memory(store) as mem:
@@ -257,6 +288,7 @@ def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         if args.archive_candidates:
@@ -279,6 +311,7 @@ def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_history(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         entries = mem.history(args.id)
@@ -299,6 +332,7 @@ def cmd_history(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
     target = _text(args.target, "memory id or query")
     with open_memory(store) as mem:
@@ -307,6 +341,7 @@ def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_rollback(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         rec = mem.rollback(args.id, args.to_seq)
@@ -314,6 +349,7 @@ def cmd_rollback(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_purge(args: argparse.Namespace, store: Path, out: Output) -> int:
     if not args.yes:
         raise InvalidInput("purge erases the memory and its history for good; add --yes")
@@ -323,6 +359,7 @@ def cmd_purge(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_archive(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         count = mem.archive(args.ids)
@@ -330,6 +367,7 @@ def cmd_archive(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_checkpoint(args: argparse.Namespace, store: Path, out: Output) -> int:
     task = _text(args.task, "task")
     with open_memory(store) as mem:
@@ -346,6 +384,7 @@ def cmd_checkpoint(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         cp = mem.last_checkpoint(args.scope)
@@ -354,6 +393,7 @@ def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+@_utf8_arguments
 def cmd_brief(args: argparse.Namespace, store: Path, out: Output) -> int:
     topic = " ".join(args.topic).strip() or None
     with open_memory(store) as mem:

@@ -125,3 +125,31 @@ def test_usage_errors_exit_2(store: Path) -> None:
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     status, _, err = helix(tmp_path / "nope", "recall", "x")
     assert status == 1 and "no HelixFS store" in err
+
+
+NOT_UTF8 = b"caf\xe9".decode("utf-8", "surrogateescape")  # Latin-1 bytes in argv
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("remember", NOT_UTF8),
+        ("remember", "x", "--source", NOT_UTF8),
+        ("recall", NOT_UTF8),
+        ("memories", "--tag", NOT_UTF8),
+        ("history", NOT_UTF8),
+        ("checkpoint", NOT_UTF8),
+        ("checkpoint", "task", "--done", NOT_UTF8),
+    ],
+)
+def test_argument_that_is_not_utf8_is_refused_and_stores_nothing(
+    store: Path, argv: tuple[str, ...]
+) -> None:
+    """QA: bytes that are not UTF-8 in argv reached SQLite (UnicodeEncodeError) or the
+    tokenizer (TypeError) as a traceback; a checkpoint kept them as lone surrogates."""
+    status, out, err = helix(store, *argv)
+    assert (status, out) == (1, "")
+    assert err.startswith("helix: error: ") and err.count("\n") == 1
+    assert "not valid UTF-8" in err and "caf\\xe9" in err
+    assert helix_json(store, "memories", "--status", "any") == []
+    assert helix(store, "resume")[0] == 1  # no checkpoint was saved
