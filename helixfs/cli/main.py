@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from helixfs import __version__
 from helixfs.cli.command import UsageError, path_argument
-from helixfs.cli.output import Output
+from helixfs.cli.output import Output, shown
 from helixfs.cli.store_path import resolve_store
 from helixfs.errors import HelixError, NotFound
 
@@ -154,7 +154,7 @@ def _report(err: BaseException, stderr: TextIO) -> int:
     if isinstance(err, BrokenPipeError):  # the reader went away: main() exits quietly
         raise err
     message = str(err) or type(err).__name__
-    stderr.write(f"helix: error: {message}\n")
+    stderr.write(f"helix: error: {shown(message)}\n")  # raw bytes (a path) as \xNN: ADR 0020
     return EXIT_USAGE if isinstance(err, UsageError) else EXIT_ERROR
 
 

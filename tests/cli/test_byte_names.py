@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .conftest import Helix, fails, make_tree, ok
+from .conftest import Helix, fails, make_tree, ok, run_helix
 
 NAME = b"caf\xe9.txt"  # latin-1 "café.txt": not UTF-8
 AS_JSON = {"bytes_b64": base64.b64encode(NAME).decode()}
@@ -93,3 +93,13 @@ def test_such_a_name_is_taken_back_raw_or_as_base64(helix: Helix, tmp_path: Path
     fails(helix("cat", "--path-b64", "HEAD", wrapped), says="no such path: deep")
     result = helix("cat", "--path-b64", "HEAD", "not base64!")
     assert result.code == 2 and "is not base64" in result.err
+
+
+def test_error_names_such_a_path_with_escapes(helix: Helix, tmp_path: Path) -> None:
+    """QA: an error naming a path that is not UTF-8 showed its bytes as `\\udce9`
+    (`--store`: a path no shell reads back) or, from the daemon, as a raw byte."""
+    missing = Path(os.fsdecode(os.fsencode(tmp_path) + b"/" + NAME))
+    result = fails(helix("export", "HEAD", missing / "out", env=STRICT))
+    assert "caf\\xe9.txt" in result.err and "\\udc" not in result.err
+    result = fails(run_helix("log", store=missing, env=STRICT))
+    assert "caf\\xe9.txt" in result.err and "\\udc" not in result.err
