@@ -146,7 +146,7 @@ def import_dir(
     name = branch if branch is not None else repo.head_branch()
     repo.branch_head(name)  # an unknown branch fails before any object is written
     avoid = _store_folder(repo)
-    if any(_dev_ino(folder) in avoid for folder in (root, *root.resolve().parents)):
+    if _inside(root, avoid):
         raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
     counts = _Counts(avoid=avoid)
     with _Batch(repo) as batch:
@@ -171,6 +171,10 @@ def _dev_ino(folder: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+def _inside(folder: Path, avoid: frozenset[tuple[int, int]]) -> bool:
+    return any(_dev_ino(f) in avoid for f in (folder, *folder.resolve().parents))
 
 
 def _store_folder(repo: Repository) -> frozenset[tuple[int, int]]:
@@ -297,6 +301,8 @@ def export(
     parent = target.absolute().parent
     if not parent.is_dir():
         raise NotFound(f"no such folder: {parent}")
+    if _inside(parent, _store_folder(repo)):  # RocksDB's own folder, the memory database
+        raise InvalidInput(f"{path} is inside the store's own folder: not exporting there")
     # an existing empty folder keeps its mode; mkdtemp's is private, a new one is 755
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o755
     try:

@@ -73,6 +73,8 @@ BAD_COMMANDS = [
     (["import", "store/objects"], "the store's own folder"),
     (["export", "nope", "out"], "unknown revision"),
     (["export", "HEAD", "proj"], "not an empty folder"),
+    (["export", "HEAD", "store/out"], "inside the store's own folder"),
+    (["export", "HEAD", "store/objects/out"], "inside the store's own folder"),
     (["commit", "-m", "m", "dir=proj/a.txt"], "dir is a directory"),
     (["commit", "-m", "m", ".helix/x=proj/a.txt"], "control folder"),
     (["commit", "-m", "m", "/.helix=proj/a.txt"], "control folder"),
