@@ -59,9 +59,10 @@ _streams: contextvars.ContextVar[tuple[TextIO, TextIO]] = contextvars.ContextVar
 
 
 class _ParserExit(Exception):
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, error: str | None = None) -> None:
         super().__init__(status)
         self.status = status
+        self.error = error  # a usage error's message
 
 
 class HelixArgumentParser(argparse.ArgumentParser):
@@ -81,7 +82,8 @@ class HelixArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self._print_message(f"{self.prog}: error: {message}\n", sys.stderr)
+        raise _ParserExit(EXIT_USAGE, message)
 
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> HelixArgumentParser:
@@ -150,12 +152,23 @@ def _intermix(parser: HelixArgumentParser, args: argparse.Namespace, extra: list
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
-def _report(err: BaseException, stderr: TextIO) -> int:
+def _report(err: BaseException, out: Output) -> int:
     if isinstance(err, BrokenPipeError):  # the reader went away: main() exits quietly
         raise err
     message = str(err) or type(err).__name__
-    stderr.write(f"helix: error: {shown(message)}\n")  # raw bytes (a path) as \xNN: ADR 0020
-    return EXIT_USAGE if isinstance(err, UsageError) else EXIT_ERROR
+    out.stderr.write(f"helix: error: {shown(message)}\n")  # raw bytes (a path) as \xNN: ADR 0020
+    status = EXIT_USAGE if isinstance(err, UsageError) else EXIT_ERROR
+    if not out.emitted:
+        out.emit_error(type(err).__name__, message, status)
+    return status
+
+
+def _usage_failure(stop: _ParserExit, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """argparse has printed the usage error; a caller that asked for JSON gets it as one
+    document too (argv is not parsed: `--json` anywhere counts)."""
+    if stop.error is not None and "--json" in argv:
+        Output(stdout, stderr, as_json=True).emit_error("UsageError", stop.error, stop.status)
+    return stop.status
 
 
 def _dispatch(args: argparse.Namespace, repo: Repository, store: Path, out: Output) -> int:
@@ -173,13 +186,13 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
         try:
             args = _parse(argv)
         except _ParserExit as stop:
-            return stop.status
+            return _usage_failure(stop, argv, stdout, stderr)
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         out = Output(stdout, stderr, as_json=args.json)
         try:
             return _dispatch(args, repo, repo.path or Path(), out)
         except (HelixError, OSError) as err:
-            return _report(err, stderr)
+            return _report(err, out)
 
 
 def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
@@ -235,12 +248,12 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         try:
             args = _parse(argv)
         except _ParserExit as stop:
-            return stop.status
+            return _usage_failure(stop, argv, stdout, stderr)
         out = Output(stdout, stderr, as_json=args.json)
         try:
             return _run_local(args, argv, out)
         except (HelixError, OSError) as err:
-            return _report(err, stderr)
+            return _report(err, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,18 +26,26 @@ class Output:
         self.stdout = stdout
         self.stderr = stderr
         self.as_json = as_json
+        self.emitted = False  # a document is on stdout: a failure after it adds none
 
     def emit(self, doc: JSONDoc, human: str | Callable[[], str] | None = None) -> None:
         """Print `doc` as JSON, or its human form (a string or a function producing it)."""
         if self.as_json:
             json.dump(json_safe(doc), self.stdout, indent=2, sort_keys=False)
             self.stdout.write("\n")
+            self.emitted = True
             return
         text = human() if callable(human) else human
         if text is None:
             text = json.dumps(json_safe(doc), indent=2)
         if text:
             self.stdout.write(shown(text if text.endswith("\n") else text + "\n"))
+
+    def emit_error(self, kind: str, message: str, status: int) -> None:
+        """Under --json a failure is a document too, so that a caller parsing stdout always
+        gets one; the one-line message is on stderr as well. Human output: nothing more."""
+        if self.as_json:
+            self.emit({"error": {"kind": kind, "message": shown(message), "exit": status}})
 
     def line(self, text: str) -> None:
         """A human-only line (suppressed under --json, which prints only the document)."""

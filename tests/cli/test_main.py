@@ -152,3 +152,39 @@ def test_stdin_is_refused_in_the_daemon(tmp_path: Path) -> None:
         out, err = io.StringIO(), io.StringIO()
         assert run_in_process(["commit", "-m", "x", "a.txt=-"], repo, out, err) == 1
         assert "stdin" in err.getvalue() and repo.log().__next__().message == "init"
+
+
+JSON_FAILURES = [
+    (["log", "HEAD~99", "--json"], 1, "NotFound", "past the first commit"),
+    (["--json", "branch", "-d", "main"], 1, "InvalidInput", "current branch"),
+    (["export", "HEAD", "proj", "--json"], 1, "InvalidInput", "not an empty folder"),
+    (["import", "--json"], 2, "UsageError", "either DIR or --from-git"),
+    (["log", "--bogus", "--json"], 2, "UsageError", "unrecognized arguments: --bogus"),
+    (["stats", "--json", "--store", "nowhere"], 1, "NotFound", "no HelixFS store"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "kind", "says"), JSON_FAILURES)
+def test_a_failure_under_json_is_one_document_too(
+    tmp_path: Path, argv: list[str], code: int, kind: str, says: str
+) -> None:
+    """QA: with --json a failure left stdout empty (json.loads failed on it) while fsck
+    and merge conflicts printed a document: a caller could not tell without knowing."""
+    store = tmp_path / "store"
+    ok(run_helix("init", store=store))
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "a.txt").write_text("a\n")
+    result = fails(run_helix(*argv, store=store, cwd=tmp_path), code, says=says)
+    error = result.json()["error"]
+    assert error["kind"] == kind and says in error["message"] and error["exit"] == code
+    assert result.err.count("helix: error:") == 1 and "Traceback" not in result.err
+
+
+def test_a_failure_under_json_in_the_daemon_is_one_document(tmp_path: Path) -> None:
+    """The same path runs forwarded commands (ADR 0002)."""
+    with Repository.init(tmp_path / "s") as repo:
+        for argv, code in ((["cat", "HEAD", "nope", "--json"], 1), (["log", "-x", "--json"], 2)):
+            out, err = io.StringIO(), io.StringIO()
+            assert run_in_process(argv, repo, out, err) == code
+            assert json.loads(out.getvalue())["error"]["exit"] == code
+            assert err.getvalue().count("helix: error:") == 1
