@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
@@ -124,12 +125,25 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None
         cells.insert(0, list(headers))
     if not cells:
         return ""
-    widths = [max(len(row[i]) for row in cells if i < len(row)) for i in range(len(cells[0]))]
+    columns = range(len(cells[0]))
+    widths = [max(_columns(row[i]) for row in cells if i < len(row)) for i in columns]
     lines = []
     for row in cells:
-        padded = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])] + row[-1:]
-        lines.append("  ".join(padded).rstrip())
+        padded = [c + " " * (widths[i] - _columns(c)) for i, c in enumerate(row[:-1])]
+        lines.append("  ".join(padded + row[-1:]).rstrip())
     return "\n".join(lines)
+
+
+def _columns(text: str) -> int:
+    """How many terminal columns `text` takes: CJK and emoji take two, a combining accent
+    none (len() misaligned a table holding a Japanese branch name)."""
+    return sum(_char_columns(c) for c in text)
+
+
+def _char_columns(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def human_bytes(n: float) -> str:

@@ -88,3 +88,10 @@ def test_three_lanes_waiting_for_one_commit_fold_one_per_line() -> None:
 def test_table_aligns_columns_and_leaves_the_last_unpadded() -> None:
     assert table([("a", "bb", "c"), ("aaa", "b", "cc")]) == "a    bb  c\naaa  b   cc"
     assert table([], headers=None) == ""
+
+
+def test_table_aligns_wide_and_combining_characters_by_their_columns() -> None:
+    """QA: `helix branch` padded 日本語 (six terminal columns) as three characters, and
+    an accent written as a combining mark as one: the next column went out of line."""
+    rows = [("日本語", "x"), ("e\u0301t\u0301e\u0301", "y"), ("abcdef", "z")]
+    assert table(rows).splitlines() == ["日本語  x", "e\u0301t\u0301e\u0301     y", "abcdef  z"]
