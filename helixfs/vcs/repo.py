@@ -140,8 +140,10 @@ class Repository:
         folder = Path(path)
         if (folder / OBJECTS_DIR / "CURRENT").is_file():  # RocksDB's: a store, or half of one
             return cls._finish_init(folder)
-        if (folder / OBJECTS_DIR).exists():
+        if (folder / OBJECTS_DIR).is_dir():
             raise AlreadyExists(f"a HelixFS store already exists at {folder}")
+        if (folder / OBJECTS_DIR).exists():  # open calls this no store: init must not differ
+            raise InvalidInput(f"{folder / OBJECTS_DIR} is not a folder: not a HelixFS store")
         if folder.exists() and not folder.is_dir():
             raise InvalidInput(f"{folder} is not a directory")
         try:

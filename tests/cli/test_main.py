@@ -44,6 +44,16 @@ def test_init_twice_fails_and_keeps_the_store(tmp_path: Path) -> None:
     assert ok(run_helix("rev-parse", "HEAD", store=store)).out == head
 
 
+def test_a_file_named_objects_is_no_store_for_init_either(tmp_path: Path) -> None:
+    """QA: `log` said "no HelixFS store (create one with `helix init`)" and `init` then
+    said "a HelixFS store already exists"."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "objects").write_text("not a database\n")
+    fails(run_helix("log", store=tmp_path / "s"), says="no HelixFS store")
+    fails(run_helix("init", store=tmp_path / "s"), says="objects is not a folder")
+    assert (tmp_path / "s" / "objects").read_text() == "not a database\n"
+
+
 def test_init_takes_a_path_argument(tmp_path: Path) -> None:
     doc = ok(run_helix("init", "--json", tmp_path / "here", store=None)).json()
     assert Path(doc["store"]) == (tmp_path / "here").resolve()
