@@ -197,12 +197,9 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
 
 def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     """Hand the command line to the daemon owning `store`, if one runs (ADR 0002)."""
-    try:
-        from helixfs.daemon.control import forward
-    except ImportError:  # the daemon package is optional until it lands
-        return None
-    result: int | None = forward(store, list(argv), stdout, stderr)
-    return result
+    from helixfs.daemon.control import forward  # here: trio is slow to import
+
+    return forward(store, list(argv), stdout, stderr)
 
 
 def open_repository(store: Path) -> Repository:

@@ -75,6 +75,13 @@ def addressable(path: Path) -> Iterator[bytes]:
 # --- client ---------------------------------------------------------------------------
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+INTERRUPTED = (
+    "helix: interrupted; the mount's daemon still finishes this command "
+    "(`helix log` shows when it has)\n"
+)
+
+
 def forward(
     store_path: Path | str, argv: Sequence[str], stdout: TextIO, stderr: TextIO
 ) -> int | None:
@@ -95,8 +102,14 @@ def forward(
             raise
         request = {"v": PROTOCOL_VERSION, "argv": list(argv), "cwd": _client_cwd()}
         _send_frame(sock, json.dumps(request).encode("ascii"))
-        header = json.loads(_recv_frame(sock))
-        out, err = _recv_frame(sock), _recv_frame(sock)
+        try:
+            header = json.loads(_recv_frame(sock))
+            out, err = _recv_frame(sock), _recv_frame(sock)
+        except KeyboardInterrupt:
+            # The daemon has the command and cannot be told to stop: say so, rather
+            # than let "interrupted" suggest it did not happen.
+            stderr.write(INTERRUPTED)
+            return EXIT_INTERRUPTED
     finally:
         sock.close()
     _write_bytes(stdout, out)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import io
 import math
 import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import apsw
 import pytest
@@ -20,7 +24,7 @@ import trio
 
 from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
-from helixfs.daemon.control import ControlServer, command_name, forward
+from helixfs.daemon.control import CommandRunner, ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
@@ -219,10 +223,10 @@ def test_command_name_skips_global_options() -> None:
 class ServedStore:
     """A ControlServer for `store` on a trio loop in a background thread."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, runner: CommandRunner | None = None) -> None:
         self.repo = Repository.open(store)
         self.server = ControlServer(
-            store, lambda argv, out, err: run_in_process(argv, self.repo, out, err)
+            store, runner or (lambda argv, out, err: run_in_process(argv, self.repo, out, err))
         )
         self._started = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
@@ -407,3 +411,32 @@ def test_options_that_are_not_finite_numbers_are_refused(store: Path, tmp_path: 
     for window in (math.nan, math.inf):
         with pytest.raises(InvalidInput, match="quiet-window"):
             MountConfig.build(store, target, window)
+
+
+def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path) -> None:
+    """The daemon cannot be told to stop a command it has started: a client interrupted
+    while waiting said only "interrupted", as if the command had not happened (an
+    import landed later). It now says the daemon finishes it, and exits 130."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_command(argv: list[str], out: TextIO, err: TextIO) -> int:
+        started.set()
+        release.wait(30)
+        return 0
+
+    with ServedStore(store, slow_command):
+        client = subprocess.Popen(
+            [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "log"],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        try:
+            assert started.wait(30)
+            client.send_signal(signal.SIGINT)
+            _, err = client.communicate(timeout=30)
+        finally:
+            release.set()
+            client.kill()
+    assert client.returncode == 130
+    assert "still finishes this command" in err and "Traceback" not in err
