@@ -228,7 +228,9 @@ def store_edited(
             break  # the previous edit was cut to the end of the file
         if high <= pos:
             continue  # inside what the previous edit re-cut
-        first = min(bisect.bisect_right(starts, max(low, pos)) - 1, len(ids) - 1)
+        # FastCDC decides a cut at c from the bytes since the last cut and byte c itself:
+        # an edit starting at an old cut may remove it, so the chunk before is cut too.
+        first = min(bisect.bisect_right(starts, max(low - 1, pos)) - 1, len(ids) - 1)
         refs.extend(zip(ids[kept:first], lengths[kept:first], strict=True))
         pos = starts[first]
         for length, data in _chunks(source, pos, size, holes):

@@ -215,6 +215,58 @@ def test_a_file_cut_back_to_an_old_chunk_edge_keeps_no_chunk_past_its_end() -> N
         assert edited.oid == pack_bytes(bytes(new)).oid
 
 
+def test_an_edit_starting_at_an_old_cut_gives_the_ids_of_a_whole_store() -> None:
+    """FastCDC decides a cut at c from the bytes since the last cut and byte c itself.
+    Re-cutting began with the chunk starting at the edit and kept the chunk before it:
+    a write starting exactly at an old cut that changed the cut's byte stored chunks a
+    whole store does not cut (the same bytes, but another file id)."""
+    data = bytearray(_random(3 << 20, seed=4))
+    starts, ids = _index(pack_bytes(bytes(data)))
+    cut = starts[10]
+    for value in range(256):  # a byte at the cut that removes it
+        data[cut] = value
+        fresh = pack_bytes(bytes(data))
+        if cut not in _index(fresh)[0]:
+            break
+    assert cut not in _index(fresh)[0]
+    edited = store_edited(
+        io.BytesIO(bytes(data)), len(data), (starts, ids), [(cut, cut + 1)], print
+    )
+    assert edited.oid == fresh.oid
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_edits_at_and_around_every_old_cut_give_the_ids_of_a_whole_store(seed: int) -> None:
+    """Hundreds of edits: starting or ending on an old cut, a byte either side, one
+    chunk apart or two, past the end, and a change of size."""
+    rng = random.Random(seed)
+    data = bytearray(_random(6 << 20, seed=seed))
+    starts, ids = _index(pack_bytes(bytes(data)))
+    edits: list[tuple[int, int]] = []
+    for n in sorted(rng.sample(range(1, len(ids)), len(ids) // 2)):
+        low = starts[n] + rng.choice([-1, 0, 0, 1, 300])
+        high = rng.choice([low + 1, starts[n + 1], starts[n + 1] + 1, low + 4096])
+        if edits and low <= edits[-1][1]:
+            continue
+        edits.append((low, high))
+        data[low:high] = rng.randbytes(high - low)
+    if seed % 2:
+        del data[len(data) - 100_000 :]
+        edits.append((len(data), len(data) + 100_000))
+    edited = store_edited(io.BytesIO(bytes(data)), len(data), (starts, ids), _merged(edits), print)
+    assert edited.oid == pack_bytes(bytes(data)).oid
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
+
+
 class _SparseSource(io.RawIOBase):
     """A file of `size` bytes: `data` at given offsets, zeros elsewhere, made up as read
     (a 64 GiB one fits no test disk); counts the bytes read from it."""
