@@ -18,9 +18,12 @@ copy of the file; storing it again costs the chunks around the change (ADR 0016)
 from __future__ import annotations
 
 import bisect
+import contextlib
 import io
 import os
+import queue
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -261,7 +264,8 @@ class Spool:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            _closer.close(self._file)
+            self._file = None
         if self._memory is not None:
             self._budget.give(len(self._memory))
         self._memory = None
@@ -307,6 +311,33 @@ def _spool_file(tmp_dir: Path) -> BinaryIO:
         return tempfile.TemporaryFile(dir=tmp_dir)
 
 
+class _Closer:
+    """Closes spool files on a thread of its own. The last close frees the file's
+    blocks, one extent per separate written range once written back: ext4 took 2.5-3.6 s
+    for a 1 GiB file written in 40,000 random pages, and every request of the mount
+    waited behind it."""
+
+    def __init__(self) -> None:
+        self._files: queue.SimpleQueue[BinaryIO] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def close(self, file: BinaryIO) -> None:
+        with self._lock:  # started on first use, and again in a forked child
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="helix-spool-close")
+                self._thread.daemon = True
+                self._thread.start()
+        self._files.put(file)
+
+    def _run(self) -> None:
+        while True:
+            file = self._files.get()
+            with contextlib.suppress(OSError):  # nothing was waiting to hear of it
+                file.close()
+
+
+_closer = _Closer()
 _END = 1 << 63  # sorts after any range starting at the same offset
 
 
