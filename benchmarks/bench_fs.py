@@ -28,13 +28,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import blake3
 
 HELIX = [sys.executable, "-m", "helixfs.cli.main"]
 RESULTS = Path(__file__).resolve().parent / "results"
 MiB = 1 << 20
+Measured = TypeVar("Measured")
 
 
 @dataclass
@@ -312,12 +313,33 @@ def random_reads(path: Path, count: int) -> float:
         os.close(fd)
 
 
+def random_writes(path: Path, count: int) -> tuple[float, float]:
+    """4 KiB writes at random aligned offsets of the file, then its close (a database's
+    or a VM image's pages): (writes per second, the close included; seconds of close)."""
+    size = path.stat().st_size
+    rng = random.Random(8)
+    offsets = [rng.randrange(0, size // 4096) * 4096 for _ in range(count)]
+    page = rng.randbytes(4096)
+    fd = os.open(path, os.O_WRONLY)
+    start = time.perf_counter()
+    try:
+        for offset in offsets:
+            os.pwrite(fd, page, offset)
+    finally:
+        closing = time.perf_counter()
+        os.close(fd)  # HelixFS stores the file here
+    end = time.perf_counter()
+    return count / (end - start), end - closing
+
+
 @dataclass
 class Throughput:
     write: float
     cold: float  # after drop_caches
     warm: float  # read again at once: the page cache
     iops: float
+    write_iops: float  # random 4 KiB writes, the close included
+    write_close_s: float
     cpu: dict[str, float] = field(default_factory=dict)  # the daemon's CPU s per phase
 
 
@@ -332,7 +354,7 @@ def throughput(path: Path, sizes: Sizes, daemon: int | None = None) -> Throughpu
     that a busy machine distorts far less than MB/s)."""
     cpu: dict[str, float] = {}
 
-    def phase(name: str, run: Callable[[], float]) -> float:
+    def phase(name: str, run: Callable[[], Measured]) -> Measured:
         before = cpu_seconds(daemon) if daemon is not None else 0.0
         result = run()
         if daemon is not None:
@@ -343,7 +365,8 @@ def throughput(path: Path, sizes: Sizes, daemon: int | None = None) -> Throughpu
     cold = phase("cold", lambda: read_file(path, cold=True))
     warm = phase("warm", lambda: read_file(path, cold=False))
     iops = phase("random", lambda: random_reads(path, sizes.random_reads))
-    return Throughput(write, cold, warm, iops, cpu)
+    write_iops, close_s = phase("random_write", lambda: random_writes(path, sizes.random_reads))
+    return Throughput(write, cold, warm, iops, write_iops, close_s, cpu)
 
 
 def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
@@ -393,6 +416,18 @@ def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
             disk=disk.warm,
         ),
         Row("random 4 KB reads, cold", helix.iops, tmpfs.iops, "IOPS", extra=cpu, disk=disk.iops),
+        Row(
+            f"random 4 KB writes, {sizes.random_reads} then close",
+            helix.write_iops,
+            tmpfs.write_iops,
+            "IOPS",
+            extra={
+                "close_s": round(helix.write_close_s, 3),
+                "disk_close_s": round(disk.write_close_s, 3),
+                **cpu,
+            },
+            disk=disk.write_iops,
+        ),
     ]
 
 
