@@ -64,14 +64,29 @@ def _run_then_kill(script: str, store: Path, lines: int) -> list[str]:
     try:
         while len(seen) < lines:
             line = proc.stdout.readline()
-            assert line, f"writer died early: {proc.wait()}"
+            assert line.endswith("\n"), f"writer died early: {proc.wait()}"
             seen.append(line.strip())
         proc.send_signal(signal.SIGKILL)
-        seen.extend(line.strip() for line in proc.stdout)  # what it printed before dying
+        # What it printed before dying, but only whole lines: under PYTHONUNBUFFERED
+        # (set on our machines) print() writes each argument and the newline on its own,
+        # so the kill can cut a line after "commit", before the id.
+        rest = proc.stdout.read()
+        seen.extend(line.strip() for line in rest.splitlines(keepends=True) if line.endswith("\n"))
     finally:
         proc.kill()
         proc.wait()
     return seen
+
+
+CUT_LINE = """
+import os, time
+os.write(1, b"saved 0\\ncommit")  # a print cut short by the kill, as under PYTHONUNBUFFERED
+time.sleep(600)
+"""
+
+
+def test_a_line_cut_by_the_kill_is_not_taken_as_printed(tmp_path: Path) -> None:
+    assert _run_then_kill(CUT_LINE, tmp_path, 1) == ["saved 0"]
 
 
 def test_sigkill_mid_commit_stream_loses_no_returned_commit(tmp_path: Path) -> None:
