@@ -39,7 +39,13 @@ from helixfs.daemon.control import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
-from helixfs.daemon.mounts import device_of, helix_mounts, points_of, tune_readahead
+from helixfs.daemon.mounts import (
+    abort_if_daemon_died,
+    device_of,
+    helix_mounts,
+    points_of,
+    tune_readahead,
+)
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
@@ -106,6 +112,8 @@ class MountConfig:
     ) -> MountConfig:
         """Validate the user's arguments; raises a HelixError naming what is wrong."""
         store_path = Path(os.path.realpath(Path(store).expanduser()))
+        # before any stat of the mount point: each would wait for a daemon stuck dying
+        abort_if_daemon_died(Path(os.path.abspath(Path(mountpoint).expanduser())))
         target = Path(os.path.realpath(Path(mountpoint).expanduser()))
         if not store_path.is_dir():
             raise NotFound(f"no HelixFS store at {store_path} (create one with: helix init)")

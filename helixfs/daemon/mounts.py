@@ -7,12 +7,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from helixfs.daemon.lock import CLOSING, Holder, detached_holder, is_locked
+from helixfs.daemon.lock import CLOSING, Holder, detached_holder, is_locked, read_holder
 from helixfs.daemon.mountinfo import SELF, helix_mounts_in
 from helixfs.errors import Busy, HelixError, InvalidInput
 
 STORE_MARKER = Path(".helix") / "store"
 READAHEAD_KB = 1024
+FUSECTL = Path("/sys/fs/fuse/connections")
 
 
 def helix_mounts(mountinfo: Path = SELF) -> list[Path]:
@@ -54,6 +55,47 @@ def tune_readahead(mountpoint: Path, kilobytes: int = READAHEAD_KB) -> bool:
     return True
 
 
+def abort_if_daemon_died(mountpoint: Path) -> bool:
+    """Abort the kernel connection of a mount whose daemon died but cannot exit.
+
+    A daemon killed (kill -9) while its invalidation thread waits in the kernel for a
+    page that a read of ours has locked never finishes dying: that thread waits for an
+    answer the dead loop will not give, and the connection stays open as long as it
+    waits. Everything that touches the mount then hangs (statfs, `.helix/store`), and the
+    store stays locked. Aborting the connection fails those requests, and the daemon's
+    last thread exits. Read from mountinfo, lock record and /proc only: never blocks.
+    """
+    mount = next((m for m in helix_mounts_in(SELF) if m.point == mountpoint), None)
+    if mount is None:
+        return False
+    holder = read_holder(Path(mount.source))
+    if holder is None or holder.pid == 0 or not _is_dead(holder.pid):
+        return False
+    major, minor = (int(n) for n in mount.device.split(":"))
+    abort = FUSECTL / str(major << 20 | minor) / "abort"  # named by the kernel's dev_t
+    try:
+        if not abort.parent.is_dir():  # fusectl not mounted yet (systemd mounts it)
+            subprocess.run(
+                ["mount", "-t", "fusectl", "none", str(FUSECTL)], check=False, capture_output=True
+            )
+        abort.write_text("1\n")
+    except OSError as exc:
+        raise HelixError(
+            f"the daemon of {mountpoint} (pid {holder.pid}) was killed but is stuck in the"
+            f" kernel on its mount; as root, run: echo 1 > {abort} ({exc.strerror})"
+        ) from None
+    return True
+
+
+def _is_dead(pid: int) -> bool:
+    """Gone, or a zombie: killed, its threads may still be stuck in the kernel."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 def store_of(mountpoint: Path) -> Path | None:
     """The store a live mount serves (its `.helix/store`), None if it does not answer."""
     try:
@@ -69,6 +111,8 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
     Returns the store it served (when it could still tell). Raises a HelixError if the
     path is not a HelixFS mount or the kernel refuses (busy without `lazy`).
     """
+    if abort_if_daemon_died(mountpoint):
+        lazy = True  # nothing is served there any more: files still open just fail
     if mountpoint not in helix_mounts():
         detached = detached_holder(mountpoint)
         if detached is None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
-from mount_harness import MountFactory, helix, is_mounted
+from mount_harness import HELIX, Mount, MountFactory, helix, is_mounted
 
 from helixfs.store.rocks import RocksStore
 from helixfs.vcs import Repository, journal
@@ -222,3 +224,88 @@ def test_kill9_between_journal_saves_keeps_every_closed_file(make_mount: MountFa
     remounted.stop()
     fsck = helix("--store", mount.store, "fsck", check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+# Reads a file again and again from a cold cache (each read asks the daemon).
+COLD_READER = r"""
+import os, sys
+while True:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    while os.read(fd, 1 << 20):
+        pass
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+"""
+SWITCHER = r"""
+import sys
+while True:
+    for branch in ("other", "main"):
+        open(sys.argv[1] + "/.helix/HEAD", "w").write(branch)
+"""
+
+
+def test_kill9_while_a_switch_invalidates_read_pages_leaves_a_mount_umount_clears(
+    make_mount: MountFactory,
+) -> None:
+    """A switch tells the kernel to drop pages, from a thread beside the FUSE loop; a
+    page being read stays locked until the loop answers. Killed then, that thread
+    waits in the kernel for ever, so the daemon cannot finish dying, the store stays
+    locked and anything touching the mount hangs, until its connection is aborted:
+    `helix umount` does that for a mount whose daemon is dead."""
+    mount = make_mount(0)
+    device = os.stat(mount.path).st_dev
+    connection = os.major(device) << 20 | os.minor(device)  # how fusectl names it
+    try:
+        kill_during_switches_then_umount(mount)
+    finally:  # a daemon left stuck would outlive the test: free it as umount should
+        abort = Path(f"/sys/fs/fuse/connections/{connection}/abort")
+        if mount.proc is not None and mount.proc.poll() is None and abort.exists():
+            abort.write_text("1")
+
+
+def kill_during_switches_then_umount(mount: Mount) -> None:
+    data = os.urandom(40 << 20)
+    (mount.path / "big").write_bytes(data)
+    (mount.path / ".helix" / "branches" / "other").mkdir()
+    stuck = False
+    for _ in range(8):  # the kill must fall inside an invalidation: most do
+        busy = [
+            subprocess.Popen(
+                [sys.executable, "-c", COLD_READER, f"{mount.path}/.helix/branches/main/big"],
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
+        busy.append(
+            subprocess.Popen(
+                [sys.executable, "-c", SWITCHER, str(mount.path)], stderr=subprocess.DEVNULL
+            )
+        )
+        time.sleep(1)  # not a timing assertion: only lets the switches and reads run
+        assert mount.proc is not None
+        daemon = mount.proc
+        daemon.kill()
+        try:
+            daemon.wait(5)
+        except subprocess.TimeoutExpired:
+            stuck = True  # killed, but one of its threads cannot leave the kernel
+            again = subprocess.run(
+                [*HELIX, "mount", str(mount.store), str(mount.path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert again.returncode == 1 and "helix umount" in again.stderr, again.stderr
+        umount = subprocess.run(
+            [*HELIX, "umount", str(mount.path)], capture_output=True, text=True, timeout=60
+        )
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+        assert umount.returncode == 0, umount.stderr
+        daemon.wait(30)
+        mount.proc = None
+        mount.start("--quiet-window", "0")
+        assert (mount.path / "big").read_bytes() == data
+        if stuck:
+            break
