@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from helixfs.cli.command import StoreHandler, add_command
-from helixfs.cli.output import Output, printable, table
+from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, Memory, MemoryRecord, Source
 
@@ -223,19 +223,11 @@ def _utf8_arguments(handler: StoreHandler) -> StoreHandler:
     def checked(args: argparse.Namespace, store: Path, out: Output) -> int:
         for name, value in vars(args).items():
             for text in value if isinstance(value, list) else [value]:
-                if isinstance(text, str) and name not in _PATH_ARGUMENTS and not _is_utf8(text):
+                if isinstance(text, str) and name not in _PATH_ARGUMENTS and not is_utf8(text):
                     raise InvalidInput(f"{name} '{printable(text)}' is not valid UTF-8 text")
         return handler(args, store, out)
 
     return checked
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @_utf8_arguments

@@ -75,7 +75,7 @@ def json_safe(value: Any) -> Any:
     {"bytes_b64": base64 of its bytes}: JSON text must be Unicode, and a name must not
     lose bytes on the way out (ADR 0020). Keys cannot be objects: they get `\\xNN`."""
     if isinstance(value, str):
-        return value if _is_unicode(value) else {BYTES_KEY: _b64(value)}
+        return value if is_utf8(value) else {BYTES_KEY: _b64(value)}
     if isinstance(value, dict):
         return {shown(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -85,7 +85,8 @@ def json_safe(value: Any) -> Any:
     return json_safe(str(value))
 
 
-def _is_unicode(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """False for a str holding lone surrogates: bytes from argv that were not UTF-8."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -108,7 +109,7 @@ def original_bytes(text: str) -> bytes:
 def shown(text: str) -> str:
     """Text any terminal can print: a byte that is not UTF-8 shows as `\\xNN` (which a
     shell's $'...' quoting reads back), instead of failing on a strict stdout."""
-    if _is_unicode(text):
+    if is_utf8(text):
         return text
     return original_bytes(text).decode("utf-8", "backslashreplace")
 
