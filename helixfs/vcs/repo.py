@@ -138,12 +138,13 @@ class Repository:
     def init(cls, path: str | os.PathLike[str]) -> Repository:
         """Create a store folder (RocksDB inside) and initialise it."""
         folder = Path(path)
-        if (folder / OBJECTS_DIR / "CURRENT").is_file():  # RocksDB's: a store, or half of one
+        objects = folder / OBJECTS_DIR
+        if (objects / "CURRENT").is_file():  # RocksDB's: a store, or half of one
             return cls._finish_init(folder)
-        if (folder / OBJECTS_DIR).is_dir():
-            raise AlreadyExists(f"a HelixFS store already exists at {folder}")
-        if (folder / OBJECTS_DIR).exists():  # open calls this no store: init must not differ
-            raise InvalidInput(f"{folder / OBJECTS_DIR} is not a folder: not a HelixFS store")
+        if objects.is_dir() and any(objects.iterdir()):  # (empty: init stopped before RocksDB)
+            raise InvalidInput(_no_database(folder))
+        if objects.exists() and not objects.is_dir():  # open calls this no store either
+            raise InvalidInput(f"{objects} is not a folder: not a HelixFS store")
         if folder.exists() and not folder.is_dir():
             raise InvalidInput(f"{folder} is not a directory")
         try:
@@ -183,6 +184,8 @@ class Repository:
         folder = Path(path)
         if not (folder / OBJECTS_DIR).is_dir():
             raise NotFound(f"no HelixFS store at {folder} (create one with `helix init`)")
+        if not (folder / OBJECTS_DIR / "CURRENT").is_file():  # opening would make a database
+            raise NotFound(_no_database(folder))
         store = _open_rocks(folder)
         try:
             if store.ref(HEAD) is None:
@@ -817,6 +820,13 @@ def _check_count(value: object, name: str, *, none_ok: bool = False) -> None:
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise InvalidInput(f"{name} must be a whole number, 0 or more, not {value!r}")
+
+
+def _no_database(folder: Path) -> str:
+    return (
+        f"{folder / OBJECTS_DIR} holds no HelixFS database: {folder} is not a HelixFS store"
+        " (its objects/ folder is left as it is)"
+    )
 
 
 def _open_rocks(folder: Path) -> ObjectStore:

@@ -54,6 +54,20 @@ def test_a_file_named_objects_is_no_store_for_init_either(tmp_path: Path) -> Non
     assert (tmp_path / "s" / "objects").read_text() == "not a database\n"
 
 
+def test_a_folder_named_objects_without_a_database_is_no_store(tmp_path: Path) -> None:
+    """QA: `helix log` on a folder whose objects/ is someone's own folder made a RocksDB
+    in it (a read command writing files), and `init` called it a store that exists."""
+    objects = tmp_path / "s" / "objects"
+    objects.mkdir(parents=True)
+    (objects / "notes.txt").write_text("mine\n")
+    fails(run_helix("log", store=tmp_path / "s"), says="holds no HelixFS database")
+    fails(run_helix("init", store=tmp_path / "s"), says="holds no HelixFS database")
+    assert [p.name for p in objects.iterdir()] == ["notes.txt"]
+    (objects / "notes.txt").unlink()  # empty, as an init stopped before RocksDB leaves it
+    ok(run_helix("init", store=tmp_path / "s"))
+    ok(run_helix("log", store=tmp_path / "s"))
+
+
 def test_init_takes_a_path_argument(tmp_path: Path) -> None:
     doc = ok(run_helix("init", "--json", tmp_path / "here", store=None)).json()
     assert Path(doc["store"]) == (tmp_path / "here").resolve()
