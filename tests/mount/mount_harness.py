@@ -164,6 +164,12 @@ class Mount:
     ) -> subprocess.CompletedProcess[str]:
         return sh(command, self.path, check=check, **kwargs)
 
+    def assert_exits_cleanly(self, timeout: float = 60.0) -> None:
+        """The daemon exits 0 within `timeout`; if not, the failure shows what it said."""
+        assert self.proc is not None and self.proc.stdout is not None
+        code = self.proc.wait(timeout)
+        assert code == 0, f"daemon exited {code}: {self.proc.stdout.read()}"
+
     @property
     def pid(self) -> int:
         assert self.proc is not None

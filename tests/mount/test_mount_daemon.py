@@ -263,7 +263,7 @@ def test_sigterm_commits_pending_saves_and_closes_the_store(make_mount: MountFac
     (mount.path / "pending.txt").write_text("saved before SIGTERM\n")
     assert mount.proc is not None
     mount.proc.send_signal(signal.SIGTERM)
-    assert mount.proc.wait(60) == 0
+    mount.assert_exits_cleanly()
     mount.proc = None
     assert not is_mounted(mount.path)
     assert not is_locked(mount.store)
@@ -344,7 +344,7 @@ def test_umount_of_a_busy_mount_names_lazy_and_lazy_detaches(
         holder.stdin.write("go\n")
         holder.stdin.close()
         assert holder.wait(30) == 0  # the open file kept working after the detach
-        assert mount.proc.wait(60) == 0  # and the daemon ended once it was closed
+        mount.assert_exits_cleanly()  # and the daemon ended once it was closed
         mount.proc = None
     finally:
         if holder.poll() is None:
@@ -375,7 +375,7 @@ def test_a_mount_of_a_store_whose_daemon_outlives_a_lazy_umount_says_so(
         holder.stdin.write("go\n")
         holder.stdin.close()
         assert holder.wait(30) == 0
-        assert mount.proc.wait(60) == 0  # the last close let it go
+        mount.assert_exits_cleanly()  # the last close let it go
         mount.proc = None
     finally:
         if holder.poll() is None:
@@ -410,7 +410,7 @@ def test_umount_of_a_lazily_detached_mount_names_its_daemon(make_mount: MountFac
         holder.stdin.write("go\n")
         holder.stdin.close()
         assert holder.wait(30) == 0
-        assert mount.proc.wait(60) == 0
+        mount.assert_exits_cleanly()
         mount.proc = None
     finally:
         if holder.poll() is None:
@@ -595,7 +595,7 @@ def test_sigterm_during_a_command_that_reads_the_mount_lets_it_finish(
             gate.write("opened\n")
         out, err = command.communicate(timeout=60)  # then reads inside.txt in the mount
         assert command.returncode == 0, err
-        assert mount.proc.wait(60) == 0
+        mount.assert_exits_cleanly()
         mount.proc = None
     finally:
         if command.poll() is None:
