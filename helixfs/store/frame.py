@@ -57,6 +57,9 @@ _DELTA_HEADER = _HEADERS[Codec.DELTA]
 _DEPTHS = [bytes((n,)) for n in range(256)]
 _BODY = struct.Struct(">QII")
 DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the varints
+# No delta of a smaller record can be at most half its size (encode_delta's test): a
+# small file's save need not look for a base at all.
+MIN_DELTA_RECORD = 2 * (DELTA_FIXED + 3)
 TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
 TRIM_STEP = 128  # trims stop this close to exact: LZ4 codes the rest as one dictionary match
 

@@ -50,6 +50,7 @@ from helixfs.store import REPACK_BATCH, Compaction, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
     HEADER_SIZE,
+    MIN_DELTA_RECORD,
     Codec,
     Delta,
     apply_delta,
@@ -842,7 +843,7 @@ class RocksStore:
         """A delta frame when the hinted base is at hand and it pays, else RAW/LZ4.
         `links`: the bases of `pending` deltas, which the store cannot read yet.
         `keep=False` (repack): bases read from the store are not cached."""
-        if base_id is None:
+        if base_id is None or len(record) < MIN_DELTA_RECORD:
             return Encoded(encode_plain(record), None, 0)
         base = self._delta_base(base_id, pending, keep)
         if base is not None and base.depth >= self.max_delta_depth:
