@@ -59,10 +59,17 @@ def storable(name: str) -> bool:
     return name.isprintable()
 
 
+SHOWN_CHARACTERS = 80  # a longer name is cut in messages: it is not one anyone typed
+
+
 def shown_name(name: str) -> str:
     """A name from the command line, quoted, on one line: bytes that are not UTF-8 and
-    control characters escaped as show_path does (repr shows a byte 0xff as a surrogate)."""
-    return "'" + show_path(name.encode("utf-8", "surrogateescape")) + "'"
+    control characters escaped as show_path does (repr shows a byte 0xff as a surrogate),
+    and a long one cut to its start and its length."""
+    shown = show_path(name.encode("utf-8", "surrogateescape"))
+    if len(shown) > SHOWN_CHARACTERS:
+        return f"'{shown[: SHOWN_CHARACTERS - 20]}...' ({len(name):,} characters)"
+    return f"'{shown}'"
 
 
 def branch_ref(name: str) -> str:

@@ -722,8 +722,9 @@ class Repository:
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""
         with self.lock:
+            self._refuse_snapshot_checkout(check_name(branch))
             # a dangling or unreadable head would leave every later command failing
-            head = self.commit_info(self._branch_head(check_name(branch)))
+            head = self.commit_info(self._branch_head(branch))
             self.trees.get(head.tree)
             old = self.head_branch()
             if old == branch:
@@ -731,6 +732,13 @@ class Repository:
             self.store.write({}, [RefUpdate(HEAD, branch.encode(), expected=old.encode())])
             self._notify(old)
             self._notify(branch)
+
+    def _refuse_snapshot_checkout(self, name: str) -> None:
+        if self.store.ref(branch_ref(name)) is None and self.store.ref(snapshot_ref(name)):
+            raise InvalidInput(
+                f"{shown_name(name)} is a snapshot, and snapshots are read-only: make a "
+                "branch from it (`helix branch NEW SNAPSHOT`) and check that out"
+            )
 
     def reset_hard(self, rev: str, branch: str | None = None) -> CommitId:
         """Move a branch to `rev`. Its pending work is committed first, so it stays in log."""

@@ -41,7 +41,7 @@ def resolve(repo: Repository, rev: str) -> CommitId:
         raise InvalidInput("empty revision")
     match = _REV.match(rev.strip())
     if match is None:
-        raise NotFound(f"unknown revision {rev!r}")
+        raise NotFound(f"unknown revision {shown_name(rev)}")
     cid = _resolve_base(repo, match["base"])
     for step in _STEP.findall(match["suffix"]):
         cid = _walk_back(repo, rev, cid, step)
@@ -63,12 +63,12 @@ def _walk_back(repo: Repository, rev: str, cid: CommitId, step: str) -> CommitId
             return cid
         parents = repo.commit_info(cid).parents
         if count > len(parents):
-            raise NotFound(f"{rev!r}: commit {hex_id(cid)[:12]} has no parent {count}")
+            raise NotFound(f"{shown_name(rev)}: commit {hex_id(cid)[:12]} has no parent {count}")
         return parents[count - 1]
     for _ in range(count):
         parents = repo.commit_info(cid).parents
         if not parents:
-            raise NotFound(f"{rev!r} goes back past the first commit")
+            raise NotFound(f"{shown_name(rev)} goes back past the first commit")
         cid = parents[0]
     return cid
 
@@ -89,7 +89,7 @@ def _resolve_base(repo: Repository, base: str) -> CommitId:
     if base.startswith((BRANCHES, SNAPSHOTS)):
         value = repo.store.ref(base)
         if value is None:
-            raise NotFound(f"unknown revision {base!r}")
+            raise NotFound(f"unknown revision {shown_name(base)}")
         return CommitId(value)
     for ref in (branch_ref(base), snapshot_ref(base)):
         value = repo.store.ref(ref)
@@ -97,7 +97,7 @@ def _resolve_base(repo: Repository, base: str) -> CommitId:
             return CommitId(value)
     if _HEX.fullmatch(base):
         return _resolve_hex(repo, base.lower())
-    raise NotFound(f"unknown revision {base!r}: not a branch, snapshot or commit id")
+    raise NotFound(f"unknown revision {shown_name(base)}: not a branch, snapshot or commit id")
 
 
 def _resolve_hex(repo: Repository, prefix: str) -> CommitId:

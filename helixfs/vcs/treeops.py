@@ -239,7 +239,8 @@ class Trees:
         for path, change in changes.items():
             parts = split_path(path)
             if not parts:
-                raise InvalidInput("cannot write the root directory as a file")
+                what = "delete" if change is None else "write as a file"
+                raise InvalidInput(f"cannot {what} the root directory")
             node = nested
             for depth, part in enumerate(parts[:-1]):
                 sub = node.setdefault(part, {})

@@ -57,6 +57,8 @@ BAD_COMMANDS = [
     (["snapshot", "snap"], "already exists"),
     (["snapshot", "-d", "nope"], "no snapshot"),
     (["checkout", "nope"], "no branch"),
+    (["checkout", "snap"], "'snap' is a snapshot, and snapshots are read-only"),
+    (["commit", "-m", "m", "--delete", ""], "cannot delete the root directory"),
     (["reset", "--hard", "nope"], "unknown revision"),
     (["merge", "nope"], "nope"),
     (["import", "no-such-folder"], "no such folder"),
@@ -145,6 +147,13 @@ def test_checkout_of_a_dangling_branch_changes_nothing(
     fails(helix("checkout", "feature"), says="0101010101")
     assert store_state(store) == before
     ok(helix("log"))
+
+
+def test_a_long_unknown_name_is_cut_in_the_message(helix: Helix, store: Path) -> None:
+    """The message echoed a 5,000-character revision in full."""
+    for argv in (["rev-parse", "x" * 5000], ["log", "x" * 5000 + "~2"]):
+        result = fails(helix(*argv), says="'" + "x" * 60 + "...' (5,00")
+        assert len(result.err) < 200
 
 
 def test_stats_reports_unreadable_refs_instead_of_failing(
