@@ -54,6 +54,7 @@ COMMAND_INDEX: dict[str, str] = {
 _GLOBAL_WITH_VALUE = ("--store",)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 _streams: contextvars.ContextVar[tuple[TextIO, TextIO]] = contextvars.ContextVar("streams")
 
@@ -163,6 +164,14 @@ def _report(err: BaseException, out: Output) -> int:
     return status
 
 
+def _interrupted(out: Output, message: str = "interrupted") -> int:
+    """Ctrl-C: one line on stderr and, under --json, an error document like any failure."""
+    out.stderr.write(f"helix: {message}\n")
+    if not out.emitted:
+        out.emit_error("Interrupted", message, EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
+
+
 def _usage_failure(stop: _ParserExit, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """argparse has printed the usage error; a caller that asked for JSON gets it as one
     document too (argv is not parsed: `--json` anywhere counts)."""
@@ -195,6 +204,9 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
             return _report(err, out)
 
 
+FORWARD_INTERRUPTED = "interrupted; the mount's daemon still finishes this command"
+
+
 def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     """Hand the command line to the daemon owning `store`, if one runs (ADR 0002)."""
     from helixfs.daemon.control import forward  # here: trio is slow to import
@@ -214,6 +226,8 @@ def _run_local(args: argparse.Namespace, argv: Sequence[str], out: Output) -> in
     store = resolve_store(args.store)
     if args.forward:
         forwarded = _forward(store, _without_store_option(argv), out.stdout, out.stderr)
+        if forwarded == EXIT_INTERRUPTED:  # said on stderr: the daemon still finishes it
+            out.emit_error("Interrupted", FORWARD_INTERRUPTED, EXIT_INTERRUPTED)
         if forwarded is not None:
             return forwarded
     if args.store_handler is not None:
@@ -251,6 +265,8 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
             return _run_local(args, argv, out)
         except (HelixError, OSError) as err:
             return _report(err, out)
+        except KeyboardInterrupt:
+            return _interrupted(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

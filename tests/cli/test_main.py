@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +216,42 @@ def test_a_failure_under_json_in_the_daemon_is_one_document(tmp_path: Path) -> N
             assert run_in_process(argv, repo, out, err) == code
             assert json.loads(out.getvalue())["error"]["exit"] == code
             assert err.getvalue().count("helix: error:") == 1
+
+
+def test_ctrl_c_under_json_is_one_document_too(tmp_path: Path) -> None:
+    """A command interrupted under --json printed "helix: interrupted" on stderr and
+    nothing on stdout. It waits here in the open of a FIFO that nobody writes."""
+    store = tmp_path / "store"
+    ok(run_helix("init", store=store))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    argv = [sys.executable, "-m", "helixfs.cli.main", "--store", str(store)]
+    client = subprocess.Popen(
+        [*argv, "commit", "--json", "-m", "m", f"a.txt={fifo}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_fifo_reader(client.pid, fifo)
+        client.send_signal(signal.SIGINT)
+        out, err = client.communicate(timeout=30)
+    finally:
+        client.kill()
+    assert client.returncode == 130, err
+    assert json.loads(out) == {
+        "error": {"kind": "Interrupted", "message": "interrupted", "exit": 130}
+    }
+    assert err == "helix: interrupted\n"
+
+
+def _wait_for_fifo_reader(pid: int, fifo: Path) -> None:
+    """Until process `pid` waits in the open of `fifo` (its stack says fifo_open)."""
+    for _ in range(600):
+        try:
+            if "fifo_open" in Path(f"/proc/{pid}/stack").read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the command never opened the FIFO")

@@ -8,6 +8,7 @@ same `forward` the CLI uses.
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import signal
@@ -413,10 +414,12 @@ def test_options_that_are_not_finite_numbers_are_refused(store: Path, tmp_path: 
             MountConfig.build(store, target, window)
 
 
-def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path) -> None:
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path, as_json: bool) -> None:
     """The daemon cannot be told to stop a command it has started: a client interrupted
     while waiting said only "interrupted", as if the command had not happened (an
-    import landed later). It now says the daemon finishes it, and exits 130."""
+    import landed later). It now says the daemon finishes it, and exits 130; under
+    --json as an error document too."""
     started, release = threading.Event(), threading.Event()
 
     def slow_command(argv: list[str], out: TextIO, err: TextIO) -> int:
@@ -426,7 +429,9 @@ def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path) -> 
 
     with ServedStore(store, slow_command):
         client = subprocess.Popen(
-            [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "log"],
+            [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "log"]
+            + ["--json"] * as_json,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
@@ -434,9 +439,14 @@ def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path) -> 
         try:
             assert started.wait(30)
             client.send_signal(signal.SIGINT)
-            _, err = client.communicate(timeout=30)
+            out, err = client.communicate(timeout=30)
         finally:
             release.set()
             client.kill()
     assert client.returncode == 130
     assert "still finishes this command" in err and "Traceback" not in err
+    if as_json:
+        error = json.loads(out)["error"]
+        assert error["kind"] == "Interrupted" and "still finishes" in error["message"]
+    else:
+        assert out == ""
