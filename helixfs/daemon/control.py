@@ -25,8 +25,10 @@ import io
 import json
 import logging
 import os
+import signal
 import socket
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -101,11 +103,16 @@ def forward(
                 return None
             raise
         request = {"v": PROTOCOL_VERSION, "argv": list(argv), "cwd": _client_cwd()}
-        _send_frame(sock, json.dumps(request).encode("ascii"))
+        sent = False
         try:
+            with _sigint_held():  # a Ctrl-C now is raised after `sent` tells the truth
+                _send_frame(sock, json.dumps(request).encode("ascii"))
+                sent = True
             header = json.loads(_recv_frame(sock))
             out, err = _recv_frame(sock), _recv_frame(sock)
         except KeyboardInterrupt:
+            if not sent:
+                raise  # the daemon never got the whole command: plainly interrupted
             # The daemon has the command and cannot be told to stop: say so, rather
             # than let "interrupted" suggest it did not happen.
             stderr.write(INTERRUPTED)
@@ -115,6 +122,22 @@ def forward(
     _write_bytes(stdout, out)
     _write_bytes(stderr, err)
     return int(header["code"])
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT held back by the kernel while the body runs, then delivered. sendall
+    checks for signals after its last send, so a Ctrl-C right then came out of it as
+    if nothing had been sent, while the daemon already ran the command. The request
+    is small: the send never waits, so the Ctrl-C is held for microseconds."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python runs signal handlers in the main thread only
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _client_cwd() -> str:
