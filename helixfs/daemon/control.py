@@ -161,7 +161,10 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     while size:
         chunk = sock.recv(min(size, 1 << 20))
         if not chunk:
-            raise HelixError("the helix daemon closed the control connection mid-answer")
+            raise HelixError(
+                "the helix daemon closed the control connection before it answered: the "
+                "command may have run in part or in full (`helix log` shows what landed)"
+            )
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)

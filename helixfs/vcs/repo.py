@@ -661,6 +661,8 @@ class Repository:
         with self.lock:
             check_name(new)
             cid = self._branch_head(check_name(old))
+            if old == new:
+                return  # as rename(2) of a name onto itself, and as for snapshots
             if self.store.ref(branch_ref(new)) is not None:
                 raise AlreadyExists(f"branch {new!r} already exists")
             self._settle(old)

@@ -271,6 +271,8 @@ def test_branches_are_refs(repo: Repository) -> None:
         repo.rename_branch("feat", "x")
     with pytest.raises(AlreadyExists):
         repo.rename_branch("feature", "main")
+    repo.rename_branch("feature", "feature")  # nothing to do, as for a snapshot (QA)
+    assert {b.name for b in repo.branches()} == {"main", "feature"}
     with pytest.raises(InvalidInput):
         repo.delete_branch("main")
     repo.delete_branch("feature")
