@@ -159,10 +159,12 @@ class InodeTable:
         return found
 
     def new_slot(self, view: View) -> None:
-        """Give `view` a fresh number range (its old node numbers stay reserved)."""
+        """Give `view` a fresh number range (its old node numbers stay reserved). Its
+        counter is made by the first number handed out in it: a removed view takes a
+        fresh slot that nothing may ever number in, and a counter made for each would
+        live as long as the mount."""
         self._slot_next.pop(view.slot, None)  # nothing is numbered in the old one again
         view.slot = next(self._slots)
-        self._slot_next[view.slot] = view.slot << SLOT_BITS
 
     def number_for(self, path: tuple[bytes, ...]) -> int:
         """The slot-0 number of a `.helix/` path; the same path keeps the same number."""
@@ -298,7 +300,7 @@ class InodeTable:
                 del self._by_node[key]
 
     def _allocate(self, slot: int) -> int:
-        ino = self._slot_next[slot]
+        ino = self._slot_next.get(slot, slot << SLOT_BITS)
         self._slot_next[slot] = ino + 1
         if ino == ROOT_INODE:  # slot 0 is virtual; never hand out the root's number
             ino = self._allocate(slot)

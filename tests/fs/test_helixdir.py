@@ -777,6 +777,23 @@ async def test_commit_views_the_kernel_forgot_are_dropped(client: Client) -> Non
     assert await client.read_file(path) == b"v24"  # opened again on the next lookup
 
 
+async def test_branch_and_snapshot_folders_made_and_removed_leave_no_slots(
+    client: Client,
+) -> None:
+    """An agent may make and remove `.helix/branches/X` and `.helix/snapshots/X`
+    thousands of times in a mount's life: each removed view used to leave its number
+    range's counter behind (500 mkdir/rmdir: 500 entries), growing without bound."""
+    await client.write_file("f", b"x")
+    branches = await client.ino(".helix/branches")
+    snapshots = await client.ino(".helix/snapshots")
+    for round_ in range(40):
+        for folder, prefix in ((branches, "branches"), (snapshots, "snapshots")):
+            await client.ops.mkdir(folder, b"x%d" % round_, 0o755, CTX)
+            assert await client.read_file(f".helix/{prefix}/x{round_}/f") == b"x"
+            await client.ops.rmdir(folder, b"x%d" % round_, CTX)
+    assert len(client.ops.inodes._slot_next) < 5
+
+
 async def test_search_answers_the_kernel_forgot_are_dropped(repo: Repository) -> None:
     """Every query is a name of its own: a mount that answers searches for days must not
     keep an inode (and the query) for each one it was ever asked."""
