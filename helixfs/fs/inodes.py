@@ -57,7 +57,13 @@ class OpenRetries:
         self._walks: dict[int, NodeInode | None] = {}  # thread id -> what its LOOKUP found
 
     def refused(self, tid: int) -> None:
-        """An open of `tid` got ESTALE: the kernel walks the path again."""
+        """An open of `tid` got ESTALE: the kernel walks the path again. A `stat` that
+        got it (a GETATTR) walks again too, but opens nothing to end its retry: past
+        `RETRIES_KEPT` threads, the oldest retry is given up, so such threads cannot
+        pile up (each keeping the node it looked up, and its tree) for the mount's life."""
+        self._walks.pop(tid, None)  # re-inserted as the newest
+        if len(self._walks) >= RETRIES_KEPT:
+            del self._walks[next(iter(self._walks))]
         self._walks[tid] = None
 
     def looked_up(self, tid: int, found: Inode | None) -> None:
@@ -76,6 +82,8 @@ class OpenRetries:
         return found
 
 
+# Retries in flight: one per thread between its ESTALE and the open that retries it.
+RETRIES_KEPT = 256
 ROOT_INODE = 1
 SLOT_BITS = 32
 VIRTUAL_FIRST = 2

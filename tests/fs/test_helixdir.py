@@ -493,6 +493,22 @@ async def test_a_retried_open_is_not_stale_again_after_a_second_switch(client: C
     assert await client.read_file("f") == b"main"
 
 
+async def test_stale_stats_of_many_threads_are_not_kept(client: Client) -> None:
+    """A `stat` of a number a switch made stale gets ESTALE and walks the path again,
+    but never opens: each such thread's retry (and the file it looked up, with its
+    tree) was kept for the mount's life, one more per thread id."""
+    ops = client.ops
+    await client.write_file("f", b"main")
+    await client.mkdir(".helix/branches/b")
+    await client.write_file(".helix/branches/b/f", b"on b")
+    cached = (await ops.lookup(ROOT, b"f", CTX)).st_ino
+    await write_virtual(client, ".helix/HEAD", b"b")
+    for pid in range(1000, 1400):
+        await expect_errno(errno.ESTALE, ops.getattr(cached, Ctx(pid=pid)))
+        await ops.lookup(ROOT, b"f", Ctx(pid=pid))  # the kernel's walk again; no open
+    assert len(ops.retries._walks) <= 256
+
+
 def test_kernel_invalidations_are_only_recorded_before_mount(repo: Repository) -> None:
     ops = make_ops(repo)
     assert not ops.invalidator.active
