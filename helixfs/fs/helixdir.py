@@ -97,10 +97,12 @@ class ViewSpec(Entry):
 
 @dataclass(frozen=True)
 class Link(Entry):
-    """A symbolic link to `target`."""
+    """A symbolic link to `target`. The current branch's: each branch that was ever
+    current has one, so it is numbered only while the kernel knows it."""
 
     target: bytes
     mode: int = stat.S_IFLNK | 0o777
+    transient = True  # a class attribute, not a field
 
 
 # -- building blocks the daemon can reuse for its own entries --------------------------

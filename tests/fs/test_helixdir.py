@@ -810,6 +810,29 @@ async def test_branch_and_snapshot_folders_made_and_removed_leave_no_slots(
     assert len(client.ops.inodes._slot_next) < 5
 
 
+async def test_links_of_branches_once_current_are_dropped_when_forgotten(
+    client: Client,
+) -> None:
+    """The current branch shows as a link under `.helix/branches/`. An agent that
+    makes a branch per task, switches to it, back, and removes it, left each link's
+    inode (and its path's number) behind after the kernel forgot it: one more per
+    branch for the mount's life."""
+    branches = await client.ino(".helix/branches")
+    baseline = (0, 0)
+    for round_ in range(1, 25):
+        name = b"task%d" % round_
+        await client.ops.mkdir(branches, name, 0o755, CTX)
+        await write_virtual(client, ".helix/HEAD", name)
+        link = await client.ops.lookup(branches, name, CTX)
+        assert stat.S_ISLNK(link.st_mode)
+        await write_virtual(client, ".helix/HEAD", b"main")
+        await client.ops.rmdir(branches, name, CTX)
+        await client.ops.forget([(link.st_ino, 1)])
+        if round_ == 4:
+            baseline = (len(client.ops.inodes), len(client.ops.inodes._numbers))
+    assert (len(client.ops.inodes), len(client.ops.inodes._numbers)) == baseline
+
+
 async def test_search_answers_the_kernel_forgot_are_dropped(repo: Repository) -> None:
     """Every query is a name of its own: a mount that answers searches for days must not
     keep an inode (and the query) for each one it was ever asked."""
