@@ -67,7 +67,10 @@ from helixfs.vcs.treeops import (
 )
 
 log = logging.getLogger(__name__)
-COMMITS_KEPT = 16_384  # decoded commits cached
+# Decoded commits cached, counted by the length of their records: a commit carries up
+# to 1,000 changed paths (~50 KB), so a count of commits (16,384 once) did not bound
+# the memory (~1 GB of a bulk import's commits). Typical commits are ~400 bytes.
+COMMIT_CACHE_BYTES = 16 << 20
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -105,6 +108,7 @@ class Repository:
         self.lock = threading.RLock()
         self.author = default_author()
         self._commits: dict[CommitId, Commit] = {}
+        self._commit_bytes = 0  # record bytes of the cached commits
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
         self._snapshot_listeners: list[SnapshotListener] = []
@@ -371,15 +375,17 @@ class Repository:
         cid = self.resolve(rev) if isinstance(rev, str) else rev
         commit = self._commits.get(cid)
         if commit is None:
-            commit = decode_commit(self.store.get(ObjectId(cid)), cid)
-            self._remember(commit)
+            record = self.store.get(ObjectId(cid))
+            commit = decode_commit(record, cid)
+            self._remember(commit, len(record))
         return commit
 
-    def _remember(self, commit: Commit) -> None:
-        # A commit can carry 1,000 changed paths: 16,384 of them is already ~100 MB
-        if len(self._commits) > COMMITS_KEPT:
+    def _remember(self, commit: Commit, size: int) -> None:
+        if self._commit_bytes + size > COMMIT_CACHE_BYTES:
             self._commits.clear()
+            self._commit_bytes = 0
         self._commits[commit.id] = commit
+        self._commit_bytes += size
 
     def branches(self) -> list[RefInfo]:
         return [RefInfo(n[len(BRANCHES) :], CommitId(v)) for n, v in self.store.refs(BRANCHES)]
@@ -579,7 +585,7 @@ class Repository:
         self.store.write(
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
         )
-        self._remember(Commit(*fields, id=cid))
+        self._remember(Commit(*fields, id=cid), len(record))
         return cid
 
     def _work_follows(

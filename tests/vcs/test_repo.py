@@ -378,6 +378,21 @@ def test_the_decoded_tree_cache_is_bounded_by_entries_not_trees(repo: Repository
     assert sum(len(tree.entries) for tree in trees._cache.values()) <= 1_000
 
 
+def test_the_decoded_commit_cache_is_bounded_by_bytes_not_commits(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit records up to 1,000 changed paths: 16,384 cached commits of a bulk
+    import could hold ~1 GB. The budget is in record bytes."""
+    from helixfs.vcs import repo as repo_module
+
+    monkeypatch.setattr(repo_module, "COMMIT_CACHE_BYTES", 200_000, raising=False)
+    for n in range(10):  # each record ~50 KB: its 1,000 changed paths
+        repo.commit({f"dir{n}/file-with-a-longish-name-{i}": b"x" for i in range(1000)}, f"c{n}")
+    assert len(list(repo.log())) == 11
+    assert sum(len(repo.store.get(cid)) for cid in repo._commits) <= 200_000
+    assert repo._commit_bytes <= 200_000
+
+
 def test_export_progress_counts_every_file_it_reports(repo: Repository, tmp_path: Path) -> None:
     """Symlinks were counted in the summary's files but not in progress: a bar on a
     terminal ended at 'exporting files 7' over 'exported 8 files'."""
