@@ -556,6 +556,16 @@ def bench_rss(base: Path, sizes: Sizes) -> list[Row]:
             check=True,
         )  # the whole tree walked and stat'ed
         walked = rss_mb(mount.proc.pid)
+        # then work as an agent does: read every file, write a few thousand new ones
+        subprocess.run(
+            f"find . -type f -name '*.txt' -print0 | xargs -0 cat > /dev/null && "
+            f"mkdir new && cd new && for i in $(seq {sizes.rss_files // 10}); do "
+            "echo $i > f$i; done",
+            shell=True,
+            cwd=mount.path,
+            check=True,
+        )
+        worked = rss_mb(mount.proc.pid)
     shutil.rmtree(tree)
     return [
         Row(
@@ -566,7 +576,13 @@ def bench_rss(base: Path, sizes: Sizes) -> list[Row]:
             "<= 300 MB",
             walked <= 300,
             {"rss_after_mount_mb": idle},
-        )
+        ),
+        Row(
+            f"  ... then every file read, {sizes.rss_files // 10:,} written",
+            worked,
+            None,
+            "MB",
+        ),
     ]
 
 
