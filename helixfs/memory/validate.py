@@ -33,6 +33,10 @@ def check_text(kind: str, text: str, limit: int = MAX_CONTENT) -> str:
         raise InvalidInput(f"{kind} is {len(text)} characters; the limit is {limit}")
     if "\x00" in text:
         raise InvalidInput(f"{kind} contains a NUL character")
+    try:  # a lone surrogate: a byte that was not UTF-8 (a name in the mount, argv)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{kind} is not valid UTF-8 text") from None
     return text
 
 

@@ -151,10 +151,22 @@ def test_bad_budget_is_refused(mem: Memory, budget: object) -> None:
         mem.context(budget)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("query", ["", "   ", "x" * 5000])
+@pytest.mark.parametrize("query", ["", "   ", "x" * 5000, "caf\udce9"])
 def test_bad_query_is_refused(mem: Memory, query: str) -> None:
+    """A lone surrogate is a name's non-UTF-8 byte (`.helix/search/caf\\xe9`): it was
+    a UnicodeEncodeError from SQLite (a TypeError from the tokenizer), EIO on the mount."""
     with pytest.raises(InvalidInput):
         mem.recall(query)
+    with pytest.raises(InvalidInput):
+        mem.search(query)
+
+
+def test_text_that_is_not_unicode_is_refused_and_changes_nothing(vmem: Memory) -> None:
+    with pytest.raises(InvalidInput, match="UTF-8"):
+        vmem.remember("The cache lives in caf\udce9")
+    with pytest.raises(InvalidInput, match="UTF-8"):
+        vmem.search("caf\udce9 cache")
+    assert vmem.memories(status=None) == []
 
 
 def test_lexical_only_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -7,6 +7,7 @@ same `forward` the CLI uses.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -31,6 +32,7 @@ from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_hol
 from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import ObjectId, hex_id
 from helixfs.vcs.repo import Repository
 
@@ -450,3 +452,17 @@ def test_ctrl_c_while_the_daemon_runs_a_command_says_it_goes_on(store: Path, as_
         assert error["kind"] == "Interrupted" and "still finishes" in error["message"]
     else:
         assert out == ""
+
+
+def test_a_search_name_that_is_not_utf8_is_invalid_not_an_io_error(store: Path) -> None:
+    """`cat .helix/search/$'caf\\xe9'` was EIO (the engine's UnicodeEncodeError, or the
+    tokenizer's TypeError with the model); bad input is EINVAL and writes nothing."""
+    files = MemoryFiles(store)
+    try:
+        answer = files.entries()[b"search"]
+        assert isinstance(answer, QueryDir)
+        with pytest.raises(InvalidInput, match="UTF-8") as refused:
+            answer.child(b"caf\xe9").render()  # type: ignore[attr-defined]
+        assert refused.value.errno == errno.EINVAL
+    finally:
+        files.close()
