@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from helixfs.errors import HelixError, InvalidInput
+from helixfs.errors import HelixError, InvalidInput, NotFound
 from helixfs.fs.helixdir import Entry, QueryDir, TextFile
 from helixfs.ids import CommitId, hex_id
 
@@ -116,7 +116,10 @@ class MemoryFiles:
             # a walk cut short by the budget is no base for diffs: walk again next time
             self._index_base = commit if len(files) < MAX_INDEXED_FILES else None
         else:
-            files, removed = workspace_changes(self.repo, hex_id(base), hex_id(commit))
+            try:
+                files, removed = workspace_changes(self.repo, hex_id(base), hex_id(commit))
+            except NotFound:  # the base is gone (`reset --hard`, then `helix gc`): walk all
+                return self.index_commit(commit)
             report = self.memory().index_workspace(files, hex_id(commit), removed=removed)
             self._index_base = commit
         log.info("workspace index on %s: %s", hex_id(commit)[:12], report)

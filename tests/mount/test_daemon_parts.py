@@ -466,3 +466,27 @@ def test_a_search_name_that_is_not_utf8_is_invalid_not_an_io_error(store: Path) 
         assert refused.value.errno == errno.EINVAL
     finally:
         files.close()
+
+
+def test_the_workspace_index_survives_a_gc_of_the_commit_it_was_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`helix reset --hard OLD` then `helix gc` drops the commit the index was on: the
+    diff from it failed (NotFound), the daemon gave up on that HEAD, and a search kept
+    finding the reset-away file until the next commit. It now walks the tree anew."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    with Repository.init(tmp_path / "store") as repo:
+        old = repo.commit({"a.txt": b"alpha apples\n"}, "old")
+        files = MemoryFiles(tmp_path / "store", repo)
+        try:
+            files.index_commit(old)
+            repo.commit({"gone.txt": b"charlie cherries\n"}, "reset away")
+            files.index_commit(repo.resolve())
+            assert "gone.txt" in files.search("cherries")
+            repo.reset_hard(hex_id(old))
+            repo.gc()
+            files.index_commit(repo.resolve())
+            assert "gone.txt" not in files.search("cherries")
+            assert "a.txt" in files.search("apples")
+        finally:
+            files.close()
