@@ -27,6 +27,10 @@ MEMORY_DB = "memory.db"
 ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
 _embedder_lock = threading.Lock()
 _embedder: list[Embedder | None] = []  # loaded at most once per process
+LEXICAL_NOTE = (
+    "helix: warning: the mount's daemon has no embedding model; search is lexical (BM25) "
+    "only (its log, STORE/daemon.log, says why)"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -160,6 +164,13 @@ def open_memory(store: Path) -> Memory:
     return Memory.open(store / MEMORY_DB, process_embedder())
 
 
+def _say_if_lexical(args: argparse.Namespace, mem: Memory, out: Output) -> None:
+    """The engine warns once per process, in its log: run by a mount's daemon, that is
+    the daemon's log, and the client who searched heard nothing."""
+    if getattr(args, "in_daemon", False) and mem.lexical_only:
+        out.note(LEXICAL_NOTE)
+
+
 def _text(words: Sequence[str], what: str) -> str:
     text = " ".join(words).strip()
     if not text:
@@ -267,6 +278,7 @@ def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
             hits = mem.recall(
                 query, k=args.k, types=args.type, scope=args.scope, include_superseded=args.all
             )
+        _say_if_lexical(args, mem, out)
     out.emit([h.to_json() for h in hits], lambda: _hit_lines(hits))
     return 0
 
@@ -276,6 +288,8 @@ def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = " ".join(args.query).strip() or None
     with open_memory(store) as mem:
         block = mem.context(args.budget, query=query, scope=args.scope)
+        if query:
+            _say_if_lexical(args, mem, out)
     out.emit(block.to_json(), block.text or "(nothing fits in the budget)")
     return 0
 
@@ -390,5 +404,7 @@ def cmd_brief(args: argparse.Namespace, store: Path, out: Output) -> int:
     topic = " ".join(args.topic).strip() or None
     with open_memory(store) as mem:
         text = mem.brief(topic, budget_tokens=args.budget, scope=args.scope)
+        if topic:
+            _say_if_lexical(args, mem, out)
     out.emit({"topic": topic, "markdown": text}, text)
     return 0

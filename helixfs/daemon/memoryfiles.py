@@ -45,6 +45,8 @@ MAX_INDEXED_FILES = 20_000
 MAX_INDEXED_BYTES = 512 * 1024
 SKIPPED_DIRS = frozenset({b".git", b"node_modules", b".venv", b"venv", b"__pycache__"})
 CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
+# The engine's warning goes to the daemon's log, which a reader of the file never sees.
+LEXICAL_NOTE = "# lexical search only: no embedding model (daemon.log says why)\n"
 
 
 class MemoryFiles:
@@ -79,9 +81,12 @@ class MemoryFiles:
         query = query.strip()
         if not query:
             raise InvalidInput("an empty search")
-        hits = self.memory().search(query, k=SEARCH_RESULTS, reinforce=False)
+        memory = self.memory()
+        hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False)
         self._wanted.set()
-        note = "" if self.indexed or self.repo is None else "# workspace index: being built\n"
+        note = LEXICAL_NOTE if memory.lexical_only else ""
+        if not self.indexed and self.repo is not None:
+            note += "# workspace index: being built\n"
         if not hits:
             return f"{note}# no results for {query!r}\n"
         return note + "".join(_format_hit(rank, hit) for rank, hit in enumerate(hits, 1))

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from helixfs.cli.main import run
+from helixfs.cli.main import run, run_in_process
+from helixfs.cli.memory import LEXICAL_NOTE
+from helixfs.vcs.repo import Repository
 
 
 @pytest.fixture(autouse=True)
@@ -153,3 +155,18 @@ def test_argument_that_is_not_utf8_is_refused_and_stores_nothing(
     assert "not valid UTF-8" in err and "caf\\xe9" in err
     assert helix_json(store, "memories", "--status", "any") == []
     assert helix(store, "resume")[0] == 1  # no checkpoint was saved
+
+
+def test_a_lexical_search_run_by_a_daemon_warns_its_client(tmp_path: Path) -> None:
+    """Issue 4: without a model, search is lexical "with a clear warning". Run by a
+    mount's daemon, the engine's warning went to the daemon's log: the client heard
+    nothing. A command the daemon runs now says it on the client's stderr."""
+    with Repository.init(tmp_path / "store") as repo:
+        for argv in (["recall", "deploy"], ["context", "deploy"], ["brief", "deploy"]):
+            out, err = io.StringIO(), io.StringIO()
+            assert run_in_process([*argv, "--json"], repo, out, err) == 0, err.getvalue()
+            assert LEXICAL_NOTE in err.getvalue()
+            json.loads(out.getvalue())  # the document on stdout stays clean
+        out, err = io.StringIO(), io.StringIO()
+        assert run_in_process(["memories"], repo, out, err) == 0
+        assert err.getvalue() == ""  # no search, nothing to warn about

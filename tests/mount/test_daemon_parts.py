@@ -29,7 +29,7 @@ from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import CommandRunner, ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
-from helixfs.daemon.memoryfiles import MEMORY_DB, MemoryFiles
+from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs.helixdir import QueryDir
@@ -490,3 +490,18 @@ def test_the_workspace_index_survives_a_gc_of_the_commit_it_was_on(
             assert "a.txt" in files.search("apples")
         finally:
             files.close()
+
+
+def test_a_lexical_search_file_says_it_is_lexical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.helix/search/QUERY` is all a mount's user sees: the warning is in it."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    (tmp_path / "store").mkdir()
+    files = MemoryFiles(tmp_path / "store")
+    try:
+        files.memory().remember("The deploy runs from the release branch")
+        answer = files.search("deploy")
+        assert answer.startswith(LEXICAL_NOTE) and "release branch" in answer
+    finally:
+        files.close()
