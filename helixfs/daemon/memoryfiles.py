@@ -102,8 +102,11 @@ class MemoryFiles:
                 started = trio.current_time()
                 try:
                     await trio.to_thread.run_sync(self.index_commit, head, abandon_on_cancel=True)
-                except HelixError as exc:
-                    log.warning("workspace index of %s failed: %s", hex_id(head), exc)
+                except Exception as exc:  # a disk full for SQLite, say: never end the mount
+                    unexpected = not isinstance(exc, HelixError)
+                    log.warning(
+                        "workspace index of %s failed: %s", hex_id(head), exc, exc_info=unexpected
+                    )
                 self.indexed = head
                 if self._index_base is None:
                     # The next pass walks the whole tree again (this one failed, or the

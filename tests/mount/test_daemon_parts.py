@@ -34,6 +34,7 @@ from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import ObjectId, hex_id
+from helixfs.memory.db import fetch_one
 from helixfs.vcs.repo import Repository
 
 
@@ -505,3 +506,33 @@ def test_a_lexical_search_file_says_it_is_lexical(
         assert answer.startswith(LEXICAL_NOTE) and "release branch" in answer
     finally:
         files.close()
+
+
+def test_a_workspace_index_that_fails_in_sqlite_does_not_end_the_mount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under memory.db (apsw.FullError, not a HelixError) escaped the
+    indexer task, whose nursery is the daemon's: the whole mount went down. The
+    database is held at its size here with max_page_count, SQLite's own limit."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    with Repository.init(tmp_path / "store") as repo:
+        files = MemoryFiles(tmp_path / "store", repo)
+        try:
+            files.search("anything")  # opens the database; the indexer may start
+            conn = files.memory()._conn
+            pages = fetch_one(conn, "PRAGMA page_count")
+            assert pages is not None
+            conn.execute(f"PRAGMA max_page_count = {pages[0]}")
+            head = repo.commit({f"f{i}.txt": b"words %d\n" % i * 400 for i in range(50)}, "big")
+
+            async def index_until_tried() -> None:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(files.index_forever, 0.01)
+                    while files.indexed != head:
+                        await trio.sleep(0.01)
+                    nursery.cancel_scope.cancel()
+
+            trio.run(index_until_tried)
+            assert "f1.txt" not in files.search("words")  # that pass failed; search goes on
+        finally:
+            files.close()
