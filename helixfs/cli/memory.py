@@ -21,7 +21,16 @@ from typing import Any
 from helixfs.cli.command import StoreHandler, add_command
 from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
-from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, Memory, MemoryRecord, Source
+from helixfs.memory import (
+    MEMORY_TYPES,
+    STATUSES,
+    Embedder,
+    Hit,
+    Memory,
+    MemoryRecord,
+    Source,
+    reported_errors,
+)
 
 MEMORY_DB = "memory.db"
 ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
@@ -225,10 +234,11 @@ def _record_table(recs: Sequence[MemoryRecord]) -> str:
 _PATH_ARGUMENTS = ("store", "store_after")
 
 
-def _utf8_arguments(handler: StoreHandler) -> StoreHandler:
+def _memory_command(handler: StoreHandler) -> StoreHandler:
     """Memories are Unicode text (SQLite, the tokenizer): an argument that is not UTF-8
     (argv bytes arrive surrogate-escaped) is refused before the engine fails on it with
-    a traceback, after writing nothing."""
+    a traceback, after writing nothing. A damaged, full or locked memory.db is one line
+    of error too."""
 
     @functools.wraps(handler)
     def checked(args: argparse.Namespace, store: Path, out: Output) -> int:
@@ -236,12 +246,13 @@ def _utf8_arguments(handler: StoreHandler) -> StoreHandler:
             for text in value if isinstance(value, list) else [value]:
                 if isinstance(text, str) and name not in _PATH_ARGUMENTS and not is_utf8(text):
                     raise InvalidInput(f"{name} '{printable(text)}' is not valid UTF-8 text")
-        return handler(args, store, out)
+        with reported_errors():
+            return handler(args, store, out)
 
     return checked
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     text = _text(args.text, "memory text")
     tags = [t.strip() for t in args.tags.split(",") if t.strip()]
@@ -260,7 +271,7 @@ def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         edge = mem.relate(args.a, args.b, args.rel)
@@ -268,7 +279,7 @@ def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = _text(args.query, "query")
     with open_memory(store) as mem:
@@ -283,7 +294,7 @@ def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = " ".join(args.query).strip() or None
     with open_memory(store) as mem:
@@ -294,7 +305,7 @@ def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         if args.archive_candidates:
@@ -317,7 +328,7 @@ def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_history(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         entries = mem.history(args.id)
@@ -338,7 +349,7 @@ def cmd_history(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
     target = _text(args.target, "memory id or query")
     with open_memory(store) as mem:
@@ -347,7 +358,7 @@ def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_rollback(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         rec = mem.rollback(args.id, args.to_seq)
@@ -355,7 +366,7 @@ def cmd_rollback(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_purge(args: argparse.Namespace, store: Path, out: Output) -> int:
     if not args.yes:
         raise InvalidInput("purge erases the memory and its history for good; add --yes")
@@ -365,7 +376,7 @@ def cmd_purge(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_archive(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         count = mem.archive(args.ids)
@@ -373,7 +384,7 @@ def cmd_archive(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_checkpoint(args: argparse.Namespace, store: Path, out: Output) -> int:
     task = _text(args.task, "task")
     with open_memory(store) as mem:
@@ -390,7 +401,7 @@ def cmd_checkpoint(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         cp = mem.last_checkpoint(args.scope)
@@ -399,7 +410,7 @@ def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
-@_utf8_arguments
+@_memory_command
 def cmd_brief(args: argparse.Namespace, store: Path, out: Output) -> int:
     topic = " ".join(args.topic).strip() or None
     with open_memory(store) as mem:

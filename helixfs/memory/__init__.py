@@ -16,6 +16,7 @@ Public API (everything a surface needs)::
     mem.brief(topic=None, budget_tokens=) / archive_candidates() / archive(ids)
     mem.index_workspace({path: bytes}, commit_id, removed=None) -> IndexReport
     mem.stats() / close()
+    with reported_errors(): ...   # SQLite failures as HelixErrors (for surfaces)
 
 The engine lives in engine.py; the schema in db.py; the pipeline stages in redact.py,
 extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
@@ -23,6 +24,7 @@ extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
 
 from __future__ import annotations
 
+from helixfs.memory.db import reported_errors
 from helixfs.memory.engine import Memory
 from helixfs.memory.types import (
     MEMORY_TYPES,
@@ -57,4 +59,5 @@ __all__ = [
     "MemoryRecord",
     "Source",
     "WriteResult",
+    "reported_errors",
 ]

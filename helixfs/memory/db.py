@@ -17,7 +17,8 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,15 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_vec
 
-from helixfs.errors import InvalidInput, UnsupportedVersion
+from helixfs.errors import (
+    Busy,
+    CorruptObject,
+    DiskFailed,
+    HelixError,
+    InvalidInput,
+    StoreFull,
+    UnsupportedVersion,
+)
 
 SCHEMA_VERSION = 1
 MMAP_BYTES = 1 << 30  # address space only; pages come from the OS page cache
@@ -230,6 +239,26 @@ def pack_vector(vector: Sequence[float] | npt.NDArray[np.float32]) -> bytes:
 
 def unpack_vector(blob: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """SQLite's failures as the errors every surface reports (one line, exit 1, an
+    errno): a damaged, full or locked memory.db is the user's to fix, not a traceback."""
+    try:
+        yield
+    except apsw.FullError:
+        raise StoreFull("the disk holding memory.db is full: free some space") from None
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        raise CorruptObject(f"memory.db is damaged ({exc})") from None
+    except apsw.BusyError:
+        raise Busy("memory.db is locked by another process: try again") from None
+    except (apsw.IOError, apsw.CantOpenError) as exc:
+        raise DiskFailed(
+            f"memory.db cannot be read or written ({exc}): is the disk full?"
+        ) from None
+    except apsw.Error as exc:
+        raise HelixError(f"the memory database failed: {exc}") from None
 
 
 def connect(path: str | os.PathLike[str]) -> apsw.Connection:

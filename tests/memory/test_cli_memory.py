@@ -170,3 +170,17 @@ def test_a_lexical_search_run_by_a_daemon_warns_its_client(tmp_path: Path) -> No
         out, err = io.StringIO(), io.StringIO()
         assert run_in_process(["memories"], repo, out, err) == 0
         assert err.getvalue() == ""  # no search, nothing to warn about
+
+
+@pytest.mark.parametrize("command", [["recall", "deploy"], ["remember", "The deploy is on Monday"]])
+def test_a_damaged_memory_database_is_one_line_of_error(store: Path, command: list[str]) -> None:
+    """A memory.db that is not SQLite (or a disk too full for its WAL) was a Python
+    traceback, and no JSON document under --json. It is now one line, exit 1."""
+    damaged = b"this is not a database " * 400
+    (store / "memory.db").write_bytes(damaged)
+    status, out, err = helix(store, *command)
+    assert (status, out) == (1, "")
+    assert err == "helix: error: memory.db is damaged (file is not a database)\n"
+    status, out, _ = helix(store, *command, "--json")
+    assert status == 1 and json.loads(out)["error"]["kind"] == "CorruptObject"
+    assert (store / "memory.db").read_bytes() == damaged
