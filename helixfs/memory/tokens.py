@@ -45,14 +45,15 @@ def fts_text(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct lowercase terms of a query, identifiers split, stopwords dropped."""
+    """Distinct lowercase terms of a query, identifiers split, stopwords and single
+    letters dropped (a single digit stays: `widget 3` names one file of several)."""
     seen: dict[str, None] = {}
     for match in _WORD.finditer(query):
         word = match.group(0)
         parts = split_identifier(word)
         candidates = parts + ([word.replace("_", "").lower()] if len(parts) > 1 else [])
         for term in candidates:
-            if len(term) > 1 and term not in STOPWORDS:
+            if (len(term) > 1 or term.isdigit()) and term not in STOPWORDS:
                 seen.setdefault(term, None)
     if not seen:  # a query of only stopwords still deserves an answer
         for match in _WORD.finditer(query):

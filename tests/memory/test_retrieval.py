@@ -145,6 +145,20 @@ def test_context_with_a_query_includes_workspace_passages(mem: Memory) -> None:
     assert "src/auth.py:1-2" in block.text
 
 
+@pytest.mark.parametrize("wanted", [1, 2, 3])
+@pytest.mark.parametrize("engine_fixture", ["mem", "vmem"])  # lexical, hybrid
+def test_a_single_digit_of_the_query_picks_the_file(
+    request: pytest.FixtureRequest, engine_fixture: str, wanted: int
+) -> None:
+    """QA: files the same but for a digit were told apart by nothing, since one-letter
+    terms were dropped: `widget number 3` found f1.py, and the near-duplicate cut hid
+    the others."""
+    memory: Memory = request.getfixturevalue(engine_fixture)
+    files = {f"f{n}.py": f"# widget number {n}\nWIDGET = make_widget({n})\n" for n in (1, 2, 3)}
+    memory.index_workspace({path: text.encode() for path, text in files.items()}, "c1")
+    assert memory.search(f"widget number {wanted}")[0].path == f"f{wanted}.py"
+
+
 @pytest.mark.parametrize("budget", [0, -5, "100", 2_000_000])
 def test_bad_budget_is_refused(mem: Memory, budget: object) -> None:
     with pytest.raises(InvalidInput):
