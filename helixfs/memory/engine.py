@@ -463,7 +463,7 @@ class Memory:
         validate.check_text("query", query, limit=4000)
         if mode not in SEARCH_MODES:
             raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
-        validate.check_limit(k, MAX_K)
+        validate.check_limit(k, MAX_K, "k")
         if filters.scope is not None:
             validate.check_name("scope", filters.scope)
         # The query is embedded on a worker thread (ONNX runs off the GIL) while this one

@@ -199,5 +199,7 @@ def pack(hits: Sequence[Hit], budget: int) -> ContextBlock:
             parts.append(render(hit))
             chosen.append(hit)
             used += cost
+    if not chosen:  # a header over nothing would read as a context that is there
+        return ContextBlock("", 0, budget, ())
     text = "".join(parts)
     return ContextBlock(text, estimate_tokens(text), budget, tuple(chosen))

@@ -57,6 +57,6 @@ def check_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(types) or None
 
 
-def check_limit(value: int, upper: int = 100_000) -> None:
+def check_limit(value: int, upper: int = 100_000, name: str = "limit") -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
-        raise InvalidInput(f"limit must be a whole number in 1..{upper}, got {value!r}")
+        raise InvalidInput(f"{name} must be a whole number in 1..{upper}, got {value!r}")

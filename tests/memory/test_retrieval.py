@@ -136,6 +136,22 @@ def test_context_packs_greedily_best_first(mem: Memory) -> None:
     assert len(roomy.hits) == 40
 
 
+def test_a_context_with_nothing_in_it_is_empty(mem: Memory) -> None:
+    """QA: an empty memory, or a budget no memory fits, gave the bare header, so that
+    `helix context` printed it instead of saying nothing fits."""
+    assert mem.context(500).text == ""
+    mem.remember("The release train leaves every second Tuesday from the main branch.")
+    block = mem.context(12)  # the header fits, the memory does not
+    assert (block.text, block.hits, block.tokens) == ("", (), 0)
+    assert mem.context(500).text.startswith("# Memory context")
+
+
+def test_a_bad_k_is_named_k(mem: Memory) -> None:
+    """QA: `helix recall --k 0` said "limit must be ...", naming no option it has."""
+    with pytest.raises(InvalidInput, match="^k must be a whole number"):
+        mem.search("anything", k=0)
+
+
 def test_context_with_a_query_includes_workspace_passages(mem: Memory) -> None:
     mem.remember("Tokens are refreshed by the auth middleware.")
     mem.index_workspace({"src/auth.py": b"def refresh_token(session):\n    return renew()\n"}, "c1")
