@@ -656,22 +656,34 @@ class RocksStore:
         )
 
     def close(self) -> None:
+        """Close, even on a full disk: the store must open again once there is room.
+        What a failed flush loses there is unlogged chunks of a save that never
+        returned (a logged write flushes them first), which no ref points at."""
         with self._lock:
             if self._closed:
                 return
-            self._flush_bulk()
             self._closed = True
+            with self._logged_failure("flush its unlogged chunks"):
+                self._flush_bulk()
             # RocksDB's LOCK is released only when the last handle on the DB is gone,
             # column-family handles included: drop them all, then close.
             del self._objects, self._refs, self._objects_cf, self._refs_cf
             del self._bodies, self._bodies_cf
-            self._db.close()
+            with self._logged_failure("shut RocksDB down cleanly"):
+                self._db.close()
             del self._db
             forget_owner(self.path)
             self._frames.clear()
             self._bases.clear()
             self._anchors.clear()
             self._ref_values.clear()
+
+    @contextlib.contextmanager
+    def _logged_failure(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception as err:  # rocksdict raises bare Exceptions
+            log.error("store %s: could not %s at close: %s", self.path, what, err)
 
     def __enter__(self) -> RocksStore:
         return self

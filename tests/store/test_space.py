@@ -299,3 +299,22 @@ def test_gc_on_a_full_disk_says_its_trees_were_not_repacked(small_disk: Path) ->
     assert helix(small_disk / "store", "fsck").startswith("ok:")
     with Repository.open(small_disk / "store") as repo:
         assert all(repo.read("HEAD", b"dir/" + name) == data for name, data in files.items())
+
+
+@pytest.mark.timeout(120)
+def test_a_store_closed_on_a_full_disk_closes_and_opens_again(small_disk: Path) -> None:
+    """Unlogged chunks of a save under way could not be flushed at close on a full disk:
+    close raised RocksDB's bare Exception (a traceback at a daemon's exit) and left the
+    store locked in this process for good."""
+    store = RocksStore(small_disk / "store")
+    oid, data = record(encode_blob(b"committed before the disk filled"))
+    store.write({oid: data}, [RefUpdate("refs/x", b"1", expected=None)])
+    for _ in range(200):  # 12.5 MiB in the memtable, no write-ahead log
+        store.write(dict([record(encode_blob(os.urandom(64 << 10)))]), bulk=True)
+    with open(small_disk / "filler", "wb") as filler, pytest.raises(OSError):
+        while True:
+            filler.write(bytes(1 << 20))
+    store.close()
+    (small_disk / "filler").unlink()
+    with RocksStore(small_disk / "store") as again:
+        assert again.ref("refs/x") == b"1" and again.get(oid) == data
