@@ -524,6 +524,8 @@ def test_two_appenders_and_a_large_file_round_trip(mnt: Mount) -> None:
 
 def test_posix_details_of_qa_issue_3(mnt: Mount) -> None:
     """QA issue 3, report #6: the same results as on a local disk."""
+    # a context with something in it (an empty memory's context is empty)
+    mnt.helix("remember", "The context file is read as long as its st_size says.")
     got = py(
         mnt,
         """
