@@ -164,7 +164,7 @@ def _report(err: BaseException, out: Output) -> int:
     return status
 
 
-def _interrupted(out: Output, message: str = "interrupted") -> int:
+def _interrupted(out: Output, message: str) -> int:
     """Ctrl-C: one line on stderr and, under --json, an error document like any failure."""
     out.stderr.write(f"helix: {message}\n")
     if not out.emitted:
@@ -204,9 +204,6 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
             return _report(err, out)
 
 
-FORWARD_INTERRUPTED = "interrupted; the mount's daemon still finishes this command"
-
-
 def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     """Hand the command line to the daemon owning `store`, if one runs (ADR 0002)."""
     from helixfs.daemon.control import forward  # here: trio is slow to import
@@ -226,8 +223,6 @@ def _run_local(args: argparse.Namespace, argv: Sequence[str], out: Output) -> in
     store = resolve_store(args.store)
     if args.forward:
         forwarded = _forward(store, _without_store_option(argv), out.stdout, out.stderr)
-        if forwarded == EXIT_INTERRUPTED:  # said on stderr: the daemon still finishes it
-            out.emit_error("Interrupted", FORWARD_INTERRUPTED, EXIT_INTERRUPTED)
         if forwarded is not None:
             return forwarded
     if args.store_handler is not None:
@@ -265,17 +260,17 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
             return _run_local(args, argv, out)
         except (HelixError, OSError) as err:
             return _report(err, out)
-        except KeyboardInterrupt:
-            return _interrupted(out)
+        except KeyboardInterrupt as stop:  # a forwarded command's says what became of it
+            return _interrupted(out, str(stop) or "interrupted")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
         sys.stdout.flush()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before `run` has its streams (parsing, imports)
         sys.stderr.write("helix: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `helix log | head`: the reader left, that is fine
         _silence_stdout()
         return EXIT_OK

@@ -77,10 +77,10 @@ def addressable(path: Path) -> Iterator[bytes]:
 # --- client ---------------------------------------------------------------------------
 
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-INTERRUPTED = (
-    "helix: interrupted; the mount's daemon still finishes this command "
-    "(`helix log` shows when it has)\n"
+# What a Ctrl-C says once the daemon has the command: it cannot be told to stop, and a
+# bare "interrupted" would suggest the command did not happen.
+STILL_RUNNING = (
+    "interrupted; the mount's daemon still finishes this command (`helix log` shows when it has)"
 )
 
 
@@ -113,10 +113,7 @@ def forward(
         except KeyboardInterrupt:
             if not sent:
                 raise  # the daemon never got the whole command: plainly interrupted
-            # The daemon has the command and cannot be told to stop: say so, rather
-            # than let "interrupted" suggest it did not happen.
-            stderr.write(INTERRUPTED)
-            return EXIT_INTERRUPTED
+            raise KeyboardInterrupt(STILL_RUNNING) from None
     finally:
         sock.close()
     _write_bytes(stdout, out)
