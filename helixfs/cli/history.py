@@ -187,6 +187,10 @@ def _mode_text(mode: int) -> str:
         return "dir"
     if stat.S_ISLNK(mode):
         return "link"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
     return "exec" if mode & 0o111 else "file"
 
 

@@ -547,11 +547,10 @@ class Operations(pyfuse3.Operations):
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        if not stat.S_ISREG(mode):
-            raise NotPermitted("only regular files, directories and symlinks can be stored")
+        # the kind bits go through: a pipe or socket is stored, a device node refused
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name, making=True)
-        node = parent.worktree.create(parent.node, name, stat.S_IFREG | stat.S_IMODE(mode))
+        node = parent.worktree.create(parent.node, name, mode)
         return self._created(parent, node, name, ctx)
 
     @request

@@ -84,6 +84,9 @@ NUL = 0
 MODE_DIR = stat.S_IFDIR | 0o755
 MODE_FILE = stat.S_IFREG | 0o644
 MODE_LINK = stat.S_IFLNK | 0o777
+EMPTY_KINDS = (stat.S_IFIFO, stat.S_IFSOCK)
+"""Kinds stored with the empty blob: a pipe or a socket holds no content, only its name,
+mode and times (the kernel gives it its behaviour). Device nodes are not stored."""
 
 
 class TreeEntry(NamedTuple):

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
-from helixfs.vcs.content import ZERO_CHUNK, pack_bytes, store_stream
-from helixfs.vcs.objects import TreeEntry, valid_name
+from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
+from helixfs.vcs.objects import EMPTY_KINDS, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import show_path
 
@@ -224,6 +224,8 @@ def _import_entry(
     elif stat.S_ISREG(st.st_mode):
         with open(item.path, "rb") as source:
             stored = store_stream(source, lambda objs: batch.add(dict(objs)))
+    elif stat.S_IFMT(st.st_mode) in EMPTY_KINDS:
+        stored = EMPTY
     else:
         counts.skipped += 1
         return None
@@ -352,6 +354,11 @@ def _export_tree(
             os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
             counts.files += 1
             progress(1)  # counted as a file, as import counts it
+        elif stat.S_IFMT(entry.mode) in EMPTY_KINDS:
+            os.mknod(target, entry.mode)
+            _finish(target, entry)
+            counts.files += 1
+            progress(1)
         else:
             counts.bytes += _write_file(repo, entry.oid, target)
             _finish(target, entry)

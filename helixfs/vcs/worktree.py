@@ -33,6 +33,7 @@ from helixfs.errors import (
     IsADirectory,
     NotADirectory,
     NotFound,
+    NotPermitted,
     ReadOnly,
     RefConflict,
 )
@@ -61,6 +62,7 @@ from helixfs.vcs.node import (
     node_from_entry,
 )
 from helixfs.vcs.objects import (
+    EMPTY_KINDS,
     FLAT_MAX,
     NUL,
     TreeEntry,
@@ -315,12 +317,16 @@ class Worktree:
         return node
 
     def create(self, parent: Node, name: bytes, mode: int = 0o644) -> Node:
+        """An empty regular file, or a pipe or socket when `mode` says so (EMPTY_KINDS)."""
+        kind = stat.S_IFMT(mode) or stat.S_IFREG
+        if kind != stat.S_IFREG and kind not in EMPTY_KINDS:
+            raise NotPermitted("only files, directories, symlinks, pipes and sockets are stored")
         with self._lock:
             self._writable()
             node = Node(
                 check_entry_name(name),
                 parent,
-                stat.S_IFREG | (mode & _PERM),
+                kind | (mode & _PERM),
                 EMPTY.oid,
                 0,
                 time.time_ns(),

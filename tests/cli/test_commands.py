@@ -63,8 +63,8 @@ def test_log_shows_the_saving_process_and_changed_paths(
 
 def test_import_says_what_it_skipped(helix: Helix, tmp_path: Path) -> None:
     make_tree(tmp_path / "proj", PROJECT)
-    os.mkfifo(tmp_path / "proj" / "pipe")
     (tmp_path / "proj" / ".git").mkdir()
+    (tmp_path / "proj" / ".helix").mkdir()
     out = ok(helix("import", "proj")).out
     assert "skipped 2 entries" in out
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import os
 import random
+import socket
+import stat
 from pathlib import Path
 
 from .conftest import Helix, fails, make_tree, ok, store_state
@@ -98,6 +100,28 @@ def test_import_of_a_file_dated_past_2262_is_one_clear_error(
     ok(helix("import", "p"))
     (old,) = [e for e in ok(helix("ls", "--json", "HEAD")).json() if e["name"] == "old"]
     assert old["mtime_ns"] == year_1960
+
+
+def test_pipes_and_sockets_round_trip_and_devices_are_skipped(helix: Helix, tmp_path: Path) -> None:
+    """A FIFO or socket in an imported folder is kept with its kind, mode and mtime, and
+    export makes it again; a device node (root can make one here) is skipped."""
+    make_tree(tmp_path / "p", {"a": "a\n"})
+    os.mkfifo(tmp_path / "p" / "pipe", 0o640)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(tmp_path / "p" / "sock"))
+    device = os.geteuid() == 0  # CI runs as root; elsewhere mknod of a device is EPERM
+    if device:
+        os.mknod(tmp_path / "p" / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    os.utime(tmp_path / "p" / "pipe", ns=(10**18, 10**18))
+    doc = ok(helix("import", "--json", "p")).json()
+    assert (doc["files"], doc["skipped"]) == (3, int(device))
+    kinds = {n["name"]: n["type"] for n in ok(helix("ls", "--json", "HEAD")).json()}
+    assert kinds == {"a": "file", "pipe": "fifo", "sock": "socket"}
+    ok(helix("export", "HEAD", "out"))
+    pipe, sock = os.lstat(tmp_path / "out" / "pipe"), os.lstat(tmp_path / "out" / "sock")
+    assert pipe.st_mode == stat.S_IFIFO | 0o640 and pipe.st_mtime_ns == 10**18
+    assert stat.S_ISSOCK(sock.st_mode)
+    assert sorted(os.listdir(tmp_path / "out")) == ["a", "pipe", "sock"]
 
 
 def test_export_keeps_a_mode_without_permission_bits(helix: Helix, tmp_path: Path) -> None:

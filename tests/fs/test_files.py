@@ -493,6 +493,23 @@ async def test_symlinks(client: Client) -> None:
     assert await client.ops.readlink(attrs.st_ino, CTX) == b"target/file"
 
 
+async def test_pipes_and_sockets_are_stored_and_device_nodes_refused(client: Client) -> None:
+    """mkfifo and a unix socket's bind() are mknods: each is kept with its kind, mode and
+    times (the empty blob as content). A device node is refused and changes nothing."""
+    repo = client.ops.repo
+    for name, kind in ((b"pipe", stat.S_IFIFO), (b"sock", stat.S_IFSOCK)):
+        attrs = await client.ops.mknod(ROOT, name, kind | 0o640, 0, CTX)
+        assert attrs.st_mode == kind | 0o640 and attrs.st_size == 0
+        assert (await client.ops.getattr(attrs.st_ino, CTX)).st_mode == kind | 0o640
+    stored = {entry.name: entry.mode for entry in repo.ls("HEAD")}
+    assert stored == {b"pipe": stat.S_IFIFO | 0o640, b"sock": stat.S_IFSOCK | 0o640}
+    head = repo.resolve("HEAD")
+    await expect_errno(errno.EPERM, client.ops.mknod(ROOT, b"null", stat.S_IFCHR | 0o666, 259, CTX))
+    await expect_errno(errno.EPERM, client.ops.mknod(ROOT, b"disk", stat.S_IFBLK | 0o666, 259, CTX))
+    assert repo.resolve("HEAD") == head
+    assert await client.names() == [b"pipe", b"sock"]
+
+
 async def test_hard_links_are_eperm(client: Client) -> None:
     ino = await client.write_file("f", b"")
     await expect_errno(errno.EPERM, client.ops.link(ino, ROOT, b"g", CTX))
