@@ -14,6 +14,9 @@ and changed on the other is merged file by file, as git does. A file one side re
 (same or similar content under a new name, `renames.py`) and the other edited is
 merged under its new name, as git's rename detection does; renamed on one side and
 deleted (or renamed elsewhere) on the other is a conflict on the new names, as in git.
+A file one side added in a folder the other side renamed (moved every file of) is a
+conflict on the added path, left where it was added: git's "file location" conflict
+(`merge.directoryRenames=conflict`, its default), not a guess either way.
 
 Criss-cross histories have several best common ancestors. As git's recursive merge
 does, they are merged with one another first (pairwise, recursively) into a virtual
@@ -27,6 +30,7 @@ agree, whatever the virtual base holds there.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -203,6 +207,7 @@ class _TreeMerger:
         self.objects: Objects = {} if objects is None else objects
         self.conflicts: list[bytes] = []
         self.marked: dict[bytes, bytes] = {}
+        self.reasons: dict[bytes, str] = {}  # why a conflict with no markers is one
         self.now = time.time_ns()
 
     def _tree(self, oid: ObjectId) -> Tree:
@@ -317,6 +322,32 @@ class _TreeMerger:
                 if new not in self.conflicts:
                     self.conflicts.append(new)
 
+    def added_in_moved_folders(self, base: ObjectId, sides: Sequence[_Side]) -> None:
+        """Report a file one side added in a folder that the other side renamed: merged
+        by entries, it would sit alone in a folder every other file left."""
+        trees = self.repo.trees
+        for mover, adder, label in zip(sides, sides[::-1], self.labels, strict=True):
+            added = [c.path for c in adder.changes if c.status == "A"]
+            left = {
+                folder
+                for path in added
+                for folder in _folders(path)
+                if _emptied(trees, mover.tree, folder)
+                and _entry_at(trees, base, folder) is not None
+            }
+            if not left:
+                continue  # the common case: no rename to look for
+            moved = renames(self.scratch.reader, mover.changes, mover.deleted())
+            went = {f: d for f in left if (d := _destination(f, moved)) is not None}
+            for path in added:
+                folder = next((f for f in _folders(path) if f in went), None)
+                if folder is not None and path not in self.conflicts:
+                    self.conflicts.append(path)
+                    self.reasons[path] = (
+                        f"added in {show_path(folder)}/, which {label} renamed to "
+                        f"{show_path(went[folder])}/"
+                    )
+
     def _prune(self, merged: ObjectId, side: ObjectId, path: bytes) -> ObjectId:
         """The folders a followed rename emptied go, where the renaming side has none:
         it moved the whole folder, and the conflict alone had kept it."""
@@ -358,6 +389,33 @@ def _entry_at(trees: Trees, root: ObjectId, path: bytes) -> TreeEntry | None:
         return trees.entry(root, path)
     except (NotFound, NotADirectory):
         return None
+
+
+def _emptied(trees: Trees, root: ObjectId, folder: bytes) -> bool:
+    """Gone, or left empty (moving files out through the API keeps their folder)."""
+    entry = _entry_at(trees, root, folder)
+    return entry is None or (entry.is_dir() and entry.oid == EMPTY_TREE_ID)
+
+
+def _folders(path: bytes) -> list[bytes]:
+    """The folders above `path`: `a/b/c` -> `a`, `a/b`."""
+    parts = path.split(b"/")[:-1]
+    return [b"/".join(parts[: n + 1]) for n in range(len(parts))]
+
+
+def _destination(folder: bytes, moved: dict[bytes, bytes]) -> bytes | None:
+    """Where `folder` went, judged by its files' renames as git does: the folder that
+    received the most of them, if one did (a tie is no answer)."""
+    prefix = folder + b"/"
+    votes: Counter[bytes] = Counter()
+    for old, new in moved.items():
+        rest = old[len(prefix) :]
+        if old.startswith(prefix) and new.endswith(b"/" + rest):
+            votes[new[: -len(rest) - 1]] += 1
+    ranked = votes.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
 
 
 class _Side(NamedTuple):
@@ -420,8 +478,12 @@ def merge_branches(
         if merger.conflicts:
             tree = merger.follow_renames(base_tree, sides, tree)
         merger.rename_clashes(sides)
+        merger.added_in_moved_folders(base_tree, sides)
     if merger.conflicts and not allow_conflicts:
-        shown = ", ".join(show_path(p) for p in merger.conflicts[:10])
+        shown = ", ".join(
+            show_path(p) + (f" ({merger.reasons[p]})" if p in merger.reasons else "")
+            for p in merger.conflicts[:10]
+        )
         raise MergeConflictError(
             f"merging {branch!r} into {target!r} conflicts in {len(merger.conflicts)} "
             f"path(s): {shown}; nothing was changed (resolve, or merge with conflicts allowed "

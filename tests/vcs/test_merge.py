@@ -379,6 +379,45 @@ def test_renamed_on_one_side_deleted_on_the_other_is_a_conflict(
     assert err.value.conflicts == [b"lib/moved.py"]  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("mover", ["main", "feat"])
+def test_a_file_added_in_a_folder_the_other_side_renamed_is_a_conflict(
+    disk_repo: Repository, mover: str
+) -> None:
+    """Was merged clean, the new file left alone in the old folder (git: CONFLICT (file
+    location)). It stays where it was added, reported; a folder merely emptied, or one
+    whose files went to different places, is no rename."""
+    repo = disk_repo
+    _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n", "keep": b"k"})
+    adder = "feat" if mover == "main" else "main"
+    moved = {"new/x.py": MODULE, "new/y.py": MODULE + b"y\n"}
+    repo.commit({"old/x.py": None, "old/y.py": None, **moved}, "mv", branch=mover)  # old/ stays
+    repo.commit({"old/sub/z.py": b"z = 1\n", "top.py": b"t\n"}, "add", branch=adder)
+    head = repo.resolve("HEAD")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"old/sub/z.py"]  # type: ignore[attr-defined]
+    assert f"old/sub/z.py (added in old/, which {mover} renamed to new/)" in str(err.value)
+    assert repo.resolve("HEAD") == head
+    result = repo.merge("feat", allow_conflicts=True)
+    assert result.conflicts == [b"old/sub/z.py"]
+    assert repo.read("HEAD", "old/sub/z.py") == b"z = 1\n"
+
+
+@pytest.mark.parametrize("emptying", ["split", "delete"])
+def test_a_file_added_in_a_folder_the_other_side_emptied_merges_clean(
+    disk_repo: Repository, emptying: str
+) -> None:
+    """Its files moved to different folders, or deleted: no folder rename to follow."""
+    repo = disk_repo
+    _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n", "keep": b"k"})
+    moves = {"a/x.py": MODULE, "b/y.py": MODULE + b"y\n"} if emptying == "split" else {}
+    repo.commit({"old": None, **moves}, emptying, branch="feat")
+    repo.commit({"old/z.py": b"z\n"}, "add")
+    result = repo.merge("feat")
+    assert result.status == "merged" and result.conflicts == []
+    assert repo.read("HEAD", "old/z.py") == b"z\n"
+
+
 def test_renamed_alike_on_both_sides_merges_clean(disk_repo: Repository) -> None:
     repo = disk_repo
     _fork(repo, {"a.py": MODULE, "keep": b"k"})
