@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.cli.command import UsageError, add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
+from helixfs.errors import HelixError, NotFound
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 def register(subparsers: Any) -> None:
     log = add_command(subparsers, "log", help="commits reachable from REV", handler=cmd_log)
     log.add_argument("rev", nargs="?")  # None, not "HEAD": --lost must see one given
+    log.add_argument("path", nargs="?", metavar="PATH", help="only the commits that changed PATH")
     log.add_argument("-n", "--max-count", type=_positive, dest="limit", metavar="N")
     log.add_argument("--graph", action="store_true", help="draw the commit graph")
     log.add_argument(
@@ -33,6 +35,7 @@ def register(subparsers: Any) -> None:
         help="the tips of history no ref reaches any more (after a reset --hard or a"
         " branch delete), newest first; `helix branch NAME ID` brings one back",
     )
+    add_path_b64(log)
     diff = add_command(subparsers, "diff", help="changes from A to B", handler=cmd_diff)
     diff.add_argument("a", metavar="A")
     diff.add_argument("b", metavar="B", nargs="?", default="HEAD")
@@ -138,11 +141,15 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.lost and (args.graph or args.rev is not None):
         raise UsageError("--lost lists commits no ref reaches: it takes no REV and no --graph")
+    if args.path is not None and args.graph:
+        raise UsageError("a log of one PATH follows first parents: it takes no --graph")
     if args.lost:
         commits = repo.lost()[: args.limit]
+    elif args.path is not None:
+        commits = _path_log(repo, args.rev, repo_path(args.path, args), args.limit)
     else:
         rev = "HEAD" if args.rev is None else args.rev
-        commits = list(repo.log(rev, limit=args.limit, first_parent=not args.graph))
+        commits = _log(repo, rev, args.limit, first_parent=not args.graph)
     if args.graph:
         commits = children_first(commits)
     if out.as_json:
@@ -156,6 +163,32 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         lines = [line for c in commits for line in (_log_line(c), *_changed_lines(c.meta))]
     out.emit(None, "\n".join(lines))
     return 0
+
+
+def _log(repo: Repository, rev: str, limit: int | None, *, first_parent: bool) -> list[Commit]:
+    try:
+        return list(repo.log(rev, limit=limit, first_parent=first_parent))
+    except NotFound as err:
+        if not _names_a_path(repo, rev):
+            raise
+        hint = f"for the commits that changed a path: helix log HEAD {rev}"
+        raise NotFound(f"{err}; {hint}") from None
+
+
+def _names_a_path(repo: Repository, text: str) -> bool:
+    try:
+        return repo.entry("HEAD", os.fsencode(text)) is not None
+    except HelixError:
+        return False
+
+
+def _path_log(repo: Repository, rev: str, path: bytes, limit: int | None) -> list[Commit]:
+    """The commits that changed `path`; none at all is a typo more often than a fact."""
+    commits = list(repo.log(rev, limit=limit, path=path))
+    if not commits:
+        shown = printable(path.decode("utf-8", "surrogateescape"))
+        raise NotFound(f"{shown} is in no commit of the history of {rev!r}")
+    return commits
 
 
 def change_doc(change: Change) -> dict[str, Any]:

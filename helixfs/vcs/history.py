@@ -26,6 +26,19 @@ def first_parent(repo: Repository, cid: CommitId) -> Iterator[Commit]:
         current = commit.parents[0] if commit.parents else None
 
 
+def touching(repo: Repository, cid: CommitId, path: bytes) -> Iterator[Commit]:
+    """The first-parent commits that changed `path` (made, edited, deleted it, or a file
+    below it if it is a folder): `log REV PATH`. A root commit counts if it holds it."""
+    text = _normal(path.decode("utf-8", "surrogateescape"))
+    for commit in first_parent(repo, cid):
+        if not commit.parents:
+            if _entry_at(repo, commit.tree, path) is not None:
+                yield commit
+            return
+        if _changed(repo, commit, repo.commit_info(commit.parents[0]), path, text):
+            yield commit
+
+
 def ancestors(repo: Repository, cid: CommitId) -> Iterator[Commit]:
     """Every ancestor once, newest first (by commit time): what `log --graph` draws."""
     first = repo.commit_info(cid)

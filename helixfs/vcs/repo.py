@@ -396,12 +396,25 @@ class Repository:
     # -- reading ------------------------------------------------------------------------
 
     def log(
-        self, rev: str = "HEAD", limit: int | None = None, *, first_parent: bool = True
+        self,
+        rev: str = "HEAD",
+        limit: int | None = None,
+        *,
+        first_parent: bool = True,
+        path: bytes | str = b"",
     ) -> Iterator[Commit]:
-        """Commits from `rev` back: first parents only, or every ancestor newest first."""
+        """Commits from `rev` back: first parents only, or every ancestor newest first.
+        With a `path`: the first-parent commits that changed it."""
         _check_count(limit, "limit", none_ok=True)
         start = self.resolve(rev)
-        walk = history.first_parent(self, start) if first_parent else history.ancestors(self, start)
+        if path and not first_parent:
+            raise InvalidInput("a log of one path follows first parents only")
+        if path:
+            walk = history.touching(self, start, os.fsencode(path))
+        elif first_parent:
+            walk = history.first_parent(self, start)
+        else:
+            walk = history.ancestors(self, start)
         return itertools.islice(walk, limit)
 
     def ls(self, rev: str = "HEAD", path: bytes | str = b"") -> list[TreeEntry]:

@@ -40,6 +40,37 @@ def test_import_ls_cat_log(helix: Helix, tmp_path: Path) -> None:
     assert len(ok(helix("log", "-n", "9" * 30)).out.splitlines()) == 2  # was a traceback
 
 
+def test_log_of_a_path_lists_the_commits_that_changed_it(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """`helix log REV PATH`: a file's or a folder's own history (git log REV -- PATH),
+    deletions and merges included; a path no commit ever held is one clear error."""
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        repo.commit({"a.py": b"1\n", "src/b.py": b"b\n"}, "add both")
+        repo.commit({"src/b.py": b"b2\n"}, "edit b")
+        repo.commit({"a.py": b"1\n"}, "same bytes again")  # no change: not listed
+        repo.create_branch("feat")
+        repo.commit({"a.py": b"2\n"}, "edit a on feat", branch="feat")
+        repo.commit({"src/c.py": b"c\n"}, "add c")
+        repo.merge("feat")
+        repo.commit({"a.py": None}, "delete a")
+
+    def messages(*args: str) -> list[str]:
+        return [c["message"] for c in ok(helix("log", "--json", *args)).json()]
+
+    assert messages("HEAD", "a.py") == ["delete a", "merge feat into main", "add both"]
+    assert messages("HEAD", "src") == ["add c", "edit b", "add both"]
+    assert messages("HEAD", "src/b.py") == ["edit b", "add both"]
+    assert messages("-n", "1", "HEAD~1", "a.py") == ["merge feat into main"]
+    assert messages("feat", "a.py") == ["edit a on feat", "add both"]
+    fails(helix("log", "HEAD", "nope.py"), says="nope.py is in no commit of the history")
+    hint = fails(helix("log", "src/b.py"), says="unknown revision 'src/b.py'")
+    assert "helix log HEAD src/b.py" in hint.err
+    fails(helix("log", "--graph", "HEAD", "a.py"), says="takes no --graph", code=2)
+
+
 def test_log_shows_the_saving_process_and_changed_paths(
     helix: Helix, store: Path, tmp_path: Path
 ) -> None:
