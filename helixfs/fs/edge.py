@@ -65,6 +65,12 @@ class NotSupported(HelixError):
     errno = errno.ENOTSUP
 
 
+class XattrsFull(HelixError):
+    """A file's xattr names past what listxattr can return: ENOSPC, as ext4 answers."""
+
+    errno = errno.ENOSPC
+
+
 def fuse_errors(
     fn: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:

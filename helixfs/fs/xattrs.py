@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from helixfs.errors import InvalidInput, NotPermitted, ReadOnly
-from helixfs.fs.edge import NoAttr, NotSupported
+from helixfs.fs.edge import NoAttr, NotSupported, XattrsFull
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
@@ -26,6 +26,9 @@ HASH = b"user.helix.hash"
 COMMIT = b"user.helix.commit"
 MESSAGE = b"user.helix.message"
 COMPUTED_PREFIX = b"user.helix."
+# Linux's XATTR_LIST_MAX: a listxattr answer past it fails with E2BIG, so a file holding
+# more names could never have them listed again (getfattr -d, rsync -X, cp -a).
+LIST_MAX = 65536
 
 
 HASH_BLOCK = 4 << 20
@@ -96,8 +99,18 @@ def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
         # A tree has no entry for its own root: the value would show until the next
         # reload (a remount, a reset) and then be gone, never in a commit.
         raise NotSupported()
+    _check_listable(node, name)
     worktree.set_xattr(node, name, value)
     return True
+
+
+def _check_listable(node: Node, name: bytes) -> None:
+    """Refuse a new name that would make the list of names too long to list."""
+    if name in node.xattrs:
+        return
+    listed_bytes = sum(len(known) + 1 for known in node.xattrs)  # each name ends in NUL
+    if listed_bytes + len(name) + 1 > LIST_MAX:
+        raise XattrsFull(f"no room for another xattr name on this file ({LIST_MAX} bytes)")
 
 
 def remove(worktree: Worktree, node: Node, name: bytes) -> None:

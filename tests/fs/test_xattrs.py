@@ -126,3 +126,19 @@ async def test_hash_is_the_blake3_of_the_bytes(client: Client) -> None:
         == blake3.blake3(payload).hexdigest().encode()
     )
     await expect_errno(errno.ENODATA, client.ops.getxattr(ROOT, b"user.helix.hash", CTX))
+
+
+async def test_a_name_past_what_listxattr_can_return_is_refused(client: Client) -> None:
+    """Linux's listxattr fails with E2BIG past 64 KiB of names: a file holding more
+    could never have its xattrs listed (getfattr -d, rsync -X) again. ext4 refuses the
+    name that does not fit with ENOSPC, and so does the mount."""
+    ino = await client.write_file("f", b"content")
+    name_of = [b"user.n%03d" % i + b"x" * 240 for i in range(300)]
+    fitting = 65536 // (len(name_of[0]) + 1)  # each name listed with its NUL
+    for name in name_of[:fitting]:
+        await client.ops.setxattr(ino, name, b"v", CTX)
+    await expect_errno(errno.ENOSPC, client.ops.setxattr(ino, name_of[fitting], b"v", CTX))
+    assert len(await client.ops.listxattr(ino, CTX)) == fitting
+    await client.ops.setxattr(ino, name_of[0], b"a new value of a name it holds", CTX)
+    await client.ops.removexattr(ino, name_of[0], CTX)
+    await client.ops.setxattr(ino, name_of[fitting], b"v", CTX)
