@@ -29,6 +29,10 @@ COMPUTED_PREFIX = b"user.helix."
 # Linux's XATTR_LIST_MAX: a listxattr answer past it fails with E2BIG, so a file holding
 # more names could never have them listed again (getfattr -d, rsync -X, cp -a).
 LIST_MAX = 65536
+# Names and values of one file, in all. They live in its folder's tree record, written
+# again by every commit of that folder until gc: 100 values of 64 KiB on one file made
+# each save beside it store 6.4 MB. (ext4 allows 4 KiB in all without ea_inode.)
+TOTAL_MAX = 128 << 10
 
 
 HASH_BLOCK = 4 << 20
@@ -99,18 +103,21 @@ def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
         # A tree has no entry for its own root: the value would show until the next
         # reload (a remount, a reset) and then be gone, never in a commit.
         raise NotSupported()
-    _check_listable(node, name)
+    _check_room(node, name, value)
     worktree.set_xattr(node, name, value)
     return True
 
 
-def _check_listable(node: Node, name: bytes) -> None:
-    """Refuse a new name that would make the list of names too long to list."""
-    if name in node.xattrs:
-        return
-    listed_bytes = sum(len(known) + 1 for known in node.xattrs)  # each name ends in NUL
-    if listed_bytes + len(name) + 1 > LIST_MAX:
+def _check_room(node: Node, name: bytes, value: bytes) -> None:
+    """Refuse a name that would make the list of names too long to list, or a value
+    that would take the file's xattrs past TOTAL_MAX (replacing one counts its new size)."""
+    others = [(known, held) for known, held in node.xattrs.items() if known != name]
+    listed = sum(len(known) + 1 for known, _ in others) + len(name) + 1  # names end in NUL
+    if listed > LIST_MAX:
         raise XattrsFull(f"no room for another xattr name on this file ({LIST_MAX} bytes)")
+    total = sum(len(known) + len(held) for known, held in others) + len(name) + len(value)
+    if total > TOTAL_MAX:
+        raise XattrsFull(f"the xattrs of one file are limited to {TOTAL_MAX >> 10} KiB in all")
 
 
 def remove(worktree: Worktree, node: Node, name: bytes) -> None:

@@ -142,3 +142,19 @@ async def test_a_name_past_what_listxattr_can_return_is_refused(client: Client) 
     await client.ops.setxattr(ino, name_of[0], b"a new value of a name it holds", CTX)
     await client.ops.removexattr(ino, name_of[0], CTX)
     await client.ops.setxattr(ino, name_of[fitting], b"v", CTX)
+
+
+async def test_a_files_xattrs_are_bounded_in_all(client: Client) -> None:
+    """Values live in the folder's tree record, stored again by every commit of the
+    folder: 100 values of 64 KiB made each save beside the file store 6.4 MB. Past 128
+    KiB in all, ENOSPC; a value may still shrink, or be replaced within the bound."""
+    ino = await client.write_file("f", b"content")
+    big = b"v" * (60 << 10)
+    await client.ops.setxattr(ino, b"user.a", big, CTX)
+    await client.ops.setxattr(ino, b"user.b", big, CTX)
+    await expect_errno(errno.ENOSPC, client.ops.setxattr(ino, b"user.c", big, CTX))
+    await expect_errno(errno.ENOSPC, client.ops.setxattr(ino, b"user.b", big * 2, CTX))
+    await client.ops.setxattr(ino, b"user.b", big + b"w" * 1024, CTX)  # still fits
+    await client.ops.setxattr(ino, b"user.a", b"small", CTX)
+    await client.ops.setxattr(ino, b"user.c", big, CTX)
+    assert sorted(await client.ops.listxattr(ino, CTX)) == [b"user.a", b"user.b", b"user.c"]
