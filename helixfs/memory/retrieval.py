@@ -258,23 +258,33 @@ def similarity_matrix(pool: list[Candidate]) -> npt.NDArray[np.float32]:
     return sims
 
 
+def source_of(cand: Candidate) -> str:
+    """Where a candidate's text lives: a file's path, or the memory store (all memories
+    state facts of one store: two memories alike are two phrasings of one fact)."""
+    return f"file:{cand.row['path']}" if cand.key.startswith("c:") else "memories"
+
+
 def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
-    """Maximal marginal relevance; near-duplicates (sim >= 0.95) are dropped outright."""
+    """Maximal marginal relevance; near-duplicates (sim >= 0.95) of a chosen candidate
+    from the same source are dropped outright. Alike passages of different files are
+    kept (MMR only ranks them lower): the agent needs every path that holds the text."""
     pool = sorted(candidates, key=lambda c: c.score, reverse=True)
     if not pool:
         return []
     sims = similarity_matrix(pool)
     scores = np.array([c.score for c in pool], dtype=np.float64) / (pool[0].score or 1.0)
+    sources = np.array([source_of(c) for c in pool])
     closest = np.zeros(len(pool), dtype=np.float64)  # max similarity to anything chosen
     open_ = np.ones(len(pool), dtype=bool)
     chosen: list[int] = []
     while len(chosen) < k:
         value = MMR_LAMBDA * scores - (1 - MMR_LAMBDA) * closest
-        value[~open_ | (closest >= DUPLICATE_SIMILARITY)] = -np.inf
+        value[~open_] = -np.inf
         best = int(np.argmax(value))
         if value[best] == -np.inf:
             break
         chosen.append(best)
         open_[best] = False
+        open_[(sims[best] >= DUPLICATE_SIMILARITY) & (sources == sources[best])] = False
         closest = np.maximum(closest, sims[best])
     return [pool[i] for i in chosen]

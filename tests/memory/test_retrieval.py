@@ -175,6 +175,31 @@ def test_a_single_digit_of_the_query_picks_the_file(
     assert memory.search(f"widget number {wanted}")[0].path == f"f{wanted}.py"
 
 
+RETRY_PY = "".join(
+    f"def retry_with_backoff_{n}(call, attempts):\n    return jitter_sleep(call, attempts, {n})\n"
+    for n in range(6)
+)
+
+
+@pytest.mark.parametrize("engine_fixture", ["mem", "vmem"])  # lexical, hybrid
+def test_alike_passages_of_different_files_are_all_found(
+    request: pytest.FixtureRequest, engine_fixture: str
+) -> None:
+    """QA: the near-duplicate cut dropped a passage alike to a better one whatever its
+    file: of a module vendored twice, a search showed one path only, and the agent
+    edited one copy not knowing of the other. Alike passages of one file are still cut."""
+    memory: Memory = request.getfixturevalue(engine_fixture)
+    twice_in_one = f"{RETRY_PY}\n{RETRY_PY}\n{RETRY_PY}"  # three chunks, alike
+    files = {
+        "src/retry.py": RETRY_PY,
+        "vendor/retry.py": RETRY_PY.replace("attempts)", "attempts)  # vendored"),
+        "copies/retry.py": twice_in_one,
+    }
+    memory.index_workspace({path: text.encode() for path, text in files.items()}, "c1")
+    hits = memory.search("retry with backoff jitter sleep")
+    assert sorted(h.path or "" for h in hits) == sorted(files)
+
+
 @pytest.mark.parametrize("budget", [0, -5, "100", 2_000_000])
 def test_bad_budget_is_refused(mem: Memory, budget: object) -> None:
     with pytest.raises(InvalidInput):
