@@ -11,7 +11,9 @@ Workspace search needs the text files of the HEAD commit in the memory's chunk i
 After the first search, `index_forever` (a daemon nursery task) keeps that index on the
 current HEAD commit, in a worker thread: embedding a tree's chunks takes far too long to
 run on the FUSE loop. The first pass walks the whole tree; later ones index the diff
-from the commit last indexed. Committed trees are immutable and Repository reads are
+from the commit last indexed. A pass that fails (a full disk, a locked database) is
+tried again on its own, HEAD moving or not, after a pause that doubles from twice the
+poll interval up to RETRY_PAUSE_MAX. Committed trees are immutable and Repository reads are
 thread-safe, so the thread only ever reads.
 """
 
@@ -44,6 +46,7 @@ SEARCH_RESULTS = 10
 MAX_INDEXED_FILES = 20_000
 MAX_INDEXED_BYTES = 512 * 1024
 SKIPPED_DIRS = frozenset({b".git", b"node_modules", b".venv", b"venv", b"__pycache__"})
+RETRY_PAUSE_MAX = 600.0  # seconds: a failed index pass is retried at least this often
 CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
 # The engine's warning goes to the daemon's log, which a reader of the file never sees.
 LEXICAL_NOTE = "# lexical search only: no embedding model (daemon.log says why)\n"
@@ -62,6 +65,8 @@ class MemoryFiles:
         # The commit the memory's chunk index holds, when a pass succeeded and the whole
         # workspace fitted in it: the next pass then indexes only a diff from it.
         self._index_base: CommitId | None = None
+        self.failed_passes = 0  # in a row: the pause before the next try doubles
+        self._retry_at: float | None = None  # trio time at which a failed pass is retried
 
     def entries(self) -> Mapping[bytes, Entry]:
         return {
@@ -98,15 +103,9 @@ class MemoryFiles:
         while self.repo is not None:
             head = self.repo.resolve("HEAD")
             pause = interval
-            if head != self.indexed:
+            if head != self.indexed or self._retry_due():
                 started = trio.current_time()
-                try:
-                    await trio.to_thread.run_sync(self.index_commit, head, abandon_on_cancel=True)
-                except Exception as exc:  # a disk full for SQLite, say: never end the mount
-                    unexpected = not isinstance(exc, HelixError)
-                    log.warning(
-                        "workspace index of %s failed: %s", hex_id(head), exc, exc_info=unexpected
-                    )
+                await self._index_pass(head, interval)
                 self.indexed = head
                 if self._index_base is None:
                     # The next pass walks the whole tree again (this one failed, or the
@@ -114,6 +113,23 @@ class MemoryFiles:
                     # the FUSE loop, keep such walks to a tenth of the daemon's time.
                     pause = max(interval, 9 * (trio.current_time() - started))
             await trio.sleep(pause)
+
+    async def _index_pass(self, head: CommitId, interval: float) -> None:
+        """One pass; a failure (a full disk, a locked database) is tried again later on
+        its own, HEAD moving or not, after a pause that doubles up to RETRY_PAUSE_MAX."""
+        try:
+            await trio.to_thread.run_sync(self.index_commit, head, abandon_on_cancel=True)
+        except Exception as exc:  # never end the mount
+            unexpected = not isinstance(exc, HelixError)
+            log.warning("workspace index of %s failed: %s", hex_id(head), exc, exc_info=unexpected)
+            self.failed_passes += 1
+            pause = min(RETRY_PAUSE_MAX, interval * 2**self.failed_passes)
+            self._retry_at = trio.current_time() + pause
+        else:
+            self.failed_passes, self._retry_at = 0, None
+
+    def _retry_due(self) -> bool:
+        return self._retry_at is not None and trio.current_time() >= self._retry_at
 
     def index_commit(self, commit: CommitId) -> IndexReport:
         assert self.repo is not None

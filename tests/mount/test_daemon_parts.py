@@ -536,3 +536,39 @@ def test_a_workspace_index_that_fails_in_sqlite_does_not_end_the_mount(
             assert "f1.txt" not in files.search("words")  # that pass failed; search goes on
         finally:
             files.close()
+
+
+def test_a_failed_workspace_index_pass_is_tried_again_without_a_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass that failed (a full disk, a locked database) was tried again only when
+    HEAD moved: once the disk had room again, search missed the workspace's files
+    until the next save. It is now retried on its own, after a growing pause."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    with Repository.init(tmp_path / "store") as repo:
+        files = MemoryFiles(tmp_path / "store", repo)
+        try:
+            files.search("anything")  # opens the database; the indexer may start
+            conn = files.memory()._conn
+            pages = fetch_one(conn, "PRAGMA page_count")
+            assert pages is not None
+            conn.execute(f"PRAGMA max_page_count = {pages[0]}")  # the disk is full
+            head = repo.commit({f"f{i}.txt": b"words %d\n" % i * 400 for i in range(50)}, "big")
+
+            async def index_until_found() -> bool:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(files.index_forever, 0.01)
+                    while files.indexed != head:  # the first pass, which fails
+                        await trio.sleep(0.01)
+                    assert "f1.txt" not in files.search("words")
+                    conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+                    with trio.move_on_after(60):  # only against a hang: retries are quick
+                        while "f1.txt" not in files.search("words"):
+                            await trio.sleep(0.01)
+                    nursery.cancel_scope.cancel()
+                return "f1.txt" in files.search("words")
+
+            assert trio.run(index_until_found)
+            assert repo.resolve("HEAD") == head  # found with no save in between
+        finally:
+            files.close()
