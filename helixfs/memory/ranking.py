@@ -55,6 +55,8 @@ def rank(
     candidates.sort(key=lambda c: c.score, reverse=True)
     shortlist = candidates[: 4 * k]
     _attach_vectors(conn, shortlist, indexes)
+    if qvec is not None and mode != "lexical":
+        shortlist = retrieval.close_enough(shortlist, qvec, set(lexical_keys))
     return [_to_hit(c) for c in retrieval.mmr(shortlist, k)]
 
 

@@ -6,13 +6,14 @@ import logging
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helixfs.errors import InvalidInput
-from helixfs.memory import Memory, engine
+from helixfs.memory import Embedder, Memory, engine, retrieval
 from helixfs.memory.tokens import estimate_tokens, fts_text, query_terms, split_identifier
 
 
@@ -44,6 +45,42 @@ def test_vectors_find_meaning_without_shared_words(vmem: Memory) -> None:
     vmem.remember("Database migrations are managed by Alembic.")
     assert vmem.recall("which CI provider builds the code")[0].id == target.id
     assert vmem.recall("what UI framework do we use")[0].content.startswith("The frontend")
+
+
+PROJECT_FACTS = [
+    "Our continuous integration is GitHub Actions, on every push.",
+    "The frontend is written in TypeScript with React.",
+    "Database migrations are managed by Alembic.",
+    "The nightly backup writes to bucket s3://mmorth-archive.",
+]
+
+
+def _similarity(embedder: Embedder, query: str, text: str) -> float:
+    return float(np.dot(np.ravel(embedder.embed_query(query)), np.ravel(embedder.embed([text]))))
+
+
+def test_a_query_about_nothing_stored_finds_nothing(vmem: Memory, real_embedder: Embedder) -> None:
+    """QA: with the model, search always returned k hits, however unrelated: the vector
+    retriever ranks every text against every query. A hit only the model proposed now
+    needs a cosine similarity of SIMILARITY_FLOOR to the query."""
+    for fact in PROJECT_FACTS:
+        vmem.remember(fact)
+    vmem.index_workspace(
+        {"src/auth.py": b"def refresh_token(session):\n    return renew()\n"}, "c1"
+    )
+    for nonsense in ("xqzv blorf wibble", "purple elephant banana ballet", "cake recipe"):
+        assert vmem.search(nonsense) == []
+    assert vmem.search("which CI provider builds the code")[0].content == PROJECT_FACTS[0]
+
+
+def test_the_similarity_floor_never_drops_a_lexical_hit(
+    vmem: Memory, real_embedder: Embedder
+) -> None:
+    for fact in PROJECT_FACTS:
+        vmem.remember(fact)
+    query = "kettle descaling vinegar mmorth"  # one shared word, unlike in meaning
+    assert _similarity(real_embedder, query, PROJECT_FACTS[3]) < retrieval.SIMILARITY_FLOOR
+    assert [h.content for h in vmem.search(query)] == [PROJECT_FACTS[3]]
 
 
 def test_graph_expansion_brings_related_memories(mem: Memory) -> None:
