@@ -264,7 +264,12 @@ class Memory:
             self._index_cache.drop()
             # A big import leaves a WAL of its own size, read without mmap until a
             # checkpoint: fold it into the database file now, as part of the import.
-            self._conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+            # The import is committed: a reader of an older snapshot, or the background
+            # checkpointer at work, only leaves the folding to the next checkpoint.
+            try:
+                self._conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+            except apsw.BusyError:
+                log.info("import: the WAL is folded by a later checkpoint (database busy)")
         return ids
 
     def _import_fact(self, item: MemoryImport) -> tuple[writer.NewFact, float]:

@@ -89,3 +89,23 @@ def test_import_leaves_no_wal_behind(vmem: Memory, db_path: Path) -> None:
     """Reads go through mmap only for the database file: a big import is checkpointed."""
     vmem.import_memories([MemoryImport(f"Service {n} listens on port {n}.") for n in range(500)])
     assert Path(str(db_path) + "-wal").stat().st_size == 0
+
+
+def test_an_import_is_not_reported_failed_when_the_wal_cannot_be_folded_yet(
+    mem: Memory, db_path: Path
+) -> None:
+    """The import committed, then its closing checkpoint met a reader of an older
+    snapshot (or the background checkpointer, ADR 0008) and raised BusyError: the
+    caller saw a failed import that had stored everything, and a retry stored it twice."""
+    import apsw
+
+    reader = apsw.Connection(str(db_path))
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchall()  # holds its snapshot
+    mem._conn.set_busy_timeout(50)  # the 10 s wait would only slow the test down
+    try:
+        ids = mem.import_memories(FACTS)
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert len(ids) == 3 and [mem.get(i).content for i in ids] == [f.content for f in FACTS]
