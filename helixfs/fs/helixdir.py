@@ -206,11 +206,16 @@ class HeadFile(VirtualFile):
         self._host.switch_branch(_head_name(data))
 
     def check(self, data: bytes) -> None:
-        """From the first newline on, the text is either one whole name or wrong."""
+        """From the first newline on, the text is either one whole name or wrong. A
+        switch the disk has no room for is refused here too: at close, its ENOSPC
+        would be ignored by the shell, which would report success."""
         if b"\n" in data:
             name = _head_name(data)
             if name not in {ref.name for ref in self._host.repo.branches()}:
                 raise NotFound(f"no branch named {name!r}")
+            if name == self._host.current_branch():
+                return  # no switch, nothing to write
+        self._host.repo.check_room()
 
 
 def _head_name(data: bytes) -> str:

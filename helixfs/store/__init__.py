@@ -99,6 +99,11 @@ class ObjectStore(Protocol):
         """
         ...
 
+    def check_room(self, nbytes: int) -> None:
+        """StoreFull if a write of about `nbytes` and a ref update would be refused now
+        for want of disk space; writes and counts nothing."""
+        ...
+
     def ref(self, name: str) -> bytes | None: ...
 
     def refs(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:

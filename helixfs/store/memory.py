@@ -45,6 +45,9 @@ class MemoryStore:
     def contains(self, oid: ObjectId) -> bool:
         return check_oid(oid) in self._objects
 
+    def check_room(self, nbytes: int) -> None:
+        """Memory has no disk to fill."""
+
     def write(
         self,
         objects: Mapping[ObjectId, bytes],

@@ -255,6 +255,11 @@ class RocksStore:
 
     # ------------------------------------------------------------------ writes
 
+    def check_room(self, nbytes: int) -> None:
+        self._check_open()
+        with self._lock:
+            self._space.check(nbytes + REF_WRITE_BYTES)
+
     def write(
         self,
         objects: Mapping[ObjectId, bytes],

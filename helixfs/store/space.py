@@ -45,13 +45,23 @@ class SpaceGuard:
         """Account for a write of about `nbytes`; StoreFull if it does not fit."""
         cost = nbytes * WRITE_AMPLIFICATION
         if cost > self._room or time.monotonic() - self._looked > RECHECK_SECONDS:
-            self._look()
-            if cost > self._room:
-                self._refuse(nbytes)
-            if self._full:
-                log.warning("the disk of store %s has room again: saves work", self.path)
-                self._full = False
+            self._look_for(cost, nbytes)
         self._room -= cost
+
+    def check(self, nbytes: int) -> None:
+        """StoreFull if a write of about `nbytes` does not fit now; nothing is counted.
+        For a change applied later (a HEAD switch, at close): refused while its writer
+        can still be told. Rare, so it looks at the disk itself, not at a count that
+        may be a second old."""
+        self._look_for(nbytes * WRITE_AMPLIFICATION, nbytes)
+
+    def _look_for(self, cost: int, nbytes: int) -> None:
+        self._look()
+        if cost > self._room:
+            self._refuse(nbytes)
+        if self._full:
+            log.warning("the disk of store %s has room again: saves work", self.path)
+            self._full = False
 
     def _look(self) -> None:
         self._room = room(self.path)

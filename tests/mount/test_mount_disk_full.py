@@ -83,3 +83,30 @@ def test_a_full_disk_gives_enospc_and_the_mount_recovers_when_space_is_freed(
             [*HELIX, "--store", str(store), "cat", "HEAD", name], capture_output=True, check=True
         )
         assert stored.stdout == data
+
+
+def test_a_head_switch_the_disk_has_no_room_for_fails_the_write(
+    make_mount: MountFactory, small_disk: Path
+) -> None:
+    """`echo feat > .helix/HEAD` on a full disk exited 0 with HEAD unchanged: the switch
+    failed at close, whose error the shell ignores. The write itself now fails with
+    ENOSPC and nothing changes; once there is room, the same command switches."""
+    store = small_disk / "store"
+    helix("init", store)
+    helix("--store", store, "branch", "feat")
+    mnt = make_mount(0, store=store)
+    try:
+        disk = os.statvfs(small_disk)
+        filler = small_disk / "filler"  # leaves less free than the reserve the store keeps
+        filler.write_bytes(b"\1" * (disk.f_bavail * disk.f_frsize - (32 << 20)))
+        refused = mnt.sh("echo feat > .helix/HEAD", check=False)
+        assert refused.returncode != 0, "the shell reported a switch that did not happen"
+        assert "No space left on device" in refused.stderr
+        assert (mnt.path / ".helix" / "HEAD").read_text() == "main\n"
+        assert mnt.sh("echo main > .helix/HEAD", check=False).returncode == 0  # no switch
+
+        filler.unlink()
+        mnt.sh("echo feat > .helix/HEAD")
+        assert (mnt.path / ".helix" / "HEAD").read_text() == "feat\n"
+    finally:
+        assert mnt.stop() == 0, "".join(mnt.output)
