@@ -125,3 +125,9 @@ class DiskFailed(HelixError):
     """The disk refused a write of the store (an I/O error): nothing of it was stored."""
 
     errno = errno.EIO
+
+
+class DaemonNotAnswering(HelixError):
+    """The daemon of a mounted store cannot answer a command: stopped, or gone."""
+
+    errno = errno.EIO

@@ -1,8 +1,9 @@
 """Which store a command works on: `--store` > `$HELIX_STORE` > the mount holding the
 current directory > `~/.helix/default`.
 
-A mount is recognised by its virtual file `.helix/store`, which holds the store's path:
-walking up from the cwd finds the innermost mount without asking any daemon.
+A mount is recognised in the mount table, whose source is the store (fsname=STORE), or
+else by its virtual file `.helix/store`, which holds the store's path: walking up from
+the cwd finds the innermost mount.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from helixfs.daemon.lock import LOCK_NAME
+from helixfs.daemon.mountinfo import helix_mounts_in
 from helixfs.errors import InvalidInput
 
 ENV_VAR = "HELIX_STORE"
@@ -21,6 +24,30 @@ def default_store() -> Path:
 
 
 def store_of_mount(start: Path) -> Path | None:
+    """The store of the nearest mount at or above `start`, if any."""
+    return _store_in_mount_table(start) or _store_by_marker(start)
+
+
+def _store_in_mount_table(start: Path) -> Path | None:
+    """The store of the innermost HelixFS mount holding `start`, as the mount table
+    names it (the daemon mounts with fsname=STORE). Read without touching the mount:
+    a daemon that cannot answer (stopped) would hang the reader of `.helix/store` in
+    the kernel, where the CLI can tell nothing, rather than in `forward`, which names it.
+    """
+    try:
+        mounts = helix_mounts_in()
+    except OSError:
+        return None
+    here = Path(os.path.abspath(start))
+    holding = [m for m in mounts if m.point == here or m.point in here.parents]
+    if not holding:
+        return None
+    store = Path(max(holding, key=lambda m: len(m.point.parts)).source)
+    # an fsname of the user's own (-o fsname=...) names no store: the marker does
+    return store if (store / LOCK_NAME).is_file() else None
+
+
+def _store_by_marker(start: Path) -> Path | None:
     """The store path advertised by the nearest mount at or above `start`, if any."""
     for directory in (start, *start.parents):
         marker = directory / MOUNT_MARKER

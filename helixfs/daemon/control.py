@@ -35,6 +35,7 @@ from typing import Any, BinaryIO, TextIO
 
 import trio
 
+from helixfs.daemon.liveness import WATCH_SECONDS, Daemon
 from helixfs.errors import HelixError
 
 log = logging.getLogger(__name__)
@@ -102,14 +103,19 @@ def forward(
             if exc.errno in _NO_DAEMON:
                 return None
             raise
+        daemon = Daemon.serving(sock, Path(store_path))
+        if daemon is not None:
+            daemon.check(sent=False)
         request = {"v": PROTOCOL_VERSION, "argv": list(argv), "cwd": _client_cwd()}
         sent = False
         try:
             with _sigint_held():  # a Ctrl-C now is raised after `sent` tells the truth
                 _send_frame(sock, json.dumps(request).encode("ascii"))
                 sent = True
-            header = json.loads(_recv_frame(sock))
-            out, err = _recv_frame(sock), _recv_frame(sock)
+            if daemon is not None:  # no time limit (gc may take minutes), but a watch
+                sock.settimeout(WATCH_SECONDS)
+            header = json.loads(_recv_frame(sock, daemon))
+            out, err = _recv_frame(sock, daemon), _recv_frame(sock, daemon)
         except KeyboardInterrupt:
             if not sent:
                 raise  # the daemon never got the whole command: plainly interrupted
@@ -148,15 +154,22 @@ def _send_frame(sock: socket.socket, payload: bytes) -> None:
     sock.sendall(_LENGTH.pack(len(payload)) + payload)
 
 
-def _recv_frame(sock: socket.socket) -> bytes:
-    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size))
-    return _recv_exact(sock, size)
+def _recv_frame(sock: socket.socket, daemon: Daemon | None = None) -> bytes:
+    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size, daemon))
+    return _recv_exact(sock, size, daemon)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def _recv_exact(sock: socket.socket, size: int, daemon: Daemon | None = None) -> bytes:
+    """`size` bytes; while none come, `daemon` (if known) is checked at each timeout."""
     chunks: list[bytes] = []
     while size:
-        chunk = sock.recv(min(size, 1 << 20))
+        try:
+            chunk = sock.recv(min(size, 1 << 20))
+        except TimeoutError:
+            if daemon is None:
+                raise
+            daemon.check(sent=True)  # stopped or gone: it would never answer
+            continue
         if not chunk:
             raise HelixError(
                 "the helix daemon closed the control connection before it answered: the "

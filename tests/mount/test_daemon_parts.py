@@ -23,15 +23,17 @@ from typing import TextIO
 import apsw
 import pytest
 import trio
+from mount_harness import wait_until
 
 from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import CommandRunner, ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
+from helixfs.daemon.liveness import WATCH_SECONDS
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
-from helixfs.errors import Busy, HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import ObjectId, hex_id
 from helixfs.memory.db import fetch_one
@@ -572,3 +574,77 @@ def test_a_failed_workspace_index_pass_is_tried_again_without_a_save(
             assert repo.resolve("HEAD") == head  # found with no save in between
         finally:
             files.close()
+
+
+def test_a_slow_command_of_a_running_daemon_is_waited_for(store: Path) -> None:
+    """The client looks at the daemon while it waits (a stopped one never answers): a
+    daemon that runs on, only slowly, is no alarm; its answer is waited for."""
+
+    def slow_command(argv: list[str], out: TextIO, err: TextIO) -> int:
+        threading.Event().wait(3 * WATCH_SECONDS)  # several looks at the daemon
+        out.write("done\n")
+        return 0
+
+    with ServedStore(store, slow_command):
+        out, err = io.StringIO(), io.StringIO()
+        assert forward(store, ["gc"], out, err) == 0
+    assert (out.getvalue(), err.getvalue()) == ("done\n", "")
+
+
+# A daemon in a process of its own, so that the test can stop it: its one command
+# says it has started, then takes as long as it likes.
+STOPPABLE_DAEMON = """
+import sys, threading, trio
+from pathlib import Path
+from helixfs.daemon.control import ControlServer
+
+store, started = Path(sys.argv[1]), Path(sys.argv[2])
+
+def command(argv, out, err):
+    started.touch()
+    threading.Event().wait(600)
+    return 0
+
+async def main():
+    async with trio.open_nursery() as nursery:
+        await nursery.start(ControlServer(store, command).serve)
+        print("serving", flush=True)
+
+trio.run(main)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_daemon_stopped_while_it_runs_the_command_is_named(store: Path, tmp_path: Path) -> None:
+    """The client waited for the answer of a daemon stopped with SIGSTOP forever. It now
+    notices, and says the command runs once the daemon is resumed."""
+    started = tmp_path / "started"
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", STOPPABLE_DAEMON, str(store), str(started)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    failures: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            forward(store, ["log"], io.StringIO(), io.StringIO())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            failures.append(exc)
+
+    waiting = threading.Thread(target=client, daemon=True)
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline() == "serving\n"
+        waiting.start()
+        wait_until(started.exists, what="the command to start")
+        os.kill(daemon.pid, signal.SIGSTOP)
+        waiting.join(50)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+        daemon.kill()
+        daemon.wait()
+    assert not waiting.is_alive(), "the client still waits for a stopped daemon"
+    assert len(failures) == 1 and isinstance(failures[0], DaemonNotAnswering), failures
+    message = str(failures[0])
+    assert f"(pid {daemon.pid}) is stopped" in message and "then runs this command" in message

@@ -11,6 +11,7 @@ import socket
 import stat
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -614,3 +615,45 @@ def test_umount_from_inside_the_mount_says_to_cd_out(mnt: Mount) -> None:
     assert is_mounted(mnt.path)
     helix("umount", mnt.path)
     assert not is_mounted(mnt.path)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_command_run_in_the_mount_of_a_stopped_daemon_names_it(mnt: Mount, as_json: bool) -> None:
+    """`helix log` inside the mount of a daemon stopped with SIGSTOP hung for good (in
+    the kernel reading `.helix/store`, then waiting for the answer). It now exits 1
+    with one line naming the daemon's pid and how to resume it; under --json as an
+    error document too."""
+    worktree = Path(__file__).resolve().parents[2]
+    # -P: `python -m` would put the cwd (the stopped mount) on sys.path, and its first
+    # import would hang in the kernel. The installed `helix` script does not do that.
+    # Run once before the stop: an editable install's relative sys.path entry
+    # ("__editable__...__path_hook__") is looked up in the cwd; the kernel then keeps
+    # that it is not there (ADR 0033), as it does for a user who ran helix there before.
+    command = [sys.executable, "-P", "-m", "helixfs.cli.main", "log"] + ["--json"] * as_json
+    shell = subprocess.Popen(  # in the mount before the daemon stops
+        ["bash", "-c", '"$@" >/dev/null && echo ready; read -r; exec "$@"', "shell", *command],
+        cwd=mnt.path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(worktree)},
+    )
+    assert shell.stdout is not None and shell.stdout.readline() == "ready\n"
+    os.kill(mnt.pid, signal.SIGSTOP)
+    try:
+        out, err = shell.communicate("go\n", timeout=60)
+    finally:
+        os.kill(mnt.pid, signal.SIGCONT)  # always, before the fixture unmounts
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()
+    assert shell.returncode == 1, (out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"(pid {mnt.pid}) is stopped" in err and f"kill -CONT {mnt.pid}" in err
+    if as_json:
+        error = json.loads(out)["error"]
+        assert error["kind"] == "DaemonNotAnswering" and f"pid {mnt.pid}" in error["message"]
+    else:
+        assert out == ""
+    assert mnt.helix("log", "-n", "1").returncode == 0  # resumed: it answers again
