@@ -29,6 +29,7 @@ import signal
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -98,7 +99,7 @@ def forward(
     try:
         try:
             with addressable(path) as address:
-                sock.connect(address)
+                _connect(sock, address, Path(store_path))
         except OSError as exc:
             if exc.errno in _NO_DAEMON:
                 return None
@@ -125,6 +126,23 @@ def forward(
     _write_bytes(stdout, out)
     _write_bytes(stderr, err)
     return int(header["code"])
+
+
+def _connect(sock: socket.socket, address: bytes, store: Path) -> None:
+    """connect(), which would wait for good while the daemon's listen backlog is full
+    (a stopped daemon accepts nothing): that daemon is named instead, as its mount
+    lock names it, and a busy one is waited for."""
+    sock.settimeout(WATCH_SECONDS)  # a full backlog is then EAGAIN, at once
+    while True:
+        try:
+            sock.connect(address)
+            break
+        except BlockingIOError:
+            holder = Daemon.holding_lock(store)
+            if holder is not None:
+                holder.check(sent=False)
+            time.sleep(WATCH_SECONDS)
+    sock.settimeout(None)
 
 
 @contextlib.contextmanager

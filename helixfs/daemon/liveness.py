@@ -39,6 +39,14 @@ class Daemon:
         where = holder.mountpoint if holder and holder.pid == pid else f"store {store}"
         return cls(pid, where)
 
+    @classmethod
+    def holding_lock(cls, store: Path) -> Daemon | None:
+        """The daemon the mount lock of `store` names (before a connection exists)."""
+        holder = read_holder(store)
+        if holder is None or holder.pid <= 0:
+            return None
+        return cls(holder.pid, holder.mountpoint)
+
     def check(self, *, sent: bool) -> None:
         """DaemonNotAnswering if the process is stopped or gone; `sent`: whether it
         has the command already (it then runs it once resumed)."""

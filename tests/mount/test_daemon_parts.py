@@ -29,7 +29,7 @@ from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import CommandRunner, ControlServer, command_name, forward
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
-from helixfs.daemon.liveness import WATCH_SECONDS
+from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
@@ -597,8 +597,10 @@ STOPPABLE_DAEMON = """
 import sys, threading, trio
 from pathlib import Path
 from helixfs.daemon.control import ControlServer
+from helixfs.daemon.lock import MountLock
 
 store, started = Path(sys.argv[1]), Path(sys.argv[2])
+MountLock(store).acquire(store.parent / "mnt")
 
 def command(argv, out, err):
     started.touch()
@@ -614,17 +616,21 @@ trio.run(main)
 """
 
 
-@pytest.mark.timeout(60)
-def test_a_daemon_stopped_while_it_runs_the_command_is_named(store: Path, tmp_path: Path) -> None:
-    """The client waited for the answer of a daemon stopped with SIGSTOP forever. It now
-    notices, and says the command runs once the daemon is resumed."""
-    started = tmp_path / "started"
-    daemon = subprocess.Popen(
+def _stoppable_daemon(store: Path, started: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-c", STOPPABLE_DAEMON, str(store), str(started)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
+
+
+@pytest.mark.timeout(60)
+def test_a_daemon_stopped_while_it_runs_the_command_is_named(store: Path, tmp_path: Path) -> None:
+    """The client waited for the answer of a daemon stopped with SIGSTOP forever. It now
+    notices, and says the command runs once the daemon is resumed."""
+    started = tmp_path / "started"
+    daemon = _stoppable_daemon(store, started)
     failures: list[BaseException] = []
 
     def client() -> None:
@@ -648,3 +654,38 @@ def test_a_daemon_stopped_while_it_runs_the_command_is_named(store: Path, tmp_pa
     assert len(failures) == 1 and isinstance(failures[0], DaemonNotAnswering), failures
     message = str(failures[0])
     assert f"(pid {daemon.pid}) is stopped" in message and "then runs this command" in message
+
+
+@pytest.mark.timeout(60)
+def test_clients_of_a_stopped_daemon_are_refused_past_its_listen_backlog(
+    store: Path, tmp_path: Path
+) -> None:
+    """A stopped daemon accepts no connection: once its listen backlog was full, the
+    next client waited in connect() for good. Every one is now told, and none of
+    them sent its command."""
+    daemon = _stoppable_daemon(store, tmp_path / "started")
+    failures: list[BaseException] = []
+
+    def clients() -> None:
+        for _ in range(24):  # past the daemon's backlog of 16
+            try:
+                forward(store, ["log"], io.StringIO(), io.StringIO())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                failures.append(exc)
+
+    waiting = threading.Thread(target=clients, daemon=True)
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline() == "serving\n"
+        os.kill(daemon.pid, signal.SIGSTOP)
+        wait_until(lambda: process_trouble(daemon.pid) == STOPPED, what="the stop")
+        waiting.start()
+        waiting.join(50)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+        daemon.kill()
+        daemon.wait()
+    assert not waiting.is_alive(), f"a client still waits, after {len(failures)} were told"
+    assert len(failures) == 24, failures
+    assert all(isinstance(f, DaemonNotAnswering) for f in failures), failures
+    assert all("this command was not sent" in str(f) for f in failures), failures
+    assert f"the daemon of {tmp_path / 'mnt'} (pid {daemon.pid})" in str(failures[-1])
