@@ -145,7 +145,10 @@ class InodeTable:
     """Every inode number handed to the kernel, both directions."""
 
     _entries: dict[int, Inode] = field(default_factory=dict)
-    _by_node: dict[tuple[int, int], NodeInode] = field(default_factory=dict)
+    # slot -> node -> its entry. Keyed by the Node itself (hashed by identity, and kept
+    # alive by its entry anyway): a (slot, id(node)) key cost a tuple and an int, ~90
+    # bytes per file the kernel holds.
+    _by_node: dict[int, dict[Node, NodeInode]] = field(default_factory=dict)
     _numbers: dict[tuple[bytes, ...], int] = field(default_factory=dict)
     _slots: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _slot_next: dict[int, int] = field(default_factory=dict)
@@ -215,22 +218,25 @@ class InodeTable:
 
     def for_node(self, view: View, node: Node, parent: int, name: bytes) -> NodeInode:
         """The inode of `node` in `view`, allocated on first sight; records where it is."""
-        key = (view.slot, id(node))
-        found = self._by_node.get(key)
+        in_slot = self._by_node.setdefault(view.slot, {})
+        found = in_slot.get(node)
+        if name == node.name:
+            name = node.name  # the kernel's copy of the name need not be kept as well
         if found is None:
             ino = view.root_ino if node is view.worktree.root else self._allocate(view.slot)
             found = NodeInode(ino, view, node, view.worktree, parent, name)
-            self._by_node[key] = found
+            in_slot[node] = found
             self._entries[ino] = found
         elif not found.detached:
             found.parent, found.name = parent, name
         return found
 
     def known(self, view: View, node: Node) -> NodeInode | None:
-        return self._by_node.get((view.slot, id(node)))
+        in_slot = self._by_node.get(view.slot)
+        return None if in_slot is None else in_slot.get(node)
 
     def in_view(self, view: View) -> list[NodeInode]:
-        return [e for (slot, _), e in self._by_node.items() if slot == view.slot]
+        return list(self._by_node.get(view.slot, {}).values())
 
     def detach(self, entry: NodeInode) -> None:
         """The node left its tree; forget it as soon as nothing refers to it."""
@@ -246,9 +252,8 @@ class InodeTable:
     def drop_view_generation(self, view: View) -> list[NodeInode]:
         """Unmap every node of the view's current slot (numbers the kernel still holds
         answer ESTALE until `remap` gives them a node again); returns what was mapped."""
-        old = self.in_view(view)
+        old = list(self._by_node.pop(view.slot, {}).values())
         for entry in old:
-            del self._by_node[(view.slot, id(entry.node))]
             if self._entries.get(entry.ino) is entry:
                 del self._entries[entry.ino]
         return old
@@ -282,7 +287,7 @@ class InodeTable:
     def remap(self, entry: NodeInode, view: View, node: Node) -> None:
         """Keep `entry`'s number for `node` of the view's new generation."""
         entry.view, entry.node, entry.worktree, entry.detached = view, node, view.worktree, False
-        self._by_node[(view.slot, id(node))] = entry
+        self._by_node.setdefault(view.slot, {})[node] = entry
         self._entries[entry.ino] = entry
 
     def forget(self, ino: int, count: int) -> Inode | None:
@@ -303,9 +308,11 @@ class InodeTable:
         if entry.detached and entry.lookups == 0 and entry.opens == 0:
             self._entries.pop(entry.ino, None)
             self._buried.pop(entry.ino, None)
-            key = (entry.view.slot, id(entry.node))
-            if self._by_node.get(key) is entry:
-                del self._by_node[key]
+            in_slot = self._by_node.get(entry.view.slot)
+            if in_slot is not None and in_slot.get(entry.node) is entry:
+                del in_slot[entry.node]
+                if not in_slot:  # a slot nothing is numbered in keeps no table
+                    del self._by_node[entry.view.slot]
 
     def _allocate(self, slot: int) -> int:
         ino = self._slot_next.get(slot, slot << SLOT_BITS)
