@@ -9,6 +9,7 @@ from __future__ import annotations
 import stat
 import time
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from helixfs.errors import InvalidName, NameTooLong
@@ -19,6 +20,9 @@ from helixfs.vcs.pages import Page
 from helixfs.vcs.treeops import show_path
 
 NAME_MAX = 255  # bytes in one file name, as on Linux
+# The xattrs of every node that has none (nearly all): one shared read-only mapping
+# instead of an empty dict (64 bytes) per node. A change replaces a node's mapping.
+NO_XATTRS: Mapping[bytes, bytes] = MappingProxyType({})
 
 
 class Node:
@@ -55,7 +59,7 @@ class Node:
         oid: ObjectId | None,
         size: int = 0,
         mtime_ns: int = 0,
-        xattrs: dict[bytes, bytes] | None = None,
+        xattrs: Mapping[bytes, bytes] = NO_XATTRS,
     ) -> None:
         self.name = name
         self.parent = parent
@@ -65,7 +69,7 @@ class Node:
         # Not stored: a loaded node's last change is its mtime, unless that is in the
         # future (`touch -d 2100`), where ctime, the time of a change, cannot be.
         self.ctime_ns = min(mtime_ns, time.time_ns())
-        self.xattrs: dict[bytes, bytes] = xattrs if xattrs is not None else {}
+        self.xattrs = xattrs
         self.oid = oid  # content id; for a directory, its tree id when not dirty
         self.children: dict[bytes, Node] | None = None  # None: not loaded yet
         self.dirty = False  # directory whose listing must be re-encoded
@@ -103,11 +107,15 @@ class Node:
 
 def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
     node = Node(
-        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, dict(entry.xattrs)
+        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, xattrs_of(entry)
     )
     node.raw = raw
     node.pure = parent.pure
     return node
+
+
+def xattrs_of(entry: TreeEntry) -> Mapping[bytes, bytes]:
+    return dict(entry.xattrs) if entry.xattrs else NO_XATTRS
 
 
 def mark_stale(directory: Node | None, name: bytes) -> None:

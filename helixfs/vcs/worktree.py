@@ -53,6 +53,7 @@ from helixfs.vcs.content import (
 )
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.node import (
+    NO_XATTRS,
     Node,
     auto_message,
     bump,
@@ -60,6 +61,7 @@ from helixfs.vcs.node import (
     leaf_paths,
     mark_stale,
     node_from_entry,
+    xattrs_of,
 )
 from helixfs.vcs.objects import (
     EMPTY_KINDS,
@@ -153,7 +155,7 @@ class Worktree:
                 children[entry.name] = node_from_entry(entry, node, None)
                 continue
             child = Node(
-                entry.name, node, entry.mode, nested.base, 0, entry.mtime_ns, dict(entry.xattrs)
+                entry.name, node, entry.mode, nested.base, 0, entry.mtime_ns, xattrs_of(entry)
             )
             if nested.base is None:
                 child.children = {}
@@ -581,7 +583,7 @@ class Worktree:
                     f"xattr {name[:40]!r}: names are at most {XATTR_NAME_MAX} bytes without "
                     f"NUL, values at most {XATTR_SIZE_MAX} bytes (the Linux limits)"
                 )
-            node.xattrs[name] = value
+            node.xattrs = {**node.xattrs, name: value}
             self._touch(node)
 
     def remove_xattr(self, node: Node, name: bytes) -> None:
@@ -589,7 +591,8 @@ class Worktree:
             self._writable()
             if name not in node.xattrs:
                 raise NotFound(f"no attribute {name!r} on {show_path(self.path_of(node))}")
-            del node.xattrs[name]
+            kept = {key: value for key, value in node.xattrs.items() if key != name}
+            node.xattrs = kept or NO_XATTRS
             self._touch(node)
 
     def set_next_message(self, message: str) -> None:
