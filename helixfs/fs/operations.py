@@ -422,11 +422,11 @@ class Operations(pyfuse3.Operations):
             return
         if not entry.node.is_dir():
             raise NotADirectory("not a directory")
-        listing = entry.worktree.listdir(entry.node)
-        if handle.ino == ROOT_INODE:
-            listing = [(name, node) for name, node in listing if name != HELIX]
-        handle.names = [name for name, _ in listing]
-        handle.nodes = [node for _, node in listing]
+        names, nodes = entry.worktree.listed(entry.node)
+        if handle.ino == ROOT_INODE and HELIX in names:
+            at = names.index(HELIX)
+            del names[at], nodes[at]
+        handle.names, handle.nodes = names, nodes
 
     @request
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -75,7 +75,7 @@ class Node:
         self.dirty = False  # directory whose listing must be re-encoded
         self.pure = False  # directory known to hold no ephemeral file anywhere below
         self.raw: bytes | None = None  # cached encoding of this node's tree entry
-        self.listing: list[tuple[bytes, Node]] | None = None  # children sorted by name
+        self.listing: Listing | None = None  # children sorted by name
         self.recheck = False  # a child left: purity must be re-derived from all children
         self.pages: list[Page] | None = None  # a paged directory's stored pages
         self.stale: set[bytes] | None = None  # names of children changed since the last save
@@ -103,6 +103,33 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} mode={self.mode:o} size={self.size}>"
+
+
+class Listing:
+    """A directory's children in name order, as two parallel lists: a (name, node)
+    pair per child cost a tuple (~64 bytes) per file of every listed directory.
+
+    `names` are the names the children were listed under (a rename changes a node's
+    name before its old place in the listing is patched).
+    """
+
+    __slots__ = ("names", "nodes")
+
+    def __init__(self, names: list[bytes], nodes: list[Node]) -> None:
+        self.names = names
+        self.nodes = nodes
+
+    @classmethod
+    def of(cls, children: Mapping[bytes, Node], *, ordered: bool = False) -> Listing:
+        """The listing of `children`, sorted unless they are `ordered` by name already."""
+        names = list(children) if ordered else sorted(children)
+        return cls(names, [children[name] for name in names])
+
+    def __iter__(self) -> Iterator[tuple[bytes, Node]]:
+        return zip(self.names, self.nodes, strict=True)
+
+    def pairs(self) -> list[tuple[bytes, Node]]:
+        return list(self)
 
 
 def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:

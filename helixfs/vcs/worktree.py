@@ -54,6 +54,7 @@ from helixfs.vcs.content import (
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.node import (
     NO_XATTRS,
+    Listing,
     Node,
     auto_message,
     bump,
@@ -186,7 +187,7 @@ class Worktree:
                 entry.name: node_from_entry(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
-            node.listing = list(node.children.items())  # trees are stored in name order
+            node.listing = Listing.of(node.children, ordered=True)  # trees are in name order
             node.pages = pages_of(tree, node.pure)
         return node.children
 
@@ -235,13 +236,20 @@ class Worktree:
 
     def listdir(self, parent: Node) -> list[tuple[bytes, Node]]:
         with self._lock:
-            return list(self._sorted(parent))
+            return self._sorted(parent).pairs()
 
-    def _sorted(self, node: Node) -> list[tuple[bytes, Node]]:
+    def listed(self, parent: Node) -> tuple[list[bytes], list[Node]]:
+        """`listdir` as names and nodes, copies of the directory's listing."""
+        with self._lock:
+            listing = self._sorted(parent)
+            return list(listing.names), list(listing.nodes)
+
+    def _sorted(self, node: Node) -> Listing:
         """Children in name order, cached until the listing changes (readdir is called
         once per chunk of a big directory, and every save walks dirty listings)."""
+        children = self._children(node)  # sets the listing of a directory it loads
         if node.listing is None:
-            node.listing = sorted(self._children(node).items())
+            node.listing = Listing.of(children)
         return node.listing
 
     def read(self, node: Node, offset: int, size: int) -> bytes:
@@ -621,7 +629,7 @@ class Worktree:
             assert node.oid is not None
             return node.oid
         listing = self._sorted(node)
-        if len(listing) > FLAT_MAX:
+        if len(listing.nodes) > FLAT_MAX:
             record, pure = self._encode_paged(node, listing, objects)
         else:
             node.pages = None
@@ -643,9 +651,7 @@ class Worktree:
             self.repo.trees.mark_clean(node.oid)
         return node.oid
 
-    def _encode_all(
-        self, listing: list[tuple[bytes, Node]], objects: Objects
-    ) -> tuple[list[bytes], bool]:
+    def _encode_all(self, listing: Listing, objects: Objects) -> tuple[list[bytes], bool]:
         raws = []
         pure = True
         for name, child in listing:
@@ -654,52 +660,52 @@ class Worktree:
         return raws, pure
 
     def _encode_changed(
-        self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
+        self, node: Node, listing: Listing, objects: Objects
     ) -> tuple[list[bytes], bool]:
         """Clean children keep their encoded entries; the changed ones (no entry) are
         found by `list.index`, in C: a one-file save stays O(changed) in Python, even in
         a directory of 20,000 entries. Only the changed names (`stale`: a journaled save
         may have encoded their entries already) can spoil the purity."""
-        raws: list[bytes | None] = [child.raw for _, child in listing]
+        raws: list[bytes | None] = [child.raw for child in listing.nodes]
         at = -1
         while True:
             try:
                 at = raws.index(None, at + 1)
             except ValueError:
                 break  # no None is left
-            raws[at] = self._entry_raw(listing[at][1], objects)
+            raws[at] = self._entry_raw(listing.nodes[at], objects)
         assert node.children is not None
         changed = ((name, node.children.get(name)) for name in node.stale or ())
         pure = all(_keeps_pure(name, child) for name, child in changed if child is not None)
         return cast(list[bytes], raws), pure
 
-    def _encode_paged(
-        self, node: Node, listing: list[tuple[bytes, Node]], objects: Objects
-    ) -> tuple[bytes, bool]:
+    def _encode_paged(self, node: Node, listing: Listing, objects: Objects) -> tuple[bytes, bool]:
         """A big directory's paged record, rewriting only the pages that changed."""
+        names, nodes = listing.names, listing.nodes
         pages = repage(
             node.pages,
-            listing,
-            _name,
+            names,
+            _itself,
             node.stale or (),
-            lambda start, stop: self._write_pages(listing[start:stop], objects),
+            lambda start, stop: self._write_pages(names[start:stop], nodes[start:stop], objects),
         )
         node.pages = pages
         at = 0
         for page in pages:  # new pages, and pages loaded under an impure parent
             if not page.pure:
-                page.pure = all(_keeps_pure(name, c) for name, c in listing[at : at + page.count])
+                run = zip(names[at : at + page.count], nodes[at : at + page.count], strict=True)
+                page.pure = all(_keeps_pure(name, c) for name, c in run)
             at += page.count
         record = encode_paged([(page.oid, page.count) for page in pages])
         return record, all(page.pure for page in pages)
 
-    def _write_pages(self, run: list[tuple[bytes, Node]], objects: Objects) -> list[Page]:
+    def _write_pages(self, names: list[bytes], nodes: list[Node], objects: Objects) -> list[Page]:
         """Encode a run of children that starts and ends at page cuts, as pages."""
         raws = [
             child.raw if child.raw is not None else self._entry_raw(child, objects)
-            for _, child in run
+            for child in nodes
         ]
-        return write_pages([name for name, _ in run], raws, objects)
+        return write_pages(names, raws, objects)
 
     def _entry_raw(self, child: Node, objects: Objects) -> bytes:
         if child.dirty:
@@ -937,8 +943,8 @@ def _keeps_pure(name: bytes, child: Node) -> bool:
     return child.pure if child.is_dir() else not is_ephemeral(name)
 
 
-def _name(item: tuple[bytes, Node]) -> bytes:
-    return item[0]
+def _itself(name: bytes) -> bytes:
+    return name
 
 
 def _relist(node: Node, name: bytes) -> None:
@@ -949,15 +955,17 @@ def _relist(node: Node, name: bytes) -> None:
         return
     assert node.children is not None
     child = node.children.get(name)
-    at = bisect.bisect_left(listing, name, key=lambda item: item[0])
-    present = at < len(listing) and listing[at][0] == name
+    names, nodes = listing.names, listing.nodes
+    at = bisect.bisect_left(names, name)
+    present = at < len(names) and names[at] == name
     if child is None:
         if present:
-            del listing[at]
+            del names[at], nodes[at]
     elif present:
-        listing[at] = (name, child)
+        nodes[at] = child
     else:
-        listing.insert(at, (name, child))
+        names.insert(at, name)
+        nodes.insert(at, child)
 
 
 __all__ = ["Node", "Worktree", "check_entry_name"]
