@@ -87,6 +87,7 @@ MODE_LINK = stat.S_IFLNK | 0o777
 EMPTY_KINDS = (stat.S_IFIFO, stat.S_IFSOCK)
 """Kinds stored with the empty blob: a pipe or a socket holds no content, only its name,
 mode and times (the kernel gives it its behaviour). Device nodes are not stored."""
+_USUAL_PERMS = (0o644, 0o664, 0o600, 0o755, 0o775, 0o700)
 
 
 class TreeEntry(NamedTuple):
@@ -269,6 +270,15 @@ def decode_tree(record: bytes) -> Tree:
         raise CorruptObject(f"truncated tree record: {exc}") from None
 
 
+# The usual modes of files and folders, and the symlinks': one int each for every
+# decoded entry (and every Node made from one) instead of an int (28 bytes) per entry.
+_MODES = {
+    mode: mode
+    for mode in [MODE_LINK]
+    + [kind | perm for kind in (stat.S_IFREG, stat.S_IFDIR) for perm in _USUAL_PERMS]
+}
+
+
 def _decode_tree_body(body: bytes) -> Tree:
     (count,) = _U32.unpack_from(body, 0)
     pos = 4
@@ -282,6 +292,7 @@ def _decode_tree_body(body: bytes) -> Tree:
         name = body[pos : pos + name_len]
         pos += name_len
         mode, oid, size, mtime_ns, nx = _ENTRY_FIXED.unpack_from(body, pos)
+        mode = _MODES.get(mode, mode)  # shared with every other entry of the same mode
         pos += _ENTRY_FIXED.size
         xattrs: list[tuple[bytes, bytes]] = []
         for _ in range(nx):
