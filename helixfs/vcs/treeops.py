@@ -41,9 +41,14 @@ EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
 EMPTY_TREE = Tree((), (), ())
 CONTROL_DIR = b".helix"
 """The root name a mount serves as its virtual folder: never an entry of a root tree."""
-# Decoded trees kept, counted in entries: ~360 bytes each, so ~55 MB. Counted in trees,
-# 4,096 trees of a `.git/objects` (256 entries each) held ~370 MB (QA soak).
-CACHED_ENTRIES = 150_000
+# Decoded trees kept, counted in bytes (`tree_bytes`). Counted in trees, 4,096 trees of
+# a `.git/objects` (256 entries each) held ~370 MB (QA soak); counted in entries, one
+# directory bigger than the budget was kept whole, over it.
+CACHED_BYTES = 56 << 20
+# What one decoded entry holds beyond its encoding and name (tracemalloc, CPython 3.11):
+# the TreeEntry (~100), its id (65), name and raw bytes headers (2 x 33), mtime and
+# size ints (~60), a slot in each of the tree's three tuples (24) and ~25 more.
+ENTRY_BYTES = 315
 # Memo tables keyed by tree id. Every save of a work tree makes new ids (one per folder
 # on the changed path), so unbounded they grew for as long as a mount lived. A dropped
 # memo is only recomputed.
@@ -102,10 +107,11 @@ class Change:
 class Trees:
     """Decoded-tree cache over a store, plus the tree algorithms that use it."""
 
-    def __init__(self, store: ObjectStore, limit: int = CACHED_ENTRIES) -> None:
+    def __init__(self, store: ObjectStore, limit: int = CACHED_BYTES) -> None:
         self.store = store
         self._cache: dict[ObjectId, Tree] = {EMPTY_TREE_ID: EMPTY_TREE}
-        self._limit = limit  # entries, summed over the cached trees
+        self._costs: dict[ObjectId, int] = {EMPTY_TREE_ID: 0}  # tree_bytes of each
+        self._limit = limit  # bytes, summed over the cached trees
         self._cached = 0
         self._clean: dict[ObjectId, None] = {EMPTY_TREE_ID: None}  # no temp-named file at all
         self._filtered: dict[tuple[ObjectId, ObjectId | None], ObjectId] = {}
@@ -123,22 +129,34 @@ class Trees:
             self.remember(oid, tree)
         return tree
 
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached
+
     def remember(self, oid: ObjectId, tree: Tree) -> None:
-        """Cache a decoded tree; over the budget, the oldest quarter of it goes."""
-        if oid in self._cache:
+        """Cache a decoded tree; over the budget, the oldest quarter of it goes (or more,
+        for a big tree). A tree bigger than the whole budget is not kept: it would flush
+        everything else and still not fit."""
+        cost = tree_bytes(tree)
+        if oid in self._cache or cost > self._limit:
             return
-        if self._cached + len(tree.entries) > self._limit:
-            freed, stale = 0, []
-            for old in self._cache:
-                if freed >= self._limit // 4:
-                    break
-                stale.append(old)
-                freed += len(self._cache[old].entries)
-            for old in stale:
-                del self._cache[old]
-            self._cached -= freed
+        if self._cached + cost > self._limit:
+            self._evict(max(self._cached + cost - self._limit, self._limit // 4))
         self._cache[oid] = tree
-        self._cached += len(tree.entries)
+        self._costs[oid] = cost
+        self._cached += cost
+
+    def _evict(self, wanted: int) -> None:
+        """Drop the oldest trees until `wanted` bytes are freed."""
+        freed, stale = 0, []
+        for old in self._cache:
+            if freed >= wanted:
+                break
+            stale.append(old)
+            freed += self._costs[old]
+        for old in stale:
+            del self._cache[old], self._costs[old]
+        self._cached -= freed
 
     def encode(
         self,
@@ -490,6 +508,12 @@ class Trees:
 
 def _itself(name: bytes) -> bytes:
     return name
+
+
+def tree_bytes(tree: Tree) -> int:
+    """About the memory a decoded tree holds: each entry's encoding, its name again (a
+    bytes of its own), and the objects around them."""
+    return sum(map(len, tree.raw)) + sum(map(len, tree.names)) + ENTRY_BYTES * len(tree.raw)
 
 
 def holds_file(tree: Tree | None, name: bytes) -> bool:

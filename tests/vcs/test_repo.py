@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,10 @@ from helixfs.errors import (
     NotFound,
     StoreLocked,
 )
+from helixfs.ids import ObjectId
 from helixfs.vcs import Repository, content, history, transfer
+from helixfs.vcs.objects import MODE_FILE, TreeEntry, decode_tree, encode_tree
+from helixfs.vcs.treeops import Trees, tree_bytes
 
 from .conftest import CountingStore
 
@@ -362,20 +368,51 @@ def test_on_disk_init_open_and_single_writer(tmp_path: Path) -> None:
         Repository.open(tmp_path / "missing")
 
 
-def test_the_decoded_tree_cache_is_bounded_by_entries_not_trees(repo: Repository) -> None:
+def test_the_decoded_tree_cache_is_bounded_by_bytes_not_trees(repo: Repository) -> None:
     """4,096 cached trees of 256 entries each held ~370 MB in a soak; the budget is in
-    entries, so big directories take their share of it."""
-    from helixfs.ids import ObjectId
-    from helixfs.vcs.objects import MODE_FILE, TreeEntry
-    from helixfs.vcs.treeops import Trees
-
-    trees = Trees(repo.store, limit=1_000)
+    bytes, so big directories take their share of it."""
+    trees = Trees(repo.store, limit=400_000)
     for n in range(20):
         entries = [TreeEntry(f"{n}-{i}".encode(), MODE_FILE, bytes(32), i, 0) for i in range(256)]
         objects: dict[ObjectId, bytes] = {}
         oid = trees.build(entries, objects)
         assert trees.get(oid).entries[0].name == f"{n}-0".encode()
-    assert sum(len(tree.entries) for tree in trees._cache.values()) <= 1_000
+    assert 0 < trees.cached_bytes <= 400_000
+    assert trees.cached_bytes == sum(map(tree_bytes, trees._cache.values()))
+
+
+def test_a_directory_bigger_than_the_tree_cache_does_not_blow_it(repo: Repository) -> None:
+    """Counted in entries, a directory over the whole budget was kept anyway, beside
+    what was cached: the bound did not hold. It is read again from the store instead."""
+    trees = Trees(repo.store, limit=1_000_000)
+    small = trees.build([TreeEntry(b"a", MODE_FILE, bytes(32))], {})
+    entries = [TreeEntry(b"f%06d" % i, MODE_FILE, bytes(32), i, 0) for i in range(5_000)]
+    objects: dict[ObjectId, bytes] = {}
+    big = trees.build(entries, objects)
+    repo.store.write(objects)
+    assert tree_bytes(trees.get(big)) > 1_000_000
+    assert trees.get(big).names[4_999] == b"f004999"
+    assert trees.cached_bytes <= 1_000_000
+    assert small in trees._cache  # and it flushed nothing out
+
+
+def test_the_tree_cache_counts_about_the_memory_a_decoded_tree_holds(repo: Repository) -> None:
+    """`tree_bytes` is what bounds the cache: it must not undercount much (the bound
+    would not hold) nor overcount much (the cache would hold little)."""
+    for name_length in (4, 40, 200):
+        entries = [
+            TreeEntry(b"%d-" % i + b"n" * name_length, MODE_FILE, os.urandom(32), 1000 + i, i)
+            for i in range(2_000)
+        ]
+        record = encode_tree(entries)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            tree = decode_tree(record)
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert 0.85 * held <= tree_bytes(tree) <= 1.15 * held, (name_length, held)
 
 
 def test_the_decoded_commit_cache_is_bounded_by_bytes_not_commits(
