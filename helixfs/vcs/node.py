@@ -48,8 +48,7 @@ class Node:
         "journal",
         "pieces",
         "redo",
-        "__weakref__",
-    )
+    )  # no __weakref__: nothing takes a weak reference to a node, 8 bytes each
 
     def __init__(
         self,
