@@ -218,7 +218,9 @@ class InodeTable:
 
     def for_node(self, view: View, node: Node, parent: int, name: bytes) -> NodeInode:
         """The inode of `node` in `view`, allocated on first sight; records where it is."""
-        in_slot = self._by_node.setdefault(view.slot, {})
+        in_slot = self._by_node.get(view.slot)
+        if in_slot is None:  # not setdefault: it would build a dict on every lookup
+            in_slot = self._by_node[view.slot] = {}
         found = in_slot.get(node)
         if name == node.name:
             name = node.name  # the kernel's copy of the name need not be kept as well
