@@ -24,7 +24,7 @@ from helixfs.errors import (
 from helixfs.ids import ObjectId
 from helixfs.vcs import Repository, content, history, transfer
 from helixfs.vcs.objects import MODE_FILE, TreeEntry, decode_tree, encode_tree
-from helixfs.vcs.treeops import Trees, tree_bytes
+from helixfs.vcs.treeops import Trees, flat_tree_bytes, tree_bytes
 
 from .conftest import CountingStore
 
@@ -413,6 +413,8 @@ def test_the_tree_cache_counts_about_the_memory_a_decoded_tree_holds(repo: Repos
         finally:
             tracemalloc.stop()
         assert 0.85 * held <= tree_bytes(tree) <= 1.15 * held, (name_length, held)
+        # what a commit counts for the trees it makes, from the record's length alone
+        assert flat_tree_bytes(len(record), len(entries)) == tree_bytes(tree)
 
 
 def test_the_decoded_commit_cache_is_bounded_by_bytes_not_commits(
