@@ -35,7 +35,7 @@ from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs.helixdir import QueryDir
-from helixfs.ids import ObjectId, hex_id
+from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.memory.db import fetch_one
 from helixfs.vcs.repo import Repository
 
@@ -510,6 +510,20 @@ def test_a_lexical_search_file_says_it_is_lexical(
         files.close()
 
 
+def _full_memory_db_and_a_new_head(
+    files: MemoryFiles, repo: Repository
+) -> tuple[apsw.Connection, CommitId]:
+    """The memory database held at its size (SQLite's max_page_count: a full disk for
+    it), then a commit of 50 files for the workspace indexer to fail on."""
+    files.search("anything")  # opens the database; the indexer may start
+    conn = files.memory()._conn
+    pages = fetch_one(conn, "PRAGMA page_count")
+    assert pages is not None
+    conn.execute(f"PRAGMA max_page_count = {pages[0]}")
+    head = repo.commit({f"f{i}.txt": b"words %d\n" % i * 400 for i in range(50)}, "big")
+    return conn, head
+
+
 def test_a_workspace_index_that_fails_in_sqlite_does_not_end_the_mount(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -520,12 +534,7 @@ def test_a_workspace_index_that_fails_in_sqlite_does_not_end_the_mount(
     with Repository.init(tmp_path / "store") as repo:
         files = MemoryFiles(tmp_path / "store", repo)
         try:
-            files.search("anything")  # opens the database; the indexer may start
-            conn = files.memory()._conn
-            pages = fetch_one(conn, "PRAGMA page_count")
-            assert pages is not None
-            conn.execute(f"PRAGMA max_page_count = {pages[0]}")
-            head = repo.commit({f"f{i}.txt": b"words %d\n" % i * 400 for i in range(50)}, "big")
+            conn, head = _full_memory_db_and_a_new_head(files, repo)
 
             async def index_until_tried() -> None:
                 async with trio.open_nursery() as nursery:
@@ -550,12 +559,7 @@ def test_a_failed_workspace_index_pass_is_tried_again_without_a_save(
     with Repository.init(tmp_path / "store") as repo:
         files = MemoryFiles(tmp_path / "store", repo)
         try:
-            files.search("anything")  # opens the database; the indexer may start
-            conn = files.memory()._conn
-            pages = fetch_one(conn, "PRAGMA page_count")
-            assert pages is not None
-            conn.execute(f"PRAGMA max_page_count = {pages[0]}")  # the disk is full
-            head = repo.commit({f"f{i}.txt": b"words %d\n" % i * 400 for i in range(50)}, "big")
+            conn, head = _full_memory_db_and_a_new_head(files, repo)
 
             async def index_until_found() -> bool:
                 async with trio.open_nursery() as nursery:
