@@ -407,10 +407,11 @@ class Repository:
         With a `path`: the first-parent commits that changed it."""
         _check_count(limit, "limit", none_ok=True)
         start = self.resolve(rev)
+        path = b"/".join(split_path(path))  # "/" is the root, "d/" the folder d
         if path and not first_parent:
             raise InvalidInput("a log of one path follows first parents only")
         if path:
-            walk = history.touching(self, start, os.fsencode(path))
+            walk = history.touching(self, start, path)
         elif first_parent:
             walk = history.first_parent(self, start)
         else:

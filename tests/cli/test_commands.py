@@ -71,6 +71,22 @@ def test_log_of_a_path_lists_the_commits_that_changed_it(
     fails(helix("log", "--graph", "HEAD", "a.py"), says="takes no --graph", code=2)
 
 
+def test_log_of_the_root_given_as_a_slash_is_the_whole_log(helix: Helix, store: Path) -> None:
+    """`log HEAD /` said "/ is in no commit" (exit 1) while `log HEAD /src` worked."""
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        repo.commit({"src/a.py": b"1\n"}, "add a")
+        repo.commit({"b.py": b"b\n"}, "add b")
+
+    def messages(*args: str) -> list[str]:
+        return [c["message"] for c in ok(helix("log", "--json", *args)).json()]
+
+    whole = messages("HEAD")
+    assert messages("HEAD", "/") == messages("HEAD", "//") == messages("HEAD", "") == whole
+    assert messages("HEAD", "/src/") == ["add a"]
+
+
 def test_log_shows_the_saving_process_and_changed_paths(
     helix: Helix, store: Path, tmp_path: Path
 ) -> None:
