@@ -328,24 +328,27 @@ class _TreeMerger:
         trees = self.repo.trees
         for mover, adder, label in zip(sides, sides[::-1], self.labels, strict=True):
             added = [c.path for c in adder.changes if c.status == "A"]
-            left = {
+            # As git (ort) does, a folder's rename is looked for only where a file was
+            # added right in it: one added in a subfolder new on its side asks nothing.
+            asked = {
                 folder
-                for path in added
-                for folder in _folders(path)
-                if _emptied(trees, mover.tree, folder)
+                for folder in {path.rpartition(b"/")[0] for path in added}
+                if folder
+                and _emptied(trees, mover.tree, folder)
                 and _entry_at(trees, base, folder) is not None
             }
-            if not left:
+            if not asked:
                 continue  # the common case: no rename to look for
             moved = renames(self.scratch.reader, mover.changes, mover.deleted())
-            went = {f: d for f in left if (d := _destination(f, moved)) is not None}
+            went = {f: d for f in asked if (d := _destination(f, moved)) is not None}
             for path in added:
-                folder = next((f for f in _folders(path) if f in went), None)
+                # the nearest renamed folder above it, as git's check_dir_renamed finds
+                folder = next((f for f in reversed(_folders(path)) if f in went), None)
                 if folder is not None and path not in self.conflicts:
                     self.conflicts.append(path)
                     self.reasons[path] = (
                         f"added in {show_path(folder)}/, which {label} renamed to "
-                        f"{show_path(went[folder])}/"
+                        f"{_shown_folder(went[folder])}"
                     )
 
     def _prune(self, merged: ObjectId, side: ObjectId, path: bytes) -> ObjectId:
@@ -397,6 +400,10 @@ def _emptied(trees: Trees, root: ObjectId, folder: bytes) -> bool:
     return entry is None or (entry.is_dir() and entry.oid == EMPTY_TREE_ID)
 
 
+def _shown_folder(folder: bytes) -> str:
+    return f"{show_path(folder)}/" if folder else "the root"
+
+
 def _folders(path: bytes) -> list[bytes]:
     """The folders above `path`: `a/b/c` -> `a`, `a/b`."""
     parts = path.split(b"/")[:-1]
@@ -410,7 +417,9 @@ def _destination(folder: bytes, moved: dict[bytes, bytes]) -> bytes | None:
     votes: Counter[bytes] = Counter()
     for old, new in moved.items():
         rest = old[len(prefix) :]
-        if old.startswith(prefix) and new.endswith(b"/" + rest):
+        if old.startswith(prefix) and new == rest:
+            votes[b""] += 1  # its files went up to the root
+        elif old.startswith(prefix) and new.endswith(b"/" + rest):
             votes[new[: -len(rest) - 1]] += 1
     ranked = votes.most_common(2)
     if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):

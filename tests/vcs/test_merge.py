@@ -391,16 +391,48 @@ def test_a_file_added_in_a_folder_the_other_side_renamed_is_a_conflict(
     adder = "feat" if mover == "main" else "main"
     moved = {"new/x.py": MODULE, "new/y.py": MODULE + b"y\n"}
     repo.commit({"old/x.py": None, "old/y.py": None, **moved}, "mv", branch=mover)  # old/ stays
-    repo.commit({"old/sub/z.py": b"z = 1\n", "top.py": b"t\n"}, "add", branch=adder)
+    added = {"old/sub/z.py": b"z = 1\n", "old/w.py": b"w\n", "top.py": b"t\n"}
+    repo.commit(added, "add", branch=adder)
     head = repo.resolve("HEAD")
     with pytest.raises(MergeConflict) as err:
         repo.merge("feat")
-    assert err.value.conflicts == [b"old/sub/z.py"]  # type: ignore[attr-defined]
+    assert err.value.conflicts == [b"old/sub/z.py", b"old/w.py"]  # type: ignore[attr-defined]
     assert f"old/sub/z.py (added in old/, which {mover} renamed to new/)" in str(err.value)
     assert repo.resolve("HEAD") == head
     result = repo.merge("feat", allow_conflicts=True)
-    assert result.conflicts == [b"old/sub/z.py"]
+    assert result.conflicts == [b"old/sub/z.py", b"old/w.py"]
     assert repo.read("HEAD", "old/sub/z.py") == b"z = 1\n"
+
+
+def test_a_file_added_in_a_new_subfolder_of_a_renamed_folder_merges_clean(
+    disk_repo: Repository,
+) -> None:
+    """Was a conflict where git merges clean: git (ort) looks for a folder's rename only
+    where a file was added right in it, and old/sub/ is new on the adding side."""
+    repo = disk_repo
+    _fork(repo, {"old/x.py": MODULE, "old/s/y.py": MODULE + b"y\n", "keep": b"k"})
+    moved = {"new/x.py": MODULE, "new/s/y.py": MODULE + b"y\n"}
+    repo.commit({"old": None, **moved}, "mv", branch="feat")
+    repo.commit({"old/sub/z.py": b"z\n", "old/s/t/u.py": b"u\n"}, "add")
+    result = repo.merge("feat")
+    assert result.status == "merged" and result.conflicts == []
+    assert repo.read("HEAD", "old/sub/z.py") == b"z\n"
+    assert repo.read("HEAD", "old/s/t/u.py") == b"u\n"
+
+
+def test_a_file_added_in_a_folder_moved_up_to_the_root_is_a_conflict(
+    disk_repo: Repository,
+) -> None:
+    """Was merged clean: a folder whose files all went up to the root got no vote for
+    a destination (git: CONFLICT (file location), suggesting z.py at the root)."""
+    repo = disk_repo
+    _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n"})
+    repo.commit({"old": None, "x.py": MODULE, "y.py": MODULE + b"y\n"}, "up", branch="feat")
+    repo.commit({"old/z.py": b"z\n"}, "add")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert err.value.conflicts == [b"old/z.py"]  # type: ignore[attr-defined]
+    assert "old/z.py (added in old/, which feat renamed to the root)" in str(err.value)
 
 
 @pytest.mark.parametrize("emptying", ["split", "delete"])
