@@ -13,7 +13,7 @@ from helixfs.errors import MergeConflict
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
-    from helixfs.vcs.repo import Repository
+    from helixfs.vcs.repo import MergeResult, Repository
 
 
 def register(subparsers: Any) -> None:
@@ -176,9 +176,11 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         result = repo.merge(args.branch, allow_conflicts=args.allow_conflicts)
     except MergeConflict as err:
         paths = [os.fsdecode(p) for p in getattr(err, "conflicts", [])]
+        reasons: dict[bytes, str] = getattr(err, "reasons", {})
+        doc = {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False}
         out.emit(
-            {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False},
-            lambda: "\n".join(f"conflict: {printable(p)}" for p in paths),
+            _with_reasons(doc, reasons),
+            lambda: "\n".join(f"conflict: {printable(p)}{_why(p, reasons)}" for p in paths),
         )
         out.note(f"helix: error: {err}")
         return 1
@@ -187,18 +189,35 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     committed = result.status in ("merged", "conflicts")  # not up-to-date, fast-forward
     doc = {"status": result.status, "commit": commit, "conflicts": paths, "committed": committed}
     if paths:
-        out.emit(doc, lambda: "\n".join(_conflict_line(p, result.marked) for p in result.conflicts))
+        out.emit(
+            _with_reasons(doc, result.reasons),
+            lambda: "\n".join(_conflict_line(p, result) for p in result.conflicts),
+        )
         out.note(f"helix: error: merge of {args.branch}: {len(paths)} conflicting path(s)")
         return 1
     out.emit(doc, _merge_line(result.status, args.branch, repo.head_branch(), commit))
     return 0
 
 
-def _conflict_line(path: bytes, marked: list[bytes]) -> str:
-    if path in marked:
-        return f"conflict (committed with markers): {printable(os.fsdecode(path))}"
+def _conflict_line(path: bytes, result: MergeResult) -> str:
+    shown = printable(os.fsdecode(path))
+    if path in result.marked:
+        return f"conflict (committed with markers): {shown}"
     # binary, modify/delete, file vs directory: one side's version was kept as it is
-    return f"conflict (one side kept, no markers): {printable(os.fsdecode(path))}"
+    return f"conflict (one side kept, no markers): {shown}{_why(os.fsdecode(path), result.reasons)}"
+
+
+def _why(path: str, reasons: dict[bytes, str]) -> str:
+    """The reason a conflict with no markers is one, where the merge gave one: without
+    it a file merely added (in a folder the other side renamed) looks like no conflict."""
+    reason = reasons.get(os.fsencode(path))
+    return f" ({reason})" if reason else ""
+
+
+def _with_reasons(doc: dict[str, Any], reasons: dict[bytes, str]) -> dict[str, Any]:
+    if reasons:
+        doc["reasons"] = {os.fsdecode(p): why for p, why in reasons.items()}
+    return doc
 
 
 def _merge_line(status: str, branch: str, target: str, commit: str | None) -> str:

@@ -58,15 +58,23 @@ class MergeResult:
     commit: CommitId | None
     conflicts: list[bytes] = field(default_factory=list)
     marked: list[bytes] = field(default_factory=list)  # the conflicts that got markers
+    reasons: dict[bytes, str] = field(default_factory=dict)  # why an unmarked one is one
 
 
 class MergeConflictError(MergeConflict):
     """MergeConflict with the details a caller needs to resolve it."""
 
-    def __init__(self, message: str, conflicts: list[bytes], files: dict[bytes, bytes]) -> None:
+    def __init__(
+        self,
+        message: str,
+        conflicts: list[bytes],
+        files: dict[bytes, bytes],
+        reasons: dict[bytes, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.conflicts = conflicts
         self.files = files
+        self.reasons = reasons or {}
 
 
 def as_text(data: bytes) -> str | None:
@@ -499,6 +507,7 @@ def merge_branches(
             "to commit the marked files)",
             merger.conflicts,
             merger.marked,
+            merger.reasons,
         )
     meta: dict[str, object] = {"merge": branch}
     if merger.conflicts:
@@ -506,4 +515,4 @@ def merge_branches(
     text = message or f"merge {branch} into {target}"
     cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
     status = "conflicts" if merger.conflicts else "merged"
-    return MergeResult(status, cid, merger.conflicts, list(merger.marked))
+    return MergeResult(status, cid, merger.conflicts, list(merger.marked), merger.reasons)

@@ -264,6 +264,30 @@ def test_merge_json_says_committed_only_when_it_committed(helix: Helix, tmp_path
     assert ok(helix("merge", "ff")).out == "up-to-date: ff is already merged into main\n"
 
 
+def test_merge_says_why_a_file_added_in_a_renamed_folder_conflicts(
+    helix: Helix, store: Path
+) -> None:
+    """With --allow-conflicts (text and --json) and in the --json conflict document, a
+    file-location conflict was listed bare: a file merely added, no markers, no reason."""
+    from helixfs.vcs.repo import Repository
+
+    with Repository.open(store) as repo:
+        repo.commit({"old/x": b"1\n2\n3\n", "old/y": b"a\nb\nc\n"}, "base")
+        repo.create_branch("feat")
+        moved = {"new/x": b"1\n2\n3\n", "new/y": b"a\nb\nc\n"}
+        repo.commit({"old": None, **moved}, "mv", branch="feat")
+        repo.commit({"old/z": b"z\n"}, "add")
+    why = "added in old/, which feat renamed to new/"
+    refused = fails(helix("merge", "--json", "feat"))
+    assert refused.json()["reasons"] == {"old/z": why}
+    assert f"conflict: old/z ({why})" in fails(helix("merge", "feat")).out
+    committed = fails(helix("merge", "--allow-conflicts", "feat"))
+    assert f"conflict (one side kept, no markers): old/z ({why})" in committed.out
+    ok(helix("reset", "--hard", "HEAD~1"))
+    doc = fails(helix("merge", "--json", "--allow-conflicts", "feat")).json()
+    assert doc["committed"] and doc["reasons"] == {"old/z": why}
+
+
 def test_gc_fsck_stats(helix: Helix, tmp_path: Path) -> None:
     _imported(helix, tmp_path)
     ok(helix("branch", "tmp"))
