@@ -89,6 +89,7 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         doc = as_doc(result)
         out.emit(doc, lambda: _git_summary(doc))
         return 0
+    from helixfs.vcs.objects import XATTR_TOTAL_MAX
     from helixfs.vcs.transfer import import_dir
 
     with out.progress("importing files") as bar:
@@ -98,10 +99,15 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     doc = as_doc(summary)
     verb = "imported" if doc["changed"] else "unchanged:"
     skipped = (
-        f"\nskipped {doc['skipped']} entries (.git, .helix, the store, sockets, fifos, devices)"
+        f"\nskipped {doc['skipped']} entries (.git, .helix, the store, devices)"
         if doc["skipped"]
         else ""
     )
+    if doc["xattrs_skipped"]:
+        skipped += (
+            f"\nleft out {doc['xattrs_skipped']} xattr(s) past a file's bound of "
+            f"{XATTR_TOTAL_MAX >> 10} KiB in all"
+        )
     out.emit(
         doc,
         lambda: (

@@ -18,6 +18,7 @@ import blake3
 
 from helixfs.errors import InvalidInput, NotPermitted, ReadOnly
 from helixfs.fs.edge import NoAttr, NotSupported, XattrsFull
+from helixfs.vcs.objects import XATTR_LIST_MAX, XATTR_TOTAL_MAX
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
@@ -26,13 +27,8 @@ HASH = b"user.helix.hash"
 COMMIT = b"user.helix.commit"
 MESSAGE = b"user.helix.message"
 COMPUTED_PREFIX = b"user.helix."
-# Linux's XATTR_LIST_MAX: a listxattr answer past it fails with E2BIG, so a file holding
-# more names could never have them listed again (getfattr -d, rsync -X, cp -a).
-LIST_MAX = 65536
-# Names and values of one file, in all. They live in its folder's tree record, written
-# again by every commit of that folder until gc: 100 values of 64 KiB on one file made
-# each save beside it store 6.4 MB. (ext4 allows 4 KiB in all without ea_inode.)
-TOTAL_MAX = 128 << 10
+LIST_MAX = XATTR_LIST_MAX
+TOTAL_MAX = XATTR_TOTAL_MAX
 
 
 HASH_BLOCK = 4 << 20

@@ -86,6 +86,14 @@ NUL = 0
 MODE_DIR = stat.S_IFDIR | 0o755
 MODE_FILE = stat.S_IFREG | 0o644
 MODE_LINK = stat.S_IFLNK | 0o777
+# Linux's XATTR_LIST_MAX: a listxattr answer past it fails with E2BIG, so a file holding
+# more names could never have them listed again (getfattr -d, rsync -X, cp -a).
+XATTR_LIST_MAX = 65536
+# Names and values of one file, in all. They live in its folder's tree record, written
+# again by every commit of that folder until gc: 100 values of 64 KiB on one file made
+# each save beside it store 6.4 MB. (ext4 allows 4 KiB in all without ea_inode.) The
+# mount refuses a set past it (ENOSPC); an import keeps what fits.
+XATTR_TOTAL_MAX = 128 << 10
 EMPTY_KINDS = (stat.S_IFIFO, stat.S_IFSOCK)
 """Kinds stored with the empty blob: a pipe or a socket holds no content, only its name,
 mode and times (the kernel gives it its behaviour). Device nodes are not stored."""

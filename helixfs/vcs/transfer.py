@@ -4,9 +4,9 @@
 Both stream: file contents go to the store in batches of bounded size (large files
 through FastCDC chunks), so importing a big folder never holds it in memory. An import
 keeps what a checkout needs to look the same: bytes names, modes, symlinks, mtimes and
-`user.*` extended attributes. Sockets, fifos and devices are skipped and counted, as are
-`.git` and `.helix` folders (another VCS's internals and our own virtual folder) and the
-store's own folder.
+`user.*` extended attributes (as many as the mount would take: XATTR_TOTAL_MAX), pipes
+and sockets. Devices are skipped and counted, as are `.git` and `.helix` folders
+(another VCS's internals and our own virtual folder) and the store's own folder.
 
 An export writes into a fresh sibling folder and renames it into place at the end, so a
 failure halfway leaves nothing behind where the user asked for the tree.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
-from helixfs.vcs.objects import EMPTY_KINDS, TreeEntry, valid_name
+from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import show_path
 
@@ -49,6 +49,7 @@ class ImportSummary:
     bytes: int
     skipped: int
     changed: bool
+    xattrs_skipped: int = 0  # values past a file's bound (XATTR_TOTAL_MAX), left out
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class _Counts:
     dirs: int = 0
     bytes: int = 0
     skipped: int = 0
+    xattrs_skipped: int = 0
     avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
 
 
@@ -157,7 +159,14 @@ def import_dir(
             repo, name, tree, message or f"import {root.name or root}", info, batch
         )
     return ImportSummary(
-        hex_id(cid), name, counts.files, counts.dirs, counts.bytes, counts.skipped, changed
+        hex_id(cid),
+        name,
+        counts.files,
+        counts.dirs,
+        counts.bytes,
+        counts.skipped,
+        changed,
+        counts.xattrs_skipped,
     )
 
 
@@ -218,7 +227,7 @@ def _import_entry(
             return None
         counts.dirs += 1
         sub = _import_tree(repo, item.path, batch, counts, progress)
-        return TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, _xattrs(item.path))
+        return TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, _xattrs(item.path, counts))
     if stat.S_ISLNK(st.st_mode):
         stored = pack_bytes(os.readlink(item.path))
     elif stat.S_ISREG(st.st_mode):
@@ -233,7 +242,7 @@ def _import_entry(
     counts.files += 1
     counts.bytes += stored.size if stat.S_ISREG(st.st_mode) else 0
     progress(1)
-    xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path)
+    xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path, counts)
     return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
 
 
@@ -250,19 +259,27 @@ def _check_mtime(path: bytes, mtime_ns: int) -> None:
         )
 
 
-def _xattrs(path: bytes) -> tuple[tuple[bytes, bytes], ...]:
+def _xattrs(path: bytes, counts: _Counts) -> tuple[tuple[bytes, bytes], ...]:
+    """The `user.*` xattrs, in name order, as many as fit the bound the mount keeps
+    (tmpfs or XFS hold more): the rest are left out and counted."""
     try:
         names = os.listxattr(path, follow_symlinks=False)
     except OSError:  # a filesystem without xattrs: nothing to keep
         return ()
     found = []
+    total = 0
     for key in sorted(names):
         raw = key.encode("utf-8", "surrogateescape")
         if raw.startswith(XATTR_NAMESPACE):
             try:
-                found.append((raw, os.getxattr(path, key, follow_symlinks=False)))
+                value = os.getxattr(path, key, follow_symlinks=False)
             except OSError:
                 continue
+            if total + len(raw) + len(value) > XATTR_TOTAL_MAX:
+                counts.xattrs_skipped += 1
+                continue
+            total += len(raw) + len(value)
+            found.append((raw, value))
     return tuple(found)
 
 

@@ -9,6 +9,8 @@ import socket
 import stat
 from pathlib import Path
 
+import pytest
+
 from .conftest import Helix, fails, make_tree, ok, store_state
 
 ODD_NAME = b"caf\xc3\xa9 \xff\xfe name\twith tab"
@@ -79,6 +81,38 @@ def test_user_xattrs_round_trip_when_supported(helix: Helix, tmp_path: Path) -> 
     ok(helix("import", "x"))
     ok(helix("export", "HEAD", "y"))
     assert os.getxattr(tmp_path / "y" / "f.txt", "user.agent") == b"claude"
+
+
+def test_import_keeps_a_files_xattrs_within_the_bound_the_mount_keeps(
+    helix: Helix, store: Path
+) -> None:
+    """tmpfs holds three 60 KB values on one file; import stored all 180 KB in the
+    folder's tree record, past the 128 KiB the mount allows (ENOSPC there), so every
+    later save in that folder rewrote them. It keeps the first that fit and says so."""
+    import shutil
+    import tempfile
+
+    from helixfs.vcs.repo import Repository
+
+    source = Path(tempfile.mkdtemp(dir="/dev/shm")) if os.path.isdir("/dev/shm") else None
+    try:
+        if source is None:
+            pytest.skip("no /dev/shm")
+        (source / "f").write_bytes(b"f\n")
+        try:
+            for name in ("user.a", "user.b", "user.c"):
+                os.setxattr(source / "f", name, bytes(60_000))
+        except OSError:
+            pytest.skip("no filesystem here holds 180 KB of xattrs on one file")
+        result = ok(helix("import", str(source)))
+        assert "left out 1 xattr(s) past a file's bound of 128 KiB" in result.out
+        assert ok(helix("import", "--json", str(source))).json()["xattrs_skipped"] == 1
+        with Repository.open(store) as repo:
+            (entry,) = repo.ls("HEAD")
+        assert [name for name, _ in entry.xattrs] == [b"user.a", b"user.b"]
+    finally:
+        if source is not None:
+            shutil.rmtree(source)
 
 
 def test_import_of_a_file_dated_past_2262_is_one_clear_error(
