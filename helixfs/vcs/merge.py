@@ -348,15 +348,14 @@ class _TreeMerger:
             if not asked:
                 continue  # the common case: no rename to look for
             moved = renames(self.scratch.reader, mover.changes, mover.deleted())
-            went = {f: d for f in asked if (d := _destination(f, moved)) is not None}
+            went = {f: d for f in asked if (d := _destinations(f, moved))}
             for path in added:
                 # the nearest renamed folder above it, as git's check_dir_renamed finds
                 folder = next((f for f in reversed(_folders(path)) if f in went), None)
                 if folder is not None and path not in self.conflicts:
                     self.conflicts.append(path)
-                    self.reasons[path] = (
-                        f"added in {show_path(folder)}/, which {label} renamed to "
-                        f"{_shown_folder(went[folder])}"
+                    self.reasons[path] = f"added in {show_path(folder)}/, " + _where_it_went(
+                        label, went[folder]
                     )
 
     def _prune(self, merged: ObjectId, side: ObjectId, path: bytes) -> ObjectId:
@@ -418,9 +417,10 @@ def _folders(path: bytes) -> list[bytes]:
     return [b"/".join(parts[: n + 1]) for n in range(len(parts))]
 
 
-def _destination(folder: bytes, moved: dict[bytes, bytes]) -> bytes | None:
+def _destinations(folder: bytes, moved: dict[bytes, bytes]) -> list[bytes]:
     """Where `folder` went, judged by its files' renames as git does: the folder that
-    received the most of them, if one did (a tie is no answer)."""
+    received the most of them; several when they tie (git's "directory rename split",
+    a conflict too); none when no file of it was renamed."""
     prefix = folder + b"/"
     votes: Counter[bytes] = Counter()
     for old, new in moved.items():
@@ -429,10 +429,14 @@ def _destination(folder: bytes, moved: dict[bytes, bytes]) -> bytes | None:
             votes[b""] += 1  # its files went up to the root
         elif old.startswith(prefix) and new.endswith(b"/" + rest):
             votes[new[: -len(rest) - 1]] += 1
-    ranked = votes.most_common(2)
-    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
-        return None
-    return ranked[0][0]
+    most = max(votes.values(), default=0)
+    return sorted(place for place, count in votes.items() if count == most) if most else []
+
+
+def _where_it_went(label: str, places: list[bytes]) -> str:
+    if len(places) == 1:
+        return f"which {label} renamed to {_shown_folder(places[0])}"
+    return f"which {label} split between " + " and ".join(map(_shown_folder, places))
 
 
 class _Side(NamedTuple):

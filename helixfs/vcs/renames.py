@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from helixfs.ids import ObjectId
+from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import TreeEntry
 
 if TYPE_CHECKING:
@@ -35,9 +36,9 @@ def renames(
     gone: dict[bytes, TreeEntry] = {}
     added: dict[bytes, TreeEntry] = {}
     for change in changes:
-        if change.status == "D" and change.path in among and change.old is not None:
+        if change.status == "D" and change.path in among and _movable(change.old):
             gone[change.path] = change.old
-        elif change.status == "A" and change.new is not None:
+        elif change.status == "A" and _movable(change.new):
             added[change.path] = change.new
     pairs = _exact(gone, added)
     left = {p: e for p, e in gone.items() if p not in pairs and _comparable(e)}
@@ -45,6 +46,13 @@ def renames(
     if left and free and len(left) * len(free) <= COMPARE_LIMIT:
         pairs.update(_similar(reader, left, free))
     return pairs
+
+
+def _movable(entry: TreeEntry | None) -> TypeGuard[TreeEntry]:
+    """Whether `entry` can be told apart by its content. Not an empty file, a pipe or a
+    socket: all share the empty blob's id, so any of them would pair with any other
+    (git leaves empty files out of rename detection too)."""
+    return entry is not None and entry.oid != EMPTY.oid
 
 
 def _comparable(entry: TreeEntry) -> bool:

@@ -435,19 +435,44 @@ def test_a_file_added_in_a_folder_moved_up_to_the_root_is_a_conflict(
     assert "old/z.py (added in old/, which feat renamed to the root)" in str(err.value)
 
 
-@pytest.mark.parametrize("emptying", ["split", "delete"])
 def test_a_file_added_in_a_folder_the_other_side_emptied_merges_clean(
-    disk_repo: Repository, emptying: str
+    disk_repo: Repository,
 ) -> None:
-    """Its files moved to different folders, or deleted: no folder rename to follow."""
+    """Its files deleted, not moved: no folder rename to follow."""
     repo = disk_repo
     _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n", "keep": b"k"})
-    moves = {"a/x.py": MODULE, "b/y.py": MODULE + b"y\n"} if emptying == "split" else {}
-    repo.commit({"old": None, **moves}, emptying, branch="feat")
+    repo.commit({"old": None}, "delete", branch="feat")
     repo.commit({"old/z.py": b"z\n"}, "add")
     result = repo.merge("feat")
     assert result.status == "merged" and result.conflicts == []
     assert repo.read("HEAD", "old/z.py") == b"z\n"
+
+
+def test_a_file_added_in_a_folder_split_between_two_is_a_conflict(
+    disk_repo: Repository,
+) -> None:
+    """Its files moved to two folders, as many to each: there is no telling where the
+    new file belongs (git: CONFLICT (directory rename split)). Was merged clean."""
+    repo = disk_repo
+    _fork(repo, {"old/x.py": MODULE, "old/y.py": MODULE + b"y\n", "keep": b"k"})
+    repo.commit({"old": None, "a/x.py": MODULE, "b/y.py": MODULE + b"y\n"}, "split", branch="feat")
+    repo.commit({"old/z.py": b"z\n"}, "add")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert "old/z.py (added in old/, which feat split between a/ and b/)" in str(err.value)
+
+
+def test_empty_files_do_not_count_as_renames_of_a_folder(disk_repo: Repository) -> None:
+    """All empty files (and pipes, and sockets) share the empty blob's id, so each paired
+    with any other as a rename: here an empty file 'moved' to m/ tied old/'s real move
+    to n/, and the file added in old/ merged clean (git leaves empty files out)."""
+    repo = disk_repo
+    _fork(repo, {"old/e": b"", "old/x.py": MODULE, "keep": b"k"})
+    repo.commit({"old": None, "m/e": b"", "n/x.py": MODULE}, "mv", branch="feat")
+    repo.commit({"old/z.py": b"z\n"}, "add")
+    with pytest.raises(MergeConflict) as err:
+        repo.merge("feat")
+    assert "old/z.py (added in old/, which feat renamed to n/)" in str(err.value)
 
 
 def test_renamed_alike_on_both_sides_merges_clean(disk_repo: Repository) -> None:
