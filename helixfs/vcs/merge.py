@@ -14,9 +14,10 @@ and changed on the other is merged file by file, as git does. A file one side re
 (same or similar content under a new name, `renames.py`) and the other edited is
 merged under its new name, as git's rename detection does; renamed on one side and
 deleted (or renamed elsewhere) on the other is a conflict on the new names, as in git.
-A file one side added in a folder the other side renamed (moved every file of) is a
-conflict on the added path, left where it was added: git's "file location" conflict
-(`merge.directoryRenames=conflict`, its default), not a guess either way.
+A file one side added right in a folder the other side renamed (moved every file of),
+or split evenly between folders, is a conflict on the added path (and on files added
+below it), left where it was added: git's "file location" and "directory rename split"
+conflicts (`merge.directoryRenames=conflict`, its default), not a guess either way.
 
 Criss-cross histories have several best common ancestors. As git's recursive merge
 does, they are merged with one another first (pairwise, recursively) into a virtual
