@@ -175,12 +175,15 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     try:
         result = repo.merge(args.branch, allow_conflicts=args.allow_conflicts)
     except MergeConflict as err:
-        paths = [os.fsdecode(p) for p in getattr(err, "conflicts", [])]
+        conflicts: list[bytes] = getattr(err, "conflicts", [])
         reasons: dict[bytes, str] = getattr(err, "reasons", {})
+        paths = [os.fsdecode(p) for p in conflicts]
         doc = {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False}
         out.emit(
             _with_reasons(doc, reasons),
-            lambda: "\n".join(f"conflict: {printable(p)}{_why(p, reasons)}" for p in paths),
+            lambda: "\n".join(
+                f"conflict: {printable(os.fsdecode(p))}{_why(p, reasons)}" for p in conflicts
+            ),
         )
         out.note(f"helix: error: {err}")
         return 1
@@ -204,13 +207,13 @@ def _conflict_line(path: bytes, result: MergeResult) -> str:
     if path in result.marked:
         return f"conflict (committed with markers): {shown}"
     # binary, modify/delete, file vs directory: one side's version was kept as it is
-    return f"conflict (one side kept, no markers): {shown}{_why(os.fsdecode(path), result.reasons)}"
+    return f"conflict (one side kept, no markers): {shown}{_why(path, result.reasons)}"
 
 
-def _why(path: str, reasons: dict[bytes, str]) -> str:
+def _why(path: bytes, reasons: dict[bytes, str]) -> str:
     """The reason a conflict with no markers is one, where the merge gave one: without
     it a file merely added (in a folder the other side renamed) looks like no conflict."""
-    reason = reasons.get(os.fsencode(path))
+    reason = reasons.get(path)
     return f" ({reason})" if reason else ""
 
 

@@ -66,7 +66,8 @@ class NotSupported(HelixError):
 
 
 class XattrsFull(HelixError):
-    """A file's xattr names past what listxattr can return: ENOSPC, as ext4 answers."""
+    """A file's xattrs past their bounds (names listxattr can return, names and values in
+    all): ENOSPC, as ext4 answers."""
 
     errno = errno.ENOSPC
 

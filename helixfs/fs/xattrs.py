@@ -27,8 +27,6 @@ HASH = b"user.helix.hash"
 COMMIT = b"user.helix.commit"
 MESSAGE = b"user.helix.message"
 COMPUTED_PREFIX = b"user.helix."
-LIST_MAX = XATTR_LIST_MAX
-TOTAL_MAX = XATTR_TOTAL_MAX
 
 
 HASH_BLOCK = 4 << 20
@@ -106,14 +104,17 @@ def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
 
 def _check_room(node: Node, name: bytes, value: bytes) -> None:
     """Refuse a name that would make the list of names too long to list, or a value
-    that would take the file's xattrs past TOTAL_MAX (replacing one counts its new size)."""
+    that would take the file's xattrs past XATTR_TOTAL_MAX (a replaced value counts at
+    its new size)."""
     others = [(known, held) for known, held in node.xattrs.items() if known != name]
     listed = sum(len(known) + 1 for known, _ in others) + len(name) + 1  # names end in NUL
-    if listed > LIST_MAX:
-        raise XattrsFull(f"no room for another xattr name on this file ({LIST_MAX} bytes)")
+    if listed > XATTR_LIST_MAX:
+        raise XattrsFull(f"no room for another xattr name on this file ({XATTR_LIST_MAX} bytes)")
     total = sum(len(known) + len(held) for known, held in others) + len(name) + len(value)
-    if total > TOTAL_MAX:
-        raise XattrsFull(f"the xattrs of one file are limited to {TOTAL_MAX >> 10} KiB in all")
+    if total > XATTR_TOTAL_MAX:
+        raise XattrsFull(
+            f"the xattrs of one file are limited to {XATTR_TOTAL_MAX >> 10} KiB in all"
+        )
 
 
 def remove(worktree: Worktree, node: Node, name: bytes) -> None:

@@ -127,9 +127,6 @@ class Listing:
     def __iter__(self) -> Iterator[tuple[bytes, Node]]:
         return zip(self.names, self.nodes, strict=True)
 
-    def pairs(self) -> list[tuple[bytes, Node]]:
-        return list(self)
-
 
 def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
     node = Node(

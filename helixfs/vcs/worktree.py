@@ -236,7 +236,7 @@ class Worktree:
 
     def listdir(self, parent: Node) -> list[tuple[bytes, Node]]:
         with self._lock:
-            return self._sorted(parent).pairs()
+            return list(self._sorted(parent))
 
     def listed(self, parent: Node) -> tuple[list[bytes], list[Node]]:
         """`listdir` as names and nodes, copies of the directory's listing."""
@@ -247,9 +247,10 @@ class Worktree:
     def _sorted(self, node: Node) -> Listing:
         """Children in name order, cached until the listing changes (readdir is called
         once per chunk of a big directory, and every save walks dirty listings)."""
-        children = self._children(node)  # sets the listing of a directory it loads
         if node.listing is None:
-            node.listing = Listing.of(children)
+            children = self._children(node)  # loading a directory sets its listing
+            if node.listing is None:
+                node.listing = Listing.of(children)
         return node.listing
 
     def read(self, node: Node, offset: int, size: int) -> bytes:

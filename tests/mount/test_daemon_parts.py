@@ -471,28 +471,37 @@ def test_a_search_name_that_is_not_utf8_is_invalid_not_an_io_error(store: Path) 
         files.close()
 
 
-def test_the_workspace_index_survives_a_gc_of_the_commit_it_was_on(
+@pytest.fixture
+def workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Repository, MemoryFiles]]:
+    """A store's repository and the daemon's memory files over it, search lexical."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    with Repository.init(tmp_path / "store") as repo:
+        files = MemoryFiles(tmp_path / "store", repo)
+        try:
+            yield repo, files
+        finally:
+            files.close()
+
+
+def test_the_workspace_index_survives_a_gc_of_the_commit_it_was_on(
+    workspace: tuple[Repository, MemoryFiles],
 ) -> None:
     """`helix reset --hard OLD` then `helix gc` drops the commit the index was on: the
     diff from it failed (NotFound), the daemon gave up on that HEAD, and a search kept
     finding the reset-away file until the next commit. It now walks the tree anew."""
-    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
-    with Repository.init(tmp_path / "store") as repo:
-        old = repo.commit({"a.txt": b"alpha apples\n"}, "old")
-        files = MemoryFiles(tmp_path / "store", repo)
-        try:
-            files.index_commit(old)
-            repo.commit({"gone.txt": b"charlie cherries\n"}, "reset away")
-            files.index_commit(repo.resolve())
-            assert "gone.txt" in files.search("cherries")
-            repo.reset_hard(hex_id(old))
-            repo.gc()
-            files.index_commit(repo.resolve())
-            assert "gone.txt" not in files.search("cherries")
-            assert "a.txt" in files.search("apples")
-        finally:
-            files.close()
+    repo, files = workspace
+    old = repo.commit({"a.txt": b"alpha apples\n"}, "old")
+    files.index_commit(old)
+    repo.commit({"gone.txt": b"charlie cherries\n"}, "reset away")
+    files.index_commit(repo.resolve())
+    assert "gone.txt" in files.search("cherries")
+    repo.reset_hard(hex_id(old))
+    repo.gc()
+    files.index_commit(repo.resolve())
+    assert "gone.txt" not in files.search("cherries")
+    assert "a.txt" in files.search("apples")
 
 
 def test_a_lexical_search_file_says_it_is_lexical(
@@ -525,59 +534,49 @@ def _full_memory_db_and_a_new_head(
 
 
 def test_a_workspace_index_that_fails_in_sqlite_does_not_end_the_mount(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: tuple[Repository, MemoryFiles],
 ) -> None:
     """A full disk under memory.db (apsw.FullError, not a HelixError) escaped the
     indexer task, whose nursery is the daemon's: the whole mount went down. The
     database is held at its size here with max_page_count, SQLite's own limit."""
-    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
-    with Repository.init(tmp_path / "store") as repo:
-        files = MemoryFiles(tmp_path / "store", repo)
-        try:
-            conn, head = _full_memory_db_and_a_new_head(files, repo)
+    repo, files = workspace
+    conn, head = _full_memory_db_and_a_new_head(files, repo)
 
-            async def index_until_tried() -> None:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(files.index_forever, 0.01)
-                    while files.indexed != head:
-                        await trio.sleep(0.01)
-                    nursery.cancel_scope.cancel()
+    async def index_until_tried() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(files.index_forever, 0.01)
+            while files.indexed != head:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
 
-            trio.run(index_until_tried)
-            assert "f1.txt" not in files.search("words")  # that pass failed; search goes on
-        finally:
-            files.close()
+    trio.run(index_until_tried)
+    assert "f1.txt" not in files.search("words")  # that pass failed; search goes on
 
 
 def test_a_failed_workspace_index_pass_is_tried_again_without_a_save(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: tuple[Repository, MemoryFiles],
 ) -> None:
     """A pass that failed (a full disk, a locked database) was tried again only when
     HEAD moved: once the disk had room again, search missed the workspace's files
     until the next save. It is now retried on its own, after a growing pause."""
-    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
-    with Repository.init(tmp_path / "store") as repo:
-        files = MemoryFiles(tmp_path / "store", repo)
-        try:
-            conn, head = _full_memory_db_and_a_new_head(files, repo)
+    repo, files = workspace
+    conn, head = _full_memory_db_and_a_new_head(files, repo)
 
-            async def index_until_found() -> bool:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(files.index_forever, 0.01)
-                    while files.indexed != head:  # the first pass, which fails
-                        await trio.sleep(0.01)
-                    assert "f1.txt" not in files.search("words")
-                    conn.execute("PRAGMA max_page_count = 1073741823")  # room again
-                    with trio.move_on_after(60):  # only against a hang: retries are quick
-                        while "f1.txt" not in files.search("words"):
-                            await trio.sleep(0.01)
-                    nursery.cancel_scope.cancel()
-                return "f1.txt" in files.search("words")
+    async def index_until_found() -> bool:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(files.index_forever, 0.01)
+            while files.indexed != head:  # the first pass, which fails
+                await trio.sleep(0.01)
+            assert "f1.txt" not in files.search("words")
+            conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+            with trio.move_on_after(60):  # only against a hang: retries are quick
+                while "f1.txt" not in files.search("words"):
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        return "f1.txt" in files.search("words")
 
-            assert trio.run(index_until_found)
-            assert repo.resolve("HEAD") == head  # found with no save in between
-        finally:
-            files.close()
+    assert trio.run(index_until_found)
+    assert repo.resolve("HEAD") == head  # found with no save in between
 
 
 def test_a_slow_command_of_a_running_daemon_is_waited_for(store: Path) -> None:
@@ -629,21 +628,28 @@ def _stoppable_daemon(store: Path, started: Path) -> subprocess.Popen[str]:
     )
 
 
+def _forwarding(store: Path, times: int) -> tuple[threading.Thread, list[BaseException]]:
+    """A thread (not started) that forwards `helix log` `times` times, one after the
+    other, and the list where it puts what each raised."""
+    failures: list[BaseException] = []
+
+    def clients() -> None:
+        for _ in range(times):
+            try:
+                forward(store, ["log"], io.StringIO(), io.StringIO())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                failures.append(exc)
+
+    return threading.Thread(target=clients, daemon=True), failures
+
+
 @pytest.mark.timeout(60)
 def test_a_daemon_stopped_while_it_runs_the_command_is_named(store: Path, tmp_path: Path) -> None:
     """The client waited for the answer of a daemon stopped with SIGSTOP forever. It now
     notices, and says the command runs once the daemon is resumed."""
     started = tmp_path / "started"
     daemon = _stoppable_daemon(store, started)
-    failures: list[BaseException] = []
-
-    def client() -> None:
-        try:
-            forward(store, ["log"], io.StringIO(), io.StringIO())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            failures.append(exc)
-
-    waiting = threading.Thread(target=client, daemon=True)
+    waiting, failures = _forwarding(store, times=1)
     try:
         assert daemon.stdout is not None and daemon.stdout.readline() == "serving\n"
         waiting.start()
@@ -668,16 +674,7 @@ def test_clients_of_a_stopped_daemon_are_refused_past_its_listen_backlog(
     next client waited in connect() for good. Every one is now told, and none of
     them sent its command."""
     daemon = _stoppable_daemon(store, tmp_path / "started")
-    failures: list[BaseException] = []
-
-    def clients() -> None:
-        for _ in range(24):  # past the daemon's backlog of 16
-            try:
-                forward(store, ["log"], io.StringIO(), io.StringIO())
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                failures.append(exc)
-
-    waiting = threading.Thread(target=clients, daemon=True)
+    waiting, failures = _forwarding(store, times=24)  # past the daemon's backlog of 16
     try:
         assert daemon.stdout is not None and daemon.stdout.readline() == "serving\n"
         os.kill(daemon.pid, signal.SIGSTOP)

@@ -121,7 +121,7 @@ def _check_listings(node: Node) -> None:
     if node.children is None:
         return
     if node.listing is not None:
-        assert node.listing.pairs() == sorted(node.children.items()), node.name
+        assert list(node.listing) == sorted(node.children.items()), node.name
     for child in node.children.values():
         _check_listings(child)
 
