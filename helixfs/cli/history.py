@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.cli.command import UsageError, add_command, add_path_b64, repo_path
 from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
-from helixfs.errors import HelixError, NotFound
+from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
 
 if TYPE_CHECKING:
@@ -138,6 +138,17 @@ def _changed_lines(meta: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def settled(repo: Repository, rev: str, out: Output) -> str:
+    """`rev`, once the pending saves of the live branch it names (a mount's quiet window)
+    are committed: who just saved a file and asks for its history expects to find it.
+    A disk too full for that commit still gets the read, of the last commit."""
+    try:
+        repo.settle_rev(rev)
+    except StoreFull as err:
+        out.note(f"warning: saves not committed yet are not shown ({err})")
+    return rev
+
+
 def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.lost and (args.graph or args.rev is not None):
         raise UsageError("--lost lists commits no ref reaches: it takes no REV and no --graph")
@@ -146,9 +157,10 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.lost:
         commits = repo.lost()[: args.limit]
     elif args.path is not None:
-        commits = _path_log(repo, args.rev, repo_path(args.path, args), args.limit)
+        rev = settled(repo, args.rev, out)
+        commits = _path_log(repo, rev, repo_path(args.path, args), args.limit)
     else:
-        rev = "HEAD" if args.rev is None else args.rev
+        rev = settled(repo, "HEAD" if args.rev is None else args.rev, out)
         commits = _log(repo, rev, args.limit, first_parent=not args.graph)
     if args.graph:
         commits = children_first(commits)
@@ -203,6 +215,8 @@ def change_doc(change: Change) -> dict[str, Any]:
 
 
 def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    settled(repo, args.a, out)
+    settled(repo, args.b, out)
     if args.name_status or out.as_json:
         changes = [change_doc(c) for c in repo.diff(args.a, args.b)]
         if out.as_json and not args.name_status:
@@ -239,7 +253,8 @@ def entry_doc(entry: Any) -> dict[str, Any]:
 
 
 def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    docs = [entry_doc(e) for e in repo.ls(args.rev, repo_path(args.path, args))]
+    rev = settled(repo, args.rev, out)
+    docs = [entry_doc(e) for e in repo.ls(rev, repo_path(args.path, args))]
     rows = [
         (d["type"], d["size"], printable(d["name"]) + ("/" if d["type"] == "dir" else ""))
         for d in docs
@@ -250,7 +265,7 @@ def cmd_ls(args: argparse.Namespace, repo: Repository, out: Output) -> int:
 
 def cmd_cat(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     path = repo_path(args.path, args)
-    data = repo.read(args.rev, path)
+    data = repo.read(settled(repo, args.rev, out), path)
     if out.as_json:
         doc: dict[str, Any] = {"path": name_text(path), "size": len(data)}
         try:
@@ -275,6 +290,6 @@ def write_bytes(out: Output, data: bytes) -> None:
 
 
 def cmd_rev_parse(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    cid = hex_id(repo.resolve(args.rev))
+    cid = hex_id(repo.resolve(settled(repo, args.rev, out)))
     out.emit({"rev": args.rev, "id": cid}, cid)
     return 0

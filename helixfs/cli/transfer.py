@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command, add_path_b64, path_argument, repo_path
+from helixfs.cli.history import settled
 from helixfs.cli.output import Output, human_bytes, shown
 from helixfs.cli.repo import as_doc
 from helixfs.errors import InvalidInput, NotFound
@@ -241,7 +242,8 @@ def cmd_export(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     from helixfs.vcs.transfer import export
 
     with out.progress("exporting files") as bar:
-        summary = export(repo, args.rev, Path(args.dir), progress=bar.advance)
+        rev = settled(repo, args.rev, out)
+        summary = export(repo, rev, Path(args.dir), progress=bar.advance)
     doc = as_doc(summary)
     out.emit(
         doc, lambda: f"exported {doc['files']} files ({human_bytes(doc['bytes'])}) to {args.dir}"

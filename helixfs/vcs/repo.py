@@ -331,13 +331,29 @@ class Repository:
 
     def _settle_rev(self, rev: str) -> None:
         """A branch or snapshot made from a live branch includes its latest saves."""
+        base = self._live_branch(rev)
+        if base is not None:
+            self._settle(base)
+
+    def settle_rev(self, rev: str) -> None:
+        """Before a read of `rev` (a log, cat, ls): commit the pending saves of the live
+        branch it names, as the quiet window would a moment later (the same commit,
+        message and all), so a file just saved is in the history the reader asks for."""
+        with self.lock:
+            base = self._live_branch(rev)
+            tree = self._worktrees.get(base) if base is not None else None
+            if tree is not None and tree.dirty:
+                tree.commit()
+
+    def _live_branch(self, rev: str) -> str | None:
+        """The branch with a live worktree that `rev` (HEAD, @, NAME, branches/NAME, each
+        maybe with ~N / ^N) is read from, if any."""
         base = rev.split("~", 1)[0].split("^", 1)[0]
         if base in ("HEAD", "@"):
             base = self.head_branch()
         if base.startswith(BRANCHES):
             base = base[len(BRANCHES) :]
-        if base in self._worktrees:
-            self._settle(base)
+        return base if base in self._worktrees else None
 
     def _moved(self, branch: str) -> None:
         tree = self._worktrees.get(branch)

@@ -141,6 +141,34 @@ def test_commit_in_the_daemon_compares_with_the_head_after_pending_saves(
         assert head.message != "mine" and repo.read("HEAD", "f") == b"content\n"
 
 
+READS_OF_A_LIVE_BRANCH = [
+    (["log", "HEAD", "f", "--json"], '"f"'),
+    (["cat", "HEAD", "f"], "content"),
+    (["ls", "main", "--json"], '"f"'),
+    (["diff", "HEAD~1", "--name-status"], "A  f"),
+    (["export", "@", "out"], "exported 1 files"),
+]
+
+
+@pytest.mark.parametrize(("argv", "shows"), READS_OF_A_LIVE_BRANCH)
+def test_a_read_in_the_daemon_sees_the_saves_of_the_quiet_window(
+    tmp_path: Path, argv: list[str], shows: str
+) -> None:
+    """A mount with a quiet window: `helix log HEAD f` right after saving f answered
+    that f was in no commit; a read of the live branch commits its pending saves first
+    (the commit the window would have cut, under its usual message)."""
+    with Repository.init(tmp_path / "s") as repo:
+        tree = repo.worktree()
+        tree.set_content(tree.create(tree.root, b"f", 0o100644), b"content\n")
+        tree.save()
+        out, err = io.StringIO(), io.StringIO()
+        argv = [str(tmp_path / a) if a == "out" else a for a in argv]
+        assert run_in_process(argv, repo, out, err) == 0, err.getvalue()
+        assert shows in out.getvalue() and not tree.dirty
+        head = repo.commit_info("HEAD")
+        assert head.meta["changed"] == ["f"] and "out-of-band" not in head.message
+
+
 def test_run_in_process_captures_output_and_errors(tmp_path: Path) -> None:
     with Repository.init(tmp_path / "s") as repo:
         out, err = io.StringIO(), io.StringIO()

@@ -259,6 +259,26 @@ def test_out_of_band_checkout_and_merge_show_in_the_mount(mnt: Mount) -> None:
     assert (mnt.path / "feature.txt").read_text() == "feature work\n"
 
 
+def test_a_read_of_head_sees_a_file_saved_within_the_quiet_window(
+    make_mount: MountFactory,
+) -> None:
+    """`helix log HEAD FILE` right after saving FILE said it was in no commit: the
+    save waited for the quiet window, and the read forwarded to the daemon did not."""
+    mount = make_mount(5000)
+    (mount.path / "docs").mkdir()
+    (mount.path / "docs" / "notes.txt").write_text("just saved\n")
+    commits = json.loads(mount.helix("log", "HEAD", "docs/notes.txt", "--json").stdout)
+    assert len(commits) == 1 and "docs/notes.txt" in commits[0]["meta"]["changed"]
+    assert commits[0]["meta"]["process"]  # the commit the window would have cut
+    (mount.path / "docs" / "more.txt").write_text("more\n")
+    assert mount.helix("cat", "HEAD", "docs/more.txt").stdout == "more\n"
+    (mount.path / "docs" / "last.txt").write_text("last\n")
+    assert "last.txt" in mount.helix("ls", "HEAD", "docs").stdout
+    head = mount.head()
+    assert mount.stop() == 0
+    assert helix("--store", mount.store, "rev-parse", "HEAD").stdout.strip() == head
+
+
 def test_sigterm_commits_pending_saves_and_closes_the_store(make_mount: MountFactory) -> None:
     mount = make_mount(60_000)  # nothing would be committed by the timer in this test
     (mount.path / "pending.txt").write_text("saved before SIGTERM\n")
