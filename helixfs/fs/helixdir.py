@@ -166,6 +166,10 @@ class Host(Protocol):
         """Commit the current branch's pending saves, so "current state" is a commit."""
         ...
 
+    def check_switch_room(self) -> None:
+        """StoreFull now if the disk has no room for what a switch writes."""
+        ...
+
     def forget_view(self, kind: str, name: str) -> None: ...
 
     def rename_view(self, kind: str, old: str, new: str) -> None: ...
@@ -208,14 +212,15 @@ class HeadFile(VirtualFile):
     def check(self, data: bytes) -> None:
         """From the first newline on, the text is either one whole name or wrong. A
         switch the disk has no room for is refused here too: at close, its ENOSPC
-        would be ignored by the shell, which would report success."""
+        would be ignored by the shell, which would report success. That covers the
+        commit of the current branch's pending saves the switch makes first."""
         if b"\n" in data:
             name = _head_name(data)
             if name not in {ref.name for ref in self._host.repo.branches()}:
                 raise NotFound(f"no branch named {name!r}")
             if name == self._host.current_branch():
                 return  # no switch, nothing to write
-        self._host.repo.check_room()
+        self._host.check_switch_room()
 
 
 def _head_name(data: bytes) -> str:

@@ -228,6 +228,10 @@ class Operations(pyfuse3.Operations):
     def settle(self) -> None:
         self.saver.commit_now(self.views.root.worktree)
 
+    def check_switch_room(self) -> None:
+        # switch_branch commits the pending saves (settle), then moves HEAD
+        self.repo.check_room(self.views.root.worktree.commit_bound())
+
     def forget_view(self, kind: str, name: str) -> None:
         self.views.forget(kind, name)
 

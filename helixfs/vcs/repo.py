@@ -757,11 +757,12 @@ class Repository:
             )
             self._notify_snapshot(old, new)
 
-    def check_room(self) -> None:
-        """StoreFull now if the store's disk has no room left for a ref move. Writes
-        nothing: for a change applied later (`.helix/HEAD` switches at close, whose
-        error a shell ignores), refused while its writer can still be told."""
-        self.store.check_room(0)
+    def check_room(self, nbytes: int = 0) -> None:
+        """StoreFull now if the store's disk has no room left for a write of about
+        `nbytes` and a ref move. Writes nothing: for a change applied later
+        (`.helix/HEAD` switches at close, whose error a shell ignores), refused while
+        its writer can still be told."""
+        self.store.check_room(nbytes)
 
     def checkout(self, branch: str) -> None:
         """Point HEAD (what the mount root shows) at another branch."""

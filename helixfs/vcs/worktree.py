@@ -66,8 +66,10 @@ from helixfs.vcs.node import (
 )
 from helixfs.vcs.objects import (
     EMPTY_KINDS,
+    ENTRY_FIXED_BYTES,
     FLAT_MAX,
     NUL,
+    TREE_HEAD_BYTES,
     TreeEntry,
     encode_entry,
     encode_paged,
@@ -86,6 +88,12 @@ _PERM = 0o7777
 _CHANGED_LIMIT = 1000
 XATTR_NAME_MAX = 255
 XATTR_SIZE_MAX = 65536
+# A commit record beside its changed paths: ids, times, author, message, the meta of
+# the saving process. A list cut short (or not known: state from before a reload) is
+# counted as _CHANGED_LIMIT paths of PATH_JSON_BYTES each.
+COMMIT_RECORD_BYTES = 16 << 10
+PATH_JSON_BYTES = 1 << 10
+PAGE_BYTES = 64  # a page's own header and its reference in the paged record
 
 
 class Worktree:
@@ -876,6 +884,38 @@ class Worktree:
         self._unwritten.clear()
         self._bases.clear()
 
+    def commit_bound(self) -> int:
+        """Bytes `commit()` would write now, at most: what a room check must cover
+        before a change that commits first (a HEAD switch, refused at write(): its
+        close's error is ignored by a shell). The records queued, each dirty
+        directory's whole tree twice (the commit tree leaves editor temp files out),
+        the commit record with its list of changed paths."""
+        with self._lock:
+            if self.readonly or not self.dirty:
+                return 0
+            queued = sum(map(len, self._unwritten.values()))
+            return queued + 2 * self._tree_bound(self.root) + self._record_bound()
+
+    def _tree_bound(self, node: Node) -> int:
+        if not node.dirty:
+            return 0
+        listing = self._sorted(node)
+        paged = len(listing.nodes) > FLAT_MAX  # at worst a page per entry: cut by CRC
+        size = TREE_HEAD_BYTES + (len(listing.nodes) * PAGE_BYTES if paged else 0)
+        for name, child in listing:
+            size += len(child.raw) if child.raw is not None else _entry_bound(name, child)
+            if child.is_dir():
+                size += self._tree_bound(child)
+        return size
+
+    def _record_bound(self) -> int:
+        if self._pending or len(self._changed) >= _CHANGED_LIMIT:
+            paths = _CHANGED_LIMIT * PATH_JSON_BYTES
+        else:  # JSON escapes a byte that is not UTF-8 as 6 characters: \udcXX
+            paths = sum(6 * len(path) + 4 for path in self._changed)
+        message = 4 * len(self._next_message or "")
+        return COMMIT_RECORD_BYTES + paths + message
+
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
     ) -> CommitId | None:
@@ -936,6 +976,12 @@ class Worktree:
             self._next_message = None
             self._pending_meta.clear()
             return cid
+
+
+def _entry_bound(name: bytes, child: Node) -> int:
+    """The size of a node's encoded tree entry (encode_entry), without encoding it."""
+    xattrs = sum(4 + len(key) + 2 + len(value) for key, value in child.xattrs.items())
+    return ENTRY_FIXED_BYTES + len(name) + xattrs
 
 
 def _keeps_pure(name: bytes, child: Node) -> bool:

@@ -6,6 +6,7 @@ every write after it until the store was opened again."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from mount_harness import HELIX, MountFactory, helix, is_mounted, wait_until
+
+from helixfs.store.space import RESERVE_BYTES
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(240)]
 
@@ -36,6 +39,23 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield disk
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def leave_free(disk: Path, filler: Path, free: int) -> None:
+    """Fill `disk` with `filler` until only `free` bytes are left on it."""
+    stats = os.statvfs(disk)
+    filler.write_bytes(b"\1" * (stats.f_bavail * stats.f_frsize - free))
+
+
+def tag_files(folder: Path, count: int, value_bytes: int) -> list[Path]:
+    """Files with a big xattr each: a change persisted by no save, held by the quiet
+    window until a commit writes their folder's tree (about count * value_bytes)."""
+    folder.mkdir()
+    paths = [folder / f"f{n}" for n in range(count)]
+    for n, path in enumerate(paths):
+        path.touch()
+        os.setxattr(path, "user.tag", bytes([n]) * value_bytes)
+    return paths
 
 
 def fill(folder: Path, stop_at: int) -> tuple[dict[str, bytes], OSError | None]:
@@ -90,15 +110,16 @@ def test_a_head_switch_the_disk_has_no_room_for_fails_the_write(
 ) -> None:
     """`echo feat > .helix/HEAD` on a full disk exited 0 with HEAD unchanged: the switch
     failed at close, whose error the shell ignores. The write itself now fails with
-    ENOSPC and nothing changes; once there is room, the same command switches."""
+    ENOSPC and nothing changes; once there is room, the same command switches. The
+    room checked covers the commit of the pending saves that the switch makes first:
+    with room for the ref move only, that commit failed at close just the same."""
     store = small_disk / "store"
     helix("init", store)
     helix("--store", store, "branch", "feat")
-    mnt = make_mount(0, store=store)
+    mnt = make_mount(60_000, store=store)  # saves stay pending until the switch
+    filler = small_disk / "filler"
     try:
-        disk = os.statvfs(small_disk)
-        filler = small_disk / "filler"  # leaves less free than the reserve the store keeps
-        filler.write_bytes(b"\1" * (disk.f_bavail * disk.f_frsize - (32 << 20)))
+        leave_free(small_disk, filler, RESERVE_BYTES - (32 << 20))  # no room at all
         refused = mnt.sh("echo feat > .helix/HEAD", check=False)
         assert refused.returncode != 0, "the shell reported a switch that did not happen"
         assert "No space left on device" in refused.stderr
@@ -106,7 +127,21 @@ def test_a_head_switch_the_disk_has_no_room_for_fails_the_write(
         assert mnt.sh("echo main > .helix/HEAD", check=False).returncode == 0  # no switch
 
         filler.unlink()
+        tagged = tag_files(mnt.path / "tagged", count=40, value_bytes=60_000)
+        leave_free(small_disk, filler, RESERVE_BYTES + (1 << 20))  # a ref move fits
+        refused = mnt.sh("echo feat > .helix/HEAD", check=False)
+        assert refused.returncode != 0, "the shell reported a switch that did not happen"
+        assert "No space left on device" in refused.stderr
+        assert (mnt.path / ".helix" / "HEAD").read_text() == "main\n"
+        assert all(os.getxattr(path, "user.tag") for path in tagged)  # still pending
+        unsettled = mnt.helix("log", "main", "-n", "1", "--json")  # reads the last commit
+        assert "saves not committed yet" in unsettled.stderr
+        assert json.loads(unsettled.stdout)[0]["message"] == "init"
+
+        filler.unlink()
         mnt.sh("echo feat > .helix/HEAD")
         assert (mnt.path / ".helix" / "HEAD").read_text() == "feat\n"
+        assert "tagged/f0" in mnt.log("main", limit=1)[0]["meta"]["changed"]
     finally:
+        filler.unlink(missing_ok=True)
         assert mnt.stop() == 0, "".join(mnt.output)

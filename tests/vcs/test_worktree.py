@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import random
 import stat
+from collections.abc import Callable
 
 import pytest
 
@@ -54,6 +55,46 @@ def test_the_saver_a_commit_names_is_one_process(repo: Repository, tree: Worktre
     tree.commit()
     meta = repo.commit_info("HEAD").meta
     assert meta["pid"] == 77 and "process" not in meta
+
+
+def _pending_xattrs(tree: Worktree) -> None:
+    """Big values set on many files and not saved: only the commit writes them."""
+    folder = tree.mkdir(tree.root, b"tagged")
+    for n in range(20):
+        tree.set_xattr(tree.create(folder, b"f%d" % n), b"user.big", bytes([n]) * 60_000)
+
+
+def _paged_folder(tree: Worktree) -> None:
+    folder = tree.mkdir(tree.root, b"big")
+    for n in range(1500):
+        tree.set_content(tree.create(folder, b"\xff name %05d" % n), b"x%d" % n)
+    tree.save()  # a journal too long: trees
+
+
+def _journaled_save(tree: Worktree) -> None:
+    tree.set_content(tree.create(tree.root, b"one.txt"), b"saved\n")
+    tree.set_next_message("m" * 5000)
+    tree.save()
+
+
+def _temp_files(tree: Worktree) -> None:
+    for n in range(50):
+        tree.set_content(tree.create(tree.root, b".f%d.swp" % n), b"t" * n)
+        tree.set_content(tree.create(tree.root, b"f%d" % n), b"k" * n)
+
+
+@pytest.mark.parametrize("change", [_pending_xattrs, _paged_folder, _journaled_save, _temp_files])
+def test_commit_bound_covers_what_the_commit_writes(
+    store: CountingStore, repo: Repository, tree: Worktree, change: Callable[[Worktree], None]
+) -> None:
+    """A HEAD switch checks the disk's room before it commits the pending saves: the
+    check counted only the ref move, so the commit could still fail at close."""
+    change(tree)
+    bound = tree.commit_bound()
+    store.written.clear()
+    assert tree.commit() is not None
+    assert 0 < sum(store.written) <= bound
+    assert tree.commit_bound() == 0  # nothing left to commit
 
 
 def test_create_write_read_commit(repo: Repository, tree: Worktree) -> None:
