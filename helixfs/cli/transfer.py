@@ -90,7 +90,6 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         doc = as_doc(result)
         out.emit(doc, lambda: _git_summary(doc))
         return 0
-    from helixfs.vcs.objects import XATTR_TOTAL_MAX
     from helixfs.vcs.transfer import import_dir
 
     with out.progress("importing files") as bar:
@@ -99,16 +98,7 @@ def cmd_import(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         )
     doc = as_doc(summary)
     verb = "imported" if doc["changed"] else "unchanged:"
-    skipped = (
-        f"\nskipped {doc['skipped']} entries (.git, .helix, the store, devices)"
-        if doc["skipped"]
-        else ""
-    )
-    if doc["xattrs_skipped"]:
-        skipped += (
-            f"\nleft out {doc['xattrs_skipped']} xattr(s) past a file's bound of "
-            f"{XATTR_TOTAL_MAX >> 10} KiB in all"
-        )
+    skipped = _left_out(doc)
     out.emit(
         doc,
         lambda: (
@@ -208,6 +198,26 @@ def _add_change(
             f"{shown(os.fsdecode(path))} is given twice: write it or delete it, once"
         )
     changes[path] = content
+
+
+def _left_out(doc: dict[str, Any]) -> str:
+    """The lines of a human import summary naming what it did not keep."""
+    from helixfs.vcs.objects import XATTR_LIST_MAX, XATTR_TOTAL_MAX
+
+    lines = []
+    if doc["skipped"]:
+        lines.append(f"skipped {doc['skipped']} entries (.git, .helix, the store, devices)")
+    if doc["xattrs_skipped"]:
+        lines.append(
+            f"left out {doc['xattrs_skipped']} xattr(s) past a file's bound of "
+            f"{XATTR_TOTAL_MAX >> 10} KiB in all"
+        )
+    if doc["xattrs_unlisted"]:
+        lines.append(
+            f"left out all xattrs of {doc['xattrs_unlisted']} file(s) whose names are past "
+            f"the {XATTR_LIST_MAX >> 10} KiB that Linux can list (E2BIG)"
+        )
+    return "".join("\n" + line for line in lines)
 
 
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:

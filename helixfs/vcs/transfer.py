@@ -5,8 +5,10 @@ Both stream: file contents go to the store in batches of bounded size (large fil
 through FastCDC chunks), so importing a big folder never holds it in memory. An import
 keeps what a checkout needs to look the same: bytes names, modes, symlinks, mtimes and
 `user.*` extended attributes (as many as the mount would take: XATTR_TOTAL_MAX), pipes
-and sockets. Devices are skipped and counted, as are `.git` and `.helix` folders
-(another VCS's internals and our own virtual folder) and the store's own folder.
+and sockets. A file with more xattr names than Linux lists at once (XATTR_LIST_MAX:
+tmpfs holds more) has none that can be read: it is counted, not silently bare. Devices
+are skipped and counted, as are `.git` and `.helix` folders (another VCS's internals and
+our own virtual folder) and the store's own folder.
 
 An export writes into a fresh sibling folder and renames it into place at the end, so a
 failure halfway leaves nothing behind where the user asked for the tree.
@@ -14,6 +16,7 @@ failure halfway leaves nothing behind where the user asked for the tree.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -50,6 +53,7 @@ class ImportSummary:
     skipped: int
     changed: bool
     xattrs_skipped: int = 0  # values past a file's bound (XATTR_TOTAL_MAX), left out
+    xattrs_unlisted: int = 0  # files whose names are past XATTR_LIST_MAX: none kept
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class _Counts:
     bytes: int = 0
     skipped: int = 0
     xattrs_skipped: int = 0
+    xattrs_unlisted: int = 0
     avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
 
 
@@ -167,6 +172,7 @@ def import_dir(
         counts.skipped,
         changed,
         counts.xattrs_skipped,
+        counts.xattrs_unlisted,
     )
 
 
@@ -264,8 +270,10 @@ def _xattrs(path: bytes, counts: _Counts) -> tuple[tuple[bytes, bytes], ...]:
     (tmpfs or XFS hold more): the rest are left out and counted."""
     try:
         names = os.listxattr(path, follow_symlinks=False)
-    except OSError:  # a filesystem without xattrs: nothing to keep
-        return ()
+    except OSError as err:
+        if err.errno == errno.E2BIG:  # the names are past what one list can hold
+            counts.xattrs_unlisted += 1
+        return ()  # otherwise a filesystem without xattrs: nothing to keep
     found = []
     total = 0
     for key in sorted(names):

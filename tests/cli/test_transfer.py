@@ -107,6 +107,31 @@ def test_import_keeps_a_files_xattrs_within_the_bound_the_mount_keeps(
         shutil.rmtree(source)
 
 
+def test_import_counts_a_file_whose_xattr_names_linux_cannot_list(
+    helix: Helix, store: Path
+) -> None:
+    """tmpfs holds more names on one file than listxattr can return (64 KiB: E2BIG),
+    so none of them can be read: import kept that file bare without a word. The
+    file's xattrs are counted as left out; another file keeps its own."""
+    from helixfs.vcs.repo import Repository
+
+    source = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        (source / "crowded").write_bytes(b"c\n")
+        for n in range(300):  # 300 names of 250 bytes: a list of 75 KB
+            os.setxattr(source / "crowded", f"user.{n:05}" + "x" * 239, b"")
+        (source / "plain").write_bytes(b"p\n")
+        os.setxattr(source / "plain", "user.kept", b"yes")
+        result = ok(helix("import", str(source)))
+        assert "left out all xattrs of 1 file(s) whose names are past the 64 KiB" in result.out
+        assert ok(helix("import", "--json", str(source))).json()["xattrs_unlisted"] == 1
+        with Repository.open(store) as repo:
+            crowded, plain = repo.ls("HEAD")
+        assert crowded.xattrs == () and plain.xattrs == ((b"user.kept", b"yes"),)
+    finally:
+        shutil.rmtree(source)
+
+
 def test_import_of_a_file_dated_past_2262_is_one_clear_error(
     helix: Helix, store: Path, tmp_path: Path
 ) -> None:
