@@ -47,14 +47,18 @@ def leave_free(disk: Path, filler: Path, free: int) -> None:
     filler.write_bytes(b"\1" * (stats.f_bavail * stats.f_frsize - free))
 
 
-def tag_files(folder: Path, count: int, value_bytes: int) -> list[Path]:
-    """Files with a big xattr each: a change persisted by no save, held by the quiet
-    window until a commit writes their folder's tree (about count * value_bytes)."""
+def tag_files(folder: Path, count: int) -> list[Path]:
+    """Files with two big xattrs each (120 KB): a change persisted by no save (no close
+    comes after it), held by the quiet window until a commit writes their folder's
+    tree. Setting them after the files are closed keeps the store's disk still: each
+    close would save the folder with the xattrs so far, megabytes of tree each time."""
     folder.mkdir()
     paths = [folder / f"f{n}" for n in range(count)]
-    for n, path in enumerate(paths):
+    for path in paths:
         path.touch()
-        os.setxattr(path, "user.tag", bytes([n]) * value_bytes)
+    for n, path in enumerate(paths):
+        for name in ("user.a", "user.b"):
+            os.setxattr(path, name, bytes([n]) * 60_000)
     return paths
 
 
@@ -127,13 +131,13 @@ def test_a_head_switch_the_disk_has_no_room_for_fails_the_write(
         assert mnt.sh("echo main > .helix/HEAD", check=False).returncode == 0  # no switch
 
         filler.unlink()
-        tagged = tag_files(mnt.path / "tagged", count=40, value_bytes=60_000)
+        tagged = tag_files(mnt.path / "tagged", count=40)  # a commit of ~5 MB pending
         leave_free(small_disk, filler, RESERVE_BYTES + (1 << 20))  # a ref move fits
         refused = mnt.sh("echo feat > .helix/HEAD", check=False)
         assert refused.returncode != 0, "the shell reported a switch that did not happen"
         assert "No space left on device" in refused.stderr
         assert (mnt.path / ".helix" / "HEAD").read_text() == "main\n"
-        assert all(os.getxattr(path, "user.tag") for path in tagged)  # still pending
+        assert all(os.getxattr(path, "user.b") for path in tagged)  # still pending
         unsettled = mnt.helix("log", "main", "-n", "1", "--json")  # reads the last commit
         assert "saves not committed yet" in unsettled.stderr
         assert json.loads(unsettled.stdout)[0]["message"] == "init"
