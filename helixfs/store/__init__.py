@@ -73,6 +73,14 @@ class ObjectStore(Protocol):
         """
         ...
 
+    def get_run(self, oids: Sequence[ObjectId]) -> list[bytes]:
+        """The records of `oids`, in order, each verified as by `get(oid, keep=False)`.
+
+        For a file's next chunks, most likely stored one after another: a store may read
+        them in one pass over its storage (RocksStore follows its `bodies` in order).
+        """
+        ...
+
     def contains(self, oid: ObjectId) -> bool: ...
 
     def write(

@@ -42,6 +42,9 @@ class MemoryStore:
             raise CorruptObject(f"object {hex_id(oid)} is corrupt: its bytes hash elsewhere")
         return record
 
+    def get_run(self, oids: Sequence[ObjectId]) -> list[bytes]:
+        return [self.get(oid, keep=False) for oid in oids]
+
     def contains(self, oid: ObjectId) -> bool:
         return check_oid(oid) in self._objects
 

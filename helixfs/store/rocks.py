@@ -176,7 +176,8 @@ class RocksStore:
         self._refs_cf = self._db.get_column_family("refs")
         self._bodies = self._db.get_column_family_handle("bodies")
         self._bodies_cf = self._db.get_column_family("bodies")
-        self._bodies_cf.set_read_options(unchecked_reads())
+        self._unchecked = unchecked_reads()
+        self._bodies_cf.set_read_options(self._unchecked)
         self._next_body: int | None = None  # found by the first write that needs one
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._edges_meanwhile: list[tuple[ObjectId, ObjectId]] | None = None  # see prepare_delete
@@ -225,6 +226,49 @@ class RocksStore:
         if keep:
             self._remember(self._bases, oid, known, len(known.record), epoch)
         return known.record
+
+    def get_run(self, oids: Sequence[ObjectId]) -> list[bytes]:
+        """Records of a file's next chunks, read with one cursor over `bodies`.
+
+        A file's chunks are numbered in write order (ADR 0018), so the body after one
+        chunk's is most likely the next chunk's: the cursor takes it for the next id
+        when its record hashes to that id, which also verifies it. Any other object
+        (a delta, a chunk stored by another file, a damaged body) is read by `get`, and
+        the cursor moves past its body. Saves a point lookup in `objects` and a `get`
+        per chunk (ADR 0035).
+        """
+        for oid in oids:
+            check_oid(oid)
+        self._check_open()
+        if len(oids) < 2:
+            return [self.get(oid, keep=False) for oid in oids]
+        cursor = self._bodies_cf.iter(self._unchecked)
+        last = len(oids) - 1
+        return [self._run_record(oid, cursor, ahead=n < last) for n, oid in enumerate(oids)]
+
+    def _run_record(self, oid: ObjectId, cursor: rocksdict.RdictIter, *, ahead: bool) -> bytes:
+        """`oid`'s record, from the cursor's body if it is that; the cursor then moves
+        to the next object's likely body if `ahead` (a move reads that body)."""
+        if cursor.valid():
+            record = _plain_record(oid, cursor.value())
+            if ahead:
+                cursor.next()
+            if record is not None:
+                self._misses += 1
+                return record
+        record = self.get(oid, keep=False)
+        if ahead:
+            self._follow(oid, cursor)
+        return record
+
+    def _follow(self, oid: ObjectId, cursor: rocksdict.RdictIter) -> None:
+        """Put the cursor past `oid`'s body, where the next chunk's likely is. An object
+        without one (a delta) leaves it: past the body of the chunk it replaced."""
+        frame = read(self._objects_cf, oid)
+        if frame is not None and is_body(frame):
+            with contextlib.suppress(CorruptObject):  # get() could read it: cannot happen
+                number = int.from_bytes(parse_body(oid, frame).key, "big")
+                cursor.seek(body_key(number + 1))
 
     def contains(self, oid: ObjectId) -> bool:
         check_oid(oid)
@@ -970,6 +1014,15 @@ class RocksStore:
         except HelixError:
             return None
         return _base_in(oid, frame)
+
+
+def _plain_record(oid: ObjectId, frame: bytes) -> bytes | None:
+    """The record a body holds if it is `oid`'s (it hashes to it), else None."""
+    try:
+        record = decode_plain(oid, frame, codec_of(oid, frame))
+    except HelixError:  # not a plain frame of ours: get() will say what is wrong
+        return None
+    return record if object_id(record) == oid else None
 
 
 def _share(shared: ByteLRU[bytes], oid: ObjectId, record: bytes) -> None:

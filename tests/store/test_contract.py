@@ -295,3 +295,17 @@ def test_repack_never_changes_what_objects_read_as(backend: Backend) -> None:
     assert all(backend.store.delta_base(oid) in (None, *ids) for oid in ids)
     assert [backend.store.get(oid) for oid in ids] == versions
     assert [backend.reopen().get(oid) for oid in ids] == versions
+
+
+def test_a_run_returns_each_record_in_the_order_asked(backend: Backend) -> None:
+    import os
+
+    records = [os.urandom(size) for size in (70_000, 5, 20_000, 70_000)]
+    ids = [object_id(data) for data in records]
+    backend.store.write(dict(zip(ids, records, strict=True)))
+    store = backend.reopen()
+    order = [3, 0, 0, 1, 2, 3]
+    assert store.get_run([ids[i] for i in order]) == [records[i] for i in order]
+    assert store.get_run([]) == []
+    with pytest.raises(NotFound):
+        store.get_run([ids[0], object_id(b"absent")])

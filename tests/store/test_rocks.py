@@ -1052,3 +1052,51 @@ def test_sync_flushes_the_wal_only_when_a_write_may_not_be_durable(store: RocksS
     store.write({object_id(b"bulk"): b"bulk"}, bulk=True)
     store.sync()
     assert store.wal_flushes == flushes + 2  # unlogged objects are flushed to their files
+
+
+# ---------------------------------------------------------------- runs (ADR 0035)
+
+
+def test_a_run_reads_chunks_in_any_order_and_any_place(store: RocksStore) -> None:
+    """get_run follows `bodies` in write order, but whatever the order asked, the gaps,
+    repeats, deltas and small records, every object comes back as itself."""
+    chunks = chunk_records(8)
+    store.write(chunks)
+    versions = [os.urandom(40_000)]
+    versions.append(versions[0][:20_000] + b"edit" + versions[0][20_004:])
+    delta, small = write_chain(store, versions)[1], object_id(b"small")
+    store.write({small: b"small"})
+    more = chunk_records(3)
+    store.write(more)
+    records = {**chunks, **more, delta: versions[1], small: b"small"}
+    ids = list(chunks)
+    orders = [
+        ids,  # write order: one get, then the cursor
+        ids[::-1],
+        ids[:3] + [delta] + ids[3:5] + [small] + ids[5:],  # a delta and a small record inside
+        ids[::2] + ids[1::2],  # gaps
+        [ids[0], ids[0], ids[1], ids[1]],  # repeats
+        [ids[-1], *more],  # the next write's bodies follow
+        [*more, ids[0]],  # past the last body
+    ]
+    for order in orders:
+        assert store.get_run(order) == [records[oid] for oid in order]
+
+
+def test_a_damaged_body_in_a_run_is_corrupt_and_its_neighbours_read(path: Path) -> None:
+    chunks = chunk_records(5)
+    with RocksStore(path) as store:
+        store.write(chunks)
+    ids = list(chunks)
+    raw_rocks_edit(path, ids[2], lambda frame: frame[:-1] + bytes([frame[-1] ^ 1]))
+    with RocksStore(path) as reopened:
+        with pytest.raises(CorruptObject, match=ids[2].hex()):
+            reopened.get_run(ids)
+        assert reopened.get_run(ids[:2] + ids[3:]) == [chunks[oid] for oid in ids if oid != ids[2]]
+
+
+def test_a_missing_object_in_a_run_is_not_found(store: RocksStore) -> None:
+    chunks = chunk_records(3)
+    store.write(chunks)
+    with pytest.raises(NotFound):
+        store.get_run([*chunks, object_id(b"never stored")])
