@@ -40,6 +40,9 @@ FLUSH_BYTES = 16 << 20
 """A streamed file hands its chunks to the sink every this many bytes (bounded memory)."""
 RECORD_CACHE = 8 << 20
 """Blob records kept for readers (~128 average chunks): several requests' worth."""
+RUN_CHUNKS = 32
+"""Chunks read in one `get_run` at most (~2 MiB): a whole-file read holds no more
+than this in flight beyond what it returns."""
 HOLES_KEPT = 1 << 14
 """Contents whose hole bytes a reader remembers (an int each): a getattr per big file
 reads its index once, not once per request."""
@@ -482,16 +485,33 @@ class ContentReader:
         """Views of the chunk records overlapping the range: the join is the one copy."""
         starts, ids = index
         end = starts[-1] if size < 0 else min(starts[-1], offset + size)
-        i = max(0, bisect.bisect_right(starts, offset) - 1)
-        while i < len(ids) and starts[i] < end:
-            record = self._file_record(ids[i], chunk=True)
-            length = starts[i + 1] - starts[i]
-            if kind_of(record) != KIND_BLOB or len(record) - HEADER_SIZE != length:
-                raise CorruptObject(f"chunk {hex_id(ids[i])} does not match its file's index")
-            lo = HEADER_SIZE + max(0, offset - starts[i])
-            hi = HEADER_SIZE + min(end, starts[i + 1]) - starts[i]
-            yield memoryview(record)[lo:hi]
-            i += 1
+        first = max(0, bisect.bisect_right(starts, offset) - 1)
+        stop = max(first, bisect.bisect_left(starts, end, first, len(ids)))
+        for at in range(first, stop, RUN_CHUNKS):
+            batch = range(at, min(stop, at + RUN_CHUNKS))
+            records = self._chunk_records([ids[i] for i in batch])
+            for i, record in zip(batch, records, strict=True):
+                length = starts[i + 1] - starts[i]
+                if kind_of(record) != KIND_BLOB or len(record) - HEADER_SIZE != length:
+                    raise CorruptObject(f"chunk {hex_id(ids[i])} does not match its file's index")
+                lo = HEADER_SIZE + max(0, offset - starts[i])
+                hi = HEADER_SIZE + min(end, starts[i + 1]) - starts[i]
+                yield memoryview(record)[lo:hi]
+
+    def _chunk_records(self, ids: list[ObjectId]) -> list[bytes]:
+        """The records of a request's chunks: kept or pending ones as they are, the
+        others read in one `get_run` (a file's chunks are mostly stored in its order)."""
+        kept = [self.records.get(oid) or self._pending.get(oid) for oid in ids]
+        missing = [oid for oid, record in zip(ids, kept, strict=True) if record is None]
+        fetched = iter(self._store.get_run(missing) if missing else ())
+        records = []
+        for oid, record in zip(ids, kept, strict=True):
+            if record is None:
+                record = next(fetched)
+                if kind_of(record) == KIND_BLOB:
+                    self.records.put(oid, record, len(record))
+            records.append(record)
+        return records
 
     def open(self, oid: ObjectId) -> BinaryIO:
         """A whole content as a file object (small contents; large ones stream by range)."""

@@ -123,3 +123,57 @@ async def test_a_corrupt_chunk_is_refused_even_with_its_neighbours_cached(
     finally:
         ops.close()
         damaged.close()
+
+
+def count_gets(repo: Repository) -> list[int]:
+    """A running count of the store's single-object gets (a spy: the real get runs)."""
+    store, counter = repo.store, [0]
+    real_get = store.get
+
+    def get(oid: ObjectId, *, keep: bool = True) -> bytes:
+        counter[0] += 1
+        return real_get(oid, keep=keep)
+
+    store.get = get  # type: ignore[method-assign]
+    return counter
+
+
+async def test_chunk_runs_read_exactly_after_an_overwrite_in_the_middle(
+    store: Path, reopened: Operations
+) -> None:
+    """A request's chunks are read in one run over `bodies` in write order (ADR 0035).
+    After an overwrite in the middle, the new chunks are stored later (or as deltas),
+    out of the file's order: the run must still give every chunk's own bytes, at chunk
+    edges, at the file's end, and across the edit."""
+    middle = SIZE // 2
+    patch = random.Random(6).randbytes(100_000)
+    fh = (await reopened.open(await Client(reopened).ino("big.bin"), os.O_WRONLY, CTX)).fh
+    assert await reopened.write(fh, middle, patch) == len(patch)
+    await reopened.flush(fh)
+    await reopened.release(fh)
+    reopened.close()
+    reopened.repo.close()
+    expected = DATA[:middle] + patch + DATA[middle + len(patch) :]
+    fresh = Repository.open(store)
+    ops = make_ops(fresh)
+    try:
+        starts, ids = chunk_layout(fresh, b"big.bin")
+        gets = count_gets(fresh)
+        fh = await open_read(ops, "big.bin")
+        for step in (1 << 20, 131072, (1 << 20) + 1):  # each pass from a cold record cache
+            fresh.contents.records.clear()
+            gets[0] = 0
+            out = bytearray()
+            while chunk := await ops.read(fh, len(out), step):
+                out += chunk
+            assert out == expected, step
+            if step == 1 << 20:  # most chunks came from runs, not one get each
+                assert gets[0] < len(ids) // 2, (gets[0], len(ids))
+        for edge in (starts[1], starts[-2], middle, middle + len(patch)):
+            fresh.contents.records.clear()
+            got = await ops.read(fh, edge - 5000, 70_000)
+            assert got == expected[edge - 5000 : edge + 65_000], edge
+        await ops.release(fh)
+    finally:
+        ops.close()
+        fresh.close()
