@@ -109,6 +109,7 @@ REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
 ANCHOR_CACHE_BYTES = 4 << 20  # decoded skip-back targets: one per hot file's chain
+RUN_FROM = 8  # a shorter run reads one get each: a cursor's seek costs a few gets' worth
 
 
 V = TypeVar("V")
@@ -235,12 +236,13 @@ class RocksStore:
         when its record hashes to that id, which also verifies it. Any other object
         (a delta, a chunk stored by another file, a damaged body) is read by `get`, and
         the cursor moves past its body. Saves a point lookup in `objects` and a `get`
-        per chunk (ADR 0035).
+        per chunk (ADR 0035). Fewer than RUN_FROM objects (a random read's one or two
+        chunks) are read by `get` alone: the cursor's seek would cost more.
         """
         for oid in oids:
             check_oid(oid)
         self._check_open()
-        if len(oids) < 2:
+        if len(oids) < RUN_FROM:
             return [self.get(oid, keep=False) for oid in oids]
         cursor = self._bodies_cf.iter(self._unchecked)
         last = len(oids) - 1

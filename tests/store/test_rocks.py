@@ -1057,9 +1057,12 @@ def test_sync_flushes_the_wal_only_when_a_write_may_not_be_durable(store: RocksS
 # ---------------------------------------------------------------- runs (ADR 0035)
 
 
-def test_a_run_reads_chunks_in_any_order_and_any_place(store: RocksStore) -> None:
+def test_a_run_reads_chunks_in_any_order_and_any_place(
+    store: RocksStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """get_run follows `bodies` in write order, but whatever the order asked, the gaps,
     repeats, deltas and small records, every object comes back as itself."""
+    monkeypatch.setattr(rocks_module, "RUN_FROM", 2)  # short runs take the cursor too
     chunks = chunk_records(8)
     store.write(chunks)
     versions = [os.urandom(40_000)]
@@ -1083,7 +1086,10 @@ def test_a_run_reads_chunks_in_any_order_and_any_place(store: RocksStore) -> Non
         assert store.get_run(order) == [records[oid] for oid in order]
 
 
-def test_a_damaged_body_in_a_run_is_corrupt_and_its_neighbours_read(path: Path) -> None:
+def test_a_damaged_body_in_a_run_is_corrupt_and_its_neighbours_read(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rocks_module, "RUN_FROM", 2)
     chunks = chunk_records(5)
     with RocksStore(path) as store:
         store.write(chunks)
@@ -1095,7 +1101,10 @@ def test_a_damaged_body_in_a_run_is_corrupt_and_its_neighbours_read(path: Path) 
         assert reopened.get_run(ids[:2] + ids[3:]) == [chunks[oid] for oid in ids if oid != ids[2]]
 
 
-def test_a_missing_object_in_a_run_is_not_found(store: RocksStore) -> None:
+def test_a_missing_object_in_a_run_is_not_found(
+    store: RocksStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rocks_module, "RUN_FROM", 2)
     chunks = chunk_records(3)
     store.write(chunks)
     with pytest.raises(NotFound):
