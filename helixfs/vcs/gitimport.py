@@ -14,6 +14,10 @@ branch that already exists is only moved if it is the empty commit `helix init` 
 a fast-forward of an earlier import of the same git branch; otherwise the import is
 refused before anything is written (`prefix` imports side by side instead). Commits
 that only git's detached HEAD reaches have no name to land under: the summary counts them.
+
+REPO is a repository's top folder or git folder (git finds one above any other folder),
+read whatever GIT_DIR & co. the caller has set, and without replace refs: commits are
+imported as stored.
 """
 
 from __future__ import annotations
@@ -70,16 +74,48 @@ class GitImportSummary:
     helix_folders_skipped: int = 0
 
 
+_REPOSITORY_VARIABLES = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+    }
+)
+"""What `git rev-parse --local-env-vars` lists: variables that point git at another
+repository than the one it runs in (a git hook, `git rebase --exec`, set GIT_DIR)."""
+
+
+def _git_env() -> dict[str, str]:
+    """git for the repository named by its path, whatever the caller's environment,
+    and its objects as stored: replace refs (which a clone leaves behind) would give
+    other trees and parents than the commit ids meta["git"] names."""
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_NO_REPLACE_OBJECTS="1")
+    return env
+
+
 def _git(
     repo_path: Path, *args: str, check: bool = True, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     try:
         return subprocess.run(
             ["git", "-C", str(repo_path), *args],
             input=stdin,
             capture_output=True,
-            env=env,
+            env=_git_env(),
             check=check,
         )
     except FileNotFoundError:
@@ -102,6 +138,7 @@ class _CatFile:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=_git_env(),
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in: IO[bytes] = self.proc.stdin
@@ -417,7 +454,7 @@ def import_git(
     path = Path(path)
     if not path.is_dir():
         raise NotFound(f"no such folder: {path}")
-    _git(path, "rev-parse", "--git-dir")
+    _refuse_all_but_a_repository_top(path)
     _refuse_shallow(path)
     id_size = (
         32
@@ -426,6 +463,8 @@ def import_git(
     )
     refs_skipped: list[str] = []
     refs = _git_refs(path, prefix, refs_skipped)
+    if not refs and not refs_skipped:
+        _refuse_no_commits(path)
     for ref in refs:
         _check_ref(repo, path, ref)
     shas = (
@@ -499,6 +538,32 @@ def _imported(repo: Repository, refs: list[_GitRef]) -> dict[str, CommitId]:
                 seen.add(parent)
                 todo.append(parent)
     return known
+
+
+def _refuse_all_but_a_repository_top(path: Path) -> None:
+    """REPO must be a work tree's top folder or a git folder (bare, or `.git`). git run in
+    any other folder looks upwards and finds a repository above it: a subfolder, or a
+    folder that merely sits inside someone's checkout, imported that one instead."""
+    found = _git(path, "rev-parse", "--absolute-git-dir", check=False)
+    if found.returncode != 0:  # git's first line says why: none, or not trusted (owner)
+        said = found.stderr.decode(errors="replace").strip().splitlines() or ["no repository"]
+        raise InvalidInput(f"{path} is not a git repository git can read: {said[0]}")
+    git_dir = os.fsdecode(found.stdout.strip())
+    top = os.fsdecode(_git(path, "rev-parse", "--show-toplevel", check=False).stdout.strip())
+    here = os.path.realpath(path)
+    if here not in (os.path.realpath(git_dir), top and os.path.realpath(top)):
+        raise InvalidInput(
+            f"{path} is not the top of a git repository but inside {top or git_dir}: "
+            "import that folder instead"
+        )
+
+
+def _refuse_no_commits(path: Path) -> None:
+    """No branch or tag names a commit: unless git's HEAD is detached at one (reported
+    in the summary), there is nothing to import, and '0 commits' with exit 0 hid it."""
+    head = _git(path, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    if head.returncode != 0:
+        raise InvalidInput(f"{path} has no commits on a branch or tag: nothing to import")
 
 
 def _refuse_shallow(path: Path) -> None:

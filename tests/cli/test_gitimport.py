@@ -198,13 +198,63 @@ def test_import_into_a_store_with_other_work_is_refused(
     assert ok(helix("cat", "main", "x")).out == "mine"
 
 
-def test_empty_and_non_git_folders(helix: Helix, tmp_path: Path) -> None:
+def test_a_folder_with_no_repository_or_no_commits_is_refused(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """A repository with no commits imported "0 commits on 0 branch(es)" with exit 0."""
+    before = store_state(store)
     empty = tmp_path / "empty"
     empty.mkdir()
-    fails(helix("import", "--from-git", str(empty)), says="git")
+    fails(helix("import", "--from-git", str(empty)), says="is not a git repository")
     git(empty, "init", "-q")
-    doc = ok(helix("import", "--json", "--from-git", str(empty))).json()
-    assert doc["commits"] == 0 and doc["branches"] == []
+    fails(helix("import", "--from-git", str(empty)), says="has no commits on a branch or tag")
+    assert store_state(store) == before
+
+
+def test_a_folder_inside_a_repository_is_refused(
+    helix: Helix, store: Path, git_repo: Path, tmp_path: Path
+) -> None:
+    """git run in a folder looks upwards for its repository: `--from-git repo/src`, or
+    any folder that sits in someone's checkout, imported that whole repository."""
+    before = store_state(store)
+    (git_repo / "untracked").mkdir()
+    for inside in ("src", ".git/refs", "untracked"):
+        fails(
+            helix("import", "--from-git", str(git_repo / inside)),
+            says=f"but inside {git_repo}",
+        )
+    assert store_state(store) == before
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(git_repo), str(bare))
+    assert ok(helix("import", "--json", "--from-git", str(bare))).json()["commits"] == 5
+    again = ok(helix("import", "--json", "--from-git", str(git_repo / ".git"))).json()
+    assert (again["commits"], again["skipped"]) == (0, 5)
+
+
+def test_git_variables_of_the_caller_do_not_redirect_the_import(
+    helix: Helix, git_repo: Path, tmp_path: Path
+) -> None:
+    """Run where GIT_DIR is set (a git hook, `git rebase --exec`), the import read the
+    repository GIT_DIR named, not REPO."""
+    other = _two_commit_repo(tmp_path)
+    env = {"GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other)}
+    doc = ok(helix("import", "--json", "--from-git", str(git_repo), env=env)).json()
+    assert doc["commits"] == 5 and doc["snapshots"] == ["v0.1", "v1.0"]
+
+
+def test_replaced_commits_are_imported_as_stored(helix: Helix, tmp_path: Path) -> None:
+    """With `git replace`, the import stored another commit's tree and message under the
+    replaced commit's sha (meta git.commit). A clone leaves replace refs behind."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "checkout", "-q", "-b", "other", "HEAD~1")
+    _write(repo, "f", "replacement\n")
+    git(repo, "commit", "-q", "-am", "replacement")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "replace", "main", "other")
+    git(repo, "branch", "-q", "-D", "other")
+    ok(helix("import", "--from-git", str(repo)))
+    assert ok(helix("cat", "main", "f")).out == "2\n"
+    assert [c["message"] for c in ok(helix("log", "--json")).json()] == ["c2\n", "c1\n"]
 
 
 def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> None:
