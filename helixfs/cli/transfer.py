@@ -126,7 +126,10 @@ def _git_summary(doc: dict[str, Any]) -> str:
         shown = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
         text += f"\nskipped {len(refs)} ref(s) (not at a commit, or no valid name): {shown}"
     if doc.get("submodules_skipped"):
-        text += f"\nskipped {doc['submodules_skipped']} submodule entries"
+        text += (
+            f"\n{doc['submodules_skipped']} submodule entries became empty folders, as in a"
+            " checkout without --recurse-submodules (their repositories are not imported)"
+        )
     if doc.get("helix_folders_skipped"):
         text += (
             f"\nleft out a top-level .helix folder from {doc['helix_folders_skipped']} tree(s):"

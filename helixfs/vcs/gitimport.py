@@ -17,7 +17,7 @@ that only git's detached HEAD reaches have no name to land under: the summary co
 
 REPO is a repository's top folder or git folder (git finds one above any other folder),
 read whatever GIT_DIR & co. the caller has set, and without replace refs: commits are
-imported as stored.
+imported as stored. A submodule becomes an empty folder, as a plain checkout leaves it.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from helixfs.vcs.objects import (
 )
 from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
 from helixfs.vcs.transfer import _Batch
-from helixfs.vcs.treeops import CONTROL_DIR, EMPTY_TREE, EMPTY_TREE_ID, find
+from helixfs.vcs.treeops import CONTROL_DIR, EMPTY_TREE, EMPTY_TREE_ID, EMPTY_TREE_RECORD, find
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -63,7 +63,7 @@ class GitImportSummary:
     branches: list[str] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)
     head: str | None = None
-    submodules_skipped: int = 0
+    submodules_skipped: int = 0  # gitlinks: empty folders here, their commits not imported
     refs_skipped: list[str] = field(default_factory=list)
     # git's HEAD detached at a commit no imported branch or tag reaches: its commits
     # are not imported (nothing here could name them), so the summary says how many
@@ -210,6 +210,10 @@ class _Converter:
         self.tree_shas[oid] = sha
         return oid
 
+    def empty_tree(self) -> ObjectId:
+        self.batch.add({EMPTY_TREE_ID: EMPTY_TREE_RECORD})
+        return EMPTY_TREE_ID
+
     def _listing(self, oid: ObjectId) -> Tree:
         """A tree built earlier in this import, usually still in the tree cache; one
         dropped from it before its batch reached the store is read after a flush."""
@@ -240,9 +244,10 @@ class _Converter:
         if mode == _DIR:
             sub = self.tree(sha, time_ns, old.oid if old is not None and old.is_dir() else None)
             entry = TreeEntry(name, MODE_DIR, sub, 0, time_ns)
-        elif mode == _GITLINK:
+        elif mode == _GITLINK:  # another repository's commit: an empty folder, as a
+            # checkout without --recurse-submodules (and git archive) leaves it
             self.submodules += 1
-            return None
+            entry = TreeEntry(name, MODE_DIR, self.empty_tree(), 0, time_ns)
         else:
             oid, size = self.blob(sha)
             entry = TreeEntry(name, _MODES.get(mode, MODE_FILE), oid, size, time_ns)

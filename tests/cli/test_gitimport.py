@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from . import gitrepos
 from .conftest import Helix, fails, ok, run_helix, store_state
 
 
@@ -445,3 +447,94 @@ def test_a_top_level_helix_folder_in_git_is_left_out_and_reported(
     names = {e["name"] for e in ok(helix("ls", "--json", "HEAD")).json()}
     assert names == {"README.md", "src"}
     assert ok(helix("cat", "HEAD", "src/.helix/kept.txt")).out.startswith("a .helix below")
+
+
+# -- every commit against git itself ---------------------------------------------------
+
+_LOG_FORMAT = "%H%x00%an <%ae>%x00%ad%x00%cn <%ce> %cd%x00%P%x00%B%x00"
+
+
+def _checkout_listing(root: Path) -> dict[bytes, tuple[object, ...]]:
+    """path -> (kind, then what git keeps of it: exec bit and bytes, or a link's target)."""
+    top = os.fsencode(root)
+    found: dict[bytes, tuple[object, ...]] = {}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            rel = os.path.relpath(path, top)
+            if stat.S_ISLNK(mode):
+                found[rel] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(mode):
+                found[rel] = ("dir",)
+            else:
+                found[rel] = ("file", bool(mode & 0o100), Path(os.fsdecode(path)).read_bytes())
+    return found
+
+
+def _git_archive(repo: Path, sha: str, target: Path) -> Path:
+    target.mkdir()
+    tar = gitrepos.run_git(repo, "archive", "--format=tar", sha)
+    subprocess.run(["tar", "-x", "-m", "-C", str(target)], input=tar, check=True)
+    return target
+
+
+def _git_log(repo: Path) -> dict[str, list[str]]:
+    """sha -> [author, author date, committer line, parents, message], as git shows them
+    (a commit in another encoding re-encoded to UTF-8)."""
+    raw = gitrepos.run_git(repo, "log", "--all", "--date=raw", f"--format={_LOG_FORMAT}")
+    fields = raw.decode().split("\x00")
+    records = [fields[i : i + 6] for i in range(0, len(fields) - 1, 6)]
+    return {r[0].strip(): r[1:] for r in records}  # each record after the first: "\n" + sha
+
+
+def _helix_commits(helix: Helix) -> dict[str, dict[str, object]]:
+    """git sha -> the imported commit's log entry, from every branch and snapshot."""
+    names = [b["name"] for b in ok(helix("branch", "--json")).json()["branches"]]
+    names += [s["name"] for s in ok(helix("snapshot", "--json")).json()["snapshots"]]
+    found = {}
+    for name in names:
+        for commit in ok(helix("log", "--json", "--graph", name)).json():
+            if "git" in commit["meta"]:
+                found[commit["meta"]["git"]["commit"]] = commit
+    return found
+
+
+def test_every_commit_matches_git_checkout_and_log(helix: Helix, tmp_path: Path) -> None:
+    """Executable bits, symlinks of every sort, empty and big files, names and messages
+    that are not UTF-8, CRLF, moved and deleted folders, entry kinds that change, empty
+    commits, far dates and time zones, author != committer, a two-parent merge, an
+    octopus, an `ours` merge, lightweight and annotated tags, an orphan branch and a
+    submodule: each imported commit's export is git's checkout of it, byte for byte,
+    and its log entry is git's."""
+    repo = gitrepos.kitchen_sink(tmp_path / "git")
+    ok(helix("import", "--from-git", str(repo)))
+    ours = _helix_commits(helix)
+    theirs = _git_log(repo)
+    assert set(ours) == set(theirs)
+    by_sha = {sha: commit["id"] for sha, commit in ours.items()}
+    (tmp_path / "helix").mkdir()
+    (tmp_path / "archive").mkdir()
+    for sha, (author, author_date, committer, parents, message) in theirs.items():
+        commit = ours[sha]
+        exported = tmp_path / "helix" / sha
+        ok(helix("export", str(commit["id"]), str(exported)))
+        checkout = _git_archive(repo, sha, tmp_path / "archive" / sha)
+        assert _checkout_listing(exported) == _checkout_listing(checkout), sha
+        seconds = int(author_date.split()[0])
+        assert (commit["author"], commit["time_ns"], commit["message"]) == (
+            author,
+            seconds * 10**9,
+            message,
+        )
+        assert commit["meta"]["git"] == {  # type: ignore[index]
+            "commit": sha,
+            "author_date": author_date,
+            "committer": committer,
+        }
+        assert commit["parents"] == [by_sha[p] for p in parents.split()]
+    for line in gitrepos.run_git(repo, "for-each-ref", "--format=%(refname)").decode().split():
+        kind, name = line.split("/", 2)[1:]
+        rev = ("" if kind == "heads" else "snapshots/") + name.replace("/", "-")
+        wanted = gitrepos.run_git(repo, "rev-parse", f"{line}^{{commit}}").decode().strip()
+        assert ok(helix("rev-parse", rev)).out.strip() == by_sha[wanted]
