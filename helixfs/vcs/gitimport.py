@@ -235,7 +235,7 @@ class _Converter:
             if root and name == CONTROL_DIR:
                 self.helix_folders += 1
                 continue
-            entries.append(self._entry(mode, name, sha, time_ns, find(old, name)))
+            entries.append(self._entry(_canon_mode(mode), name, sha, time_ns, find(old, name)))
         return entries
 
     def _entry(
@@ -250,7 +250,7 @@ class _Converter:
             entry = TreeEntry(name, MODE_DIR, self.empty_tree(), 0, time_ns)
         else:
             oid, size = self.blob(sha)
-            entry = TreeEntry(name, _MODES.get(mode, MODE_FILE), oid, size, time_ns)
+            entry = TreeEntry(name, _MODES[mode], oid, size, time_ns)
         unchanged = old is not None and (old.mode, old.oid) == (entry.mode, entry.oid)
         return old if unchanged else entry
 
@@ -305,6 +305,22 @@ class _Converter:
         if found is None:
             raise InvalidInput(f"git commit {sha} has parent {parent}, which is missing")
         return found
+
+
+def _canon_mode(mode: bytes) -> bytes:
+    """A tree entry's mode as git's tree walk reads it (canon_mode): a zero-padded one
+    (`040000`, written by old tools; fsck only warns) or one with other permission bits
+    (`100664`) is the usual mode of its kind, and a kind git does not know is a gitlink."""
+    if mode in _MODES or mode in (_DIR, _GITLINK):
+        return mode
+    try:
+        value = int(mode, 8)
+    except ValueError:
+        raise CorruptObject(f"git tree entry with the mode {mode!r}") from None
+    kind = value & 0o170000
+    if kind == 0o100000:
+        return b"100755" if value & 0o100 else b"100644"
+    return {0o120000: b"120000", 0o040000: _DIR}.get(kind, _GITLINK)
 
 
 def _parse_commit(raw: bytes) -> tuple[dict[bytes, list[bytes]], str]:

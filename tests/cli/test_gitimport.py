@@ -13,13 +13,15 @@ from . import gitrepos
 from .conftest import Helix, fails, ok, run_helix, store_state
 
 
-def git(repo: Path, *args: str, date: int | None = None) -> str:
+def git(repo: Path, *args: str, date: int | None = None, stdin: bytes | None = None) -> str:
     env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
     env.update(GIT_AUTHOR_NAME="Ada Lovelace", GIT_AUTHOR_EMAIL="ada@example.org")
     env.update(GIT_COMMITTER_NAME="Committer", GIT_COMMITTER_EMAIL="c@example.org")
     if date is not None:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{date} +0200"
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], input=stdin, capture_output=True, env=env
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout.decode()
 
@@ -538,3 +540,21 @@ def test_every_commit_matches_git_checkout_and_log(helix: Helix, tmp_path: Path)
         rev = ("" if kind == "heads" else "snapshots/") + name.replace("/", "-")
         wanted = gitrepos.run_git(repo, "rev-parse", f"{line}^{{commit}}").decode().strip()
         assert ok(helix("rev-parse", rev)).out.strip() == by_sha[wanted]
+
+
+def test_modes_old_tools_wrote_are_read_as_git_reads_them(helix: Helix, tmp_path: Path) -> None:
+    """A tree with a zero-padded `040000` (git fsck only warns: zeroPaddedFilemode)
+    ended the import with "git object ... is missing or not a blob", and `100775` was a
+    plain file where git's checkout makes it executable."""
+    repo = new_git_repo(tmp_path / "padded")
+    blob = bytes.fromhex(git(repo, "hash-object", "-w", "--stdin", stdin=b"hi\n").strip())
+    sub = git(repo, "hash-object", "-t", "tree", "-w", "--stdin", stdin=b"100644 f\0" + blob)
+    raw = b"040000 d\0" + bytes.fromhex(sub.strip()) + b"100664 g\0" + blob + b"100775 x\0" + blob
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=raw)
+    made = git(repo, "commit-tree", tree.strip(), "-m", "padded modes", date=1_600_000_000)
+    git(repo, "update-ref", "refs/heads/main", made.strip())
+    ok(helix("import", "--from-git", str(repo)))
+    ok(helix("export", "main", str(tmp_path / "exported")))
+    archive = _git_archive(repo, made.strip(), tmp_path / "archive")
+    assert _checkout_listing(tmp_path / "exported") == _checkout_listing(archive)
+    assert ok(helix("ls", "main", "x")).out.startswith("exec")
