@@ -135,6 +135,11 @@ def _git_summary(doc: dict[str, Any]) -> str:
             f"\nleft out a top-level .helix folder from {doc['helix_folders_skipped']} tree(s):"
             " the name of a mount's control folder, never part of a tree"
         )
+    if doc.get("git_entries_skipped"):
+        text += (
+            f"\nleft out {doc['git_entries_skipped']} entries named .git: git refuses to check"
+            " them out (git run there would take them for its repository)"
+        )
     if doc.get("detached_head"):
         text += (
             f"\nnot imported: git's HEAD is detached at {doc['detached_head'][:12]}, with "

@@ -42,6 +42,7 @@ from helixfs.vcs.objects import (
     Tree,
     TreeEntry,
     encode_commit,
+    valid_name,
 )
 from helixfs.vcs.refs import branch_ref, check_name, snapshot_ref
 from helixfs.vcs.transfer import _Batch
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 _MODES = {b"100644": MODE_FILE, b"100755": MODE_FILE | 0o111, b"120000": MODE_LINK}
 _GITLINK = b"160000"
+_GIT_NAME = b".git"
 _DIR = b"40000"
 
 
@@ -72,6 +74,9 @@ class GitImportSummary:
     # root trees that held a `.helix` entry: a mount's control folder is never part of
     # a tree (`import DIR` and the commit API leave it out too), so it is left out here
     helix_folders_skipped: int = 0
+    # tree entries named `.git` (any case): git refuses to check them out, since git run
+    # in the checkout would take them for its repository (its config, its hooks)
+    git_entries_skipped: int = 0
 
 
 _REPOSITORY_VARIABLES = frozenset(
@@ -177,16 +182,22 @@ class _Converter:
         self.tree_shas: dict[ObjectId, bytes] = {}  # our trees -> the git trees they came from
         self.roots: dict[str, ObjectId] = {}  # git commit -> our root tree
         self.blobs: dict[bytes, tuple[ObjectId, int]] = {}
+        self.link_targets: set[bytes] = set()  # blobs checked as a symlink's target
         self.commits: dict[str, CommitId] = {}
         self.generations: dict[CommitId, int] = {}  # of the commits this import made
         self.known = known  # git commit -> ours, made by an earlier import
         self.submodules = 0
         self.helix_folders = 0
+        self.git_folders = 0
 
-    def blob(self, sha: bytes) -> tuple[ObjectId, int]:
+    def blob(self, sha: bytes, *, link: bool = False) -> tuple[ObjectId, int]:
         found = self.blobs.get(sha)
-        if found is None:
-            stored = pack_bytes(self.cat.get(sha.hex(), b"blob"))
+        if found is None or (link and sha not in self.link_targets):
+            data = self.cat.get(sha.hex(), b"blob")
+            if link:
+                _check_link_target(sha, data)
+                self.link_targets.add(sha)
+            stored = pack_bytes(data)
             self.batch.add(stored.objects)
             found = self.blobs[sha] = (stored.oid, stored.size)
         return found
@@ -203,7 +214,7 @@ class _Converter:
             return base
         old = self._listing(base) if base is not None else EMPTY_TREE
         raw = self.cat.get(sha.hex(), b"tree")
-        entries = [e for e in self._entries(raw, time_ns, old, root) if e]
+        entries = [e for e in self._entries(sha, raw, time_ns, old, root) if e]
         objects: dict[ObjectId, bytes] = {}
         oid = self.repo.trees.build(entries, objects)
         self.batch.add(objects)
@@ -223,8 +234,11 @@ class _Converter:
             self.batch.flush()
             return self.repo.trees.get(oid)
 
-    def _entries(self, raw: bytes, time_ns: int, old: Tree, root: bool) -> list[TreeEntry | None]:
+    def _entries(
+        self, sha_of_tree: bytes, raw: bytes, time_ns: int, old: Tree, root: bool
+    ) -> list[TreeEntry | None]:
         entries: list[TreeEntry | None] = []
+        seen: set[bytes] = set()
         pos = 0
         while pos < len(raw):
             space = raw.index(b" ", pos)
@@ -235,6 +249,10 @@ class _Converter:
             if root and name == CONTROL_DIR:
                 self.helix_folders += 1
                 continue
+            if name.lower() == _GIT_NAME:  # git's checkout refuses it (fsck: hasDotgit)
+                self.git_folders += 1
+                continue
+            _check_name(sha_of_tree, name, seen)
             entries.append(self._entry(_canon_mode(mode), name, sha, time_ns, find(old, name)))
         return entries
 
@@ -249,7 +267,7 @@ class _Converter:
             self.submodules += 1
             entry = TreeEntry(name, MODE_DIR, self.empty_tree(), 0, time_ns)
         else:
-            oid, size = self.blob(sha)
+            oid, size = self.blob(sha, link=_MODES[mode] == MODE_LINK)
             entry = TreeEntry(name, _MODES[mode], oid, size, time_ns)
         unchanged = old is not None and (old.mode, old.oid) == (entry.mode, entry.oid)
         return old if unchanged else entry
@@ -305,6 +323,28 @@ class _Converter:
         if found is None:
             raise InvalidInput(f"git commit {sha} has parent {parent}, which is missing")
         return found
+
+
+def _check_name(tree: bytes, name: bytes, seen: set[bytes]) -> None:
+    """A name git's fsck calls an error (empty, `.`, `..`, holding `/`, twice in a tree)
+    would make a tree no checkout can write: refuse it, naming the git tree."""
+    if name in seen or not valid_name(name):
+        problem = " twice" if name in seen else ", which no file may be named"
+        raise CorruptObject(
+            f"git tree {tree.hex()} holds an entry named {name!r:.80}{problem} "
+            "(git fsck says so too): not importing it"
+        )
+    seen.add(name)
+
+
+def _check_link_target(blob: bytes, target: bytes) -> None:
+    """No symlink can point at nothing or hold a NUL: git's checkout fails on one, and an
+    export of it failed (with a traceback for the NUL)."""
+    if not target or b"\0" in target:
+        raise CorruptObject(
+            f"git blob {blob.hex()} is a symbolic link to {target!r:.80}, which no link "
+            "can hold: not importing it"
+        )
 
 
 def _canon_mode(mode: bytes) -> bytes:
@@ -522,6 +562,7 @@ def import_git(
         detached,
         left_out,
         converter.helix_folders,
+        converter.git_folders,
     )
 
 

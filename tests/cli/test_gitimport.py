@@ -558,3 +558,56 @@ def test_modes_old_tools_wrote_are_read_as_git_reads_them(helix: Helix, tmp_path
     archive = _git_archive(repo, made.strip(), tmp_path / "archive")
     assert _checkout_listing(tmp_path / "exported") == _checkout_listing(archive)
     assert ok(helix("ls", "main", "x")).out.startswith("exec")
+
+
+def _commit_raw_tree(repo: Path, entries: list[tuple[bytes, bytes, bytes]]) -> str:
+    """A commit on main of a tree written byte for byte: (mode, name, content) entries,
+    names and order as given, which `git hash-object --literally` takes unchecked."""
+    raw = b""
+    for mode, name, content in entries:
+        blob = git(repo, "hash-object", "-w", "--stdin", stdin=content).strip()
+        raw += mode + b" " + name + b"\0" + bytes.fromhex(blob)
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=raw)
+    made = git(repo, "commit-tree", tree.strip(), "-m", "raw tree", date=1_600_000_000).strip()
+    git(repo, "update-ref", "refs/heads/main", made)
+    return made
+
+
+@pytest.mark.parametrize(
+    ("entries", "says"),
+    [
+        ([(b"100644", b"..", b"x")], "entry named b'..'"),
+        ([(b"100644", b"a/b", b"x")], "entry named b'a/b'"),
+        ([(b"100644", b"", b"x")], "entry named b''"),
+        ([(b"100644", b"twin", b"1"), (b"100644", b"twin", b"2")], "b'twin' twice"),
+        ([(b"120000", b"nowhere", b"")], "symbolic link to b''"),
+        ([(b"120000", b"nul", b"a\0b")], "symbolic link to b'a\\x00b'"),
+    ],
+)
+def test_trees_no_checkout_can_write_are_refused(
+    helix: Helix, store: Path, tmp_path: Path, entries: list[tuple[bytes, bytes, bytes]], says: str
+) -> None:
+    """Names git's fsck calls errors, and links to nothing or with a NUL: the import
+    failed on `..` with "invalid file name", stored a tree with a name twice that `ls`
+    and `export` then refused as corrupt, and stored the links, whose export failed
+    (with a ValueError traceback for the NUL)."""
+    repo = new_git_repo(tmp_path / "raw")
+    _commit_raw_tree(repo, [(b"100644", b"fine", b"fine\n"), *entries])
+    before = store_state(store)
+    fails(helix("import", "--from-git", str(repo)), says=says)
+    assert store_state(store) == before
+
+
+def test_entries_named_dot_git_are_left_out_and_reported(helix: Helix, tmp_path: Path) -> None:
+    """Git's checkout refuses a tree entry named `.git` (any case): git run in the
+    checkout would take it for its repository, with its config and hooks. The import
+    kept it, so an export carried it."""
+    repo = new_git_repo(tmp_path / "dotgit")
+    _commit_raw_tree(repo, [(b"100644", b".GIT", b"gitdir: /elsewhere\n"), (b"100644", b"f", b"")])
+    assert "left out 1 entries named .git" in ok(helix("import", "--from-git", str(repo))).out
+    ok(helix("export", "main", str(tmp_path / "out")))
+    assert os.listdir(tmp_path / "out") == ["f"]
+    fresh = tmp_path / "fresh"
+    ok(run_helix("init", store=fresh))
+    doc = ok(run_helix("import", "--json", "--from-git", str(repo), store=fresh)).json()
+    assert doc["git_entries_skipped"] == 1
