@@ -387,12 +387,15 @@ def _encoding(headers: dict[bytes, list[bytes]]) -> str:
 
 
 def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]:
-    """`Name <email> 1700000000 +0100` -> ("Name <email>", time_ns, "1700000000 +0100")."""
-    who, _, when = value.rpartition(b"> ")
+    """`Name <email> 1700000000 +0100` -> ("Name <email>", time_ns, "1700000000 +0100").
+
+    As git reads it: the date follows the last `>`, after any spaces (an old importer's
+    `<email>  1700000000` came in as an author holding its date, at time 0)."""
+    who, _, when = value.rpartition(b">")
     try:
-        seconds, _, tz = when.decode().partition(" ")
-        time_ns = min(max(int(seconds) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
-        return who.decode(encoding, "surrogateescape") + ">", time_ns, when.decode()
+        date = " ".join(when.decode().split())
+        time_ns = min(max(int(date.partition(" ")[0]) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
+        return who.decode(encoding, "surrogateescape") + ">", time_ns, date
     except ValueError:
         return value.decode(encoding, "surrogateescape"), 0, ""
 
@@ -431,13 +434,25 @@ def _git_refs(path: Path, prefix: str, skipped: list[str]) -> list[_GitRef]:
     found = []
     for line in out.split(b"\n"):
         if line:
-            ref = _git_ref(line, prefix)
+            ref = _git_ref(_peel_nested_tag(path, line), prefix)
             if ref is None:
                 skipped.append(line.split(b" ", 4)[-1].decode("utf-8", "backslashreplace"))
             else:
                 found.append(ref)
     _refuse_clashes(found)
     return found
+
+
+def _peel_nested_tag(path: Path, line: bytes) -> bytes:
+    """for-each-ref peels a tag once; a tag of a tag of a commit (git's `tag -a` of an
+    annotated tag makes one) names that commit for git (`REF^{commit}`), so for us too."""
+    kind, sha, peeled_kind, peeled, name = line.split(b" ", 4)
+    if kind != b"tag" or peeled_kind != b"tag":
+        return line
+    found = _git(path, "rev-parse", "-q", "--verify", os.fsdecode(name) + "^{commit}", check=False)
+    if found.returncode != 0:  # a tag of a tree or blob, in the end
+        return line
+    return b" ".join((kind, sha, b"commit", found.stdout.strip(), name))
 
 
 def _git_ref(line: bytes, prefix: str) -> _GitRef | None:
@@ -447,7 +462,7 @@ def _git_ref(line: bytes, prefix: str) -> _GitRef | None:
         refname = raw_name.decode()
     except UnicodeDecodeError:
         return None
-    # An annotated tag is peeled once: a tag of a tag is skipped like a tag of a tree.
+    # An annotated tag names what it peels to (_peel_nested_tag peeled tags of tags).
     target_kind, target = (peeled_kind, peeled) if kind == b"tag" else (kind, sha)
     if target_kind != b"commit":
         return None

@@ -611,3 +611,37 @@ def test_entries_named_dot_git_are_left_out_and_reported(helix: Helix, tmp_path:
     ok(run_helix("init", store=fresh))
     doc = ok(run_helix("import", "--json", "--from-git", str(repo), store=fresh)).json()
     assert doc["git_entries_skipped"] == 1
+
+
+def test_a_tag_of_a_tag_is_the_commit_it_peels_to(helix: Helix, tmp_path: Path) -> None:
+    """`git tag -a outer inner` of an annotated tag: git resolves `outer` to the commit,
+    the import skipped it as "not at a commit"."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "tag", "-a", "-m", "inner", "inner", "HEAD~1")
+    git(repo, "tag", "-a", "-m", "outer", "outer", "inner")
+    git(repo, "tag", "-a", "-m", "on a tree", "treetag", "HEAD^{tree}")
+    git(repo, "tag", "-a", "-m", "tag of that", "outertree", "treetag")
+    doc = ok(helix("import", "--json", "--from-git", str(repo))).json()
+    assert doc["snapshots"] == ["inner", "outer"]
+    assert doc["refs_skipped"] == ["refs/tags/outertree", "refs/tags/treetag"]
+    assert ok(helix("rev-parse", "outer")).out == ok(helix("rev-parse", "main~1")).out
+
+
+def test_a_date_after_more_than_one_space_is_read_as_git_reads_it(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """An old importer's `author A <a@b>  1600000000 +0000` (two spaces): git shows the
+    date; the import kept the date inside the author, at time 0."""
+    repo = new_git_repo(tmp_path / "idents")
+    tree = git(repo, "write-tree").strip()
+    person = "A <a@b>  1600000000   +0100"
+    raw = f"tree {tree}\nauthor {person}\ncommitter {person}\n\nspaced\n"
+    made = git(
+        repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", stdin=raw.encode()
+    )
+    git(repo, "update-ref", "refs/heads/main", made.strip())
+    assert git(repo, "log", "--format=%an <%ae> %at") == "A <a@b> 1600000000\n"
+    ok(helix("import", "--from-git", str(repo)))
+    (commit,) = ok(helix("log", "--json")).json()
+    assert (commit["author"], commit["time_ns"]) == ("A <a@b>", 1_600_000_000 * 10**9)
+    assert commit["meta"]["git"]["author_date"] == "1600000000 +0100"
