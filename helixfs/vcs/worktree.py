@@ -577,18 +577,24 @@ class Worktree:
             self._writable()
             if mtime_ns is not None and not -(2**63) <= mtime_ns < 2**63:
                 raise InvalidInput(f"mtime {mtime_ns} ns is out of range")
-            if size is not None and size != node.size:
-                self._regular(node)
-                assert node.oid is not None
-                stored = self._reader.resize(node.oid, node.size, size)
-                self._write_content(stored, node.oid)
-                node.oid, node.size = stored.oid, stored.size
-                node.mtime_ns = time.time_ns()
+            if size is not None:
+                self._resize(node, size)
             if mode is not None:
                 node.mode = stat.S_IFMT(node.mode) | (mode & _PERM)
             if mtime_ns is not None:
                 node.mtime_ns = mtime_ns
             self._touch(node)
+
+    def _resize(self, node: Node, size: int) -> None:
+        """A truncate is a write: it sets mtime even when the size stays (as Linux does for
+        truncate(2), and ftruncate and O_TRUNC always did here)."""
+        self._regular(node)
+        if size != node.size:
+            assert node.oid is not None
+            stored = self._reader.resize(node.oid, node.size, size)
+            self._write_content(stored, node.oid)
+            node.oid, node.size = stored.oid, stored.size
+        node.mtime_ns = time.time_ns()
 
     def set_xattr(self, node: Node, name: bytes, value: bytes) -> None:
         with self._lock:

@@ -190,6 +190,11 @@ async def truncate_to_a_new_size(w: World) -> Seen:
     return await changes(w, ["f"], lambda: w.truncate("f", 1))
 
 
+async def truncate_to_the_same_size(w: World) -> Seen:
+    await w.write("f", b"abc")
+    return await changes(w, ["f"], lambda: w.truncate("f", 3))
+
+
 async def utimens_sets_mtime_and_moves_ctime(w: World) -> Seen:
     await w.write("f", b"abc")
     await w.mkdir("d")
@@ -229,6 +234,7 @@ async def namespace_changes_move_the_folder(w: World) -> Seen:
 SCENARIOS = [
     write_to_an_existing_file,
     truncate_to_a_new_size,
+    truncate_to_the_same_size,
     utimens_sets_mtime_and_moves_ctime,
     chmod_moves_ctime_only,
     xattrs_move_ctime_only,
