@@ -374,6 +374,8 @@ class Operations(pyfuse3.Operations):
         if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
             worktree.set_attrs(node, mode=mode)
             changed = True
+        elif fields.update_mode or fields.update_uid or fields.update_gid:
+            worktree.mark_changed(node)  # nothing to save, but ctime moves all the same
         if fields.update_mtime:
             self._set_mtime(entry, attr.st_mtime_ns)
             changed = True

@@ -585,6 +585,12 @@ class Worktree:
                 node.mtime_ns = mtime_ns
             self._touch(node)
 
+    def mark_changed(self, node: Node, when_ns: int | None = None) -> None:
+        """Set ctime alone (now by default): a change that stores nothing (chmod to the
+        mode it has, chown: owners are not versioned) still sets it, as on Linux. ctime
+        is not stored: a node loaded again shows its mtime."""
+        node.ctime_ns = time.time_ns() if when_ns is None else when_ns
+
     def _resize(self, node: Node, size: int) -> None:
         """A truncate is a write: it sets mtime even when the size stays (as Linux does for
         truncate(2), and ftruncate and O_TRUNC always did here)."""

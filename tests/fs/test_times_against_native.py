@@ -210,6 +210,17 @@ async def chmod_moves_ctime_only(w: World) -> Seen:
     return await changes(w, ["f", ""], lambda: w.chmod("f", 0o600))
 
 
+async def chmod_to_the_same_mode_moves_ctime(w: World) -> Seen:
+    await w.write("f", b"abc")
+    await w.chmod("f", 0o644)
+    return await changes(w, ["f"], lambda: w.chmod("f", 0o644))
+
+
+async def chown_moves_ctime(w: World) -> Seen:
+    await w.write("f", b"abc")
+    return await changes(w, ["f", ""], lambda: w.chown("f"))
+
+
 async def xattrs_move_ctime_only(w: World) -> Seen:
     await w.write("f", b"abc")
     seen = await changes(w, ["f", ""], lambda: w.setxattr("f", b"v"))
@@ -237,6 +248,8 @@ SCENARIOS = [
     truncate_to_the_same_size,
     utimens_sets_mtime_and_moves_ctime,
     chmod_moves_ctime_only,
+    chmod_to_the_same_mode_moves_ctime,
+    chown_moves_ctime,
     xattrs_move_ctime_only,
     namespace_changes_move_the_folder,
 ]
