@@ -86,6 +86,10 @@ class Writes:
         # mtime is the time of the last write (or an explicit utimens), not of the close:
         # it is what stat() showed while the file was open, and the kernel may keep it.
         mtime = spool.mtime_override if spool.mtime_override is not None else spool.mtime_ns
+        # ctime too is the one shown while open (the last write, or a later chmod or
+        # utimens): a close changes nothing, and a stat once the kernel's cached
+        # attributes expire must not see it move.
+        ctime = max(node.ctime_ns, spool.mtime_ns)
         edits = spool.edits()
         worktree.set_content(
             node,
@@ -94,6 +98,7 @@ class Writes:
             holes=spool.holes(),
         )
         worktree.set_attrs(node, mtime_ns=mtime)
+        worktree.mark_changed(node, ctime)
         spool.stored(node.oid)
         self.saver.saved(worktree, meta or {}, sync=sync)
 

@@ -185,6 +185,14 @@ async def write_to_an_existing_file(w: World) -> Seen:
     return seen
 
 
+async def close_after_write_moves_nothing(w: World) -> Seen:
+    """What stat showed while the file was open stays after the close."""
+    await w.write("f", b"abc")
+    handle = await w.open("f")
+    await w.pwrite(handle, b"z")
+    return await changes(w, ["f"], lambda: w.close(handle))
+
+
 async def truncate_to_a_new_size(w: World) -> Seen:
     await w.write("f", b"abc")
     return await changes(w, ["f"], lambda: w.truncate("f", 1))
@@ -244,6 +252,7 @@ async def namespace_changes_move_the_folder(w: World) -> Seen:
 
 SCENARIOS = [
     write_to_an_existing_file,
+    close_after_write_moves_nothing,
     truncate_to_a_new_size,
     truncate_to_the_same_size,
     utimens_sets_mtime_and_moves_ctime,
