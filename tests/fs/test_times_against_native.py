@@ -250,6 +250,25 @@ async def namespace_changes_move_the_folder(w: World) -> Seen:
     return seen + await changes(w, ["d", ""], lambda: w.symlink("d/l", "x"))
 
 
+async def rename_over_a_file(w: World) -> Seen:
+    await w.mkdir("d")
+    await w.write("d/f", b"x")
+    await w.write("d/g", b"y")
+    moving, victim = await w.open("d/f"), await w.open("d/g")
+    seen = await changes(w, ["d", moving, victim], lambda: w.rename("d/f", "d/g"))
+    await w.close(moving)
+    await w.close(victim)
+    return seen
+
+
+async def unlink_moves_the_ctime_of_an_open_file(w: World) -> Seen:
+    await w.write("f", b"abc")
+    handle = await w.open("f")
+    seen = await changes(w, [handle, ""], lambda: w.unlink("f"))
+    await w.close(handle)
+    return seen
+
+
 SCENARIOS = [
     write_to_an_existing_file,
     close_after_write_moves_nothing,
@@ -261,6 +280,8 @@ SCENARIOS = [
     chown_moves_ctime,
     xattrs_move_ctime_only,
     namespace_changes_move_the_folder,
+    rename_over_a_file,
+    unlink_moves_the_ctime_of_an_open_file,
 ]
 
 
