@@ -374,8 +374,9 @@ class Operations(pyfuse3.Operations):
         if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
             worktree.set_attrs(node, mode=mode)
             changed = True
-        elif fields.update_mode or fields.update_uid or fields.update_gid:
-            worktree.mark_changed(node)  # nothing to save, but ctime moves all the same
+        elif fields.update_mode or fields.update_uid or fields.update_gid or fields.update_atime:
+            # the mode it has, an owner, an atime: nothing to store, but ctime moves
+            worktree.mark_changed(node)
         if fields.update_mtime:
             self._set_mtime(entry, attr.st_mtime_ns)
             changed = True

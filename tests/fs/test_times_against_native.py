@@ -7,6 +7,7 @@ kernel decides before it asks us (UTIME_NOW, O_TRUNC) is in the mount's own test
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 import time
@@ -21,6 +22,16 @@ from fs_client import CTX, Client, Fields, make_ops
 from helixfs.vcs.repo import Repository
 
 TICK = 0.02  # lets the local disk's clock move on (coarse on some kernels): no assertion
+UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def set_atime_alone(path: str) -> None:
+    """utimensat(path, {UTIME_NOW, UTIME_OMIT}): os.utime cannot leave mtime alone."""
+    times = (ctypes.c_long * 4)(0, UTIME_NOW, 0, UTIME_OMIT)  # two struct timespec
+    if _LIBC.utimensat(-100, path.encode(), times, 0) != 0:  # AT_FDCWD
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), path)
 
 
 class Native:
@@ -60,6 +71,9 @@ class Native:
 
     async def utime(self, path: str, mtime_ns: int) -> None:
         os.utime(self._at(path), ns=(mtime_ns, mtime_ns), follow_symlinks=False)
+
+    async def touch_atime(self, path: str) -> None:
+        set_atime_alone(self._at(path))
 
     async def setxattr(self, path: str, value: bytes | None) -> None:
         if value is None:
@@ -134,6 +148,11 @@ class Ours:
         attrs = pyfuse3.EntryAttributes()
         attrs.st_atime_ns = attrs.st_mtime_ns = mtime_ns
         await self._setattr(path, attrs, update_atime=True, update_mtime=True)
+
+    async def touch_atime(self, path: str) -> None:
+        attrs = pyfuse3.EntryAttributes()
+        attrs.st_atime_ns = time.time_ns()
+        await self._setattr(path, attrs, update_atime=True)
 
     async def setxattr(self, path: str, value: bytes | None) -> None:
         ino = await self.client.ino(path)
@@ -229,6 +248,12 @@ async def chown_moves_ctime(w: World) -> Seen:
     return await changes(w, ["f", ""], lambda: w.chown("f"))
 
 
+async def setting_atime_alone_moves_ctime(w: World) -> Seen:
+    """atime is not kept (README), but setting it is a change all the same."""
+    await w.write("f", b"abc")
+    return await changes(w, ["f"], lambda: w.touch_atime("f"))
+
+
 async def xattrs_move_ctime_only(w: World) -> Seen:
     await w.write("f", b"abc")
     seen = await changes(w, ["f", ""], lambda: w.setxattr("f", b"v"))
@@ -278,6 +303,7 @@ SCENARIOS = [
     chmod_moves_ctime_only,
     chmod_to_the_same_mode_moves_ctime,
     chown_moves_ctime,
+    setting_atime_alone_moves_ctime,
     xattrs_move_ctime_only,
     namespace_changes_move_the_folder,
     rename_over_a_file,
