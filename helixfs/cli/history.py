@@ -189,6 +189,7 @@ def _log(repo: Repository, rev: str, limit: int | None, *, first_parent: bool) -
 
 def _names_a_path(repo: Repository, text: str) -> bool:
     try:
+        repo.settle_rev("HEAD")  # a file saved a moment ago is a path too
         return repo.entry("HEAD", os.fsencode(text)) is not None
     except HelixError:
         return False
