@@ -329,8 +329,9 @@ class Repository:
             # the message set for this work (user.helix.message) names it best
             tree.commit(tree.next_message or "pending changes before an out-of-band update")
 
-    def _settle_rev(self, rev: str) -> None:
-        """A branch or snapshot made from a live branch includes its latest saves."""
+    def _settle_source(self, rev: str) -> None:
+        """A branch or snapshot made from a live branch includes its latest saves (unlike
+        `settle_rev`, under the out-of-band message of `_settle`)."""
         base = self._live_branch(rev)
         if base is not None:
             self._settle(base)
@@ -656,7 +657,7 @@ class Repository:
     def create_branch(self, name: str, rev: str = "HEAD") -> CommitId:
         check_name(name)
         with self.lock:
-            self._settle_rev(rev)
+            self._settle_source(rev)
             cid = self.resolve(rev)
             self._create_ref(branch_ref(name), cid, f"branch {name!r} already exists")
             self._notify(name)
@@ -723,7 +724,7 @@ class Repository:
     def create_snapshot(self, name: str, rev: str = "HEAD") -> CommitId:
         check_name(name, "snapshot")
         with self.lock:
-            self._settle_rev(rev)
+            self._settle_source(rev)
             cid = self.resolve(rev)
             self._create_ref(snapshot_ref(name), cid, f"snapshot {name!r} already exists")
             self._notify_snapshot(name)

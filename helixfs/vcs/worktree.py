@@ -409,7 +409,7 @@ class Worktree:
         parent.recheck = True
         path = self._join(parent, name)
         node.parent = None
-        node.ctime_ns = time.time_ns()  # its link count changed: an open descriptor sees it
+        self.mark_changed(node)  # its link count changed: an open descriptor sees it
         bump(parent, name)
         self._touch(parent, path, relisted=name, subject=node)
         return node
