@@ -1,0 +1,55 @@
+"""Claims of the docs that drift silently: README's command (b) is what .ci/run runs,
+and every ADR the docs cite exists."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", ROOT / "docs" / "architecture.md", ROOT / "mount" / "README.md"]
+
+
+def _readme_command_b() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("**(b)", 1)[1].split("```", 2)[1]
+    return [shlex.split(step) for step in block.strip().split(" && ")]
+
+
+def _ci_script() -> str:
+    return (ROOT / ".ci" / "run").read_text().replace("\\\n", " ")
+
+
+def test_readme_command_b_installs_what_ci_installs() -> None:
+    readme = next(step for step in _readme_command_b() if step[1:3] == ["apt-get", "install"])
+    ci = next(line for line in _ci_script().splitlines() if "apt-get install" in line)
+    ci_words = shlex.split(ci.split(">", 1)[0])
+    assert [w for w in readme if not w.startswith("-")][3:] == [
+        w for w in ci_words if not w.startswith(("-", "$"))
+    ][2:]
+
+
+def _ci_step(line: str) -> str:
+    """A command line of .ci/run as README would write it: pip without -q, no `|| ...`."""
+    words = shlex.split(line.split("||", 1)[0], comments=True)
+    if words[:1] == ["pip"]:
+        words = [w for w in words if w != "-q"]
+    return " ".join(words)
+
+
+def test_ci_runs_readme_command_b_after_its_system_packages() -> None:
+    ci_steps = {_ci_step(line) for line in _ci_script().splitlines()}
+    for step in _readme_command_b():
+        if step[0] == "sudo" or step[:3] == ["python3", "-m", "venv"] or step[0] == ".":
+            continue  # apt (checked above), and the venv .ci/run builds the same way
+        assert " ".join(step) in ci_steps, step
+
+
+def test_every_cited_adr_exists() -> None:
+    numbers = {p.name[:4] for p in (ROOT / "docs" / "decisions").glob("[0-9][0-9][0-9][0-9]-*.md")}
+    for doc in DOCS:
+        text = doc.read_text().replace("\n", " ")
+        for match in re.finditer(r"ADRs? ((?:\d{4}(?:, | and )?)+)", text):
+            cited = set(re.findall(r"\d{4}", match.group(1)))
+            assert cited <= numbers, (doc.name, match.group(0))
