@@ -1,8 +1,8 @@
 """Domain errors, shared by every layer.
 
 Each surface maps them once: the FUSE edge to an errno, the CLI to a message and exit
-status 1, the MCP server to a tool error. The message is written for the user: it says
-what was wrong and, where it helps, what to do.
+status 1. The message is written for the user: it says what was wrong and, where it
+helps, what to do.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Values the memory engine hands out, and the Embedder protocol it is built against.
 
-Everything here is a frozen dataclass: callers (CLI, MCP, `.helix/` files) may cache,
+Everything here is a frozen dataclass: callers (CLI, `.helix/` files) may cache,
 serialise or compare them without fearing that the engine changes them underneath.
 """
 

@@ -1,4 +1,4 @@
-"""`Repository`: the one core API every surface (CLI, FUSE, MCP, `.helix/`) calls.
+"""`Repository`: the one core API every surface (CLI, FUSE, `.helix/`) calls.
 
 Refs (see docs/architecture.md): `HEAD` holds a branch name, `branches/NAME` and
 `snapshots/NAME` hold commit ids, `work/NAME` holds the tree id of a branch's saved but
