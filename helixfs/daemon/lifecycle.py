@@ -35,7 +35,7 @@ import pyfuse3
 import trio
 
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
-from helixfs.daemon.control import ControlServer
+from helixfs.daemon.control_server import ControlServer
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles

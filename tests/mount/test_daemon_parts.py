@@ -27,7 +27,8 @@ from mount_harness import wait_until
 
 from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
-from helixfs.daemon.control import CommandRunner, ControlServer, command_name, forward
+from helixfs.daemon.control import forward
+from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
@@ -599,7 +600,7 @@ def test_a_slow_command_of_a_running_daemon_is_waited_for(store: Path) -> None:
 STOPPABLE_DAEMON = """
 import sys, threading, trio
 from pathlib import Path
-from helixfs.daemon.control import ControlServer
+from helixfs.daemon.control_server import ControlServer
 from helixfs.daemon.lock import MountLock
 
 store, started = Path(sys.argv[1]), Path(sys.argv[2])

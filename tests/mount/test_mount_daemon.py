@@ -168,6 +168,20 @@ def test_control_socket_is_private_and_forwards_commands(mnt: Mount) -> None:
     assert code == 2
 
 
+def test_a_forwarded_command_imports_neither_trio_nor_the_memory_engine(mnt: Mount) -> None:
+    """A command run in the daemon costs the CLI only its own start: trio (~80 ms) and
+    the memory engine (~300 ms with numpy) are the daemon's business."""
+    (mnt.path / "a.txt").write_text("one\n")
+    probe = (
+        "import sys; from helixfs.cli.main import main; code = main(['log', '-n', '1']); "
+        "print(code, sorted(m for m in ('trio', 'numpy', 'helixfs.memory') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=mnt.path, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
 def test_a_control_request_that_is_not_a_json_object_leaves_the_daemon_serving(
     mnt: Mount,
 ) -> None:
