@@ -66,7 +66,7 @@ def _daemon_main(config: MountConfig, runner: RepoCommandRunner, pipe_fd: int) -
         _tell(pipe, f"error: {exc}\n")
         logging.getLogger(__name__).error("%s", exc)
         return 1
-    except BaseException as exc:
+    except BaseException as exc:  # run_foreground logged why; this adds where
         traceback.print_exc()
         _tell(pipe, f"error: internal error in the helix daemon: {exc!r}\n")
         return 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import faulthandler
 import logging
 import math
 import os
@@ -395,4 +396,45 @@ async def _watch_signals(control: ControlServer) -> None:
 def run_foreground(
     config: MountConfig, runner: RepoCommandRunner, ready: Callable[[], None] = lambda: None
 ) -> None:
-    trio.run(serve, config, runner, ready)
+    """Serve in this process (the background daemon too, once detached). Once it has
+    served, the log's last line says why the daemon ended, whatever ended it; a mount
+    that fails to start raises its error for the caller to report, once."""
+    report_fatal_signals()
+    served = False
+
+    def ready_and_serving() -> None:
+        nonlocal served
+        served = True
+        ready()
+
+    try:
+        trio.run(serve, config, runner, ready_and_serving)
+    except HelixError as exc:
+        if served:
+            log.critical("the daemon of %s is exiting: %s", config.mountpoint, exit_reason(exc))
+        raise
+    except BaseException as exc:
+        log.critical("the daemon of %s is exiting: %s", config.mountpoint, exit_reason(exc))
+        raise
+    log.info("the daemon of %s has exited cleanly", config.mountpoint)
+
+
+def report_fatal_signals() -> None:
+    """On SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL (a crash in RocksDB, pyfuse3 or
+    another C extension), print every thread's Python stack to stderr: the terminal or
+    journal of a --foreground mount, daemon.log of a background one. To a copy of fd 2,
+    so a crash while fd 2 is captured (_stderr_captured) is not lost with the capture."""
+    if faulthandler.is_enabled():
+        return
+    faulthandler.enable(os.fdopen(os.dup(2), "w", closefd=True), all_threads=True)
+
+
+def exit_reason(exc: BaseException) -> str:
+    """One line for the log: the exception, or each one of a group (a nursery's)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(exit_reason(inner) for inner in exc.exceptions)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT before the signal watcher ran)"
+    if isinstance(exc, HelixError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"

@@ -55,7 +55,8 @@ def make_mount(tmp_path: Path) -> Iterator[MountFactory]:
             mount.stop()
             # pytest shows a test's captured output only when it fails: then the daemon's
             # log (a traceback, why it died) is right there in the report
-            print(f"--- daemon output of {mount.path}:\n{''.join(mount.output)}")
+            print(f"--- daemon of {mount.path}: {mount.ended}; its output:")
+            print("".join(mount.output))
 
 
 @pytest.fixture

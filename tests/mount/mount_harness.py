@@ -147,6 +147,7 @@ class Mount:
     path: Path
     proc: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
+    ended: str = "still running"  # how the daemon ended, for a failing test's report
 
     def helix(self, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
         return helix("--store", self.store, *args, check=check)
@@ -192,6 +193,9 @@ class Mount:
 
     def stop(self) -> int | None:
         """Unmount and end the daemon; its exit status (None if it had to be killed)."""
+        # before the unmount: a daemon that died under the test is told from one
+        # that exited because we unmounted it
+        dead_before = self.proc is not None and self.proc.poll() is not None
         detach(self.path)
         if self.proc is None:
             return None
@@ -206,6 +210,9 @@ class Mount:
                 proc.kill()
                 proc.wait()
             code = None
+        self.ended = describe_exit(proc.returncode, forced=code is None)
+        if dead_before:
+            self.ended += ", before the test's teardown unmounted it"
         if proc.stdout is not None:
             self.output.append(proc.stdout.read())
             proc.stdout.close()
@@ -215,6 +222,7 @@ class Mount:
         assert self.proc is not None
         self.proc.kill()
         self.proc.wait()
+        self.ended = "killed with SIGKILL by the test"
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.proc = None
@@ -223,6 +231,19 @@ class Mount:
 
 
 MountFactory = Callable[..., Mount]
+
+
+def describe_exit(returncode: int, *, forced: bool = False) -> str:
+    """A daemon's end in words: its exit status, or the signal that killed it."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = f"killed by {name}" + (" (the OOM killer? dmesg says)" if name == "SIGKILL" else "")
+    else:
+        how = f"exited with status {returncode}"
+    return how + (" (it did not exit when unmounted; the harness signalled it)" if forced else "")
 
 
 class Background:

@@ -102,6 +102,57 @@ def test_second_mount_of_a_store_is_refused(make_mount: MountFactory, tmp_path: 
     assert (first.path / "still.txt").read_text() == "fine"
 
 
+def test_the_daemons_last_log_line_says_why_it_ended(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """Once serving, the daemon's log ends with why it ended (a death under load once
+    left nothing to read); a mount that fails to start says so once, as an error."""
+    mnt = make_mount(0)
+    other = tmp_path / "other"
+    other.mkdir()
+    refused = helix("mount", "--foreground", mnt.store, other, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.count("already mounted at") == 1
+    assert mnt.stop() == 0
+    last = "".join(mnt.output).strip().splitlines()[-1]
+    assert last.endswith(f"the daemon of {mnt.path} has exited cleanly")
+
+
+def test_a_fatal_signal_prints_every_threads_stack_and_the_harness_names_it(
+    make_mount: MountFactory,
+) -> None:
+    """A crash in a C extension (RocksDB, pyfuse3) leaves the Python stacks of every
+    thread in the daemon's output, and a failing test's report says what killed it."""
+    mnt = make_mount(0)
+    (mnt.path / "file").write_text("x")
+    os.kill(mnt.pid, signal.SIGSEGV)
+    assert mnt.proc is not None
+    assert mnt.proc.wait(30) == -signal.SIGSEGV
+    mnt.stop()
+    output = "".join(mnt.output)
+    assert "Fatal Python error: Segmentation fault" in output
+    assert "most recent call first" in output
+    assert mnt.ended.startswith("killed by SIGSEGV, before the test's teardown")
+
+
+def test_a_background_daemons_fatal_signal_lands_in_its_log(store: Path, tmp_path: Path) -> None:
+    """In the background the daemon's stderr is STORE/daemon.log: the stacks go there."""
+    require_fuse()
+    target = tmp_path / "work"
+    target.mkdir()
+    try:
+        done = helix("mount", store, target)
+        pid = int(done.stdout.rsplit("daemon pid ", 1)[1].split(")")[0])
+        os.kill(pid, signal.SIGSEGV)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists(), what="the daemon to die")
+        log = (store / "daemon.log").read_text()
+        assert "Fatal Python error: Segmentation fault" in log
+        assert "most recent call first" in log
+        helix("umount", target)  # a dead daemon's mount: detached, as after kill -9
+    finally:
+        detach(target)
+
+
 def test_a_mount_over_another_stores_mount_is_refused(
     make_mount: MountFactory, tmp_path: Path
 ) -> None:
