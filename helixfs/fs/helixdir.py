@@ -17,6 +17,7 @@ the same as one made by `helix branch`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import stat
 import time
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted
+from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted, StoreFull
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -255,10 +256,17 @@ def format_commit(commit: Any) -> str:
 
 
 class LogFile(VirtualFile):
+    """The current branch's history, as `helix log` shows it: the saves still in the
+    quiet window are committed first (the commit the window would cut, and the window
+    then finds nothing left), so a file just saved is in it. A disk too full for that
+    commit still gets the log, up to the last commit (the window tries again)."""
+
     def __init__(self, host: Host) -> None:
         self._host = host
 
     def render(self) -> bytes:
+        with contextlib.suppress(StoreFull):
+            self._host.repo.settle_rev("HEAD")
         lines = [format_commit(c) for c in self._host.repo.log("HEAD", limit=LOG_LIMIT)]
         return "".join(line + "\n" for line in lines).encode()
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pyfuse3
 import pytest
+import trio
 from fs_client import CTX, ROOT, Client, Ctx, expect_errno, make_ops
 
 from helixfs.fs import handles
 from helixfs.fs.helixdir import QueryDir, TextFile
 from helixfs.fs.negatives import NegativeNames
+from helixfs.store import space
 from helixfs.vcs.repo import Repository
 
 
@@ -53,6 +55,52 @@ async def test_log_and_stats_render(client: Client) -> None:
     assert b"first file" in log
     assert len(log.splitlines()) >= 2
     assert b":" in await read_virtual(client, ".helix/stats")
+
+
+async def test_the_log_shows_a_save_still_in_the_quiet_window(repo: Repository) -> None:
+    """As `helix log` does: the log read commits the pending saves, as the window's own
+    commit (who saved, what changed), and the window then has nothing left to commit."""
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    await client.write_file("just-saved", b"x")
+    log = await read_virtual(client, ".helix/log")
+    head = repo.commit_info("HEAD")
+    assert head.meta["changed"] == ["just-saved"] and "process" in head.meta
+    assert log.splitlines()[0].startswith(head.id.hex()[:12].encode())
+    ops.saver.commit_due(trio.current_time() + 7200)  # the window ends
+    assert repo.resolve("HEAD") == head.id
+    ops.close()
+
+
+async def test_the_log_of_a_full_disk_shows_the_last_commit(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No room for the pending saves' commit: the read still works, and the window
+    commits them once there is room."""
+    ops = make_ops(repo, window=3600)
+    client = Client(ops)
+    await client.write_file("just-saved", b"x")
+    last = repo.resolve("HEAD")
+    full_disk(monkeypatch)
+    log = await read_virtual(client, ".helix/log")
+    assert log.splitlines()[0].startswith(last.hex()[:12].encode())
+    monkeypatch.undo()
+    ops.saver.commit_due(trio.current_time() + 7200)
+    assert repo.commit_info("HEAD").meta["changed"] == ["just-saved"]
+    ops.close()
+
+
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's disk has no room left for a write (space.RESERVE_BYTES free)."""
+    real_statvfs = os.statvfs
+
+    def statvfs(path: str | Path) -> os.statvfs_result:
+        found = list(real_statvfs(path))
+        found[4] = space.RESERVE_BYTES // found[1]  # f_bavail, in f_frsize units
+        return os.statvfs_result(found)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(space, "RECHECK_SECONDS", 0.0)  # look at the disk on every write
 
 
 async def test_helix_files_are_read_only_unless_meant(client: Client) -> None:
