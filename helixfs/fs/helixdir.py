@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 LOG_LIMIT = 50
-COMMITS_LISTED = 20
 
 
 class Entry:
@@ -368,13 +367,13 @@ class SnapshotsDir(VirtualDir):
 
 
 class CommitsDir(VirtualDir):
-    """`commits/ID/`: any commit by unique prefix. Lists only the recent ones."""
+    """`commits/ID/`: any commit by unique prefix (the ids are in `log`). Not listed, as
+    ZFS hides `.zfs`: every tool that walks the mount (`rm -rf .helix`, `find`, `du`,
+    `grep -r`) would walk a whole read-only tree per commit listed, and `rm` would print
+    an EROFS line for each of their files."""
 
     def __init__(self, host: Host) -> None:
         self._host = host
-
-    def names(self) -> list[bytes]:
-        return [c.id.hex().encode() for c in self._host.repo.log("HEAD", limit=COMMITS_LISTED)]
 
     def child(self, name: bytes) -> Entry:
         try:

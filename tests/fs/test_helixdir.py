@@ -275,8 +275,8 @@ async def test_commits_by_prefix(client: Client) -> None:
     first = client.ops.repo.resolve("HEAD").hex()
     await client.write_file("f", b"v2")
     assert await client.read_file(f".helix/commits/{first[:10]}/f") == b"v1"
-    listed = await client.names(".helix/commits")
-    assert first.encode() in listed
+    # reached by id, never listed: tools that walk the mount would walk every tree listed
+    assert await client.names(".helix/commits") == []
     commits = await client.ino(".helix/commits")
     await expect_errno(errno.ENOENT, client.ops.lookup(commits, b"zzzz", CTX))
     view_file = await client.ino(f".helix/commits/{first[:10]}/f")
