@@ -12,7 +12,8 @@ with new branches) yields the same commits and only moves refs.
 Branches become branches (`/` in a git name becomes `-`), tags become snapshots. A
 branch that already exists is only moved if it is the empty commit `helix init` made, or
 a fast-forward of an earlier import of the same git branch; otherwise the import is
-refused before anything is written (`prefix` imports side by side instead). Commits
+refused before anything is written (`prefix` imports side by side instead). Into a
+fresh store, HEAD follows git's HEAD branch, and an empty `main` left behind goes. Commits
 that only git's detached HEAD reaches have no name to land under: the summary counts them.
 
 REPO is a repository's top folder or git folder (git finds one above any other folder),
@@ -673,5 +674,16 @@ def _follow_git_head(repo: Repository, path: Path, refs: list[_GitRef], prefix: 
     match = [r.name for r in refs if r.kind == "branch" and git_head and r.name == wanted]
     if match and head not in match:
         repo.checkout(match[0])
+        _drop_if_empty(repo, head)
         return match[0]
     return head
+
+
+def _drop_if_empty(repo: Repository, branch: str) -> None:
+    """The branch `helix init` made, left behind by the checkout of git's HEAD branch
+    (`master`, `trunk`): a clone has no such empty branch beside its own. Kept if it
+    holds anything, such as saves a mount had not committed yet."""
+    with repo.lock:
+        repo.settle(branch)
+        if _is_init_commit(repo.commit_info(branch)):
+            repo.delete_branch(branch)
