@@ -681,3 +681,29 @@ def test_a_date_after_more_than_one_space_is_read_as_git_reads_it(
     (commit,) = ok(helix("log", "--json")).json()
     assert (commit["author"], commit["time_ns"]) == ("A <a@b>", 1_600_000_000 * 10**9)
     assert commit["meta"]["git"]["author_date"] == "1600000000 +0100"
+
+
+def test_log_shows_odd_authors_and_their_time_zones_as_git_does(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """`helix log` showed `Tight<t@x>` whole, `Spaced   <s@x>` with its spaces, and
+    every time in UTC: git shows the name before the `<` and the author's own zone."""
+    repo = new_git_repo(tmp_path / "odd")
+    tree = git(repo, "write-tree").strip()
+    parent = ""
+    for person in (
+        "No Mail <> 1600000000 +0100",
+        "Tight<t@x> 1600000000 -0330",
+        "Spaced   <s@x> 1600000000 +0545",
+        "Two <a@b> <c@d> 1600000000 +0000",
+    ):
+        raw = f"tree {tree}\n{parent}author {person}\ncommitter C <c@x> 0 +0000\n\n{person}\n"
+        made = git(
+            repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", stdin=raw.encode()
+        ).strip()
+        parent = f"parent {made}\n"
+    git(repo, "update-ref", "refs/heads/main", made)
+    ok(helix("import", "--from-git", str(repo)))
+    theirs = git(repo, "log", "--date=format:%Y-%m-%d %H:%M %z", "--format=%ad  %an  %s")
+    ours = [line.split("  ", 1)[1] for line in ok(helix("log")).out.splitlines()[:4]]
+    assert ours == theirs.splitlines()
