@@ -19,6 +19,8 @@ that only git's detached HEAD reaches have no name to land under: the summary co
 REPO is a repository's top folder or git folder (git finds one above any other folder),
 read whatever GIT_DIR & co. the caller has set, and without replace refs: commits are
 imported as stored. A submodule becomes an empty folder, as a plain checkout leaves it.
+A partial clone (`git clone --filter`) works while git can fetch what it left out, one
+object at a time; once its remote is out of reach, the error says what to fetch.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from helixfs.errors import AlreadyExists, CorruptObject, InvalidInput, InvalidName, NotFound
+from helixfs.errors import (
+    AlreadyExists,
+    CorruptObject,
+    HelixError,
+    InvalidInput,
+    InvalidName,
+    NotFound,
+)
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs.ancestry import GENERATION, generation
 from helixfs.vcs.content import pack_bytes
@@ -139,6 +148,7 @@ class _CatFile:
     """One `git cat-file --batch` process: request an object, read exactly its bytes."""
 
     def __init__(self, repo_path: Path) -> None:
+        self.path = repo_path
         self.proc = subprocess.Popen(
             ["git", "-C", str(repo_path), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
@@ -154,6 +164,8 @@ class _CatFile:
         self._in.write(sha.encode() + b"\n")
         self._in.flush()
         header = self._out.readline().split()
+        if not header or header[1:] == [b"missing"]:  # none: git ended, a fetch failed
+            raise _missing_object(self.path, sha)
         if len(header) != 3 or header[1] != expected:
             raise CorruptObject(f"git object {sha} is missing or not a {expected.decode()}")
         data = self._out.read(int(header[2]))
@@ -163,6 +175,31 @@ class _CatFile:
     def close(self) -> None:
         self._in.close()
         self.proc.wait()
+
+
+def _missing_object(path: Path, sha: str) -> HelixError:
+    """git asks the remote of a partial clone (`git clone --filter`) for an object it
+    left out, and the import goes on; a remote out of reach leaves the object missing."""
+    remote = _promisor_remote(path)
+    if remote is None:
+        return CorruptObject(f"git object {sha} is missing from {path} (see git fsck)")
+    return InvalidInput(
+        f"{path} is a partial clone (git clone --filter) and its remote {remote!r} did not "
+        f"send git object {sha}: fetch every missing object (git -C {path} -c "
+        f"remote.{remote}.partialclonefilter= fetch --refetch {remote}), or clone without "
+        "--filter, and import again"
+    )
+
+
+def _promisor_remote(path: Path) -> str | None:
+    """The remote a partial clone fetches its missing objects from, or None."""
+    found = _git(path, "config", "--get-regexp", r"^remote\..*\.promisor$", check=False)
+    for line in found.stdout.decode(errors="replace").splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().lower() in ("true", "yes", "on", "1"):
+            return key[len("remote.") : -len(".promisor")]
+    older = _git(path, "config", "extensions.partialClone", check=False)  # before git 2.24
+    return older.stdout.decode(errors="replace").strip() or None
 
 
 class _Converter:

@@ -388,6 +388,35 @@ def test_shallow_clone_is_refused_in_one_line(helix: Helix, store: Path, tmp_pat
     assert store_state(store) == before
 
 
+def test_a_partial_clone_whose_remote_is_gone_says_what_to_fetch(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """`git clone --filter=blob:none` leaves blobs on the remote; git fetches each one
+    the import asks for. With the remote out of reach the import ended in 'git object
+    ... is missing or not a blob'. What the message says to run makes it work."""
+    repo = _two_commit_repo(tmp_path)
+    git(repo, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--no-checkout",
+        f"file://{repo}",
+        str(partial),
+    )
+    away = repo.rename(tmp_path / "away")
+    before = store_state(store)
+    said = fails(helix("import", "--from-git", str(partial)), says="partial clone").err
+    assert store_state(store) == before
+    away.rename(repo)
+    advice = said.split("(git -C ", 1)[1].split(")", 1)[0].split()
+    git(Path(advice[0]), *advice[1:])
+    ok(helix("import", "--from-git", str(partial)))
+    assert ok(helix("cat", "main", "f")).out == "2\n"
+
+
 def test_ref_names_that_are_not_utf8_are_skipped_and_reported(helix: Helix, tmp_path: Path) -> None:
     """QA #5: `bad\\xffname` used to end the import with a UnicodeDecodeError."""
     repo = _two_commit_repo(tmp_path)
