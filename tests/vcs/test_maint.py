@@ -503,8 +503,8 @@ def test_gc_keeps_what_a_git_import_stored_before_its_refs_moved(
             env=env,
         )
     repo = disk_repo
+    repo.commit({"mine": b"x"}, "work on main")  # HEAD stays on main, so trunk can go
     gitimport.import_git(repo, git)
-    repo.checkout("main")
     repo.delete_branch("trunk")  # its commits are garbage now, and will be converted again
     calls: list[int] = []
 
