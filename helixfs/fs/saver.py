@@ -114,10 +114,19 @@ class Saver:
         worktree.save(sync=sync)
 
     def commit_now(self, worktree: Worktree) -> None:
-        """Commit `worktree`'s pending saves now (before a branch, snapshot or switch)."""
-        entry = self._pending.pop(id(worktree), None)
-        if entry is not None or worktree.dirty:
+        """Commit `worktree`'s pending saves now (before a branch, snapshot or switch).
+        If the store refuses even to save them (a full disk), they stay pending: the
+        window tries again, and an unmount still commits them."""
+        key = id(worktree)
+        entry = self._pending.pop(key, None)
+        if entry is None and not worktree.dirty:
+            return
+        try:
             self._commit(worktree)
+        except HelixError:
+            if entry is not None:
+                self._pending.setdefault(key, entry)
+            raise
 
     def forget(self, worktree: Worktree) -> None:
         """The branch went away (deleted, reloaded out of band): drop its pending commit."""

@@ -16,6 +16,7 @@ import trio
 import trio.testing
 from fs_client import CTX, ROOT, Client, Ctx, make_ops
 
+from helixfs.errors import StoreFull
 from helixfs.fs import saver
 from helixfs.fs.operations import Operations
 from helixfs.store import space
@@ -388,6 +389,35 @@ async def test_close_stores_files_still_open_and_is_idempotent(repo: Repository)
     ops.close()
     ops.close()
     assert repo.read("HEAD", b"open.txt") == b"unflushed"
+
+
+async def test_saves_a_full_disk_kept_from_an_early_commit_stay_pending(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settle (before a branch, snapshot or switch) that the full disk refuses used to
+    drop the pending entry: the unlink below, not yet persisted, was then neither
+    retried nor committed at unmount, and the next mount showed the file again."""
+    free = {"bytes": 10 << 30}
+    real_statvfs = os.statvfs
+
+    def statvfs(path: str | Path) -> os.statvfs_result:
+        found = list(real_statvfs(path))
+        found[4] = free["bytes"] // found[1]  # f_bavail, in f_frsize units
+        return os.statvfs_result(found)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(space, "RECHECK_SECONDS", 0.0)
+    ops = make_ops(repo, window=3600)
+    await Client(ops).write_file("gone.txt", b"x")
+    ops.saver.flush_now()
+    await ops.unlink(ROOT, b"gone.txt", CTX)
+    free["bytes"] = space.RESERVE_BYTES
+    with pytest.raises(StoreFull):
+        ops.settle()
+    assert ops.saver.pending == 1
+    free["bytes"] = 10 << 30
+    ops.close()
+    assert b"gone.txt" not in [e.name for e in repo.ls("HEAD")]
 
 
 def test_a_commit_the_full_disk_refuses_is_tried_again_once_there_is_room(
