@@ -131,3 +131,17 @@ class DaemonNotAnswering(HelixError):
     """The daemon of a mounted store cannot answer a command: stopped, or gone."""
 
     errno = errno.EIO
+
+
+def is_failure(exc: BaseException) -> bool:
+    """An error that fails one request or one side job, never the whole daemon: any
+    Exception, and a panic in a Rust extension (rocksdict, blake3). PyO3 raises that as
+    `pyo3_runtime.PanicException`, a BaseException (one class per extension, none
+    importable), so `except Exception` misses it. False for trio.Cancelled,
+    KeyboardInterrupt, SystemExit and GeneratorExit: those must go on ending their task."""
+    if isinstance(exc, Exception):
+        return True
+    return any(
+        cls.__name__ == "PanicException" and cls.__module__ == "pyo3_runtime"
+        for cls in type(exc).__mro__
+    )

@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
 
-from helixfs.errors import HelixError
+from helixfs.errors import HelixError, is_failure
 from helixfs.fs.helixdir import Entry, Link, VirtualFile
 from helixfs.fs.inodes import ROOT_INODE, NodeInode, VirtualInode
 from helixfs.fs.spool import Spool
@@ -75,7 +75,8 @@ class XattrsFull(HelixError):
 def fuse_errors(
     fn: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn domain errors into the errno the caller sees; anything else is a bug: EIO."""
+    """Turn domain errors into the errno the caller sees; anything else is a bug: EIO
+    (a Rust panic too, see is_failure)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -89,7 +90,15 @@ def fuse_errors(
         except OSError as exc:
             log.warning("%s: %s", fn.__name__, exc)
             raise pyfuse3.FUSEError(exc.errno or errno.EIO) from exc
-        except Exception as exc:
+        except BaseException as exc:
+            if not is_failure(exc):
+                raise  # trio.Cancelled, KeyboardInterrupt, SystemExit: not this request's
+            # A bug, or a panic in rocksdict or blake3: this request fails, the mount serves
+            # on. An unmount would not keep saved data safer: each store write is one
+            # RocksDB batch, applied whole or not at all, so a panic leaves the store as
+            # its last finished write did; an unmount would commit open files through
+            # the code that just panicked, and leave an empty folder where programs still
+            # write. The user can copy out and `helix umount`; the log says what failed.
             log.exception("%s failed", fn.__name__)
             raise pyfuse3.FUSEError(errno.EIO) from exc
 

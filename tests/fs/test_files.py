@@ -865,3 +865,35 @@ async def test_a_file_whose_index_is_unreadable_still_stats(repo: Repository) ->
     client = Client(make_ops(repo))
     found = await client.ops.lookup(ROOT, b"big", CTX)
     assert (found.st_size, found.st_blocks) == (3 << 20, _blocks(3 << 20))
+
+
+def rust_panic() -> BaseException:
+    """A pyo3_runtime.PanicException, what a panic in rocksdict or blake3 raises: a
+    BaseException, and not importable (each extension makes its own class at import)."""
+    panic = next(c for c in BaseException.__subclasses__() if c.__module__ == "pyo3_runtime")
+    return panic("called `Result::unwrap()` on an `Err` value")
+
+
+@pytest.mark.parametrize("failure", [rust_panic(), KeyboardInterrupt()], ids=type)
+async def test_a_panic_in_the_store_fails_the_request_not_the_mount(
+    client: Client, failure: BaseException
+) -> None:
+    """A Rust panic is no Exception: it went past the EIO mapping into pyfuse3's loop,
+    and the mount ended (ENOTCONN on every file). Its request fails with EIO now, and
+    the next one is served; what ends a task on purpose (Ctrl-C) still goes through."""
+    await client.write_file("saved.txt", b"saved\n")
+    store = client.ops.repo.store
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise failure
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store, "_apply", failing)
+        if isinstance(failure, KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt):
+                await client.write_file("new.txt", b"new\n")
+        else:
+            await expect_errno(errno.EIO, client.write_file("new.txt", b"new\n"))
+    await client.write_file("after.txt", b"served on\n")
+    assert client.ops.repo.read("HEAD", b"after.txt") == b"served on\n"
+    assert await client.read_file("saved.txt") == b"saved\n"
