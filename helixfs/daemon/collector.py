@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from helixfs.errors import HelixError
+from helixfs.errors import HelixError, is_failure
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -44,9 +44,16 @@ class Collector:
             return
         while True:
             await trio.sleep(self._check_seconds)
-            # not abandoned on cancel: unmounting waits for a running gc to finish, so
-            # the store is never closed under it
-            await trio.to_thread.run_sync(self.collect_if_due)
+            try:
+                # not abandoned on cancel: unmounting waits for a running gc to finish, so
+                # the store is never closed under it
+                await trio.to_thread.run_sync(self.collect_if_due)
+            except BaseException as exc:
+                # no thread to run on ("can't start new thread"), a panic in gc: this
+                # runs in the mount's nursery, so an error escaping it ends the mount
+                if not is_failure(exc):
+                    raise
+                log.exception("automatic gc could not run (tried again at the next check)")
 
     def due(self) -> bool:
         grown = self._repo.store.disk_bytes() - self._base

@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import apsw
 import pytest
@@ -146,6 +146,38 @@ def test_a_failing_automatic_gc_is_logged_and_the_mount_lives_on(
         collector.collect_if_due()  # no exception
         assert "automatic gc failed" in caplog.text and "001601.blob" in caplog.text
         monkeypatch.undo()
+        assert repo.fsck().ok
+
+
+def test_an_automatic_gc_that_cannot_start_a_thread_is_tried_again(
+    store: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process out of threads: trio.to_thread raised "can't start new thread" outside
+    the collector's try, into the mount's nursery, and the whole mount ended. It is
+    logged now, and the gc runs at a later check."""
+    real_run_sync = trio.to_thread.run_sync
+    calls: list[object] = []
+
+    async def out_of_threads_once(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(fn)
+        if len(calls) == 1:
+            raise RuntimeError("can't start new thread")
+        return await real_run_sync(fn, *args, **kwargs)
+
+    with Repository.open(store) as repo:
+        collector = Collector(repo, growth=1, check_seconds=0.01)
+        repo.commit({"f": os.urandom(4 << 20)}, "grow")
+        monkeypatch.setattr(trio.to_thread, "run_sync", out_of_threads_once)
+
+        async def collect_until_done() -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(collector.run)
+                while collector.due():
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+
+        trio.run(collect_until_done)
+        assert len(calls) >= 2 and "can't start new thread" in caplog.text
         assert repo.fsck().ok
 
 
