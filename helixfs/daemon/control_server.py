@@ -23,7 +23,7 @@ from helixfs.daemon.control import (
     addressable,
     socket_path,
 )
-from helixfs.errors import HelixError
+from helixfs.errors import HelixError, is_failure
 
 log = logging.getLogger(__name__)
 
@@ -90,21 +90,29 @@ class ControlServer:
         return trio.SocketListener(sock)
 
     async def _handle(self, stream: trio.SocketStream) -> None:
+        """Serve one connection. It runs in the mount's nursery: whatever fails here
+        costs this connection (logged), never the mount."""
         async with stream:
             try:
-                request = _parse_request(await _arecv_frame(stream))
-                code, out, err = await self._execute(request)
+                await self._answer(stream)
             except (ValueError, KeyError, TypeError, trio.BrokenResourceError) as exc:
                 log.warning("bad control request: %s", exc)
-                return
-            header = json.dumps({"v": PROTOCOL_VERSION, "code": code}).encode()
-            with (
-                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
-                trio.CancelScope(shield=True),  # see _execute: a command that ran is answered
-                trio.move_on_after(REPLY_SECONDS),
-            ):
-                for frame in (header, out, err):
-                    await stream.send_all(FRAME_LENGTH.pack(len(frame)) + frame)
+            except BaseException as exc:  # a socket error, no thread for to_thread, a panic
+                if not is_failure(exc):
+                    raise
+                log.exception("a control connection failed; the mount serves on")
+
+    async def _answer(self, stream: trio.SocketStream) -> None:
+        request = _parse_request(await _arecv_frame(stream))
+        code, out, err = await self._execute(request)
+        header = json.dumps({"v": PROTOCOL_VERSION, "code": code}).encode()
+        with (
+            contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+            trio.CancelScope(shield=True),  # see _execute: a command that ran is answered
+            trio.move_on_after(REPLY_SECONDS),
+        ):
+            for frame in (header, out, err):
+                await stream.send_all(FRAME_LENGTH.pack(len(frame)) + frame)
 
     async def _execute(self, request: dict[str, Any]) -> tuple[int, bytes, bytes]:
         if request.get("v") != PROTOCOL_VERSION:
@@ -139,7 +147,9 @@ class ControlServer:
             code = 1
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
-        except Exception:  # a bug in one command must not take the mount down
+        except BaseException as exc:  # a bug in one command must not take the mount down
+            if not is_failure(exc):
+                raise
             log.exception("command %r failed in the daemon", argv)
             err.write("helix: error: internal error in the helix daemon (see its log)\n")
             code = 1

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from mount_harness import wait_until
 
 from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
-from helixfs.daemon.control import forward
+from helixfs.daemon.control import FRAME_LENGTH, addressable, forward
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
@@ -344,6 +345,42 @@ def test_socket_is_removed_when_the_server_stops(store: Path) -> None:
         assert (store / "control.sock").exists()
     assert not (store / "control.sock").exists()
     assert forward(store, ["log"], io.StringIO(), io.StringIO()) is None
+
+
+def test_a_control_request_that_breaks_the_server_costs_only_its_connection(
+    served: ServedStore, store: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request nested too deep for json (a RecursionError, no ValueError) escaped the
+    connection's handler into the mount's nursery: one bad client ended the mount."""
+    frame = b"[" * 100_000
+    with socket.socket(socket.AF_UNIX) as client, addressable(store / "control.sock") as at:
+        client.connect(at)
+        client.sendall(FRAME_LENGTH.pack(len(frame)) + frame)
+        assert client.recv(1) == b""  # closed without an answer
+    assert "control connection failed" in caplog.text
+    out = io.StringIO()
+    assert forward(store, ["log", "--json"], out, io.StringIO()) == 0
+
+
+def test_a_command_that_panics_is_an_internal_error_not_the_end_of_the_mount(
+    store: Path,
+) -> None:
+    """A Rust panic (rocksdict, blake3) is a BaseException: it went past the command's
+    `except Exception` and ended the daemon. The client is told now, as of any bug."""
+    panic = next(c for c in BaseException.__subclasses__() if c.__module__ == "pyo3_runtime")
+
+    def panicking(argv: list[str], out: TextIO, err: TextIO) -> int:
+        if argv == ["gc"]:
+            raise panic("index out of bounds")
+        out.write("alive\n")
+        return 0
+
+    with ServedStore(store, panicking):
+        err = io.StringIO()
+        assert forward(store, ["gc"], io.StringIO(), err) == 1
+        assert "internal error in the helix daemon" in err.getvalue()
+        out = io.StringIO()
+        assert forward(store, ["log"], out, io.StringIO()) == 0 and out.getvalue() == "alive\n"
 
 
 def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int, str]]]:
