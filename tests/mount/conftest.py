@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, MountFactory, helix, require_fuse
+from mount_harness import Mount, MountFactory, helix, helix_mounts_under, require_fuse
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -17,12 +17,8 @@ def no_mount_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
     """Belt and braces: whatever a test did, no HelixFS mount under pytest's tmp outlives
     the session (a stuck one would hang the next `rm -rf` of the tmp dir)."""
     yield
-    base = str(tmp_path_factory.getbasetemp())
-    with open("/proc/self/mountinfo") as info:
-        targets = [line.split(" ")[4] for line in info if " fuse.helixfs " in line]
-    for target in targets:
-        if target.startswith(base):
-            subprocess.run(["fusermount3", "-u", "-z", target], capture_output=True, check=False)
+    for target in helix_mounts_under(tmp_path_factory.getbasetemp()):
+        subprocess.run(["fusermount3", "-u", "-z", target], capture_output=True, check=False)
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from typing import Any, Self
 
 import pytest
 
+from helixfs.daemon.mountinfo import SELF, helix_mounts_in
+
 HELIX = [sys.executable, "-m", "helixfs.cli.main"]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
@@ -133,6 +135,12 @@ def read_until_line(fd: int, prefix: str, timeout: float) -> tuple[bool, str]:
         if any(line.startswith(prefix.encode()) for line in text.splitlines()):
             return True, text.decode(errors="replace")
     return False, text.decode(errors="replace")
+
+
+def helix_mounts_under(base: Path, mountinfo: Path = SELF) -> list[Path]:
+    """HelixFS mount points in `base` or below it; not beside it: pytest-79's mounts
+    are not pytest-795's (a name that merely starts the same)."""
+    return [m.point for m in helix_mounts_in(mountinfo) if base in (m.point, *m.point.parents)]
 
 
 def is_mounted(path: Path) -> bool:

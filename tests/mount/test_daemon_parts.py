@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import apsw
 import pytest
 import trio
-from mount_harness import wait_until
+from mount_harness import helix_mounts_under, wait_until
 
 from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
@@ -381,6 +381,21 @@ def test_a_command_that_panics_is_an_internal_error_not_the_end_of_the_mount(
         assert "internal error in the helix daemon" in err.getvalue()
         out = io.StringIO()
         assert forward(store, ["log"], out, io.StringIO()) == 0 and out.getvalue() == "alive\n"
+
+
+def test_the_session_cleanup_detaches_its_own_mounts_only(tmp_path: Path) -> None:
+    """The conftest's last-resort unmount took every HelixFS mount whose path merely
+    started with pytest's base folder: pytest-79 detached pytest-795's live mounts too,
+    under a test session running beside it."""
+    base = Path("/tmp/pytest-of-u/pytest-79")
+    mine, beside = base / "t0" / "mnt0", Path("/tmp/pytest-of-u/pytest-795/t0/mnt0")
+    table = tmp_path / "mountinfo"
+    table.write_text(
+        f"61 1 0:50 / {mine} rw - fuse.helixfs /s0 rw\n"
+        f"62 1 0:51 / {beside} rw - fuse.helixfs /s1 rw\n"
+        f"63 1 0:52 / {base}/t1 rw - tmpfs tmpfs rw\n"
+    )
+    assert helix_mounts_under(base, table) == [mine]
 
 
 def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int, str]]]:
