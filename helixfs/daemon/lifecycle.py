@@ -51,6 +51,7 @@ from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFou
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
 if TYPE_CHECKING:
+    from helixfs.fs.edge import Invalidator
     from helixfs.fs.operations import Operations
     from helixfs.vcs.repo import Repository
 
@@ -248,7 +249,8 @@ async def serve(
         operations = _operations(repo, saver, memory_files)
         _mount(operations, config)
         lock.note(SERVING)
-        stack.callback(_close_fuse, config.mountpoint, _device_of(config.mountpoint))
+        device = _device_of(config.mountpoint)
+        stack.callback(_close_fuse, config.mountpoint, device, operations.invalidator)
         stack.callback(saver.flush_now)
         stack.callback(operations.close)  # stores open files; their saves go into the flush
 
@@ -339,7 +341,7 @@ def _device_of(mountpoint: Path) -> str | None:
     return None
 
 
-def _close_fuse(mountpoint: Path, device: str | None) -> None:
+def _close_fuse(mountpoint: Path, device: str | None, invalidator: Invalidator) -> None:
     """Unmount (if still mounted) and close the kernel connection.
 
     libfuse unmounts by the path it mounted at. Once a folder above the mount has been
@@ -347,6 +349,15 @@ def _close_fuse(mountpoint: Path, device: str | None) -> None:
     detach while ours stayed dead; so a mount that has moved or gone is found by its
     device and detached where it is now."""
     moved = _moved_to(mountpoint, device)
+    if not invalidator.stop():
+        # Its call into the session waits in the kernel (for a page or a directory that
+        # a request the ended loop never answers holds): closing would free the session
+        # under it, and the call would return into freed memory. The session is left
+        # for the process's exit to close; the mount is detached.
+        log.error("the FUSE session of %s stays open until the daemon exits", mountpoint)
+        for point in [mountpoint] if moved is None else moved:
+            _detach_lazily(point)
+        return
     if moved is not None:
         for point in moved:
             log.info("the mount of %s has moved to %s: detaching it there", mountpoint, point)

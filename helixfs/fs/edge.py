@@ -35,6 +35,7 @@ BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 # entries and attributes stay true; the timeout only bounds a missed case.
 WRITABLE_TIMEOUT = 300.0
 READONLY_TIMEOUT = 300.0  # snapshots and commits never change
+STOP_SECONDS = 5.0  # an unmount waits this long for the invalidation thread to end
 DRAIN_STALL = 0.1  # seconds without a delivered invalidation before a switch stops waiting
 MTIME_MIN, MTIME_MAX = -(2**63), 2**63 - 1  # a tree entry's mtime: signed 64-bit ns
 
@@ -268,12 +269,19 @@ class Invalidator:
             self._thread.start()
         self.active = True
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Let the thread finish what is queued and end; True once it has. False if it
+        is still inside a call to the kernel after STOP_SECONDS: the FUSE session must
+        then stay open, for the call to return into (see lifecycle._close_fuse)."""
         self.active = False
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=STOP_SECONDS)
+            if self._thread.is_alive():
+                log.error("cache invalidations still running after %.0f s", STOP_SECONDS)
+                return False
             self._thread = None
+        return True
 
     def inode(self, ino: int) -> None:
         self._send(("inode", ino))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import apsw
+import pyfuse3
 import pytest
 import trio
 from mount_harness import helix_mounts_under, wait_until
@@ -30,12 +31,13 @@ from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import FRAME_LENGTH, addressable, forward
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
-from helixfs.daemon.lifecycle import MountConfig, fuse_options, split_options
+from helixfs.daemon.lifecycle import MountConfig, _close_fuse, fuse_options, split_options
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
+from helixfs.fs import edge
 from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.memory.db import fetch_one
@@ -396,6 +398,39 @@ def test_the_session_cleanup_detaches_its_own_mounts_only(tmp_path: Path) -> Non
         f"63 1 0:52 / {base}/t1 rw - tmpfs tmpfs rw\n"
     )
     assert helix_mounts_under(base, table) == [mine]
+
+
+def test_the_fuse_session_is_not_closed_under_a_running_invalidation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An invalidation can wait in the kernel for as long as a request the ended loop
+    never answers holds a page or a directory. The unmount gave it 5 s, then closed the
+    FUSE session anyway: libfuse freed it with the call still inside, to return into
+    freed memory. The session now stays open (the process's exit closes it), and the
+    mount is detached. Here the kernel's wait is an event the test sets."""
+    kernel_done, inside = threading.Event(), threading.Event()
+
+    def waiting_in_the_kernel(ino: int) -> None:
+        inside.set()
+        kernel_done.wait(60)
+
+    closed: list[bool] = []
+    monkeypatch.setattr(pyfuse3, "invalidate_inode", waiting_in_the_kernel)
+    monkeypatch.setattr(pyfuse3, "close", lambda unmount=True: closed.append(unmount))
+    monkeypatch.setattr(edge, "STOP_SECONDS", 0.1)
+    invalidator = edge.Invalidator()
+    invalidator.start()
+    invalidator.inode(2)
+    assert inside.wait(10)
+    try:
+        _close_fuse(tmp_path / "mnt", None, invalidator)
+        assert closed == [] and "stays open until the daemon exits" in caplog.text
+    finally:
+        kernel_done.set()
+    monkeypatch.setattr(edge, "STOP_SECONDS", 10.0)
+    assert invalidator.stop()  # once the call returned, the thread ends
+    _close_fuse(tmp_path / "mnt", None, invalidator)
+    assert closed == [True]
 
 
 def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int, str]]]:
