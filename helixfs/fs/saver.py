@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from helixfs.errors import HelixError
+from helixfs.errors import HelixError, is_failure
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
@@ -151,15 +151,18 @@ class Saver:
                 del self._pending[key]
                 try:
                     self._commit(entry.worktree)
-                except HelixError as exc:
-                    # Not even saved (the disk is full): kept pending and tried again,
-                    # so the changes land once there is room. The timer must live on:
-                    # the mount dies with it.
+                except BaseException as exc:
+                    # Not even saved (the disk is full; a bug, a panic in the store):
+                    # kept pending and tried again, so the changes land once there is
+                    # room. The timer must live on: the mount dies with it.
+                    if not is_failure(exc):
+                        raise
                     log.warning(
                         "branch %s: pending changes not saved, retrying in %.0f s: %s",
                         entry.worktree.branch,
                         RETRY_SECONDS,
                         exc,
+                        exc_info=not isinstance(exc, HelixError),
                     )
                     entry.deadline = now + RETRY_SECONDS
                     self._pending.setdefault(key, entry)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import subprocess
 import sys
@@ -452,3 +453,29 @@ def test_a_commit_the_full_disk_refuses_is_tried_again_once_there_is_room(
 
     with_saver_running(ops, main)
     assert repo.read("HEAD", b"a") == b"saved while there was room"
+
+
+def test_a_commit_that_fails_unexpectedly_is_tried_again_not_the_end_of_the_mount(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a HelixError was caught around a quiet-window commit: a bug, or a panic in
+    rocksdict (a BaseException), ended the timer task and the mount with it."""
+    panic = next(c for c in BaseException.__subclasses__() if c.__module__ == "pyo3_runtime")
+    ops = make_ops(repo, window=60)
+
+    async def save() -> None:
+        await Client(ops).write_file("a", b"pending\n")
+
+    trio.run(save)
+    before = commits(repo)
+
+    def panicking(*args: object, **kwargs: object) -> None:
+        raise panic("called `Option::unwrap()` on a `None` value")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(repo.store, "_apply", panicking)
+        ops.saver.commit_due(math.inf)  # no exception
+    assert commits(repo) == before and ops.saver.pending == 1
+    ops.saver.commit_due(math.inf)
+    assert commits(repo) == before + 1 and repo.read("HEAD", b"a") == b"pending\n"
+    ops.close()
