@@ -115,15 +115,15 @@ class Saver:
 
     def commit_now(self, worktree: Worktree) -> None:
         """Commit `worktree`'s pending saves now (before a branch, snapshot or switch).
-        If the store refuses even to save them (a full disk), they stay pending: the
-        window tries again, and an unmount still commits them."""
+        If the store refuses even to save them (a full disk, a bug), they stay pending:
+        the window tries again, and an unmount still commits them."""
         key = id(worktree)
         entry = self._pending.pop(key, None)
         if entry is None and not worktree.dirty:
             return
         try:
             self._commit(worktree)
-        except HelixError:
+        except BaseException:
             if entry is not None:
                 self._pending.setdefault(key, entry)
             raise
