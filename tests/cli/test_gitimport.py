@@ -272,18 +272,22 @@ def test_head_follows_git_in_a_fresh_store(tmp_path: Path, git_repo: Path) -> No
     assert current[0]["name"] == "trunk"
 
 
-def test_a_fresh_store_keeps_no_empty_main_beside_git_s_master(
-    helix: Helix, tmp_path: Path
-) -> None:
-    """As a clone: git's branches and nothing else. The empty `main` of `helix init`
-    stayed beside the imported, checked-out `master`."""
+def _one_commit_on_master(tmp_path: Path) -> Path:
     repo = tmp_path / "on-master"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "master")
     _write(repo, "f", "x\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "c1")
-    ok(helix("import", "--from-git", str(repo)))
+    return repo
+
+
+def test_a_fresh_store_keeps_no_empty_main_beside_git_s_master(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """As a clone: git's branches and nothing else. The empty `main` of `helix init`
+    stayed beside the imported, checked-out `master`."""
+    ok(helix("import", "--from-git", str(_one_commit_on_master(tmp_path))))
     branches = ok(helix("branch", "--json")).json()["branches"]
     assert [(b["name"], b["current"]) for b in branches] == [("master", True)]
 
@@ -293,12 +297,7 @@ def test_a_main_with_saves_not_yet_committed_is_kept(tmp_path: Path) -> None:
     from helixfs.vcs.gitimport import import_git
     from helixfs.vcs.repo import Repository
 
-    repo_path = tmp_path / "on-master"
-    repo_path.mkdir()
-    git(repo_path, "init", "-q", "-b", "master")
-    _write(repo_path, "f", "x\n")
-    git(repo_path, "add", "-A")
-    git(repo_path, "commit", "-q", "-m", "c1")
+    repo_path = _one_commit_on_master(tmp_path)
     with Repository.init(tmp_path / "s") as repo:
         tree = repo.worktree("main")
         tree.set_content(tree.create(tree.root, b"saved", 0o100644), b"mine\n")

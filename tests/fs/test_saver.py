@@ -392,12 +392,10 @@ async def test_close_stores_files_still_open_and_is_idempotent(repo: Repository)
     assert repo.read("HEAD", b"open.txt") == b"unflushed"
 
 
-async def test_saves_a_full_disk_kept_from_an_early_commit_stay_pending(
-    repo: Repository, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A settle (before a branch, snapshot or switch) that the full disk refuses used to
-    drop the pending entry: the unlink below, not yet persisted, was then neither
-    retried nor committed at unmount, and the next mount showed the file again."""
+@pytest.fixture
+def disk_free(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The free bytes the store's disk reports, as the test sets them (10 GiB at
+    first), looked at on every write."""
     free = {"bytes": 10 << 30}
     real_statvfs = os.statvfs
 
@@ -408,46 +406,45 @@ async def test_saves_a_full_disk_kept_from_an_early_commit_stay_pending(
 
     monkeypatch.setattr(os, "statvfs", statvfs)
     monkeypatch.setattr(space, "RECHECK_SECONDS", 0.0)
+    return free
+
+
+async def test_saves_a_full_disk_kept_from_an_early_commit_stay_pending(
+    repo: Repository, disk_free: dict[str, int]
+) -> None:
+    """A settle (before a branch, snapshot or switch) that the full disk refuses used to
+    drop the pending entry: the unlink below, not yet persisted, was then neither
+    retried nor committed at unmount, and the next mount showed the file again."""
     ops = make_ops(repo, window=3600)
     await Client(ops).write_file("gone.txt", b"x")
     ops.saver.flush_now()
     await ops.unlink(ROOT, b"gone.txt", CTX)
-    free["bytes"] = space.RESERVE_BYTES
+    disk_free["bytes"] = space.RESERVE_BYTES
     with pytest.raises(StoreFull):
         ops.settle()
     assert ops.saver.pending == 1
-    free["bytes"] = 10 << 30
+    disk_free["bytes"] = 10 << 30
     ops.close()
     assert b"gone.txt" not in [e.name for e in repo.ls("HEAD")]
 
 
 def test_a_commit_the_full_disk_refuses_is_tried_again_once_there_is_room(
-    repo: Repository, monkeypatch: pytest.MonkeyPatch
+    repo: Repository, disk_free: dict[str, int]
 ) -> None:
     """The timer task used to die with the refused commit, and the whole mount with it."""
-    free = {"bytes": 10 << 30}
-    real_statvfs = os.statvfs
-
-    def statvfs(path: str | Path) -> os.statvfs_result:
-        found = list(real_statvfs(path))
-        found[4] = free["bytes"] // found[1]  # f_bavail, in f_frsize units
-        return os.statvfs_result(found)
-
-    monkeypatch.setattr(os, "statvfs", statvfs)
-    monkeypatch.setattr(space, "RECHECK_SECONDS", 0.0)  # look at the disk on every write
     ops = make_ops(repo, window=0.5)
     client = Client(ops)
 
     async def main() -> None:
         before = commits(repo)
         await client.write_file("a", b"saved while there was room")
-        free["bytes"] = space.RESERVE_BYTES  # full before the quiet window ends
+        disk_free["bytes"] = space.RESERVE_BYTES  # full before the quiet window ends
         with pytest.raises(pyfuse3.FUSEError) as refused:
             await client.write_file("b", b"no room for me")
         assert refused.value.errno == errno.ENOSPC
         await trio.sleep(1)
         assert commits(repo) == before and ops.saver.pending == 1
-        free["bytes"] = 10 << 30
+        disk_free["bytes"] = 10 << 30
         await trio.sleep(saver.RETRY_SECONDS)
         assert commits(repo) == before + 1 and ops.saver.pending == 0
 
