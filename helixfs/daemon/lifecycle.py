@@ -26,7 +26,7 @@ import signal
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +47,7 @@ from helixfs.daemon.mounts import (
     points_of,
     tune_readahead,
 )
-from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound
+from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound, is_failure
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 
 if TYPE_CHECKING:
@@ -260,12 +260,12 @@ async def serve(
             operations.invalidator.drain,
         )
         nursery = await stack.enter_async_context(trio.open_nursery())
-        nursery.start_soon(saver.run)
+        nursery.start_soon(side_job, "the quiet-window timer", saver.run)
         nursery.start_soon(_watch_signals, control)
         await nursery.start(control.serve)
-        nursery.start_soon(_tune_once_answering, config.mountpoint)
-        nursery.start_soon(memory_files.index_forever)
-        nursery.start_soon(Collector(repo, config.gc_growth).run)
+        nursery.start_soon(side_job, "read-ahead tuning", _tune_once_answering, config.mountpoint)
+        nursery.start_soon(side_job, "the workspace index", memory_files.index_forever)
+        nursery.start_soon(side_job, "automatic gc", Collector(repo, config.gc_growth).run)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
         await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)
@@ -321,6 +321,19 @@ def _stderr_captured() -> Iterator[Callable[[], str]]:
             os.close(saved)
         with contextlib.suppress(OSError):
             os.write(2, said().encode())
+
+
+async def side_job(what: str, job: Callable[..., Awaitable[object]], *args: object) -> None:
+    """Run one of the mount's side jobs in its nursery, where an error would end the
+    mount: each job handles the failures it expects, and this is the last resort for
+    the rest (a bug, a panic in a Rust extension, no thread to start). The job then
+    stops alone, logged; the mount serves on without it, and saves still persist."""
+    try:
+        await job(*args)
+    except BaseException as exc:
+        if not is_failure(exc):
+            raise
+        log.exception("%s stopped on an error; the mount serves on without it", what)
 
 
 async def _tune_once_answering(mountpoint: Path) -> None:

@@ -31,7 +31,13 @@ from helixfs.cli.main import run_in_process
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import FRAME_LENGTH, addressable, forward
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
-from helixfs.daemon.lifecycle import MountConfig, _close_fuse, fuse_options, split_options
+from helixfs.daemon.lifecycle import (
+    MountConfig,
+    _close_fuse,
+    fuse_options,
+    side_job,
+    split_options,
+)
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
 from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
@@ -182,6 +188,25 @@ def test_an_automatic_gc_that_cannot_start_a_thread_is_tried_again(
         trio.run(collect_until_done)
         assert len(calls) >= 2 and "can't start new thread" in caplog.text
         assert repo.fsck().ok
+
+
+def test_a_side_job_that_fails_ends_alone_not_the_mount(caplog: pytest.LogCaptureFixture) -> None:
+    """The workspace index, read-ahead tuning, the gc and the quiet-window timer run in
+    the mount's nursery: an error one of them did not expect ended the whole daemon."""
+
+    async def broken() -> None:
+        raise RuntimeError("a bug")
+
+    async def cancelled_side_by_side() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(side_job, "the failing job", broken)
+            nursery.start_soon(side_job, "a job that runs on", trio.sleep_forever)
+            await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()  # trio.Cancelled still ends a side job
+
+    trio.run(cancelled_side_by_side)
+    assert "the failing job stopped on an error" in caplog.text and "a bug" in caplog.text
+    assert "runs on stopped" not in caplog.text
 
 
 def test_fuse_options_name_the_store_and_keep_permissions(store: Path, tmp_path: Path) -> None:
