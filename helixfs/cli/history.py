@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import re
 import stat
 import sys
 import time
@@ -17,6 +16,7 @@ from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
 from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
+from helixfs.vcs.dates import shown_time
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -116,7 +116,7 @@ LOG_PATHS = 5
 def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     author = _author_name(commit.author)  # --json carries the full string
-    when = _when(commit)
+    when = shown_time(commit)
     return f"{hex_id(commit.id)[:12]}  {when}  {author}{_saved_by(commit.meta)}  {subject}"
 
 
@@ -124,21 +124,6 @@ def _author_name(author: str) -> str:
     """The name, as git reads `Name <mail>`: what comes before the first `<`, without
     the spaces before it (`Tight<t@x>`, `Spaced   <s@x>`); no name at all: the whole."""
     return author.partition("<")[0].rstrip() or author
-
-
-_GIT_ZONE = re.compile(r"-?\d+ ([+-])(\d\d)(\d\d)")
-
-
-def _when(commit: Commit) -> str:
-    """The author's local time and zone, as git shows a date, for a commit that kept its
-    zone (an import from git keeps the author date as `SECONDS +HHMM`); else UTC."""
-    git = commit.meta.get("git")
-    date = git.get("author_date") if isinstance(git, dict) else None
-    zone = _GIT_ZONE.fullmatch(date) if isinstance(date, str) else None
-    sign, hours, minutes = zone.groups() if zone else ("+", "00", "00")
-    offset = (-1 if sign == "-" else 1) * (int(hours) * 3600 + int(minutes) * 60)
-    shown = time.strftime("%Y-%m-%d %H:%M", time.gmtime(commit.time_ns / 1e9 + offset))
-    return f"{shown} {sign}{hours}{minutes}"
 
 
 def _saved_by(meta: Mapping[str, Any]) -> str:

@@ -20,15 +20,16 @@ from __future__ import annotations
 import contextlib
 import json
 import stat
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted, StoreFull
+from helixfs.vcs.dates import shown_time
 
 if TYPE_CHECKING:
+    from helixfs.vcs.objects import Commit
     from helixfs.vcs.repo import Repository
 
 LOG_LIMIT = 50
@@ -243,9 +244,12 @@ class StoreFile(VirtualFile):
         return str(self._path.resolve()).encode() + b"\n"
 
 
-def format_commit(commit: Any) -> str:
-    meta = dict(getattr(commit, "meta", {}) or {})
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(commit.time_ns / 1e9))
+def format_commit(commit: Commit) -> str:
+    """`ID DATE TIME ZONE [process pid] subject`: the time as `helix log` shows it (the
+    author's zone, else UTC; not the daemon's zone, which no reader can tell), to the
+    second."""
+    meta = dict(commit.meta or {})
+    when = shown_time(commit, "%Y-%m-%d %H:%M:%S")
     process = meta.get("process")
     who = f" [{process} {meta.get('pid', '')}]".rstrip() if process else ""
     if who and not who.endswith("]"):

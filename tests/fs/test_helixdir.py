@@ -6,6 +6,8 @@ import contextlib
 import errno
 import os
 import stat
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyfuse3
@@ -55,6 +57,36 @@ async def test_log_and_stats_render(client: Client) -> None:
     assert b"first file" in log
     assert len(log.splitlines()) >= 2
     assert b":" in await read_virtual(client, ".helix/stats")
+
+
+@pytest.fixture
+def daemon_zone_not_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The daemon runs in a zone of its own (+0530, no tzdata needed)."""
+    monkeypatch.setenv("TZ", "XYZ-05:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("daemon_zone_not_utc")
+async def test_the_log_shows_times_in_the_authors_zone_not_the_daemons(
+    repo: Repository,
+) -> None:
+    """`.helix/log` showed the daemon's local time, without a zone, where `helix log`
+    shows the author's zone (an imported commit keeps it), else UTC: one commit, two
+    different times. Both now show the same time and zone."""
+    repo.commit({"plain": b"1"}, "made here")
+    repo.commit({"imported": b"2"}, "from git", {"git": {"author_date": "1600000000 -0330"}})
+    ops = make_ops(repo)
+    log = (await read_virtual(Client(ops), ".helix/log")).decode().splitlines()
+    ops.close()
+    expected = []
+    zones = [(-12600, "-0330"), (0, "+0000")]
+    for commit, (offset, zone) in zip(repo.log("HEAD", limit=2), zones, strict=True):
+        shown = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(commit.time_ns / 1e9 + offset))
+        expected.append(f"{commit.id.hex()[:12]} {shown} {zone} {commit.message}")
+    assert log[:2] == expected
 
 
 async def test_the_log_shows_a_save_still_in_the_quiet_window(repo: Repository) -> None:
