@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -429,13 +430,34 @@ def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]
 
     As git reads it: the date follows the last `>`, after any spaces (an old importer's
     `<email>  1700000000` came in as an author holding its date, at time 0)."""
-    who, _, when = value.rpartition(b">")
+    who, bracket, when = value.rpartition(b">")
+    if not bracket:
+        return _person_without_mail(value, encoding)
     try:
         date = " ".join(when.decode().split())
-        time_ns = min(max(int(date.partition(" ")[0]) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
-        return who.decode(encoding, "surrogateescape") + ">", time_ns, date
+        return who.decode(encoding, "surrogateescape") + ">", _clamped_ns(date), date
     except ValueError:
         return value.decode(encoding, "surrogateescape"), 0, ""
+
+
+_DATE_AT_THE_END = re.compile(rb"(?:(.*?)\s+)?(\d+\s+[+-]\d+)\s*")
+
+
+def _person_without_mail(value: bytes, encoding: str) -> tuple[str, int, str]:
+    """`NoBrackets 1600000000 +0100`: git shows no author and no date for it (it needs
+    a `<...>`), but the date at the end is plainly the author's: better than 1970 (the
+    files' mtimes come from it). The rest is the author. No date there: time 0."""
+    found = _DATE_AT_THE_END.fullmatch(value)
+    if found is None:
+        return value.decode(encoding, "surrogateescape"), 0, ""
+    who, when = found.groups()
+    date = " ".join(when.decode().split())
+    return (who or b"").decode(encoding, "surrogateescape"), _clamped_ns(date), date
+
+
+def _clamped_ns(date: str) -> int:
+    """The seconds of `SECONDS [ZONE]` in ns, kept within what a commit can hold."""
+    return min(max(int(date.partition(" ")[0]) * 10**9, -_NS_LIMIT - 1), _NS_LIMIT)
 
 
 _NS_LIMIT = 2**63 - 1

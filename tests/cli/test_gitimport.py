@@ -735,3 +735,29 @@ def test_log_shows_odd_authors_and_their_time_zones_as_git_does(
     theirs = git(repo, "log", "--date=format:%Y-%m-%d %H:%M %z", "--format=%ad  %an  %s")
     ours = [line.split("  ", 1)[1] for line in ok(helix("log")).out.splitlines()[:4]]
     assert ours == theirs.splitlines()
+
+
+def test_an_author_without_a_mail_keeps_the_date_at_the_end_of_its_line(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """`author NoBrackets 1600000000 +0100` (no `<...>`) came in at time 0 (1970), the
+    date inside the author string. git shows no author and no date for it (its
+    split_ident_line needs a `<`); the date at the end is still the author's, so the
+    import reads it there and keeps the rest as the author. No date: as before."""
+    repo = new_git_repo(tmp_path / "nomail")
+    tree = git(repo, "write-tree").strip()
+    parent = ""
+    for person in ("NoBrackets 1600000000 +0100", "Only Name"):
+        raw = f"tree {tree}\n{parent}author {person}\ncommitter C <c@x> 0 +0000\n\n{person}\n"
+        made = git(
+            repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", stdin=raw.encode()
+        ).strip()
+        parent = f"parent {made}\n"
+    git(repo, "update-ref", "refs/heads/main", made)
+    assert git(repo, "show", "-s", "--format=%an%n%ae%n%ad", "main~1") == "\n\n\n"
+    ok(helix("import", "--from-git", str(repo)))
+    only_name, no_brackets = ok(helix("log", "--json")).json()
+    assert (no_brackets["author"], no_brackets["time_ns"]) == ("NoBrackets", 16 * 10**17)
+    assert no_brackets["meta"]["git"]["author_date"] == "1600000000 +0100"
+    assert (only_name["author"], only_name["time_ns"]) == ("Only Name", 0)
+    assert "2020-09-13 13:26 +0100  NoBrackets  " in ok(helix("log")).out
