@@ -244,6 +244,8 @@ class Invalidator:
         self.recorded: list[tuple[Any, ...]] = []
         self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self._stop_by: float | None = None  # monotonic time a stop() waits until
+        self._stop_reported = False
         self._progress = threading.Condition()
         self._sent = self._done = 0  # requests queued / delivered (or refused) so far
 
@@ -265,6 +267,7 @@ class Invalidator:
 
     def start(self) -> None:
         if self._thread is None:
+            self._stop_by = None
             self._thread = threading.Thread(target=self._run, name="helix-invalidate", daemon=True)
             self._thread.start()
         self.active = True
@@ -272,13 +275,26 @@ class Invalidator:
     def stop(self) -> bool:
         """Let the thread finish what is queued and end; True once it has. False if it
         is still inside a call to the kernel after STOP_SECONDS: the FUSE session must
-        then stay open, for the call to return into (see lifecycle._close_fuse)."""
+        then stay open, for the call to return into (see lifecycle._close_fuse). The
+        STOP_SECONDS count from the first call: Operations.close() stops it, and the
+        unmount asks again without waiting as long once more."""
         self.active = False
-        if self._thread is not None:
+        if self._thread is not None and self._stop_by is None:
             self._queue.put(None)
-            self._thread.join(timeout=STOP_SECONDS)
+            self._stop_by = time.monotonic() + STOP_SECONDS
+        if self.ended(self._stop_by - time.monotonic() if self._stop_by else 0):
+            return True
+        if not self._stop_reported:
+            self._stop_reported = True
+            log.error("cache invalidations still running after %.0f s", STOP_SECONDS)
+        return False
+
+    def ended(self, wait: float | None = None) -> bool:
+        """True once the thread has ended (or never ran), after up to `wait` seconds
+        (STOP_SECONDS by default)."""
+        if self._thread is not None:
+            self._thread.join(timeout=max(STOP_SECONDS if wait is None else wait, 0.0))
             if self._thread.is_alive():
-                log.error("cache invalidations still running after %.0f s", STOP_SECONDS)
                 return False
             self._thread = None
         return True

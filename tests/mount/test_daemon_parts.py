@@ -432,7 +432,9 @@ def test_the_fuse_session_is_not_closed_under_a_running_invalidation(
     never answers holds a page or a directory. The unmount gave it 5 s, then closed the
     FUSE session anyway: libfuse freed it with the call still inside, to return into
     freed memory. The session now stays open (the process's exit closes it), and the
-    mount is detached. Here the kernel's wait is an event the test sets."""
+    mount is detached. Here the kernel's wait is an event the test sets, and there is
+    no device to abort (test_mount_daemon stages the real wait, which an abort ends).
+    Operations.close() and the unmount both stop the thread: they share one wait."""
     kernel_done, inside = threading.Event(), threading.Event()
 
     def waiting_in_the_kernel(ino: int) -> None:
@@ -448,12 +450,14 @@ def test_the_fuse_session_is_not_closed_under_a_running_invalidation(
     invalidator.inode(2)
     assert inside.wait(10)
     try:
+        assert not invalidator.stop()  # Operations.close() stops it first
+        # the unmount asks again, within the same STOP_SECONDS: no second wait
+        monkeypatch.setattr(edge, "STOP_SECONDS", 3600.0)
         _close_fuse(tmp_path / "mnt", None, invalidator)
         assert closed == [] and "stays open until the daemon exits" in caplog.text
     finally:
         kernel_done.set()
-    monkeypatch.setattr(edge, "STOP_SECONDS", 10.0)
-    assert invalidator.stop()  # once the call returned, the thread ends
+    assert invalidator.ended()  # once the call returned, the thread ends
     _close_fuse(tmp_path / "mnt", None, invalidator)
     assert closed == [True]
 
