@@ -41,6 +41,7 @@ from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
 from helixfs.daemon.mounts import (
+    abort_connection,
     abort_if_daemon_died,
     device_of,
     helix_mounts,
@@ -365,10 +366,17 @@ def _close_fuse(mountpoint: Path, device: str | None, invalidator: Invalidator) 
     if not invalidator.stop():
         # Its call into the session waits in the kernel (for a page or a directory that
         # a request the ended loop never answers holds): closing would free the session
-        # under it, and the call would return into freed memory. The session is left
-        # for the process's exit to close; the mount is detached.
-        log.error("the FUSE session of %s stays open until the daemon exits", mountpoint)
-        for point in [mountpoint] if moved is None else moved:
+        # under it, and the call would return into freed memory.
+        points = [mountpoint] if moved is None else moved
+        if not _abort_under(mountpoint, device, invalidator):
+            # the session is left for the process's exit to close; the mount is detached
+            log.error("the FUSE session of %s stays open until the daemon exits", mountpoint)
+            for point in points:
+                _detach_lazily(point)
+            return
+        # libfuse takes an aborted connection for an unmounted one: detach it ourselves
+        pyfuse3.close(unmount=False)
+        for point in points:
             _detach_lazily(point)
         return
     if moved is not None:
@@ -382,6 +390,25 @@ def _close_fuse(mountpoint: Path, device: str | None, invalidator: Invalidator) 
     except Exception:  # still mounted (busy) or already gone: make sure it is detached
         log.warning("clean unmount of %s failed; detaching it lazily", mountpoint)
         _detach_lazily(mountpoint)
+
+
+def _abort_under(mountpoint: Path, device: str | None, invalidator: Invalidator) -> bool:
+    """Abort the connection under a stuck invalidation: the request it waits behind
+    fails (its process gets ENOTCONN, not a wait until killed), the invalidation
+    returns, and the session can be closed. True once the invalidation thread ended."""
+    if device is None:
+        return False
+    try:
+        abort_connection(device)
+    except OSError as exc:
+        log.error("cannot abort the FUSE connection of %s: %s", mountpoint, exc)
+        return False
+    log.warning(
+        "aborted the FUSE connection of %s: an invalidation was stuck behind a request"
+        " the ended loop never answered (that request fails with ENOTCONN)",
+        mountpoint,
+    )
+    return invalidator.ended()
 
 
 def _moved_to(mountpoint: Path, device: str | None) -> list[Path] | None:

@@ -71,20 +71,31 @@ def abort_if_daemon_died(mountpoint: Path) -> bool:
     holder = read_holder(Path(mount.source))
     if holder is None or holder.pid == 0 or not _is_dead(holder.pid):
         return False
-    major, minor = (int(n) for n in mount.device.split(":"))
-    abort = FUSECTL / str(major << 20 | minor) / "abort"  # named by the kernel's dev_t
+    abort = _abort_file(mount.device)
     try:
-        if not abort.parent.is_dir():  # fusectl not mounted yet (systemd mounts it)
-            subprocess.run(
-                ["mount", "-t", "fusectl", "none", str(FUSECTL)], check=False, capture_output=True
-            )
-        abort.write_text("1\n")
+        abort_connection(mount.device)
     except OSError as exc:
         raise HelixError(
             f"the daemon of {mountpoint} (pid {holder.pid}) was killed but is stuck in the"
             f" kernel on its mount; as root, run: echo 1 > {abort} ({exc.strerror})"
         ) from None
     return True
+
+
+def abort_connection(device: str) -> None:
+    """Abort the FUSE connection of the mount of `device` ("major:minor"): every request
+    it still waits for fails (ENOTCONN), and so does any later one. Raises OSError."""
+    abort = _abort_file(device)
+    if not abort.parent.is_dir():  # fusectl not mounted yet (systemd mounts it)
+        subprocess.run(
+            ["mount", "-t", "fusectl", "none", str(FUSECTL)], check=False, capture_output=True
+        )
+    abort.write_text("1\n")
+
+
+def _abort_file(device: str) -> Path:
+    major, minor = (int(n) for n in device.split(":"))
+    return FUSECTL / str(major << 20 | minor) / "abort"  # named by the kernel's dev_t
 
 
 def _is_dead(pid: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -742,3 +743,113 @@ def test_a_command_run_in_the_mount_of_a_stopped_daemon_names_it(mnt: Mount, as_
     else:
         assert out == ""
     assert mnt.helix("log", "-n", "1").returncode == 0  # resumed: it answers again
+
+
+# A daemon's unmount with its invalidation thread stuck in the kernel, staged for real:
+# the real Operations are mounted and served until a reader has the file open, the loop
+# ends (as SIGTERM ends it), the reader then reads (its page stays locked for an answer
+# the ended loop never gives), and the file is invalidated (the kernel waits for that
+# page), then the daemon's own teardown runs. Prints what happened, one line each.
+STUCK_UNMOUNT = r"""
+import os, subprocess, sys, time
+from pathlib import Path
+import pyfuse3, trio
+from helixfs.daemon.lifecycle import (
+    READER_TASKS, MountConfig, _close_fuse, _device_of, _mount, _operations
+)
+from helixfs.daemon.memoryfiles import MemoryFiles
+from helixfs.fs import edge
+from helixfs.fs.saver import Saver
+from helixfs.vcs.repo import Repository
+
+READER = '''
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+print("open", flush=True)
+sys.stdin.readline()
+try:
+    print("read", len(os.pread(fd, 1 << 20, 0)), flush=True)
+except OSError as exc:
+    print("failed", exc.errno, flush=True)
+'''
+edge.STOP_SECONDS = 1.0
+store, mnt = Path(sys.argv[1]), Path(sys.argv[2])
+repo = Repository.init(store)
+saver, files = Saver(0), MemoryFiles(store, repo)
+ops = _operations(repo, saver, files)
+_mount(ops, MountConfig.build(store, mnt))
+device = _device_of(mnt)
+print("device", device, flush=True)
+big = mnt / "big"
+opened = {}
+
+def open_reader():
+    big.write_bytes(os.urandom(2 << 20))
+    opened["ino"] = os.stat(big).st_ino
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(big)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert reader.stdout.readline() == "open\n"
+    opened["reader"] = reader
+
+async def serve_until_open():
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS))
+        await trio.to_thread.run_sync(open_reader)
+        pyfuse3.terminate()
+
+trio.run(serve_until_open)
+reader = opened["reader"]
+reader.stdin.write("go\n")
+reader.stdin.flush()
+while not any(w in Path(f"/proc/{reader.pid}/wchan").read_text() for w in ("folio", "fuse")):
+    time.sleep(0.01)  # until its read waits in the kernel
+ops.invalidator.inode(opened["ino"])
+ops.close()  # the daemon's teardown, in its order
+saver.flush_now()
+_close_fuse(mnt, device, ops.invalidator)
+try:
+    print("reader", reader.communicate(timeout=30)[0].strip(), flush=True)
+except subprocess.TimeoutExpired:
+    print("reader still waiting", flush=True)
+files.close()
+repo.close()
+print("closed", flush=True)
+"""
+
+
+def test_an_unmount_aborts_the_connection_under_a_stuck_invalidation(tmp_path: Path) -> None:
+    """At unmount the invalidation thread can be inside the kernel, waiting for a page
+    that a read the ended loop never answers holds locked. The unmount left the session
+    open then (closing it would free it under the call) and detached the mount: the
+    reader waited until killed, and the daemon could not exit, its thread stuck. It now
+    aborts the connection: the read fails (ENOTCONN), the invalidation returns, the
+    session is closed and the mount detached, and the daemon exits."""
+    require_fuse()
+    store, mountpoint = tmp_path / "store", tmp_path / "mnt"
+    mountpoint.mkdir()
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", STUCK_UNMOUNT, str(store), str(mountpoint)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert daemon.stdout is not None
+    first = daemon.stdout.readline()
+    try:
+        assert first.startswith("device "), first
+        try:
+            said, _ = daemon.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            said = "the daemon cannot exit: its invalidation thread is stuck in the kernel"
+    finally:  # a daemon left stuck would outlive the test: free it
+        if daemon.poll() is None and first.startswith("device "):
+            major, minor = (int(n) for n in first.split()[1].split(":"))
+            Path(f"/sys/fs/fuse/connections/{major << 20 | minor}/abort").write_text("1")
+            daemon.wait(30)
+        detach(mountpoint)
+    assert f"reader failed {errno.ENOTCONN}" in said, said
+    assert "aborted the FUSE connection" in said and said.endswith("closed\n"), said
+    assert daemon.returncode == 0 and not is_mounted(mountpoint), said
