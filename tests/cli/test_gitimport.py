@@ -711,26 +711,34 @@ def test_a_date_after_more_than_one_space_is_read_as_git_reads_it(
     assert commit["meta"]["git"]["author_date"] == "1600000000 +0100"
 
 
-def test_log_shows_odd_authors_and_their_time_zones_as_git_does(
-    helix: Helix, tmp_path: Path
-) -> None:
-    """`helix log` showed `Tight<t@x>` whole, `Spaced   <s@x>` with its spaces, and
-    every time in UTC: git shows the name before the `<` and the author's own zone."""
-    repo = new_git_repo(tmp_path / "odd")
+def _authored_chain(path: Path, *authors: str) -> Path:
+    """A repository whose `main` is one raw commit per author line, in order (git's own
+    commands refuse odd idents; hash-object --literally writes them as given)."""
+    repo = new_git_repo(path)
     tree = git(repo, "write-tree").strip()
     parent = ""
-    for person in (
-        "No Mail <> 1600000000 +0100",
-        "Tight<t@x> 1600000000 -0330",
-        "Spaced   <s@x> 1600000000 +0545",
-        "Two <a@b> <c@d> 1600000000 +0000",
-    ):
+    for person in authors:
         raw = f"tree {tree}\n{parent}author {person}\ncommitter C <c@x> 0 +0000\n\n{person}\n"
         made = git(
             repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", stdin=raw.encode()
         ).strip()
         parent = f"parent {made}\n"
     git(repo, "update-ref", "refs/heads/main", made)
+    return repo
+
+
+def test_log_shows_odd_authors_and_their_time_zones_as_git_does(
+    helix: Helix, tmp_path: Path
+) -> None:
+    """`helix log` showed `Tight<t@x>` whole, `Spaced   <s@x>` with its spaces, and
+    every time in UTC: git shows the name before the `<` and the author's own zone."""
+    repo = _authored_chain(
+        tmp_path / "odd",
+        "No Mail <> 1600000000 +0100",
+        "Tight<t@x> 1600000000 -0330",
+        "Spaced   <s@x> 1600000000 +0545",
+        "Two <a@b> <c@d> 1600000000 +0000",
+    )
     ok(helix("import", "--from-git", str(repo)))
     theirs = git(repo, "log", "--date=format:%Y-%m-%d %H:%M %z", "--format=%ad  %an  %s")
     ours = [line.split("  ", 1)[1] for line in ok(helix("log")).out.splitlines()[:4]]
@@ -744,16 +752,7 @@ def test_an_author_without_a_mail_keeps_the_date_at_the_end_of_its_line(
     date inside the author string. git shows no author and no date for it (its
     split_ident_line needs a `<`); the date at the end is still the author's, so the
     import reads it there and keeps the rest as the author. No date: as before."""
-    repo = new_git_repo(tmp_path / "nomail")
-    tree = git(repo, "write-tree").strip()
-    parent = ""
-    for person in ("NoBrackets 1600000000 +0100", "Only Name"):
-        raw = f"tree {tree}\n{parent}author {person}\ncommitter C <c@x> 0 +0000\n\n{person}\n"
-        made = git(
-            repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", stdin=raw.encode()
-        ).strip()
-        parent = f"parent {made}\n"
-    git(repo, "update-ref", "refs/heads/main", made)
+    repo = _authored_chain(tmp_path / "nomail", "NoBrackets 1600000000 +0100", "Only Name")
     assert git(repo, "show", "-s", "--format=%an%n%ae%n%ad", "main~1") == "\n\n\n"
     ok(helix("import", "--from-git", str(repo)))
     only_name, no_brackets = ok(helix("log", "--json")).json()
