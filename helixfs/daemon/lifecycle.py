@@ -367,16 +367,11 @@ def _close_fuse(mountpoint: Path, device: str | None, invalidator: Invalidator) 
         # Its call into the session waits in the kernel (for a page or a directory that
         # a request the ended loop never answers holds): closing would free the session
         # under it, and the call would return into freed memory.
-        points = [mountpoint] if moved is None else moved
-        if not _abort_under(mountpoint, device, invalidator):
-            # the session is left for the process's exit to close; the mount is detached
+        if _abort_under(mountpoint, device, invalidator):
+            pyfuse3.close(unmount=False)  # libfuse takes it for unmounted: detached below
+        else:
             log.error("the FUSE session of %s stays open until the daemon exits", mountpoint)
-            for point in points:
-                _detach_lazily(point)
-            return
-        # libfuse takes an aborted connection for an unmounted one: detach it ourselves
-        pyfuse3.close(unmount=False)
-        for point in points:
+        for point in [mountpoint] if moved is None else moved:
             _detach_lazily(point)
         return
     if moved is not None:
