@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +40,10 @@ _embedder: list[Embedder | None] = []  # loaded at most once per process
 LEXICAL_NOTE = (
     "helix: warning: the mount's daemon has no embedding model; search is lexical (BM25) "
     "only (its log, STORE/daemon.log, says why)"
+)
+LEXICAL_HERE = (
+    "helix: warning: search is lexical (BM25) only: no embedding model is loaded "
+    "(HELIX_MEMORY_LEXICAL is set, or the model is not installed: see README)"
 )
 
 
@@ -174,10 +179,11 @@ def open_memory(store: Path) -> Memory:
 
 
 def _say_if_lexical(args: argparse.Namespace, mem: Memory, out: Output) -> None:
-    """The engine warns once per process, in its log: run by a mount's daemon, that is
-    the daemon's log, and the client who searched heard nothing."""
-    if getattr(args, "in_daemon", False) and mem.lexical_only:
-        out.note(LEXICAL_NOTE)
+    """The engine warns once per process, in its log, on the process's stderr. A command
+    whose stderr is another stream heard nothing: one run by a mount's daemon (the
+    warning went to the daemon's log), or by the MCP server (to the host's log)."""
+    if mem.lexical_only and out.stderr is not sys.stderr:
+        out.note(LEXICAL_NOTE if getattr(args, "in_daemon", False) else LEXICAL_HERE)
 
 
 def _text(words: Sequence[str], what: str) -> str:

@@ -36,7 +36,7 @@ import pyfuse3
 import trio
 
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
-from helixfs.daemon.control_server import ControlServer
+from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.fuseloop import use_quick_wait
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock
 from helixfs.daemon.memoryfiles import MemoryFiles
@@ -257,7 +257,7 @@ async def serve(
 
         control = ControlServer(
             config.store,
-            lambda argv, out, err: runner(argv, repo, out, err),
+            _command_runner(runner, repo, memory_files),
             operations.invalidator.drain,
         )
         nursery = await stack.enter_async_context(trio.open_nursery())
@@ -273,6 +273,22 @@ async def serve(
         log.info("FUSE loop ended: committing and closing")
         lock.note(CLOSING)
         nursery.cancel_scope.cancel()
+
+
+def _command_runner(
+    runner: RepoCommandRunner, repo: Repository, memory_files: MemoryFiles
+) -> CommandRunner:
+    """Forwarded commands run on the daemon's repository. A search of the workspace
+    (`recall --workspace`) also starts the index the daemon keeps on HEAD."""
+
+    def run(argv: list[str], out: TextIO, err: TextIO) -> int:
+        if command_name(argv) == "recall" and "--workspace" in argv:
+            note = memory_files.want_workspace()
+            if note is not None:
+                err.write(note + "\n")
+        return runner(argv, repo, out, err)
+
+    return run
 
 
 def _open_repository(store: Path) -> Repository:

@@ -50,6 +50,10 @@ RETRY_PAUSE_MAX = 600.0  # seconds: a failed index pass is retried at least this
 CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
 # The engine's warning goes to the daemon's log, which a reader of the file never sees.
 LEXICAL_NOTE = "# lexical search only: no embedding model (daemon.log says why)\n"
+INDEX_PENDING_NOTE = (
+    "helix: note: the workspace index is being built: passages of its files join the "
+    "results in a moment"
+)
 
 
 class MemoryFiles:
@@ -81,6 +85,13 @@ class MemoryFiles:
 
                 self._memory = Memory.open(self.store / MEMORY_DB, _embedder())
             return self._memory
+
+    def want_workspace(self) -> str | None:
+        """A search asked for workspace passages (`helix recall --workspace`, from the CLI
+        or the MCP server): keep the index from now on, as a first `.helix/search` does.
+        A note for the searcher while the first pass has not run yet."""
+        self._wanted.set()
+        return None if self.indexed is not None else INDEX_PENDING_NOTE
 
     def search(self, query: str) -> str:
         query = query.strip()

@@ -168,6 +168,21 @@ def test_search_and_context_files_answer_from_memory_and_workspace(
     wait_until(lambda: "docs/rotation.md" in query.read_text(), 60, "the workspace index")
 
 
+def test_a_workspace_recall_through_the_daemon_starts_its_index(make_mount: MountFactory) -> None:
+    """Only a read of `.helix/search/...` started the workspace index: `helix recall
+    --workspace` in a mount never found a passage of any file."""
+    lexical = {**os.environ, "HELIX_MEMORY_LEXICAL": "1"}
+    mnt = make_mount(0, env=lexical)
+    (mnt.path / "notes.md").write_text("The quokka migration runs weekly.\n")
+    first = mnt.helix("recall", "--workspace", "quokka migration")
+    assert "index is being built" in first.stderr
+
+    def found() -> bool:
+        return "notes.md" in mnt.helix("recall", "--workspace", "quokka migration").stdout
+
+    wait_until(found, 60, "the workspace passage")
+
+
 SWITCH_AND_LOOK = """
 import os
 import subprocess
