@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.demo",  # demo
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
     "helixfs.cli.mount",  # mount, umount
+    "helixfs.cli.mcp",  # mcp
 )
 
 # Which module registers each command, so that `helix log` imports only the module of
@@ -50,6 +51,7 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
     **dict.fromkeys(("mount", "umount", "unmount"), "helixfs.cli.mount"),
+    "mcp": "helixfs.cli.mcp",
 }
 _GLOBAL_WITH_VALUE = ("--store",)
 
