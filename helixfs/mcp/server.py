@@ -30,6 +30,8 @@ from helixfs import __version__
 CommandRunner = Callable[[Sequence[str]], tuple[int, str, str]]
 Result = dict[str, Any]
 
+# The memory engine's MEMORY_TYPES and STATUSES, spelled out for the tools' schemas
+# (tests/mcpserver checks that they agree)
 MemoryType = Literal[
     "identity",
     "preference",
@@ -42,13 +44,14 @@ MemoryType = Literal[
     "howto",
     "convention",
 ]
+MemoryStatus = Literal["active", "superseded", "archived", "forgotten"]
 INSTRUCTIONS = """\
 HelixFS keeps every save of this workspace as a commit, and a long-term memory of facts,
 decisions, conventions and gotchas. Search the memory before you guess (memory_search,
 memory_context); remember what the next session should know (memory_remember); save a
 checkpoint before you stop (memory_checkpoint) and read it back when you start
 (memory_resume). Branch before a risky change (workspace_branch_create) and restore any
-state with workspace_reset_hard: nothing saved is ever lost (workspace_log --lost).
+state with workspace_reset_hard: nothing saved is ever lost (workspace_log with lost).
 """
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
@@ -153,7 +156,7 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         type: MemoryType | None = None,
         scope: str | None = None,
         tag: str | None = None,
-        status: Literal["active", "superseded", "archived", "forgotten", "any"] = "active",
+        status: MemoryStatus | Literal["any"] = "active",
         limit: Annotated[int, Field(ge=1)] | None = None,
     ) -> Result:
         """Memories, newest first, filtered by type, scope, tag and status."""
