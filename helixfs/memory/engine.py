@@ -12,7 +12,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,8 +70,6 @@ log = logging.getLogger("helixfs.memory")
 _warned_lexical = threading.Event()
 
 MAX_K = 1000
-_REL = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-RESERVED_RELS = frozenset({"supersedes", "reasserts"})
 RECALL_BOOST = 0.05
 ARCHIVE_IDLE_DAYS = 60.0
 ARCHIVE_SALIENCE = 0.1
@@ -645,10 +642,7 @@ class Memory:
             return self.get(resolved)
 
     def relate(self, a: str, b: str, rel: str) -> Edge:
-        if not isinstance(rel, str) or not _REL.match(rel):
-            raise InvalidInput(f"invalid relation {rel!r}: lowercase letters, digits, _ and -")
-        if rel in RESERVED_RELS:
-            raise InvalidInput(f"relation {rel!r} is set by consolidation, not by hand")
+        validate.check_relation(rel)
         now = self._clock()
         with self._lock, self._conn:
             src, dst = self._resolve(a), self._resolve(b)

@@ -10,6 +10,8 @@ from helixfs.memory.types import MEMORY_TYPES
 
 MAX_CONTENT = 20_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,99}$")
+_RELATION = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+RESERVED_RELATIONS = frozenset({"supersedes", "reasserts"})  # consolidation's own edges
 
 
 def check_name(kind: str, value: str) -> str:
@@ -60,3 +62,12 @@ def check_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
 def check_limit(value: int, upper: int = 100_000, name: str = "limit") -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
         raise InvalidInput(f"{name} must be a whole number in 1..{upper}, got {value!r}")
+
+
+def check_relation(rel: str) -> str:
+    """A relation made by hand (`relate`): not one of consolidation's own."""
+    if not isinstance(rel, str) or not _RELATION.match(rel):
+        raise InvalidInput(f"invalid relation {rel!r}: lowercase letters, digits, _ and -")
+    if rel in RESERVED_RELATIONS:
+        raise InvalidInput(f"relation {rel!r} is set by consolidation, not by hand")
+    return rel
