@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.demo",  # demo
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
     "helixfs.cli.mount",  # mount, umount
+    "helixfs.cli.strand",  # dna
     "helixfs.cli.mcp",  # mcp
 )
 
@@ -51,6 +52,7 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
     **dict.fromkeys(("mount", "umount", "unmount"), "helixfs.cli.mount"),
+    "dna": "helixfs.cli.strand",
     "mcp": "helixfs.cli.mcp",
 }
 _GLOBAL_WITH_VALUE = ("--store",)
