@@ -11,6 +11,7 @@ import argparse
 import getpass
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +137,12 @@ def _passphrase(args: argparse.Namespace, *, confirm: bool) -> str:
 
 def _write_new(target: Path, data: bytes) -> None:
     """All of it or nothing: a strand cut short by a full disk is not left behind."""
-    partial = target.with_name(f".{target.name}.partial")
     try:
-        with open(partial, "xb") as file:
+        fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as err:
+        raise InvalidInput(f"cannot write {target}: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
@@ -148,4 +152,4 @@ def _write_new(target: Path, data: bytes) -> None:
     except OSError as err:
         raise InvalidInput(f"cannot write {target}: {err.strerror}") from None
     finally:
-        partial.unlink(missing_ok=True)
+        os.unlink(partial)
