@@ -25,26 +25,12 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from helixfs import __version__
+from helixfs.memory.types import MemoryType, Status
 
 # argv -> (exit status, stdout, stderr), as `helix` itself would end
 CommandRunner = Callable[[Sequence[str]], tuple[int, str, str]]
 Result = dict[str, Any]
 
-# The memory engine's MEMORY_TYPES and STATUSES, spelled out for the tools' schemas
-# (tests/mcpserver checks that they agree)
-MemoryType = Literal[
-    "identity",
-    "preference",
-    "project",
-    "decision",
-    "entity",
-    "snippet",
-    "fact",
-    "gotcha",
-    "howto",
-    "convention",
-]
-MemoryStatus = Literal["active", "superseded", "archived", "forgotten"]
 INSTRUCTIONS = """\
 HelixFS keeps every save of this workspace as a commit, and a long-term memory of facts,
 decisions, conventions and gotchas. Search the memory before you guess (memory_search,
@@ -156,7 +142,7 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         type: MemoryType | None = None,
         scope: str | None = None,
         tag: str | None = None,
-        status: MemoryStatus | Literal["any"] = "active",
+        status: Status | Literal["any"] = "active",
         limit: Annotated[int, Field(ge=1)] | None = None,
     ) -> Result:
         """Memories, newest first, filtered by type, scope, tag and status."""

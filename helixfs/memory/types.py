@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-MEMORY_TYPES: tuple[str, ...] = (
+MemoryType = Literal[
     "identity",
     "preference",
     "project",
@@ -21,13 +21,13 @@ MEMORY_TYPES: tuple[str, ...] = (
     "gotcha",
     "howto",
     "convention",
-)
-STATUSES: tuple[str, ...] = ("active", "superseded", "archived", "forgotten")
-
-SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
+]
+MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+Status = Literal["active", "superseded", "archived", "forgotten"]
+STATUSES: tuple[str, ...] = get_args(Status)
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
-Status = Literal["active", "superseded", "archived", "forgotten"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 HitKind = Literal["memory", "chunk"]
 WriteAction = Literal["add", "update", "supersede", "noop", "dropped"]
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import anyio
 import pytest
 from mcp_client import HELIX, LEXICAL, REPO, call, call_error, contents, helix_mcp
-
-from helixfs.mcp.server import MemoryStatus, MemoryType
-from helixfs.memory import MEMORY_TYPES, STATUSES
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -168,11 +165,6 @@ def test_calls_made_at_once_all_answer(store: Path) -> None:
         assert len({r["id"] for r in results}) == 6
 
     run(body, store)
-
-
-def test_the_schemas_offer_the_memory_engines_types_and_statuses() -> None:
-    assert get_args(MemoryType) == MEMORY_TYPES
-    assert get_args(MemoryStatus) == STATUSES
 
 
 def test_a_missing_store_is_refused_before_serving(tmp_path: Path) -> None:
