@@ -42,6 +42,7 @@ state with workspace_reset_hard: nothing saved is ever lost (workspace_log with 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 MOVES_STATE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+READ_CHARS = 100_000  # workspace_read's default cut: ~25k tokens
 
 
 class Helix:
@@ -88,6 +89,16 @@ def _options(**values: str | int | bool | None) -> list[str]:
         elif value is not None and value is not False:
             argv += [option, str(value)]
     return argv
+
+
+def _cut(doc: Result, max_chars: int) -> Result:
+    """A file's text (or base64) cut to `max_chars`: a model's context is no place for
+    a whole log or dataset."""
+    for key in ("content", "content_base64"):
+        text = doc.get(key)
+        if isinstance(text, str):
+            return {**doc, key: text[:max_chars], "truncated": len(text) > max_chars}
+    return doc
 
 
 def _repeated(option: str, values: Sequence[str]) -> list[str]:
@@ -245,10 +256,12 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         return await helix("ls", "--", rev, *where, key="entries")
 
     @server.tool(annotations=READ_ONLY)
-    async def workspace_read(rev: str, path: str) -> Result:
+    async def workspace_read(
+        rev: str, path: str, max_chars: Annotated[int, Field(ge=1)] = READ_CHARS
+    ) -> Result:
         """A file as it was at any revision (commit id or prefix, branch, snapshot,
-        HEAD~N)."""
-        return await helix("cat", "--", rev, path)
+        HEAD~N): its first `max_chars` characters (`truncated` says if there is more)."""
+        return _cut(await helix("cat", "--", rev, path), max_chars)
 
     @server.tool(annotations=READ_ONLY)
     async def workspace_refs() -> Result:

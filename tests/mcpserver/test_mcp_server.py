@@ -98,8 +98,10 @@ def test_history_reads_and_moves(store: Path) -> None:
     async def body(client: Any) -> None:
         commits = (await call(client, "workspace_log"))["commits"]
         assert len(commits) == 3  # init, and two imports
-        first = (await call(client, "workspace_read", rev="HEAD~1", path="app.py"))["content"]
-        assert "refresh_token" in first
+        first = await call(client, "workspace_read", rev="HEAD~1", path="app.py")
+        assert "refresh_token" in first["content"] and not first["truncated"]
+        cut = await call(client, "workspace_read", rev="HEAD", path="app.py", max_chars=3)
+        assert cut["content"] == "def" and cut["truncated"] and cut["size"] > 3
         names = [e["name"] for e in (await call(client, "workspace_ls"))["entries"]]
         assert names == ["app.py", "notes.md"]
         diff = await call(client, "workspace_diff", a="HEAD~1", b="HEAD")
