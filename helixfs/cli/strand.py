@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from helixfs.cli.command import UsageError, add_command, path_argument
 from helixfs.cli.memory import open_memory
@@ -21,6 +21,7 @@ from helixfs.cli.output import Output
 from helixfs.errors import AlreadyExists, InvalidInput, NotFound
 from helixfs.memory import MEMORY_TYPES, reported_errors
 from helixfs.memory import strand as strands
+from helixfs.memory.types import WriteAction
 
 ENV_PASSPHRASE = "HELIX_DNA_PASSPHRASE"
 
@@ -71,7 +72,6 @@ def _export(args: argparse.Namespace, store: Path, out: Output) -> int:
     target = Path(args.file)
     if target.exists():
         raise AlreadyExists(f"{target} exists: a strand is never written over")
-    passphrase = _passphrase(args, confirm=True)
     with open_memory(store) as memory:
         memories, edges = strands.export_memories(
             memory, scope=args.scope, type=args.type, tag=args.tag
@@ -79,7 +79,7 @@ def _export(args: argparse.Namespace, store: Path, out: Output) -> int:
     if not memories:
         raise NotFound("no active memory matches: nothing to export")
     key = strands.identity(store)
-    data = strands.seal(memories, edges, passphrase, key)
+    data = strands.seal(memories, edges, _passphrase(args, confirm=True), key)
     _write_new(target, data)
     doc = {
         "path": str(target),
@@ -101,12 +101,10 @@ def _import(args: argparse.Namespace, store: Path, out: Output) -> int:
     strand = strands.unseal(data, _passphrase(args, confirm=False), trusted)
     with open_memory(store) as memory:
         report = strands.import_strand(memory, strand)
-    counts = ", ".join(f"{n} {action}" for action, n in report.items() if action in _ACTIONS)
+    actions = get_args(WriteAction)
+    counts = ", ".join(f"{n} {action}" for action, n in report.items() if action in actions)
     out.emit(report, f"{report['memories']} memories from {strand.signer}: {counts}")
     return 0
-
-
-_ACTIONS = ("add", "update", "supersede", "noop")
 
 
 def _public_key(text: str) -> str:
