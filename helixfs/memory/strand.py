@@ -55,6 +55,8 @@ IDENTITY_FILE = "identity.key"
 MIN_PASSPHRASE = 8  # characters, at export: a strand is meant to travel
 KDF = "argon2id13"
 CIPHER = "xsalsa20poly1305"
+MAX_OPS = nacl.pwhash.argon2id.OPSLIMIT_SENSITIVE  # what an import accepts to pay
+MAX_MEM = nacl.pwhash.argon2id.MEMLIMIT_SENSITIVE  # 1 GiB
 _HEAD = struct.Struct(">8sBI")
 _SIG = 64
 
@@ -107,22 +109,31 @@ def unseal(data: bytes, passphrase: str, trusted: Collection[str] = ()) -> Stran
         ) from None
     if trusted and signer not in {key.lower() for key in trusted}:
         raise InvalidInput(f"the strand is signed by {signer}, which is not a trusted key")
+    try:
+        key = _strand_key(header, passphrase)
+        payload = json.loads(nacl.secret.SecretBox(key).decrypt(body[_body_start(body) :]))
+        return Strand(
+            signer,
+            float(header.get("created", 0)),
+            list(payload["memories"]),
+            [(int(a), int(b), str(rel)) for a, b, rel in payload["edges"]],
+        )
+    except nacl.exceptions.CryptoError:
+        raise InvalidInput("wrong passphrase for this strand") from None
+    except (KeyError, ValueError, TypeError, nacl.exceptions.RuntimeError) as err:
+        raise InvalidInput(f"the strand's content cannot be read: {err!r}") from None
+
+
+def _strand_key(header: dict[str, Any], passphrase: str) -> bytes:
+    """The key the header's KDF makes of `passphrase`. Its costs are bounded: a signer
+    can sign anything, and libsodium would try a memory limit of 16 GiB."""
     kdf = header.get("kdf") or {}
     if kdf.get("alg") != KDF or header.get("cipher") != CIPHER:
         raise UnsupportedVersion(f"the strand uses {kdf.get('alg')}/{header.get('cipher')}")
-    try:
-        key = _key(passphrase, base64.b64decode(kdf["salt"]), int(kdf["ops"]), int(kdf["mem"]))
-        payload = json.loads(nacl.secret.SecretBox(key).decrypt(body[_body_start(body) :]))
-    except nacl.exceptions.CryptoError:
-        raise InvalidInput("wrong passphrase for this strand") from None
-    except (KeyError, ValueError, nacl.exceptions.RuntimeError) as err:
-        raise InvalidInput(f"the strand's content cannot be read: {err}") from None
-    return Strand(
-        signer,
-        float(header.get("created", 0)),
-        list(payload.get("memories", [])),
-        [(int(a), int(b), str(rel)) for a, b, rel in payload.get("edges", [])],
-    )
+    ops, mem = int(kdf["ops"]), int(kdf["mem"])
+    if not (0 < ops <= MAX_OPS and 0 < mem <= MAX_MEM):
+        raise InvalidInput(f"the strand asks a key derivation of {ops} passes over {mem} bytes")
+    return _key(passphrase, base64.b64decode(kdf["salt"]), ops, mem)
 
 
 def export_memories(

@@ -5,11 +5,17 @@ cost (~0.6 s a strand)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import stat
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+import nacl.pwhash
+import nacl.secret
 import nacl.signing
+import nacl.utils
 import pytest
 
 from helixfs.errors import InvalidInput, UnsupportedVersion
@@ -145,3 +151,53 @@ def test_the_signing_key_is_made_once_and_kept_private(tmp_path: Path) -> None:
     assert strands.public_key(strands.identity(tmp_path)) == strands.public_key(first)
     mode = (tmp_path / strands.IDENTITY_FILE).stat().st_mode
     assert stat.S_IMODE(mode) == 0o600
+
+
+def forged(key: nacl.signing.SigningKey, payload: object, **kdf: int) -> bytes:
+    """A strand built by hand from the layout in strand.py's docstring, signed by `key`:
+    what a careless or hostile writer could send."""
+    salt = nacl.utils.random(nacl.pwhash.argon2id.SALTBYTES)
+    ops = kdf.get("ops", nacl.pwhash.argon2id.OPSLIMIT_INTERACTIVE)
+    mem = kdf.get("mem", nacl.pwhash.argon2id.MEMLIMIT_INTERACTIVE)
+    header = {
+        "signer": strands.public_key(key),
+        "kdf": {
+            "alg": "argon2id13",
+            "salt": base64.b64encode(salt).decode(),
+            "ops": ops,
+            "mem": mem,
+        },
+        "cipher": "xsalsa20poly1305",
+    }
+    affordable = mem <= strands.MAX_MEM  # else no key: the import must refuse first
+    secret = (
+        nacl.pwhash.argon2id.kdf(32, PASSPHRASE.encode(), salt, opslimit=ops, memlimit=mem)
+        if affordable
+        else bytes(32)
+    )
+    box = nacl.secret.SecretBox(secret).encrypt(json.dumps(payload).encode())
+    head = json.dumps(header).encode()
+    body = b"HELIXDNA" + bytes([1]) + struct.pack(">I", len(head)) + head + bytes(box)
+    return body + key.sign(body).signature
+
+
+def test_a_strand_built_to_the_documented_layout_opens(key: nacl.signing.SigningKey) -> None:
+    memory = {"content": "The cache is warmed at boot", "scope": "global"}
+    opened = strands.unseal(forged(key, {"memories": [memory], "edges": []}), PASSPHRASE)
+    assert opened.memories == [memory] and opened.signer == strands.public_key(key)
+
+
+def test_a_key_derivation_too_costly_to_pay_is_refused(key: nacl.signing.SigningKey) -> None:
+    """A signer can sign anything: 16 GiB of Argon2 memory (libsodium tries it) would
+    take the importer's machine, before the passphrase is even tried."""
+    data = forged(key, {"memories": [], "edges": []}, mem=16 << 30)
+    with pytest.raises(InvalidInput, match="key derivation"):
+        strands.unseal(data, PASSPHRASE)
+
+
+@pytest.mark.parametrize("payload", [[], {"memories": []}, {"memories": [], "edges": [[0, 1]]}])
+def test_a_payload_of_the_wrong_shape_is_refused_with_a_reason(
+    key: nacl.signing.SigningKey, payload: object
+) -> None:
+    with pytest.raises(InvalidInput, match="cannot be read"):
+        strands.unseal(forged(key, payload), PASSPHRASE)
