@@ -167,6 +167,7 @@ class RocksStore:
         # a tree's chain shares its prefix with a dozen others, decoded once per scan.
         self._scan_records: ByteLRU[bytes] | None = None
         self._scans = 0  # scans running (gc and fsck may overlap)
+        self._scanner = threading.local()  # .depth: scans running on this thread
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
         self._db = open_db(self.path)
@@ -403,9 +404,11 @@ class RocksStore:
             self._scans += 1
             if self._scan_records is None:
                 self._scan_records = ByteLRU(SCAN_RECORD_BYTES)
+        self._scanner.depth = getattr(self._scanner, "depth", 0) + 1
         try:
             yield
         finally:
+            self._scanner.depth -= 1
             with self._lock:
                 self._scans -= 1
                 if not self._scans:
@@ -785,8 +788,9 @@ class RocksStore:
     def _body(self, oid: ObjectId, frame: bytes) -> bytes:
         """The frame a BODY frame stands for (its bytes are checked by the record's hash)."""
         codec_of(oid, frame)  # a foreign or newer frame is refused, not followed
-        # fsck is what a user runs on a damaged store: it must report, never crash
-        checks = self._checked if self._scans else None
+        # fsck is what a user runs on a damaged store: it must report, never crash. Only
+        # the scan's own thread pays for the check: a mount's reads meanwhile do not.
+        checks = self._checked if getattr(self._scanner, "depth", 0) else None
         body = read(self._bodies_cf, parse_body(oid, frame).key, checks)
         if body is None:
             raise CorruptObject(
