@@ -99,7 +99,7 @@ def seal(
 def unseal(data: bytes, passphrase: str, trusted: Collection[str] = ()) -> Strand:
     """The strand in `data`: its signature checked (and its signer among `trusted`, if
     any are given) before the passphrase opens it."""
-    header, body, signature = _parts(data)
+    header, body, box, signature = _parts(data)
     signer = str(header.get("signer", ""))
     try:
         nacl.signing.VerifyKey(bytes.fromhex(signer)).verify(body, signature)
@@ -111,7 +111,7 @@ def unseal(data: bytes, passphrase: str, trusted: Collection[str] = ()) -> Stran
         raise InvalidInput(f"the strand is signed by {signer}, which is not a trusted key")
     try:
         key = _strand_key(header, passphrase)
-        payload = json.loads(nacl.secret.SecretBox(key).decrypt(body[_body_start(body) :]))
+        payload = json.loads(nacl.secret.SecretBox(key).decrypt(box))
         return Strand(
             signer,
             float(header.get("created", 0)),
@@ -263,8 +263,8 @@ def _key(passphrase: str, salt: bytes, ops: int, mem: int) -> bytes:
     )
 
 
-def _parts(data: bytes) -> tuple[dict[str, Any], bytes, bytes]:
-    """Header, signed body and signature; a file that is no strand is refused."""
+def _parts(data: bytes) -> tuple[dict[str, Any], bytes, bytes, bytes]:
+    """Header, signed body, box and signature; a file that is no strand is refused."""
     if len(data) < _HEAD.size + _SIG or not data.startswith(MAGIC):
         raise InvalidInput("not a HelixFS memory strand (.dna)")
     _, version, length = _HEAD.unpack_from(data)
@@ -279,9 +279,4 @@ def _parts(data: bytes) -> tuple[dict[str, Any], bytes, bytes]:
         raise InvalidInput("the strand's header is damaged") from None
     if not isinstance(header, dict) or _HEAD.size + length > len(body):
         raise InvalidInput("the strand's header is damaged")
-    return header, body, signature
-
-
-def _body_start(body: bytes) -> int:
-    (length,) = struct.unpack_from(">I", body, len(MAGIC) + 1)
-    return int(_HEAD.size + length)
+    return header, body, body[_HEAD.size + length :], signature

@@ -140,6 +140,10 @@ class Encoded(NamedTuple):
     anchor: ObjectId | None = None
 
 
+class _ScanDepth(threading.local):
+    depth = 0  # scans running on this thread
+
+
 class RocksStore:
     """The persistent ObjectStore. Open one per store directory; it is single-writer."""
 
@@ -167,7 +171,7 @@ class RocksStore:
         # a tree's chain shares its prefix with a dozen others, decoded once per scan.
         self._scan_records: ByteLRU[bytes] | None = None
         self._scans = 0  # scans running (gc and fsck may overlap)
-        self._scanner = threading.local()  # .depth: scans running on this thread
+        self._scanner = _ScanDepth()
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
         self._db = open_db(self.path)
@@ -404,7 +408,7 @@ class RocksStore:
             self._scans += 1
             if self._scan_records is None:
                 self._scan_records = ByteLRU(SCAN_RECORD_BYTES)
-        self._scanner.depth = getattr(self._scanner, "depth", 0) + 1
+        self._scanner.depth += 1
         try:
             yield
         finally:
@@ -790,7 +794,7 @@ class RocksStore:
         codec_of(oid, frame)  # a foreign or newer frame is refused, not followed
         # fsck is what a user runs on a damaged store: it must report, never crash. Only
         # the scan's own thread pays for the check: a mount's reads meanwhile do not.
-        checks = self._checked if getattr(self._scanner, "depth", 0) else None
+        checks = self._checked if self._scanner.depth else None
         body = read(self._bodies_cf, parse_body(oid, frame).key, checks)
         if body is None:
             raise CorruptObject(
