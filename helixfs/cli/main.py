@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from helixfs import __version__
 from helixfs.cli.command import UsageError, path_argument
 from helixfs.cli.output import Output, shown
-from helixfs.cli.store_path import resolve_store
+from helixfs.cli.store_path import folder_head, resolve_store
 from helixfs.errors import HelixError, NotFound
 
 if TYPE_CHECKING:
+    from helixfs.vcs.refs import FolderHead
     from helixfs.vcs.repo import Repository
 
 # One line per command group. Memory and daemon engineers: add yours here.
@@ -203,7 +204,8 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         out = Output(stdout, stderr, as_json=args.json)
         try:
-            return _dispatch(args, repo, repo.path or Path(), out)
+            with repo.heading(_folder_head(repo.path)):  # the daemon is in the client's cwd
+                return _dispatch(args, repo, repo.path or Path(), out)
         except (HelixError, OSError) as err:
             return _report(err, out)
 
@@ -233,9 +235,18 @@ def _run_local(args: argparse.Namespace, argv: Sequence[str], out: Output) -> in
         return int(args.store_handler(args, store, out))
     repo = open_repository(store)
     try:
-        return int(args.handler(args, repo, out))
+        with repo.heading(_folder_head(store)):
+            return int(args.handler(args, repo, out))
     finally:
         repo.close()
+
+
+def _folder_head(store: Path | None) -> FolderHead | None:
+    """HEAD to a command run in a branch's, snapshot's or commit's folder of a mount."""
+    try:
+        return folder_head(store, Path.cwd()) if store is not None else None
+    except OSError:  # a deleted cwd
+        return None
 
 
 def _without_store_option(argv: Sequence[str]) -> list[str]:

@@ -166,7 +166,7 @@ def cmd_checkout(args: argparse.Namespace, repo: Repository, out: Output) -> int
 def cmd_reset(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     target = repo.resolve(args.rev)
     repo.reset_hard(args.rev, branch=args.branch)
-    branch = args.branch or repo.head_branch()
+    branch = args.branch or repo.current_branch()
     out.emit({"branch": branch, "id": hex_id(target)}, f"{branch} is now at {hex_id(target)[:12]}")
     return 0
 
@@ -198,7 +198,7 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         )
         out.note(f"helix: error: merge of {args.branch}: {len(paths)} conflicting path(s)")
         return 1
-    out.emit(doc, _merge_line(result.status, args.branch, repo.head_branch(), commit))
+    out.emit(doc, _merge_line(result.status, args.branch, repo.current_branch(), commit))
     return 0
 
 

@@ -1,5 +1,6 @@
 """Which store a command works on: `--store` > `$HELIX_STORE` > the mount holding the
-current directory > `~/.helix/default`.
+current directory > `~/.helix/default`; and, in a mount, which branch, snapshot or
+commit HEAD means to it (`folder_head`).
 
 A mount is recognised in the mount table, whose source is the store (fsname=STORE), or
 else by its virtual file `.helix/store`, which holds the store's path: walking up from
@@ -10,13 +11,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from helixfs.daemon.lock import LOCK_NAME
-from helixfs.daemon.mountinfo import helix_mounts_in
+from helixfs.daemon.mountinfo import HelixMount, helix_mounts_in
 from helixfs.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from helixfs.vcs.refs import FolderHead
+
 ENV_VAR = "HELIX_STORE"
-MOUNT_MARKER = Path(".helix") / "store"
+HELIX_DIR = ".helix"  # the mount's virtual folder (fs/helixdir.py), named here without
+# importing the filesystem layer, which loads pyfuse3
+MOUNT_MARKER = Path(HELIX_DIR) / "store"
+FOLDER_KINDS: dict[str, Literal["branch", "snapshot", "commit"]] = {
+    "branches": "branch",
+    "snapshots": "snapshot",
+    "commits": "commit",
+}
 
 
 def default_store() -> Path:
@@ -34,17 +46,43 @@ def _store_in_mount_table(start: Path) -> Path | None:
     a daemon that cannot answer (stopped) would hang the reader of `.helix/store` in
     the kernel, where the CLI can tell nothing, rather than in `forward`, which names it.
     """
+    mount = _innermost_mount(start)
+    if mount is None:
+        return None
+    store = Path(mount.source)
+    # an fsname of the user's own (-o fsname=...) names no store: the marker does
+    return store if (store / LOCK_NAME).is_file() else None
+
+
+def _innermost_mount(start: Path) -> HelixMount | None:
     try:
         mounts = helix_mounts_in()
     except OSError:
         return None
     here = Path(os.path.abspath(start))
     holding = [m for m in mounts if m.point == here or m.point in here.parents]
-    if not holding:
+    return max(holding, key=lambda m: len(m.point.parts)) if holding else None
+
+
+def folder_head(store: Path, cwd: Path) -> FolderHead | None:
+    """The branch, snapshot or commit whose folder in a mount of `store` holds `cwd`
+    (`.helix/branches/NAME/...`): what HEAD means to a command run there."""
+    mount = _innermost_mount(cwd)
+    if mount is None or not _same_file(Path(mount.source), store):
         return None
-    store = Path(max(holding, key=lambda m: len(m.point.parts)).source)
-    # an fsname of the user's own (-o fsname=...) names no store: the marker does
-    return store if (store / LOCK_NAME).is_file() else None
+    parts = Path(os.path.abspath(cwd)).relative_to(mount.point).parts
+    if len(parts) < 3 or parts[0] != HELIX_DIR or parts[1] not in FOLDER_KINDS:
+        return None
+    from helixfs.vcs.refs import FolderHead  # here: helixfs.vcs takes 50 ms to import
+
+    return FolderHead(FOLDER_KINDS[parts[1]], parts[2])
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _store_by_marker(start: Path) -> Path | None:

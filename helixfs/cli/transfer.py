@@ -246,7 +246,7 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     with repo.lock:  # a mount's pending saves are committed first, under their own name:
         # the head to compare with is the one after them, or a commit that changed
         # nothing reported theirs as "committed" (and the -m message was nowhere)
-        branch = args.branch or repo.head_branch()
+        branch = args.branch or repo.current_branch()
         repo.settle(branch)
         head = repo.branch_head(branch)
         cid = repo.commit(changes, args.message, meta=meta, branch=branch, author=args.author)

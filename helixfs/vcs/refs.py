@@ -8,6 +8,8 @@ no leading `.` or `-`, nothing revision syntax would misread (`~`, `^`, `:`).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Literal
 
 from helixfs.errors import InvalidName
 from helixfs.vcs.treeops import show_path
@@ -82,3 +84,16 @@ def snapshot_ref(name: str) -> str:
 
 def work_ref(name: str) -> str:
     return WORK + name
+
+
+@dataclass(frozen=True)
+class FolderHead:
+    """What HEAD means to a command run inside one folder of a mount: the branch of
+    `.helix/branches/NAME/`, the snapshot of `.helix/snapshots/NAME/`, the commit of
+    `.helix/commits/ID/`, as a git worktree has its own HEAD. Only a branch can move."""
+
+    kind: Literal["branch", "snapshot", "commit"]
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {shown_name(self.name)}"

@@ -18,6 +18,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -27,6 +29,7 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     NotFound,
+    ReadOnly,
     StoreLocked,
 )
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
@@ -49,6 +52,7 @@ from helixfs.vcs.refs import (
     HEAD,
     SNAPSHOTS,
     WORK,
+    FolderHead,
     branch_ref,
     check_name,
     shown_name,
@@ -74,6 +78,13 @@ COMMIT_CACHE_BYTES = 16 << 20
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Worktree
+
+# The folder of a mount a command runs in (`Repository.heading`). Per context: the
+# daemon serves its mount's requests beside a forwarded command, and they keep the
+# store's HEAD.
+_FOLDER_HEAD: ContextVar[tuple[Repository, FolderHead] | None] = ContextVar(
+    "folder_head", default=None
+)
 
 MergeResult = merge.MergeResult
 Listener = Callable[[str], None]
@@ -294,7 +305,7 @@ class Repository:
         from helixfs.vcs.worktree import Worktree
 
         with self.lock:
-            name = branch if branch is not None else self.head_branch()
+            name = branch if branch is not None else self.current_branch()
             tree = self._worktrees.get(name)
             if tree is None:
                 self._branch_head(name)
@@ -351,7 +362,10 @@ class Repository:
         maybe with ~N / ^N) is read from, if any."""
         base = rev.split("~", 1)[0].split("^", 1)[0]
         if base in ("HEAD", "@"):
-            base = self.head_branch()
+            head = self.folder_head()
+            if head is not None and head.kind != "branch":
+                return None  # a snapshot's or a commit's folder: no live branch
+            base = self.current_branch()
         if base.startswith(BRANCHES):
             base = base[len(BRANCHES) :]
         return base if base in self._worktrees else None
@@ -369,6 +383,33 @@ class Repository:
         if value is None:
             raise NotFound("this store has no HEAD: is it initialised?")
         return value.decode()
+
+    @contextmanager
+    def heading(self, head: FolderHead | None) -> Iterator[None]:
+        """Within, HEAD means `head` (if any) to this context's calls: a command run in
+        a branch's folder of a mount logs, resets, merges into and commits on that branch."""
+        token = _FOLDER_HEAD.set((self, head) if head is not None else None)
+        try:
+            yield
+        finally:
+            _FOLDER_HEAD.reset(token)
+
+    def folder_head(self) -> FolderHead | None:
+        """What `heading` set for this context's calls, if anything."""
+        found = _FOLDER_HEAD.get()
+        return found[1] if found is not None and found[0] is self else None
+
+    def current_branch(self) -> str:
+        """The branch a command moves unless told another: its folder's, else HEAD's."""
+        head = self.folder_head()
+        if head is None:
+            return self.head_branch()
+        if head.kind != "branch":
+            raise ReadOnly(
+                f"this folder shows {head}, which never moves: "
+                "run the command at the mount's root or in a branch's folder"
+            )
+        return head.name
 
     def branch_head(self, branch: str) -> CommitId:
         """The commit a branch points at; NotFound "no branch named ..." otherwise."""
@@ -475,7 +516,7 @@ class Repository:
         """
         started = time.perf_counter_ns()
         with self.lock:
-            name = branch if branch is not None else self.head_branch()
+            name = branch if branch is not None else self.current_branch()
             self._settle(name)
             head = self._branch_head(name)
             objects: dict[ObjectId, bytes] = {}
@@ -512,7 +553,7 @@ class Repository:
         head's tree already.
         """
         with self.lock:
-            name = branch if branch is not None else self.head_branch()
+            name = branch if branch is not None else self.current_branch()
             self._settle(name)
             head = self._branch_head(name)
             if tree == self.commit_info(head).tree:
@@ -789,7 +830,7 @@ class Repository:
     def reset_hard(self, rev: str, branch: str | None = None) -> CommitId:
         """Move a branch to `rev`. Its pending work is committed first, so it stays in log."""
         with self.lock:
-            name = branch if branch is not None else self.head_branch()
+            name = branch if branch is not None else self.current_branch()
             self._branch_head(name)
             target = self.resolve(rev)
             self._settle(name)
@@ -818,7 +859,7 @@ class Repository:
         committed with `meta["conflicts"]` listing them and the result says so.
         """
         with self.lock:
-            target = into if into is not None else self.head_branch()
+            target = into if into is not None else self.current_branch()
             self._settle(target)
             self._settle(branch)
             result = merge.merge_branches(self, branch, target, message, allow_conflicts)

@@ -2,8 +2,9 @@
 
 Grammar: BASE then any number of `~N` (N first parents back, default 1) and `^N` (the Nth
 parent, default 1; `^0` is the commit itself). BASE is `HEAD`/`@` (the branch HEAD
-names), `branches/NAME`, `snapshots/NAME`, a bare NAME (branch first, then snapshot), or
-a commit id in hex: all 64 digits, or a prefix of at least 4 that only one commit has.
+names; in a mount, the branch, snapshot or commit of the folder a command runs in),
+`branches/NAME`, `snapshots/NAME`, a bare NAME (branch first, then snapshot), or a
+commit id in hex: all 64 digits, or a prefix of at least 4 that only one commit has.
 """
 
 from __future__ import annotations
@@ -79,9 +80,23 @@ def _count(digits: str) -> int:
     return int(digits) if len(digits) <= _COUNT_DIGITS else sys.maxsize
 
 
+def _head(repo: Repository) -> CommitId:
+    """HEAD: the commit of the folder the command runs in (`Repository.heading`), else
+    the head of the branch HEAD names."""
+    head = repo.folder_head()
+    if head is None or head.kind == "branch":
+        return repo._branch_head(repo.current_branch())
+    if head.kind == "commit":
+        return resolve_id(repo, head.name)
+    value = repo.store.ref(snapshot_ref(head.name))
+    if value is None:
+        raise NotFound(f"no snapshot named {shown_name(head.name)}")
+    return CommitId(value)
+
+
 def _resolve_base(repo: Repository, base: str) -> CommitId:
     if base in (HEAD, "@"):
-        return repo._branch_head(repo.head_branch())
+        return _head(repo)
     if "\0" in base:
         raise InvalidInput("a revision cannot contain NUL")
     if not storable(base):  # no ref can have this name: the store would refuse the lookup

@@ -150,7 +150,7 @@ def import_dir(
     root = Path(path)
     if not root.is_dir():
         raise NotFound(f"no such folder to import: {root}")
-    name = branch if branch is not None else repo.head_branch()
+    name = branch if branch is not None else repo.current_branch()
     repo.branch_head(name)  # an unknown branch fails before any object is written
     avoid = _store_folder(repo)
     if _inside(root, avoid):

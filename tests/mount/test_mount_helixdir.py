@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import blake3
 import pytest
 from mount_harness import HELIX as HELIX_CMD
-from mount_harness import Mount, MountFactory, wait_until
+from mount_harness import Mount, MountFactory, helix, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(180)]
 
@@ -101,6 +102,38 @@ def test_commits_by_id_log_and_stats(mnt: Mount) -> None:
     assert first[:12] in log
     stats = (mnt.path / ".helix" / "stats").read_text()
     assert stats.strip()
+
+
+def test_a_command_run_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> None:
+    """As in a git worktree: run inside `.helix/branches/NAME/`, `helix` logs, resets
+    and commits on NAME; in a snapshot's or a commit's folder HEAD reads as it, and a
+    command that would move it is refused and changes nothing."""
+    mnt.sh("mkdir sub && echo base > sub/f && mkdir .helix/branches/try")
+    branch = mnt.path / ".helix" / "branches" / "try" / "sub"
+    (branch / "f").write_text("one\n")
+
+    def here(folder: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return helix(*args, cwd=folder, check=check, env=os.environ | {"HELIX_STORE": ""})
+
+    main_head = mnt.helix("rev-parse", "main").stdout.strip()
+    try_head = here(branch, "rev-parse", "HEAD").stdout.strip()
+    assert try_head == mnt.helix("rev-parse", "try").stdout.strip() != main_head
+    assert here(branch, "cat", "HEAD", "sub/f").stdout == "one\n"
+    assert here(mnt.path / "sub", "rev-parse", "HEAD").stdout.strip() == main_head
+    here(branch, "reset", "--hard", "HEAD~1")
+    assert (branch / "f").read_text() == "base\n"  # shown at once
+    assert mnt.helix("rev-parse", "main").stdout.strip() == main_head
+    here(branch, "commit", "-m", "from the folder", "--delete", "sub/f")
+    assert not (branch / "f").exists() and (mnt.path / "sub" / "f").exists()
+
+    mnt.sh("mkdir .helix/snapshots/s")
+    snapshot = mnt.path / ".helix" / "snapshots" / "s"
+    assert here(snapshot, "rev-parse", "HEAD").stdout.strip() == main_head
+    refused = here(snapshot, "reset", "--hard", "HEAD", check=False)
+    assert refused.returncode == 1 and "never moves" in refused.stderr
+    view = mnt.path / ".helix" / "commits" / main_head[:12] / "sub"
+    assert here(view, "log", "-n", "1", "--json").stdout.count(main_head) == 1
+    assert mnt.helix("rev-parse", "main").stdout.strip() == main_head
 
 
 def test_helix_commit_xattr_readable_but_not_listed(mnt: Mount) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import gc
 import os
 import tracemalloc
@@ -19,11 +20,13 @@ from helixfs.errors import (
     IsADirectory,
     NotADirectory,
     NotFound,
+    ReadOnly,
     StoreLocked,
 )
 from helixfs.ids import ObjectId
 from helixfs.vcs import Repository, content, history, transfer
 from helixfs.vcs.objects import MODE_FILE, TreeEntry, decode_tree, encode_tree
+from helixfs.vcs.refs import FolderHead
 from helixfs.vcs.treeops import Trees, flat_tree_bytes, tree_bytes
 
 from .conftest import CountingStore
@@ -353,6 +356,50 @@ def test_checkout_and_reset_hard(repo: Repository) -> None:
         repo.reset_hard("nope")
     assert repo.resolve("HEAD") == one
     assert "main" in heard and "other" in heard
+
+
+def test_head_is_the_folder_a_command_runs_in_for_that_command_only(repo: Repository) -> None:
+    """In a branch's folder of a mount HEAD is that branch (a git worktree's own HEAD):
+    its log, its reset, merges into it. Other contexts (the mount's own requests, served
+    beside the command) and other repositories keep the store's HEAD."""
+    one = repo.commit({"a": b"1"}, "one")
+    repo.create_branch("try")
+    two = repo.commit({"a": b"2"}, "two", branch="try")
+    outside = contextvars.copy_context()
+    with repo.heading(FolderHead("branch", "try")):
+        assert repo.resolve("HEAD") == repo.resolve("@") == two
+        assert repo.current_branch() == "try" and repo.head_branch() == "main"
+        assert outside.run(repo.resolve, "HEAD") == one
+        assert repo.reset_hard("HEAD~1") == one
+        assert repo.resolve("try") == one
+        repo.commit({"b": b"x"}, "on try")
+        merged = repo.merge("main")
+        assert merged.status in ("up-to-date", "fast-forward", "merged")
+    assert repo.resolve("HEAD") == one and repo.current_branch() == "main"
+    assert repo.read("try", "b") == b"x"
+
+
+@pytest.mark.parametrize("kind", ["snapshot", "commit"])
+def test_a_snapshot_or_commit_folder_reads_as_head_and_never_moves(
+    repo: Repository, kind: str
+) -> None:
+    one = repo.commit({"a": b"1"}, "one")
+    repo.create_snapshot("s")
+    repo.commit({"a": b"2"}, "two")
+    name = "s" if kind == "snapshot" else one.hex()[:12]
+    with repo.heading(FolderHead(kind, name)):  # type: ignore[arg-type]
+        assert repo.resolve("HEAD~0") == one and repo.read("HEAD", "a") == b"1"
+        before = repo.resolve("main")
+        for move in (
+            lambda: repo.reset_hard(one.hex()),
+            lambda: repo.commit({"a": b"3"}, "three"),
+            lambda: repo.merge("main"),
+        ):
+            with pytest.raises(ReadOnly, match="never moves"):
+                move()
+        assert repo.resolve("main") == before
+    with repo.heading(FolderHead("snapshot", "gone")), pytest.raises(NotFound, match="gone"):
+        repo.resolve("HEAD")
 
 
 def test_on_disk_init_open_and_single_writer(tmp_path: Path) -> None:
