@@ -55,15 +55,31 @@ def add_path_b64(parser: argparse.ArgumentParser) -> None:
 def repo_path(text: str, args: argparse.Namespace) -> bytes:
     """A repository path from the command line, as the bytes the tree stores.
 
-    Raw bytes in argv round-trip through os.fsencode; `--path-b64` takes the form
-    --json prints for a name that is not UTF-8, for callers that can only pass text
+    As with git, a path is relative to the folder of the tree the command runs in, in a
+    mount (`args.tree_folder`, set by main), and `/` starts it at the root. Raw bytes in
+    argv round-trip through os.fsencode; `--path-b64` takes the form --json prints, from
+    the root, for a name that is not UTF-8, for callers that can only pass text
     (ADR 0020)."""
     if not getattr(args, "path_b64", False):
-        return os.fsencode(text)
+        return tree_path(os.fsencode(text), getattr(args, "tree_folder", b""))
     try:  # whitespace ignored: `base64` wraps its output at 76 characters
         return base64.b64decode("".join(text.split()), validate=True)
     except ValueError:  # binascii.Error is one
         raise UsageError(f"--path-b64: {text!r} is not base64") from None
+
+
+def tree_path(path: bytes, folder: bytes) -> bytes:
+    """`path` from the tree's root: relative to `folder` unless it starts with `/`,
+    with `.` and `..` resolved as a shell would (`..` never above the root)."""
+    parts: list[bytes] = []
+    for part in (path if path.startswith(b"/") else folder + b"/" + path).split(b"/"):
+        if part == b"..":
+            if not parts:
+                raise InvalidInput(f"{os.fsdecode(path)!r} leads above the root of the tree")
+            parts.pop()
+        elif part not in (b"", b"."):
+            parts.append(part)
+    return b"/".join(parts)
 
 
 def add_command(

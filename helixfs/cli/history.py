@@ -168,7 +168,7 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         commits = _path_log(repo, rev, repo_path(args.path, args), args.limit)
     else:
         rev = settled(repo, "HEAD" if args.rev is None else args.rev, out)
-        commits = _log(repo, rev, args.limit, first_parent=not args.graph)
+        commits = _log(repo, rev, args)
     if args.graph:
         commits = children_first(commits)
     if out.as_json:
@@ -184,22 +184,29 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
-def _log(repo: Repository, rev: str, limit: int | None, *, first_parent: bool) -> list[Commit]:
+def _log(repo: Repository, rev: str, args: argparse.Namespace) -> list[Commit]:
+    """The log of `rev`; as git does, of the path `rev` names if it names no commit."""
     try:
-        return list(repo.log(rev, limit=limit, first_parent=first_parent))
+        return list(repo.log(rev, limit=args.limit, first_parent=not args.graph))
     except NotFound as err:
-        if not _names_a_path(repo, rev):
+        path = _named_path(repo, rev, args)
+        if path is None:
             raise
-        hint = f"for the commits that changed a path: helix log HEAD {rev}"
-        raise NotFound(f"{err}; {hint}") from None
+        if args.graph:
+            raise NotFound(
+                f"{err}; for the commits that changed a path: helix log HEAD {rev}"
+            ) from None
+        return _path_log(repo, "HEAD", path, args.limit)
 
 
-def _names_a_path(repo: Repository, text: str) -> bool:
+def _named_path(repo: Repository, text: str, args: argparse.Namespace) -> bytes | None:
+    """The path `text` names at HEAD, if it names one."""
     try:
+        path = repo_path(text, args)
         repo.settle_rev("HEAD")  # a file saved a moment ago is a path too
-        return repo.entry("HEAD", os.fsencode(text)) is not None
+        return path if repo.entry("HEAD", path) is not None else None
     except HelixError:
-        return False
+        return None
 
 
 def _path_log(repo: Repository, rev: str, path: bytes, limit: int | None) -> list[Commit]:

@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from helixfs import __version__
 from helixfs.cli.command import UsageError, path_argument
 from helixfs.cli.output import Output, shown
-from helixfs.cli.store_path import folder_head, resolve_store
+from helixfs.cli.store_path import resolve_store, tree_place
 from helixfs.errors import HelixError, NotFound
 
 if TYPE_CHECKING:
-    from helixfs.vcs.refs import FolderHead
     from helixfs.vcs.repo import Repository
 
 # One line per command group. Memory and daemon engineers: add yours here.
@@ -204,7 +203,7 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         out = Output(stdout, stderr, as_json=args.json)
         try:
-            with repo.heading(_folder_head(repo.path)):  # the daemon is in the client's cwd
+            with _in_place(args, repo, repo.path):  # the daemon is in the client's cwd
                 return _dispatch(args, repo, repo.path or Path(), out)
         except (HelixError, OSError) as err:
             return _report(err, out)
@@ -235,18 +234,24 @@ def _run_local(args: argparse.Namespace, argv: Sequence[str], out: Output) -> in
         return int(args.store_handler(args, store, out))
     repo = open_repository(store)
     try:
-        with repo.heading(_folder_head(store)):
+        with _in_place(args, repo, store):
             return int(args.handler(args, repo, out))
     finally:
         repo.close()
 
 
-def _folder_head(store: Path | None) -> FolderHead | None:
-    """HEAD to a command run in a branch's, snapshot's or commit's folder of a mount."""
+@contextmanager
+def _in_place(args: argparse.Namespace, repo: Repository, store: Path | None) -> Iterator[None]:
+    """A command run in a mount of its store: PATH arguments start from the folder of
+    the tree it runs in, and in a branch's (snapshot's, commit's) folder HEAD is that
+    branch (ADR 0039)."""
     try:
-        return folder_head(store, Path.cwd()) if store is not None else None
+        place = tree_place(store, Path.cwd()) if store is not None else None
     except OSError:  # a deleted cwd
-        return None
+        place = None
+    args.tree_folder = place.folder if place is not None else b""
+    with repo.heading(place.head if place is not None else None):
+        yield
 
 
 def _without_store_option(argv: Sequence[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """Which store a command works on: `--store` > `$HELIX_STORE` > the mount holding the
 current directory > `~/.helix/default`; and, in a mount, which branch, snapshot or
-commit HEAD means to it (`folder_head`).
+commit HEAD means to it and which folder of the tree it runs in (`tree_place`).
 
 A mount is recognised in the mount table, whose source is the store (fsname=STORE), or
 else by its virtual file `.helix/store`, which holds the store's path: walking up from
@@ -10,6 +10,7 @@ the cwd finds the innermost mount.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -21,13 +22,13 @@ if TYPE_CHECKING:
     from helixfs.vcs.refs import FolderHead
 
 ENV_VAR = "HELIX_STORE"
-HELIX_DIR = ".helix"  # the mount's virtual folder (fs/helixdir.py), named here without
+HELIX_DIR = b".helix"  # the mount's virtual folder (fs/helixdir.py), named here without
 # importing the filesystem layer, which loads pyfuse3
-MOUNT_MARKER = Path(HELIX_DIR) / "store"
-FOLDER_KINDS: dict[str, Literal["branch", "snapshot", "commit"]] = {
-    "branches": "branch",
-    "snapshots": "snapshot",
-    "commits": "commit",
+MOUNT_MARKER = Path(os.fsdecode(HELIX_DIR)) / "store"
+FOLDER_KINDS: dict[bytes, Literal["branch", "snapshot", "commit"]] = {
+    b"branches": "branch",
+    b"snapshots": "snapshot",
+    b"commits": "commit",
 }
 
 
@@ -64,18 +65,31 @@ def _innermost_mount(start: Path) -> HelixMount | None:
     return max(holding, key=lambda m: len(m.point.parts)) if holding else None
 
 
-def folder_head(store: Path, cwd: Path) -> FolderHead | None:
-    """The branch, snapshot or commit whose folder in a mount of `store` holds `cwd`
-    (`.helix/branches/NAME/...`): what HEAD means to a command run there."""
+@dataclass(frozen=True)
+class TreePlace:
+    """Where in a mount of the store a command runs: what HEAD means there (None: the
+    store's HEAD) and the folder of that tree the cwd is (b"": the tree's root)."""
+
+    head: FolderHead | None
+    folder: bytes
+
+
+def tree_place(store: Path, cwd: Path) -> TreePlace | None:
+    """`cwd`'s place in a mount of `store`, if it is in one. In `.helix/branches/NAME/`
+    (and `snapshots/NAME/`, `commits/ID/`) HEAD is that folder's; in the rest of `.helix/`
+    the cwd is no folder of a tree, and paths go from the root."""
     mount = _innermost_mount(cwd)
     if mount is None or not _same_file(Path(mount.source), store):
         return None
-    parts = Path(os.path.abspath(cwd)).relative_to(mount.point).parts
-    if len(parts) < 3 or parts[0] != HELIX_DIR or parts[1] not in FOLDER_KINDS:
-        return None
+    parts = [os.fsencode(p) for p in Path(os.path.abspath(cwd)).relative_to(mount.point).parts]
+    if not parts or parts[0] != HELIX_DIR:
+        return TreePlace(None, b"/".join(parts))
+    kind = FOLDER_KINDS.get(parts[1]) if len(parts) > 2 else None
+    if kind is None:
+        return TreePlace(None, b"")
     from helixfs.vcs.refs import FolderHead  # here: helixfs.vcs takes 50 ms to import
 
-    return FolderHead(FOLDER_KINDS[parts[1]], parts[2])
+    return TreePlace(FolderHead(kind, os.fsdecode(parts[2])), b"/".join(parts[3:]))
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -240,7 +240,7 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         given). With `lost`: the tips no ref reaches any more, to bring one back."""
         if lost:
             return await helix("log", "--lost", "-n", str(limit), key="commits")
-        tail = ["--", rev] + ([path] if path is not None else [])
+        tail = ["--", rev] + ([_from_root(path)] if path is not None else [])
         return await helix("log", "-n", str(limit), *tail, key="commits")
 
     @server.tool(annotations=READ_ONLY)
@@ -252,8 +252,7 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
     @server.tool(annotations=READ_ONLY)
     async def workspace_ls(rev: str = "HEAD", path: str = "") -> Result:
         """A folder's entries at a revision (a file's own entry for a file)."""
-        where = [path] if path else []
-        return await helix("ls", "--", rev, *where, key="entries")
+        return await helix("ls", "--", rev, _from_root(path), key="entries")
 
     @server.tool(annotations=READ_ONLY)
     async def workspace_read(
@@ -261,12 +260,18 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
     ) -> Result:
         """A file as it was at any revision (commit id or prefix, branch, snapshot,
         HEAD~N): its first `max_chars` characters (`truncated` says if there is more)."""
-        return _cut(await helix("cat", "--", rev, path), max_chars)
+        return _cut(await helix("cat", "--", rev, _from_root(path)), max_chars)
 
     @server.tool(annotations=READ_ONLY)
     async def workspace_refs() -> Result:
         """Branches and snapshots, with the commit each points at."""
         return {**await helix("branch"), **await helix("snapshot")}
+
+
+def _from_root(path: str) -> str:
+    """A tool's path goes from the workspace's root, wherever the server was started
+    (the CLI takes a path from its cwd's folder, and `/` from the root)."""
+    return "/" + path
 
 
 def _workspace_moves(server: MCPServer, helix: Helix) -> None:

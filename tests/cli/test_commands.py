@@ -66,7 +66,8 @@ def test_log_of_a_path_lists_the_commits_that_changed_it(
     assert messages("-n", "1", "HEAD~1", "a.py") == ["merge feat into main"]
     assert messages("feat", "a.py") == ["edit a on feat", "add both"]
     fails(helix("log", "HEAD", "nope.py"), says="nope.py is in no commit of the history")
-    hint = fails(helix("log", "src/b.py"), says="unknown revision 'src/b.py'")
+    assert messages("src/b.py") == ["edit b", "add both"]  # no such rev: a path, as in git
+    hint = fails(helix("log", "--graph", "src/b.py"), says="unknown revision 'src/b.py'")
     assert "helix log HEAD src/b.py" in hint.err
     fails(helix("log", "--graph", "HEAD", "a.py"), says="takes no --graph", code=2)
 

@@ -169,18 +169,18 @@ def test_a_read_in_the_daemon_sees_the_saves_of_the_quiet_window(
         assert head.meta["changed"] == ["f"] and "out-of-band" not in head.message
 
 
-def test_log_of_a_file_saved_within_the_quiet_window_hints_at_its_path_log(
+def test_log_of_a_file_saved_within_the_quiet_window_is_its_path_log(
     tmp_path: Path,
 ) -> None:
-    """`helix log f` (a path where a rev goes) says how to ask for f's log: for a file
-    just saved, still in its quiet window, the hint was missing (HEAD read unsettled)."""
+    """`helix log f` (a path where a rev goes) is f's log, as in git: for a file just
+    saved, still in its quiet window, it was missing (HEAD read unsettled)."""
     with Repository.init(tmp_path / "s") as repo:
         tree = repo.worktree()
         tree.set_content(tree.create(tree.root, b"f", 0o100644), b"content\n")
         tree.save()
         out, err = io.StringIO(), io.StringIO()
-        assert run_in_process(["log", "f"], repo, out, err) == 1
-        assert "helix log HEAD f" in err.getvalue()
+        assert run_in_process(["log", "--json", "f"], repo, out, err) == 0, err.getvalue()
+        assert [c["meta"]["changed"] for c in json.loads(out.getvalue())] == [["f"]]
 
 
 def test_run_in_process_captures_output_and_errors(tmp_path: Path) -> None:

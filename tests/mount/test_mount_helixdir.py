@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shlex
 import subprocess
@@ -106,8 +107,9 @@ def test_commits_by_id_log_and_stats(mnt: Mount) -> None:
 
 def test_a_command_run_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> None:
     """As in a git worktree: run inside `.helix/branches/NAME/`, `helix` logs, resets
-    and commits on NAME; in a snapshot's or a commit's folder HEAD reads as it, and a
-    command that would move it is refused and changes nothing."""
+    and commits on NAME, and paths start from the cwd's folder; in a snapshot's or a
+    commit's folder HEAD reads as it, and a command that would move it is refused and
+    changes nothing."""
     mnt.sh("mkdir sub && echo base > sub/f && mkdir .helix/branches/try")
     branch = mnt.path / ".helix" / "branches" / "try" / "sub"
     (branch / "f").write_text("one\n")
@@ -118,12 +120,19 @@ def test_a_command_run_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> No
     main_head = mnt.helix("rev-parse", "main").stdout.strip()
     try_head = here(branch, "rev-parse", "HEAD").stdout.strip()
     assert try_head == mnt.helix("rev-parse", "try").stdout.strip() != main_head
-    assert here(branch, "cat", "HEAD", "sub/f").stdout == "one\n"
+    # PATHs start from the folder of the tree the command runs in, `/` from the root
+    assert here(branch, "cat", "HEAD", "f").stdout == "one\n"
+    assert here(branch, "cat", "HEAD", "/sub/f").stdout == "one\n"
+    assert here(branch, "cat", "main", "../sub/./f").stdout == "base\n"
+    assert json.loads(here(branch, "ls", "--json", "HEAD").stdout)[0]["name"] == "f"
     assert here(mnt.path / "sub", "rev-parse", "HEAD").stdout.strip() == main_head
+    assert here(mnt.path / "sub", "cat", "HEAD", "f").stdout == "base\n"
+    f_log = json.loads(here(mnt.path / "sub", "log", "--json", "f").stdout)
+    assert f_log and all("sub/f" in c["meta"]["changed"] for c in f_log)
     here(branch, "reset", "--hard", "HEAD~1")
     assert (branch / "f").read_text() == "base\n"  # shown at once
     assert mnt.helix("rev-parse", "main").stdout.strip() == main_head
-    here(branch, "commit", "-m", "from the folder", "--delete", "sub/f")
+    here(branch, "commit", "-m", "from the folder", "--delete", "f")
     assert not (branch / "f").exists() and (mnt.path / "sub" / "f").exists()
 
     mnt.sh("mkdir .helix/snapshots/s")

@@ -77,3 +77,27 @@ def test_moves_made_through_mcp_show_in_the_mount_at_once(lexical_mount: Mount) 
     assert not (mnt.path / "b.txt").exists()  # the daemon invalidated what the kernel held
     assert (mnt.path / "a.txt").read_text() == "one\n"
     assert "before-b" in os.listdir(mnt.path / ".helix" / "branches")
+
+
+def test_a_server_started_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> None:
+    """Started in `.helix/branches/try/sub/`, the server's HEAD is `try` (ADR 0039), and
+    its tools' paths still go from the workspace's root."""
+    mnt.sh("mkdir sub && echo base > sub/f && mkdir .helix/branches/try")
+    folder = mnt.path / ".helix" / "branches" / "try" / "sub"
+    (folder / "f").write_text("on try\n")
+    main_head = mnt.helix("rev-parse", "main").stdout.strip()
+
+    async def body(client: Any) -> None:
+        read = await call(client, "workspace_read", rev="HEAD", path="sub/f")
+        assert read["content"] == "on try\n", read
+        entries = await call(client, "workspace_ls", path="sub")
+        assert [e["name"] for e in entries["entries"]] == ["f"]
+        await call(client, "workspace_reset_hard", rev="HEAD~1")
+
+    async def main() -> None:
+        async with helix_mcp(cwd=folder, env=LEXICAL) as client:
+            await body(client)
+
+    anyio.run(main)
+    assert (folder / "f").read_text() == "base\n"
+    assert mnt.helix("rev-parse", "main").stdout.strip() == main_head
