@@ -17,6 +17,7 @@ from helixfs.cli.output import Output, printable, table
 from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
 from helixfs.vcs.dates import shown_time
+from helixfs.vcs.node import saved_by
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -117,22 +118,13 @@ def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     author = _author_name(commit.author)  # --json carries the full string
     when = shown_time(commit)
-    return f"{hex_id(commit.id)[:12]}  {when}  {author}{_saved_by(commit.meta)}  {subject}"
+    return f"{hex_id(commit.id)[:12]}  {when}  {author}{saved_by(commit.meta)}  {subject}"
 
 
 def _author_name(author: str) -> str:
     """The name, as git reads `Name <mail>`: what comes before the first `<`, without
     the spaces before it (`Tight<t@x>`, `Spaced   <s@x>`); no name at all: the whole."""
     return author.partition("<")[0].rstrip() or author
-
-
-def _saved_by(meta: Mapping[str, Any]) -> str:
-    """The process a save came from (mount commits record it), as `.helix/log` shows it."""
-    process, pid = meta.get("process"), meta.get("pid")
-    shown_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-    if isinstance(process, str) and process:
-        return f" [{printable(process)} {shown_pid}]" if shown_pid else f" [{printable(process)}]"
-    return f" [pid {shown_pid}]" if shown_pid else ""
 
 
 def _changed_lines(meta: Mapping[str, Any]) -> list[str]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted, StoreFull
 from helixfs.vcs.dates import shown_time
+from helixfs.vcs.node import saved_by
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -250,10 +251,7 @@ def format_commit(commit: Commit) -> str:
     second."""
     meta = dict(commit.meta or {})
     when = shown_time(commit, "%Y-%m-%d %H:%M:%S")
-    process = meta.get("process")
-    who = f" [{process} {meta.get('pid', '')}]".rstrip() if process else ""
-    if who and not who.endswith("]"):
-        who += "]"
+    who = saved_by(meta)
     first_line = (commit.message or "").splitlines()[0] if commit.message else ""
     return f"{commit.id.hex()[:12]} {when}{who} {first_line}"
 

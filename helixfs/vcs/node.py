@@ -197,5 +197,65 @@ def leaf_paths(paths: list[bytes]) -> list[bytes]:
 
 def auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
     what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
-    process = meta.get("process")
-    return f"{process}: save {what}" if isinstance(process, str) else f"save {what}"
+    names = list(dict.fromkeys(n for n, _ in _savers_of(meta) if n is not None))
+    return f"{', '.join(names)}: save {what}" if names else f"save {what}"
+
+
+SAVERS_KEPT = 8  # processes a commit names; more are counted (`savers_more`)
+
+
+class Savers:
+    """The processes whose saves one commit folds, in the order they first saved. A
+    quiet window folds `echo >> f` with the `git status` run right after it: the commit
+    must not say that git wrote f."""
+
+    def __init__(self) -> None:
+        self._keys: set[tuple[Any, Any]] = set()
+        self._kept: list[dict[str, Any]] = []
+
+    def add(self, meta: Mapping[str, Any]) -> None:
+        key = (meta.get("process"), meta.get("pid"))
+        if key not in self._keys:
+            self._keys.add(key)
+            if len(self._kept) < SAVERS_KEPT:
+                self._kept.append({k: meta[k] for k in ("process", "pid") if k in meta})
+
+    def record(self, info: dict[str, Any]) -> None:
+        """Name them in a commit's metadata, if there were several."""
+        if len(self._keys) > 1:
+            info["savers"] = list(self._kept)
+            if len(self._keys) > len(self._kept):
+                info["savers_more"] = len(self._keys) - len(self._kept)
+
+    def clear(self) -> None:
+        self._keys.clear()
+        self._kept.clear()
+
+
+def saved_by(meta: Mapping[str, Any]) -> str:
+    """` [process pid]` for the process a commit's saves came from, one for each when it
+    folds several; "" when the commit records none (not made by a mount)."""
+    shown = [
+        f"{show_path(name.encode())} {pid}".rstrip() if name is not None else f"pid {pid}"
+        for name, pid in _savers_of(meta)
+    ]
+    more = meta.get("savers_more")
+    tail = f" +{more}" if isinstance(more, int) and not isinstance(more, bool) and more > 0 else ""
+    return f" [{', '.join(shown)}{tail}]" if shown else ""
+
+
+def _savers_of(meta: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    """(name, pid text) of each process named, from `savers` or else `process`/`pid`;
+    a value of the wrong type (metadata from the API is free-form) is left out."""
+    listed = meta.get("savers")
+    entries = listed if isinstance(listed, list) and listed else [meta]
+    found = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        name, pid = entry.get("process"), entry.get("pid")
+        name = name if isinstance(name, str) and name else None
+        pid_text = str(pid) if isinstance(pid, int) and not isinstance(pid, bool) and pid else ""
+        if name is not None or pid_text:
+            found.append((name, pid_text))
+    return found

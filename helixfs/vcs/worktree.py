@@ -56,6 +56,7 @@ from helixfs.vcs.node import (
     NO_XATTRS,
     Listing,
     Node,
+    Savers,
     auto_message,
     bump,
     check_entry_name,
@@ -112,6 +113,7 @@ class Worktree:
         # who made the saves not committed yet (`note_meta`): a commit cut by someone
         # else (the settle before a reset or merge) still names them
         self._pending_meta: dict[str, Any] = {}
+        self._savers = Savers()  # and each process that saved, if they were several
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -634,9 +636,11 @@ class Worktree:
         """Metadata for the next commit, whoever cuts it (the saving process, its pid):
         `commit(meta=...)` adds to it and overrides it. The latest save's replaces an
         earlier one's whole, so that a process name and a pid never come from two
-        different saves; an empty one (a caller unknown) keeps what is there."""
+        different saves; an empty one (a caller unknown) keeps what is there. When
+        several processes saved, the commit names each (`savers`)."""
         if meta:
             self._pending_meta = dict(meta)
+            self._savers.add(meta)
 
     @property
     def next_message(self) -> str | None:
@@ -948,8 +952,10 @@ class Worktree:
                 self._renamed.clear()
                 self._pending = False
                 self._pending_meta.clear()
+                self._savers.clear()
                 return None
             info = {**self._pending_meta, **(meta or {})}
+            self._savers.record(info)
             if self._pending or not self._changed or len(self._changed) >= _CHANGED_LIMIT:
                 # state from before a reload, or a list cut short (it could still end
                 # under the limit once the temp names renamed away are dropped, and look
@@ -988,6 +994,7 @@ class Worktree:
             self._unsaved = self._pending = False
             self._next_message = None
             self._pending_meta.clear()
+            self._savers.clear()
             return cid
 
 

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pyfuse3
 import pytest
@@ -19,9 +20,11 @@ from fs_client import CTX, ROOT, Client, Ctx, make_ops
 
 from helixfs.errors import StoreFull
 from helixfs.fs import saver
+from helixfs.fs.helixdir import format_commit
 from helixfs.fs.operations import Operations
 from helixfs.store import space
 from helixfs.store.rocks import RocksStore
+from helixfs.vcs.node import SAVERS_KEPT, Savers, saved_by
 from helixfs.vcs.repo import Repository
 
 
@@ -105,6 +108,61 @@ async def test_a_process_name_with_a_newline_stays_on_one_line(repo: Repository)
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_commit_folding_saves_of_several_processes_names_each(repo: Repository) -> None:
+    """`echo >> f; git status`: the quiet window folds both saves into one commit, which
+    said that git wrote f. It now names each process, in the order they saved."""
+    children = [subprocess.Popen(["sleep", "60"]), subprocess.Popen(["tail", "-f", "/dev/null"])]
+    ops = make_ops(repo, window=0.5)
+    try:
+        for child, name in zip(children, ("sleep", "tail"), strict=True):
+            wait_for_name(child.pid, name)
+
+        async def save(path: bytes, pid: int) -> None:
+            fi, _ = await ops.create(ROOT, path, 0o644, os.O_WRONLY, Ctx(pid=pid))
+            await ops.write(fi.fh, 0, b"x")
+            await ops.flush(fi.fh)
+            await ops.release(fi.fh)
+
+        async def main() -> None:
+            await save(b"f", children[0].pid)
+            await save(b"g", children[1].pid)
+            await save(b"h", children[0].pid)
+            await trio.sleep(1)
+
+        with_saver_running(ops, main)
+        info = repo.commit_info("HEAD")
+        sleep_pid, tail_pid = (child.pid for child in children)
+        assert info.meta["changed"] == ["f", "g", "h"]
+        assert info.meta["savers"] == [
+            {"process": "sleep", "pid": sleep_pid},
+            {"process": "tail", "pid": tail_pid},
+        ]
+        assert info.message == "sleep, tail: save 3 paths"
+        line = format_commit(info)
+        assert f"[sleep {sleep_pid}, tail {tail_pid}] sleep, tail: save 3 paths" in line
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_savers_are_named_up_to_a_limit_and_counted_past_it() -> None:
+    savers = Savers()
+    for pid in range(1, SAVERS_KEPT + 4):
+        savers.add({"process": "cc1", "pid": pid})
+        savers.add({"process": "cc1", "pid": pid})  # a process saving again is one saver
+    info: dict[str, Any] = {}
+    savers.record(info)
+    assert len(info["savers"]) == SAVERS_KEPT and info["savers_more"] == 3
+    assert saved_by(info).endswith(f"cc1 {SAVERS_KEPT} +3]")
+    assert saved_by({"pid": 7}) == " [pid 7]" and saved_by({"savers": "junk"}) == ""
+    one: dict[str, Any] = {}
+    savers.clear()
+    savers.add({"process": "vim", "pid": 1})
+    savers.record(one)
+    assert one == {}  # one process: `process` and `pid` say it all
 
 
 def wait_for_name(pid: int, name: str) -> None:
