@@ -15,12 +15,13 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from helixfs import __version__
 from helixfs.cli.command import UsageError, path_argument
+from helixfs.cli.memory_held import MemorySource, holding
 from helixfs.cli.output import Output, shown
 from helixfs.cli.store_path import resolve_store, tree_place
 from helixfs.errors import HelixError, NotFound
@@ -190,8 +191,15 @@ def _dispatch(args: argparse.Namespace, repo: Repository, store: Path, out: Outp
     return int(args.handler(args, repo, out))
 
 
-def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr: TextIO) -> int:
-    """Run one command line against an already open repository (the daemon's).
+def run_in_process(
+    argv: Sequence[str],
+    repo: Repository,
+    stdout: TextIO,
+    stderr: TextIO,
+    memory: MemorySource | None = None,
+) -> int:
+    """Run one command line against an already open repository (the daemon's), and its
+    open memory if it has one.
 
     Never raises for user errors and never exits the process: returns the exit status.
     """
@@ -202,11 +210,16 @@ def run_in_process(argv: Sequence[str], repo: Repository, stdout: TextIO, stderr
             return _usage_failure(stop, argv, stdout, stderr)
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         out = Output(stdout, stderr, as_json=args.json)
+        store = repo.path or Path()
         try:
-            with _in_place(args, repo, repo.path):  # the daemon is in the client's cwd
-                return _dispatch(args, repo, repo.path or Path(), out)
+            with _in_place(args, repo, repo.path), _lent(store, memory):  # in the client's cwd
+                return _dispatch(args, repo, store, out)
         except (HelixError, OSError) as err:
             return _report(err, out)
+
+
+def _lent(store: Path, memory: MemorySource | None) -> AbstractContextManager[None]:
+    return holding(store, memory) if memory is not None else nullcontext()
 
 
 def _forward(store: Path, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:

@@ -15,11 +15,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from helixfs.cli.command import StoreHandler, add_command
+from helixfs.cli.memory_held import held_memory
 from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
@@ -172,10 +174,18 @@ def process_embedder() -> Embedder | None:
         return _embedder[0]
 
 
-def open_memory(store: Path) -> Memory:
+@contextmanager
+def open_memory(store: Path) -> Iterator[Memory]:
+    """The store's memory for one command: the one a long-lived process holds open for
+    its commands (memory_held.py), else opened for this command and closed after it."""
+    held = held_memory(store)
+    if held is not None:
+        yield held
+        return
     if not store.is_dir():
         raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
-    return Memory.open(store / MEMORY_DB, process_embedder())
+    with Memory.open(store / MEMORY_DB, process_embedder()) as memory:
+        yield memory
 
 
 def _say_if_lexical(args: argparse.Namespace, mem: Memory, out: Output) -> None:

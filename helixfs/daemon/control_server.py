@@ -35,9 +35,16 @@ CommandRunner = Callable[[list[str], TextIO, TextIO], int]
 # command line, because the file may be inside this very mount, and the kernel would
 # wait for the trio loop that the command was holding. And gc, which marks without the
 # repository lock (maint.gc): on the trio thread it would stop the mount for its whole
-# run. Every other command runs on the trio thread, where the filesystem's inode tables
-# live; ref moves from any thread reach those tables through the repository lock.
-WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"})
+# run. And the memory commands, which never touch the repository: the model they may
+# load (~1 s), the vector indexes their first use builds (~2 s at 100,000 memories)
+# and each query's embedding would otherwise stop the mount. Every other command runs
+# on the trio thread, where the filesystem's inode tables live; ref moves from any
+# thread reach those tables through the repository lock.
+MEMORY_COMMANDS = frozenset(
+    {"remember", "relate", "recall", "context", "memories", "history", "forget", "rollback"}
+    | {"purge", "archive", "checkpoint", "resume", "brief"}
+)
+WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"}) | MEMORY_COMMANDS
 REPLY_SECONDS = 10.0  # a stopping daemon waits this long at most to answer a command that ran
 
 

@@ -54,11 +54,15 @@ from helixfs.fs.saver import DEFAULT_WINDOW, Saver
 if TYPE_CHECKING:
     from helixfs.fs.edge import Invalidator
     from helixfs.fs.operations import Operations
+    from helixfs.memory import Memory
     from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
 
-RepoCommandRunner = Callable[[Sequence[str], "Repository", TextIO, TextIO], int]
+# argv, the daemon's repository, stdout, stderr, its memory (opened on first use)
+RepoCommandRunner = Callable[
+    [Sequence[str], "Repository", TextIO, TextIO, Callable[[], "Memory"]], int
+]
 """`helixfs.cli.main.run_in_process`, injected by the CLI: the daemon never imports it."""
 
 # Options we set ourselves; `-o` cannot override them (the fs relies on them).
@@ -278,15 +282,16 @@ async def serve(
 def _command_runner(
     runner: RepoCommandRunner, repo: Repository, memory_files: MemoryFiles
 ) -> CommandRunner:
-    """Forwarded commands run on the daemon's repository. A search of the workspace
-    (`recall --workspace`) also starts the index the daemon keeps on HEAD."""
+    """Forwarded commands run on the daemon's repository and its memory, whose vector
+    indexes stay warm. A search of the workspace (`recall --workspace`) also starts the
+    index the daemon keeps on HEAD."""
 
     def run(argv: list[str], out: TextIO, err: TextIO) -> int:
         if command_name(argv) == "recall" and "--workspace" in argv:
             note = memory_files.want_workspace()
             if note is not None:
                 err.write(note + "\n")
-        return runner(argv, repo, out, err)
+        return runner(argv, repo, out, err, memory_files.memory)
 
     return run
 

@@ -34,7 +34,7 @@ from helixfs.fs.helixdir import Entry, QueryDir, TextFile
 from helixfs.ids import CommitId, hex_id
 
 if TYPE_CHECKING:
-    from helixfs.memory import Embedder, Hit, IndexReport, Memory
+    from helixfs.memory import Embedder, Hit, IndexReport, KeptOpen, Memory
     from helixfs.vcs.objects import TreeEntry
     from helixfs.vcs.repo import Repository
 
@@ -62,7 +62,7 @@ class MemoryFiles:
     def __init__(self, store: Path, repo: Repository | None = None) -> None:
         self.store = store
         self.repo = repo
-        self._memory: Memory | None = None
+        self._memory: KeptOpen | None = None  # opened by the first search
         self._lock = threading.Lock()
         self._wanted = threading.Event()  # set by the first search
         self.indexed: CommitId | None = None  # HEAD when the indexer last looked
@@ -79,12 +79,14 @@ class MemoryFiles:
         }
 
     def memory(self) -> Memory:
+        """The daemon's memory, open for its life: `.helix/` reads and forwarded memory
+        commands share it, and its vector indexes."""
         with self._lock:
             if self._memory is None:
-                from helixfs.memory import Memory
+                from helixfs.memory import KeptOpen
 
-                self._memory = Memory.open(self.store / MEMORY_DB, _embedder())
-            return self._memory
+                self._memory = KeptOpen(self.store / MEMORY_DB, _embedder)
+        return self._memory()
 
     def want_workspace(self) -> str | None:
         """A search asked for workspace passages (`helix recall --workspace`, from the CLI
@@ -168,7 +170,6 @@ class MemoryFiles:
         with self._lock:
             if self._memory is not None:
                 self._memory.close()
-                self._memory = None
 
 
 def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[tuple[str, bytes]]:

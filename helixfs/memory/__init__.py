@@ -25,7 +25,7 @@ extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
 from __future__ import annotations
 
 from helixfs.memory.db import reported_errors
-from helixfs.memory.engine import Memory
+from helixfs.memory.engine import KeptOpen, Memory
 from helixfs.memory.types import (
     MEMORY_TYPES,
     STATUSES,
@@ -54,6 +54,7 @@ __all__ = [
     "HistoryEntry",
     "Hit",
     "IndexReport",
+    "KeptOpen",
     "Memory",
     "MemoryImport",
     "MemoryRecord",

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -128,7 +129,7 @@ class Memory:
         self.close()
 
     def warm(self) -> None:
-        """Build the in-RAM vector indexes now (a daemon calls this once at start)."""
+        """Build the in-RAM vector indexes now, not at the second search."""
         if self._vectors is not None:
             with self._lock:
                 self._index_cache.warm()
@@ -764,3 +765,30 @@ class _Early:
 def _count(conn: apsw.Connection, table: str) -> int:
     row = fetch_one(conn, f"SELECT count(*) FROM {table}")
     return int(row[0]) if row else 0
+
+
+class KeptOpen:
+    """A long-lived process's memory (the mount's daemon, `helix mcp`): opened on first
+    use and kept open. Its in-RAM vector indexes are built then, by that first use,
+    rather than by the second search as a one-shot process would (1.5-2.4 s at 100,000
+    memories, once)."""
+
+    def __init__(self, path: Path, embedder: Callable[[], Embedder | None]) -> None:
+        self.path = path
+        self._embedder = embedder
+        self._memory: Memory | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Memory:
+        with self._lock:
+            if self._memory is None:
+                memory = Memory.open(self.path, self._embedder())
+                memory.warm()
+                self._memory = memory
+            return self._memory
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None

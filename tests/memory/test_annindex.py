@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
 import numpy as np
+import pytest
 from conftest import Clock
 
-from helixfs.memory import Embedder, Memory
+from helixfs.memory import Embedder, KeptOpen, Memory
 from helixfs.memory.annindex import VectorIndex
 
 FACTS = [
@@ -116,3 +118,23 @@ def test_kept_index_equals_a_fresh_load_after_every_kind_of_write(vmem: Memory) 
     for fact in FACTS[:3]:
         vmem.remember(fact)
     _assert_kept_index_is_fresh(vmem)
+
+
+def test_a_kept_open_memory_is_one_connection_whose_indexes_are_built_at_once(
+    db_path: Path, real_embedder: Embedder
+) -> None:
+    """A long-lived process's memory (KeptOpen): opened on first use, the same one
+    after, its vector indexes built by that first use rather than by the second search
+    (1.5-2.4 s at 100,000 memories, in the middle of an agent's session)."""
+    with Memory.open(db_path, real_embedder) as setup:
+        setup.remember(FACTS[0])
+    kept = KeptOpen(db_path, lambda: real_embedder)
+    try:
+        memory = kept()
+        assert memory._index_cache._memories is not None  # no search asked for them
+        assert kept() is memory
+        assert memory.recall("what runs our continuous integration builds")[0].content == FACTS[0]
+    finally:
+        kept.close()
+    with pytest.raises(apsw.ConnectionClosedError):
+        memory.memories()

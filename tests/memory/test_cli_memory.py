@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from helixfs.cli.main import run, run_in_process
-from helixfs.cli.memory import LEXICAL_NOTE
+from helixfs.cli.mcp import tool_runner
+from helixfs.cli.memory import LEXICAL_NOTE, MEMORY_DB
+from helixfs.memory import KeptOpen, Memory
 from helixfs.vcs.repo import Repository
 
 
@@ -184,3 +186,39 @@ def test_a_damaged_memory_database_is_one_line_of_error(store: Path, command: li
     status, out, _ = helix(store, *command, "--json")
     assert status == 1 and json.loads(out)["error"]["kind"] == "CorruptObject"
     assert (store / "memory.db").read_bytes() == damaged
+
+
+def test_commands_given_a_memory_use_it_and_leave_it_open(tmp_path: Path) -> None:
+    """The daemon lends its memory to the commands it runs, and `helix mcp` its own:
+    each opened memory.db for its call, and threw the warm vector indexes away."""
+    store = tmp_path / "repo"
+    Repository.init(store).close()
+    kept = KeptOpen(store / MEMORY_DB, lambda: None)
+    lent: list[Memory] = []
+
+    def lend() -> Memory:
+        lent.append(kept())
+        return lent[-1]
+
+    try:
+        with Repository.open(store) as repo:
+            for argv in (["remember", "--", "The deploy runs on Mondays"], ["recall", "deploy"]):
+                out, err = io.StringIO(), io.StringIO()
+                status = run_in_process(["--json", *argv], repo, out, err, lend)
+                assert status == 0, err.getvalue()
+            assert "Mondays" in out.getvalue()
+        memory = kept()
+        assert lent == [memory, memory]
+        assert [r.content for r in memory.memories()] == ["The deploy runs on Mondays"]
+        kept_by_server = KeptOpen(store / MEMORY_DB, lambda: None)
+        runner = tool_runner(store, kept_by_server)
+        status, out_text, _ = runner(["--json", "recall", "deploy"])
+        assert status == 0 and "Mondays" in out_text
+        served = kept_by_server._memory  # opened by the call, and left open
+        assert served is not None and kept_by_server() is served
+        assert [r.content for r in served.memories()] == ["The deploy runs on Mondays"]
+        kept_by_server.close()
+        memory.memories()  # the daemon's stays open
+    finally:
+        kept.close()
+    assert helix_json(store, "memories")  # a one-shot command opens its own, as before
