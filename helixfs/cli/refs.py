@@ -158,7 +158,7 @@ def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int
 
 def cmd_checkout(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     repo.checkout(args.branch)
-    cid = hex_id(repo.resolve("HEAD"))
+    cid = hex_id(repo.branch_head(args.branch))  # HEAD may be the cwd's branch folder's
     out.emit({"branch": args.branch, "id": cid}, f"on branch {args.branch} at {cid[:12]}")
     return 0
 

@@ -143,6 +143,8 @@ def test_a_command_run_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> No
     view = mnt.path / ".helix" / "commits" / main_head[:12] / "sub"
     assert here(view, "log", "-n", "1", "--json").stdout.count(main_head) == 1
     assert mnt.helix("rev-parse", "main").stdout.strip() == main_head
+    switched = json.loads(here(snapshot, "checkout", "--json", "try").stdout)
+    assert switched["id"] == mnt.helix("rev-parse", "try").stdout.strip()  # not the snapshot's
 
 
 def test_helix_commit_xattr_readable_but_not_listed(mnt: Mount) -> None:
