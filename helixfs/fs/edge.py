@@ -197,8 +197,35 @@ def virtual_attributes(entry: VirtualInode, owner: tuple[int, int]) -> pyfuse3.E
 
 def caller_meta(ctx: Any) -> dict[str, Any]:
     """Who saved: the process name and pid recorded in the commit metadata."""
-    pid = int(getattr(ctx, "pid", 0) or 0)
-    return pid_meta(pid) if pid > 0 else {}
+    thread = int(getattr(ctx, "pid", 0) or 0)
+    return pid_meta(process_of(thread)) if thread > 0 else {}
+
+
+def process_of(thread: int) -> int:
+    """The process a thread belongs to. FUSE names the thread that made a request, and a
+    program with worker threads (npm's libuv pool, a JVM) counted as one process per
+    thread in a commit's savers."""
+    now = time.monotonic()
+    known = _GROUPS.get(thread)
+    if known is None or now - known[0] > NAME_TTL:
+        if len(_GROUPS) > 1024:
+            _GROUPS.clear()
+        known = _GROUPS[thread] = (now, _thread_group(thread))
+    return known[1]
+
+
+def _thread_group(thread: int) -> int:
+    try:  # os-level calls, as in process_name
+        fd = os.open(f"/proc/{thread}/status", os.O_RDONLY)
+        try:
+            status = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError:
+        return thread  # gone already: its id is all there is
+    _, found, rest = status.partition(b"\nTgid:")
+    digits = rest.split(b"\n", 1)[0].strip()
+    return int(digits) if found and digits.isdigit() else thread
 
 
 def pid_meta(pid: int, *, fresh: bool = False) -> dict[str, Any]:
@@ -228,6 +255,7 @@ def closer_meta(opened: dict[str, Any]) -> dict[str, Any]:
 
 NAME_TTL = 1.0  # a pid is reused only after the process exits; an exec is caught at close
 _NAMES: dict[int, tuple[float, str | None]] = {}  # pid -> (read at, /proc/PID/comm)
+_GROUPS: dict[int, tuple[float, int]] = {}  # thread id -> (read at, its process's pid)
 
 
 class Invalidator:

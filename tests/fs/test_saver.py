@@ -148,6 +148,35 @@ def test_a_commit_folding_saves_of_several_processes_names_each(repo: Repository
             child.wait()
 
 
+async def test_a_save_by_a_worker_thread_names_its_process(repo: Repository) -> None:
+    """FUSE gives the id of the thread that made a request: npm's saves (libuv's worker
+    threads) showed as four npm processes, `[npm 21789, npm 21792, npm 21790, ...]`."""
+    waits_in_a_thread = (
+        "import threading, sys\n"
+        "def work():\n    print(threading.get_native_id(), flush=True); sys.stdin.read()\n"
+        "t = threading.Thread(target=work); t.start(); t.join()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", waits_in_a_thread],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        thread = int(child.stdout.readline())
+        assert thread != child.pid
+        ops = make_ops(repo)
+        fi, _ = await ops.create(ROOT, b"f", 0o644, os.O_WRONLY, Ctx(pid=thread))
+        await ops.write(fi.fh, 0, b"x")
+        await ops.flush(fi.fh)
+        await ops.release(fi.fh)
+        assert repo.commit_info("HEAD").meta.get("pid") == child.pid
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_savers_are_named_up_to_a_limit_and_counted_past_it() -> None:
     savers = Savers()
     for pid in range(1, SAVERS_KEPT + 4):
