@@ -236,7 +236,9 @@ def saved_by(meta: Mapping[str, Any]) -> str:
     """` [process pid]` for the process a commit's saves came from, one for each when it
     folds several; "" when the commit records none (not made by a mount)."""
     shown = [
-        f"{show_path(name.encode())} {pid}".rstrip() if name is not None else f"pid {pid}"
+        f"{show_path(name.encode('utf-8', 'replace'))} {pid}".rstrip()
+        if name is not None
+        else f"pid {pid}"
         for name, pid in _savers_of(meta)
     ]
     more = meta.get("savers_more")

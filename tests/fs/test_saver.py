@@ -187,6 +187,7 @@ def test_savers_are_named_up_to_a_limit_and_counted_past_it() -> None:
     assert len(info["savers"]) == SAVERS_KEPT and info["savers_more"] == 3
     assert saved_by(info).endswith(f"cc1 {SAVERS_KEPT} +3]")
     assert saved_by({"pid": 7}) == " [pid 7]" and saved_by({"savers": "junk"}) == ""
+    assert saved_by({"process": "odd\ud800\n"}) == " [odd?\\n]"  # from the API: any text
     one: dict[str, Any] = {}
     savers.clear()
     savers.add({"process": "vim", "pid": 1})
