@@ -41,7 +41,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "eval"))
@@ -166,7 +169,13 @@ def distinct_queries(
 
 
 def measure_scale(
-    embedder: FastEmbedder, size: int, queries: int, writes: int, workdir: Path, embed_limit: int
+    embedder: FastEmbedder,
+    size: int,
+    queries: int,
+    writes: int,
+    workdir: Path,
+    embed_limit: int,
+    surface_calls: int,
 ) -> dict[str, Any]:
     memory = Memory.open(workdir / f"bulk-{size}.db", embedder)
     try:
@@ -194,6 +203,7 @@ def measure_scale(
         stats = memory.stats()
     finally:
         memory.close()
+    surfaces = measure_surfaces(embedder, workdir / f"bulk-{size}.db", for_search[:surface_calls])
     return {
         "memories": size,
         "bulk_vectors_embedded": min(size, embed_limit),
@@ -203,8 +213,48 @@ def measure_scale(
         "query_embedding": latency_summary(embed_ms),
         "search": latency_summary(search_ms),
         "write": latency_summary(write_ms),
+        **surfaces,
         "db_stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
     }
+
+
+def measure_surfaces(embedder: FastEmbedder, db_path: Path, queries: list[str]) -> dict[str, Any]:
+    """A search as an agent makes it, through `helix mcp` (`memory_search`), which keeps
+    its memory open between calls (ADR 0040); side by side, the memory opened and closed
+    for each call, as every surface did before. The first MCP call (model load, open,
+    vector indexes built) is reported apart."""
+    per_call_ms = []
+    for text in queries:
+        started = time.perf_counter()
+        with Memory.open(db_path, embedder) as memory:
+            memory.search(text, k=10)
+        per_call_ms.append((time.perf_counter() - started) * 1000)
+    store = db_path.parent / f"store-{db_path.stem}"
+    subprocess.run([sys.executable, "-m", "helixfs.cli.main", "init", str(store)], check=True)
+    db_path.rename(store / "memory.db")
+    first_ms, mcp_ms = anyio.run(_mcp_searches, store, queries)
+    db_path.parent.joinpath(db_path.name).unlink(missing_ok=True)
+    return {
+        "search_opened_per_call": latency_summary(per_call_ms),
+        "search_via_mcp": latency_summary(mcp_ms),
+        "search_via_mcp_first_call_ms": round(first_ms, 1),
+    }
+
+
+async def _mcp_searches(store: Path, queries: list[str]) -> tuple[float, list[float]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "helixfs.cli.main", "--store", str(store), "mcp"],
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    async with Client(params, read_timeout_seconds=300) as client:
+        times = []
+        for text in ["the first call", *queries]:
+            started = time.perf_counter()
+            result = await client.call_tool("memory_search", {"query": text})
+            assert not result.is_error, result
+            times.append((time.perf_counter() - started) * 1000)
+    return times[0], times[1:]
 
 
 # -- quality --------------------------------------------------------------------------
@@ -264,11 +314,22 @@ def render_table(result: dict[str, Any]) -> str:
         f"{result['machine']['cpus']} CPUs)",
         f"{'memories':>10} {'op':<7} {'p50 ms':>8} {'p95 ms':>8} {'target p95':>15}",
     ]
+    legend = (
+        "mcp: a memory_search call through `helix mcp` (its first call apart); 1-open: "
+        "the memory opened and closed for each search, as the surfaces did before ADR 0040"
+    )
     targets = {
         "recall": RECALL_TARGET_P95_MS,
         "search": None,
         "query_embedding": None,
         "write": WRITE_TARGET_P95_MS,
+        "search_via_mcp": None,
+        "search_opened_per_call": None,
+    }
+    labels = {
+        "query_embedding": "embed",
+        "search_via_mcp": "mcp",
+        "search_opened_per_call": "1-open",
     }
     for scale in result["scales"]:
         for op, target in targets.items():
@@ -276,11 +337,17 @@ def render_table(result: dict[str, Any]) -> str:
             if row is None:
                 continue
             goal = f"<= {target:.0f} {verdict(row['p95_ms'], target, False)}" if target else ""
-            label = "embed" if op == "query_embedding" else op
+            label = labels.get(op, op)
             lines.append(
                 f"{scale['memories']:>10} {label:<7} {row['p50_ms']:>8.1f} "
                 f"{row['p95_ms']:>8.1f} {goal:>15}"
             )
+    firsts = [
+        f"{s['memories']:,}: {s['search_via_mcp_first_call_ms']:.0f} ms"
+        for s in result["scales"]
+        if "search_via_mcp_first_call_ms" in s
+    ]
+    lines += [legend, "mcp first call: " + ", ".join(firsts)] if firsts else []
     quality = result["quality"]
     if quality is None:
         return "\n".join(lines) + "\n"
@@ -343,6 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = [int(s) for s in args.sizes.split(",")]
     queries = args.queries or (50 if args.quick else 200)
     writes = args.writes or (50 if args.quick else 200)
+    surface_calls = 20 if args.quick else 40
 
     embedder = load_embedder()
     if embedder is None:
@@ -354,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = Path(tmp)
         quality = None if args.no_quality else measure_quality(embedder, workdir)
         scales = [
-            measure_scale(embedder, n, queries, writes, workdir, args.embed_limit) for n in sizes
+            measure_scale(embedder, n, queries, writes, workdir, args.embed_limit, surface_calls)
+            for n in sizes
         ]
     result = {
         "benchmark": "memory",
