@@ -16,8 +16,6 @@ from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
 from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
-from helixfs.vcs.dates import shown_time
-from helixfs.vcs.node import saved_by
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -117,6 +115,9 @@ LOG_PATHS = 5
 def _log_line(commit: Commit) -> str:
     subject = commit.message.splitlines()[0] if commit.message else ""
     author = _author_name(commit.author)  # --json carries the full string
+    from helixfs.vcs.dates import shown_time  # here: a forwarded command never loads vcs
+    from helixfs.vcs.node import saved_by
+
     when = shown_time(commit)
     return f"{hex_id(commit.id)[:12]}  {when}  {author}{saved_by(commit.meta)}  {subject}"
 

@@ -52,6 +52,11 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("branch", "snapshot", "checkout", "reset", "merge"), "helixfs.cli.refs"),
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
+    **dict.fromkeys(
+        ("remember", "relate", "recall", "context", "memories", "history", "forget")
+        + ("rollback", "purge", "archive", "checkpoint", "resume", "brief"),
+        "helixfs.cli.memory",
+    ),
     **dict.fromkeys(("mount", "umount", "unmount"), "helixfs.cli.mount"),
     "dna": "helixfs.cli.strand",
     "mcp": "helixfs.cli.mcp",

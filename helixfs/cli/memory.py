@@ -18,22 +18,16 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import StoreHandler, add_command
 from helixfs.cli.memory_held import held_memory
 from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
-from helixfs.memory import (
-    MEMORY_TYPES,
-    STATUSES,
-    Embedder,
-    Hit,
-    Memory,
-    MemoryRecord,
-    Source,
-    reported_errors,
-)
+from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, MemoryRecord, Source
+
+if TYPE_CHECKING:  # the engine loads with the first command that runs here, not to
+    from helixfs.memory import Memory  # parse one that a mount's daemon will run
 
 MEMORY_DB = "memory.db"
 ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
@@ -184,6 +178,8 @@ def open_memory(store: Path) -> Iterator[Memory]:
         return
     if not store.is_dir():
         raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
+    from helixfs.memory import Memory
+
     with Memory.open(store / MEMORY_DB, process_embedder()) as memory:
         yield memory
 
@@ -262,6 +258,8 @@ def _memory_command(handler: StoreHandler) -> StoreHandler:
             for text in value if isinstance(value, list) else [value]:
                 if isinstance(text, str) and name not in _PATH_ARGUMENTS and not is_utf8(text):
                     raise InvalidInput(f"{name} '{printable(text)}' is not valid UTF-8 text")
+        from helixfs.memory import reported_errors
+
         with reported_errors():
             return handler(args, store, out)
 

@@ -24,8 +24,9 @@ extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
 
 from __future__ import annotations
 
-from helixfs.memory.db import reported_errors
-from helixfs.memory.engine import KeptOpen, Memory
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from helixfs.memory.types import (
     MEMORY_TYPES,
     STATUSES,
@@ -42,6 +43,27 @@ from helixfs.memory.types import (
     Source,
     WriteResult,
 )
+
+if TYPE_CHECKING:
+    from helixfs.memory.db import reported_errors
+    from helixfs.memory.engine import KeptOpen, Memory
+
+# Loaded on first use (PEP 562): the engine brings numpy and SQLite (~150 ms), and the
+# CLI imports this package only for the names of memory types to parse a command line
+# that it may hand, whole, to a mount's daemon.
+_LAZY = {
+    "KeptOpen": "helixfs.memory.engine",
+    "Memory": "helixfs.memory.engine",
+    "reported_errors": "helixfs.memory.db",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "MEMORY_TYPES",

@@ -220,13 +220,18 @@ def test_control_socket_is_private_and_forwards_commands(mnt: Mount) -> None:
     assert code == 2
 
 
-def test_a_forwarded_command_imports_neither_trio_nor_the_memory_engine(mnt: Mount) -> None:
-    """A command run in the daemon costs the CLI only its own start: trio (~80 ms) and
-    the memory engine (~300 ms with numpy) are the daemon's business."""
+@pytest.mark.parametrize("argv", [["log", "-n", "1"], ["memories"]])
+def test_a_forwarded_command_imports_neither_trio_nor_the_memory_engine(
+    mnt: Mount, argv: list[str]
+) -> None:
+    """A command run in the daemon costs the CLI only its own start: trio (~80 ms), the
+    memory engine (~150-300 ms with numpy and SQLite) and the repository (~50 ms) are
+    the daemon's business. A memory command loaded the engine to parse its line."""
     (mnt.path / "a.txt").write_text("one\n")
+    heavy = ("trio", "numpy", "apsw", "helixfs.memory.engine", "helixfs.vcs")
     probe = (
-        "import sys; from helixfs.cli.main import main; code = main(['log', '-n', '1']); "
-        "print(code, sorted(m for m in ('trio', 'numpy', 'helixfs.memory') if m in sys.modules))"
+        f"import sys; from helixfs.cli.main import main; code = main({argv!r}); "
+        f"print(code, sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=mnt.path, capture_output=True, text=True, timeout=60
