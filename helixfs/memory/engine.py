@@ -782,9 +782,11 @@ class KeptOpen:
     def __call__(self) -> Memory:
         with self._lock:
             if self._memory is None:
-                memory = Memory.open(self.path, self._embedder())
-                memory.warm()
-                self._memory = memory
+                self._memory = Memory.open(self.path, self._embedder())
+                try:
+                    self._memory.warm()
+                except Exception as exc:  # a busy or damaged database: a search retries
+                    log.warning("vector indexes not built ahead: %s", exc)
             return self._memory
 
     def close(self) -> None:

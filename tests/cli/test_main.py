@@ -301,13 +301,16 @@ def _wait_for_fifo_reader(pid: int, fifo: Path) -> None:
 
 def test_the_daemon_runs_every_memory_command_on_a_worker_thread() -> None:
     """The daemon's list of memory commands (run off the FUSE loop) is the memory
-    module's whole list: a new one left out would stop the mount while it ran."""
+    module's whole list: a new one left out would stop the mount while it ran. So is
+    the CLI's index of them: one left out would load every command module."""
     import argparse
 
     from helixfs.cli import memory
+    from helixfs.cli.main import COMMAND_INDEX
     from helixfs.daemon.control_server import MEMORY_COMMANDS
 
     parser = argparse.ArgumentParser()
     memory.register(parser.add_subparsers())
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(actions[0].choices) == MEMORY_COMMANDS
+    assert {c for c, m in COMMAND_INDEX.items() if m == "helixfs.cli.memory"} == MEMORY_COMMANDS
