@@ -19,8 +19,9 @@ that only git's detached HEAD reaches have no name to land under: the summary co
 REPO is a repository's top folder or git folder (git finds one above any other folder),
 read whatever GIT_DIR & co. the caller has set, and without replace refs: commits are
 imported as stored. A submodule becomes an empty folder, as a plain checkout leaves it.
-A partial clone (`git clone --filter`) works while git can fetch what it left out, one
-object at a time; once its remote is out of reach, the error says what to fetch.
+A partial clone (`git clone --filter`) works while git can fetch what it left out, in
+one request before the import; once its remote is out of reach, the error says what to
+fetch.
 """
 
 from __future__ import annotations
@@ -190,6 +191,28 @@ def _missing_object(path: Path, sha: str) -> HelixError:
         f"remote.{remote}.partialclonefilter= fetch --refetch {remote}), or clone without "
         "--filter, and import again"
     )
+
+
+def _fetch_left_out(path: Path, refs: list[_GitRef]) -> None:
+    """A partial clone's left-out objects that the import will read, fetched in one
+    request: `cat-file` has git fetch each one on its own, a round trip per blob (10,000
+    files: 10,000 fetches). What this does not get is fetched, or named, as before."""
+    remote = _promisor_remote(path)
+    if remote is None or not refs:
+        return
+    listed = _git(
+        path, "rev-list", "--objects", "--missing=print", *{r.sha for r in refs}, check=False
+    )
+    left_out = [line[1:] for line in listed.stdout.splitlines() if line.startswith(b"?")]
+    if left_out:  # the command git itself runs to fetch what a partial clone lacks
+        _git(
+            path,
+            *("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags"),
+            *("--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none"),
+            "--stdin",
+            stdin=b"\n".join(left_out) + b"\n",
+            check=False,
+        )
 
 
 def _promisor_remote(path: Path) -> str | None:
@@ -608,6 +631,7 @@ def import_git(
         if refs
         else []
     )
+    _fetch_left_out(path, refs)
     with _Batch(repo) as batch:
         cat = _CatFile(path)
         converter = _Converter(repo, cat, id_size, batch, _imported(repo, refs))

@@ -416,6 +416,39 @@ def test_a_partial_clone_whose_remote_is_gone_says_what_to_fetch(
     assert ok(helix("cat", "main", "f")).out == "2\n"
 
 
+def test_a_partial_clone_has_what_it_left_out_fetched_in_one_request(
+    helix: Helix, store: Path, tmp_path: Path
+) -> None:
+    """git fetched each blob the import asked `cat-file` for on its own: one round trip
+    per file of every version. The import now asks for all of them at once."""
+    repo = new_git_repo(tmp_path / "many")
+    for version in range(3):
+        for n in range(12):
+            _write(repo, f"f{n}", f"{n} {version}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"v{version}", date=1_600_000_000 + version)
+    git(repo, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--no-checkout",
+        f"file://{repo}",
+        str(partial),
+    )
+    served = tmp_path / "served"
+    counting = tmp_path / "counting-upload-pack"
+    counting.write_text(f'#!/bin/sh\necho x >> {served}\nexec git-upload-pack "$@"\n')
+    counting.chmod(0o755)
+    git(partial, "config", "remote.origin.uploadpack", str(counting))
+    ok(helix("import", "--from-git", str(partial)))
+    assert served.read_text().count("x") == 1  # 36 blobs, one fetch
+    assert ok(helix("cat", "main", "f11")).out == "11 2\n"
+    assert ok(helix("cat", "main~2", "f0")).out == "0 0\n"
+
+
 def test_ref_names_that_are_not_utf8_are_skipped_and_reported(helix: Helix, tmp_path: Path) -> None:
     """QA #5: `bad\\xffname` used to end the import with a UnicodeDecodeError."""
     repo = _two_commit_repo(tmp_path)
