@@ -387,6 +387,21 @@ def test_shallow_clone_is_refused_in_one_line(helix: Helix, store: Path, tmp_pat
     assert store_state(store) == before
 
 
+def _partial_clone(repo: Path, target: Path) -> Path:
+    """`git clone --filter=blob:none`: every blob stays on the remote until asked for."""
+    git(repo, "config", "uploadpack.allowFilter", "true")
+    git(
+        target.parent,
+        "clone",
+        "-q",
+        "--filter=blob:none",
+        "--no-checkout",
+        f"file://{repo}",
+        str(target),
+    )
+    return target
+
+
 def test_a_partial_clone_whose_remote_is_gone_says_what_to_fetch(
     helix: Helix, store: Path, tmp_path: Path
 ) -> None:
@@ -394,17 +409,7 @@ def test_a_partial_clone_whose_remote_is_gone_says_what_to_fetch(
     the import asks for. With the remote out of reach the import ended in 'git object
     ... is missing or not a blob'. What the message says to run makes it work."""
     repo = _two_commit_repo(tmp_path)
-    git(repo, "config", "uploadpack.allowFilter", "true")
-    partial = tmp_path / "partial"
-    git(
-        tmp_path,
-        "clone",
-        "-q",
-        "--filter=blob:none",
-        "--no-checkout",
-        f"file://{repo}",
-        str(partial),
-    )
+    partial = _partial_clone(repo, tmp_path / "partial")
     away = repo.rename(tmp_path / "away")
     before = store_state(store)
     said = fails(helix("import", "--from-git", str(partial)), says="partial clone").err
@@ -427,17 +432,7 @@ def test_a_partial_clone_has_what_it_left_out_fetched_in_one_request(
             _write(repo, f"f{n}", f"{n} {version}\n")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"v{version}", date=1_600_000_000 + version)
-    git(repo, "config", "uploadpack.allowFilter", "true")
-    partial = tmp_path / "partial"
-    git(
-        tmp_path,
-        "clone",
-        "-q",
-        "--filter=blob:none",
-        "--no-checkout",
-        f"file://{repo}",
-        str(partial),
-    )
+    partial = _partial_clone(repo, tmp_path / "partial")
     served = tmp_path / "served"
     counting = tmp_path / "counting-upload-pack"
     counting.write_text(f'#!/bin/sh\necho x >> {served}\nexec git-upload-pack "$@"\n')
