@@ -459,8 +459,12 @@ def _parse_person(value: bytes, encoding: str = "utf-8") -> tuple[str, int, str]
     try:
         date = " ".join(when.decode().split())
         return who.decode(encoding, "surrogateescape") + ">", _clamped_ns(date), date
-    except ValueError:
-        return value.decode(encoding, "surrogateescape"), 0, ""
+    except ValueError:  # `Weird <a@b> junk 1600000000 +0100`: the date still ends it
+        found = _DATE_AT_THE_END.fullmatch(when.strip())
+        if found is None:
+            return value.decode(encoding, "surrogateescape"), 0, ""
+        date = " ".join(found[2].decode().split())
+        return who.decode(encoding, "surrogateescape") + ">", _clamped_ns(date), date
 
 
 _DATE_AT_THE_END = re.compile(rb"(?:(.*?)\s+)?(\d+\s+[+-]\d+)\s*")

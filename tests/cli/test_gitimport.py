@@ -788,3 +788,14 @@ def test_an_author_without_a_mail_keeps_the_date_at_the_end_of_its_line(
     assert no_brackets["meta"]["git"]["author_date"] == "1600000000 +0100"
     assert (only_name["author"], only_name["time_ns"]) == ("Only Name", 0)
     assert "2020-09-13 13:26 +0100  NoBrackets  " in ok(helix("log")).out
+
+
+def test_an_author_with_junk_before_its_date_keeps_the_date(helix: Helix, tmp_path: Path) -> None:
+    """`Weird <a@b> junk 1600000000 +0100` came in at time 0, and its files with 1970
+    mtimes (make then rebuilds everything). git shows no date for it; the date at the
+    end of the line is still plainly the author's."""
+    repo = _authored_chain(tmp_path / "junk", "Weird <a@b> junk 1600000000 +0100")
+    ok(helix("import", "--from-git", str(repo)))
+    (weird,) = ok(helix("log", "--json", "-n", "1")).json()
+    assert (weird["author"], weird["time_ns"]) == ("Weird <a@b>", 16 * 10**17)
+    assert weird["meta"]["git"]["author_date"] == "1600000000 +0100"
