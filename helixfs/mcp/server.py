@@ -236,8 +236,9 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         path: str | None = None,
         lost: bool = False,
     ) -> Result:
-        """Commits from `rev` back, newest first (only those that changed `path`, if
-        given). With `lost`: the tips no ref reaches any more, to bring one back."""
+        """Commits from `rev` back, newest first (only those that changed `path`, from
+        the workspace root, if given). With `lost`: the tips no ref reaches any more,
+        to bring one back."""
         if lost:
             return await helix("log", "--lost", "-n", str(limit), key="commits")
         tail = ["--", rev] + ([_from_root(path)] if path is not None else [])
@@ -251,7 +252,8 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
 
     @server.tool(annotations=READ_ONLY)
     async def workspace_ls(rev: str = "HEAD", path: str = "") -> Result:
-        """A folder's entries at a revision (a file's own entry for a file)."""
+        """A folder's entries at a revision (a file's own entry for a file); `path`
+        from the workspace root, "" for the root itself."""
         return await helix("ls", "--", rev, _from_root(path), key="entries")
 
     @server.tool(annotations=READ_ONLY)
@@ -259,7 +261,8 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         rev: str, path: str, max_chars: Annotated[int, Field(ge=1)] = READ_CHARS
     ) -> Result:
         """A file as it was at any revision (commit id or prefix, branch, snapshot,
-        HEAD~N): its first `max_chars` characters (`truncated` says if there is more)."""
+        HEAD~N), `path` from the workspace root: its first `max_chars` characters
+        (`truncated` says if there is more)."""
         return _cut(await helix("cat", "--", rev, _from_root(path)), max_chars)
 
     @server.tool(annotations=READ_ONLY)
