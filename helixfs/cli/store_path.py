@@ -81,7 +81,9 @@ def tree_place(store: Path, cwd: Path) -> TreePlace | None:
     mount = _innermost_mount(cwd)
     if mount is None or not _same_file(Path(mount.source), store):
         return None
-    parts = [os.fsencode(p) for p in Path(os.path.abspath(cwd)).relative_to(mount.point).parts]
+    # a bind mount of one of its folders (`docker -v MNT/proj:/work`) starts there
+    inside = Path(mount.root.lstrip("/")) / Path(os.path.abspath(cwd)).relative_to(mount.point)
+    parts = [os.fsencode(p) for p in inside.parts]
     if not parts or parts[0] != HELIX_DIR:
         return TreePlace(None, b"/".join(parts))
     kind = FOLDER_KINDS.get(parts[1]) if len(parts) > 2 else None

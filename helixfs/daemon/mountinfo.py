@@ -17,6 +17,7 @@ class HelixMount:
     point: Path
     device: str  # "major:minor"
     source: str  # the store: the daemon mounts with fsname=STORE
+    root: str = "/"  # the folder of the filesystem mounted there: "/proj" for a bind mount
 
 
 def helix_mounts_in(mountinfo: Path = SELF) -> list[HelixMount]:
@@ -30,7 +31,7 @@ def helix_mounts_in(mountinfo: Path = SELF) -> list[HelixMount]:
             continue
         if fields[separator + 1] == FS_TYPE:
             point, source = _unescape(fields[4]), _unescape(fields[separator + 2])
-            found.append(HelixMount(Path(point), fields[2], source))
+            found.append(HelixMount(Path(point), fields[2], source, _unescape(fields[3])))
     return found
 
 

@@ -147,6 +147,34 @@ def test_a_command_run_in_a_branch_folder_works_on_that_branch(mnt: Mount) -> No
     assert switched["id"] == mnt.helix("rev-parse", "try").stdout.strip()  # not the snapshot's
 
 
+def test_a_folder_of_the_mount_bound_elsewhere_knows_where_it_is(
+    mnt: Mount, tmp_path: Path
+) -> None:
+    """A container sees a folder of the mount bound elsewhere (`docker -v MNT/proj:/w`):
+    PATHs there went from the tree's root, not from that folder, and a bound branch
+    folder's HEAD was the root's branch."""
+    mnt.sh("mkdir -p proj/src && echo one > proj/src/f && mkdir .helix/branches/try")
+    (mnt.path / ".helix" / "branches" / "try" / "proj" / "src" / "f").write_text("two\n")
+    bound, bound_branch = tmp_path / "bound", tmp_path / "bound-branch"
+    bound.mkdir()
+    bound_branch.mkdir()
+    binds = [(mnt.path / "proj", bound), (mnt.path / ".helix" / "branches" / "try", bound_branch)]
+    try:
+        for source, target in binds:
+            subprocess.run(["mount", "--bind", str(source), str(target)], check=True, timeout=30)
+
+        def here(folder: Path, *args: str) -> str:
+            env = os.environ | {"HELIX_STORE": ""}
+            return helix(*args, cwd=folder, env=env).stdout
+
+        assert here(bound / "src", "cat", "HEAD", "f") == "one\n"
+        assert here(bound_branch / "proj", "cat", "HEAD", "src/f") == "two\n"
+        assert here(bound_branch, "rev-parse", "HEAD") == mnt.helix("rev-parse", "try").stdout
+    finally:
+        for _, target in binds:
+            subprocess.run(["umount", "-l", str(target)], check=False, timeout=30)
+
+
 def test_helix_commit_xattr_readable_but_not_listed(mnt: Mount) -> None:
     mnt.sh("printf 'content' > f")
     digest = mnt.sh("getfattr --only-values -n user.helix.hash f").stdout.strip()
