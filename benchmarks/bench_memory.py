@@ -233,7 +233,6 @@ def measure_surfaces(embedder: FastEmbedder, db_path: Path, queries: list[str]) 
     subprocess.run([sys.executable, "-m", "helixfs.cli.main", "init", str(store)], check=True)
     db_path.rename(store / "memory.db")
     first_ms, mcp_ms = anyio.run(_mcp_searches, store, queries)
-    db_path.parent.joinpath(db_path.name).unlink(missing_ok=True)
     return {
         "search_opened_per_call": latency_summary(per_call_ms),
         "search_via_mcp": latency_summary(mcp_ms),

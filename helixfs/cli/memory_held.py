@@ -13,12 +13,13 @@ imports this for every command.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from helixfs.cli.store_path import same_store
 
 if TYPE_CHECKING:
     from helixfs.memory import Memory
@@ -40,13 +41,6 @@ def holding(store: Path, memory: MemorySource) -> Iterator[None]:
 def held_memory(store: Path) -> Memory | None:
     """The memory lent for `store`, if any."""
     found = _HELD.get()
-    if found is None or not _same_store(found[0], store):
+    if found is None or not same_store(found[0], store):
         return None
     return found[1]()
-
-
-def _same_store(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False

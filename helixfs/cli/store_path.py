@@ -79,7 +79,7 @@ def tree_place(store: Path, cwd: Path) -> TreePlace | None:
     (and `snapshots/NAME/`, `commits/ID/`) HEAD is that folder's; in the rest of `.helix/`
     the cwd is no folder of a tree, and paths go from the root."""
     mount = _innermost_mount(cwd)
-    if mount is None or not _same_file(Path(mount.source), store):
+    if mount is None or not same_store(Path(mount.source), store):
         return None
     # a bind mount of one of its folders (`docker -v MNT/proj:/work`) starts there
     inside = Path(mount.root.lstrip("/")) / Path(os.path.abspath(cwd)).relative_to(mount.point)
@@ -94,7 +94,8 @@ def tree_place(store: Path, cwd: Path) -> TreePlace | None:
     return TreePlace(FolderHead(kind, os.fsdecode(parts[2])), b"/".join(parts[3:]))
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_store(a: Path, b: Path) -> bool:
+    """Whether two paths name the same store folder (False if either is gone)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
