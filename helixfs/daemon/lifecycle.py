@@ -273,10 +273,28 @@ async def serve(
         nursery.start_soon(side_job, "automatic gc", Collector(repo, config.gc_growth).run)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
-        await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)
+        await answer_fuse(config.mountpoint)
         log.info("FUSE loop ended: committing and closing")
         lock.note(CLOSING)
         nursery.cancel_scope.cancel()
+
+
+async def answer_fuse(mountpoint: Path) -> None:
+    """Answer FUSE requests until the kernel ends the connection.
+
+    An unmount shuts the connection down while the loop may be taking a request off
+    its queue: the kernel then fails that read with ECONNABORTED, not the ENODEV libfuse
+    takes for the end (seen after the last close of a lazily detached mount). Either
+    way nothing more can be served, and everything answered is committed on the way out.
+    """
+    try:
+        await pyfuse3.main(min_tasks=READER_TASKS, max_tasks=READER_TASKS)
+    except* ConnectionAbortedError:
+        log.warning(
+            "the FUSE connection of %s was shut down while a request was being read"
+            " (ECONNABORTED): the mount has ended",
+            mountpoint,
+        )
 
 
 def _command_runner(

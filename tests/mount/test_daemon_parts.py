@@ -34,6 +34,7 @@ from helixfs.daemon.control_server import CommandRunner, ControlServer, command_
 from helixfs.daemon.lifecycle import (
     MountConfig,
     _close_fuse,
+    answer_fuse,
     fuse_options,
     side_job,
     split_options,
@@ -460,6 +461,34 @@ def test_the_fuse_session_is_not_closed_under_a_running_invalidation(
     assert invalidator.ended()  # once the call returned, the thread ends
     _close_fuse(tmp_path / "mnt", None, invalidator)
     assert closed == [True]
+
+
+def test_a_read_that_races_the_end_of_the_connection_ends_the_loop_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CI: the last close of a lazily detached mount ended the daemon with status 1.
+    The kernel shuts the connection down as the sb goes; a read that had just taken a
+    request off the queue fails with ECONNABORTED, which pyfuse3 raises out of its
+    nursery (libfuse treats only ENODEV as the end). The race is too narrow to stage
+    here, so the kernel's answer is raised where pyfuse3 raises it."""
+
+    async def loop_whose_read_races_the_abort(**_: int) -> None:
+        async def session_loop() -> None:
+            raise ConnectionAbortedError(errno.ECONNABORTED, "fuse_session_receive_buf failed")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session_loop)
+
+    monkeypatch.setattr(pyfuse3, "main", loop_whose_read_races_the_abort)
+    trio.run(answer_fuse, tmp_path)
+    assert "was shut down while a request was being read (ECONNABORTED)" in caplog.text
+
+    async def loop_that_fails(**_: int) -> None:
+        raise OSError(errno.EIO, "a device that fails")
+
+    monkeypatch.setattr(pyfuse3, "main", loop_that_fails)
+    with pytest.raises(OSError, match="a device that fails"):  # any other still ends it
+        trio.run(answer_fuse, tmp_path)
 
 
 def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int, str]]]:
