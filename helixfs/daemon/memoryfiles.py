@@ -5,6 +5,10 @@ daemon builds these two entries and hands them to `Operations(helix_entries=...)
 
 The memory database and the embedder are opened on first use, not at mount time: most
 mounts never search, and the embedding model costs seconds and a hundred MB of RSS.
+Those seconds (more with 100,000 memories, whose vector indexes are built then) are
+not spent on the FUSE loop, which every process using the mount waits on: the first
+read opens the memory on a thread of its own, and reads until it is ready are answered
+lexically, from a connection of their own, and say so.
 `HELIX_MEMORY_LEXICAL=1` keeps search lexical (no model), as in the CLI.
 
 Workspace search needs the text files of the HEAD commit in the memory's chunk index.
@@ -24,6 +28,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +55,7 @@ RETRY_PAUSE_MAX = 600.0  # seconds: a failed index pass is retried at least this
 CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
 # The engine's warning goes to the daemon's log, which a reader of the file never sees.
 LEXICAL_NOTE = "# lexical search only: no embedding model (daemon.log says why)\n"
+LOADING_NOTE = "# lexical search while the embedding model loads: search again in a moment\n"
 INDEX_PENDING_NOTE = (
     "helix: note: the workspace index is being built: passages of its files join the "
     "results in a moment"
@@ -80,13 +86,36 @@ class MemoryFiles:
 
     def memory(self) -> Memory:
         """The daemon's memory, open for its life: `.helix/` reads and forwarded memory
-        commands share it, and its vector indexes."""
+        commands share it, and its vector indexes. Opens it if need be: not for the
+        FUSE loop (see `_reading`)."""
+        return self._kept()()
+
+    def _kept(self) -> KeptOpen:
         with self._lock:
             if self._memory is None:
                 from helixfs.memory import KeptOpen
 
                 self._memory = KeptOpen(self.store / MEMORY_DB, _embedder)
-        return self._memory()
+            return self._memory
+
+    @contextmanager
+    def _reading(self) -> Iterator[tuple[Memory, str]]:
+        """The memory a `.helix/` read uses, and the note its answer starts with: the
+        kept one once open, or else a lexical one for this read while the kept one
+        opens on its thread."""
+        kept = self._kept()
+        memory = kept.ready()
+        if memory is not None:
+            yield memory, LEXICAL_NOTE if memory.lexical_only else ""
+            return
+        kept.open_in_background()
+        from helixfs.memory import Memory
+
+        interim = Memory.open(self.store / MEMORY_DB, None, warn_lexical=False)
+        try:
+            yield interim, LOADING_NOTE
+        finally:
+            interim.close()
 
     def want_workspace(self) -> str | None:
         """A search asked for workspace passages (`helix recall --workspace`, from the CLI
@@ -99,10 +128,9 @@ class MemoryFiles:
         query = query.strip()
         if not query:
             raise InvalidInput("an empty search")
-        memory = self.memory()
-        hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False)
+        with self._reading() as (memory, note):
+            hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False)
         self._wanted.set()
-        note = LEXICAL_NOTE if memory.lexical_only else ""
         if not self.indexed and self.repo is not None:
             note += "# workspace index: being built\n"
         if not hits:
@@ -163,7 +191,8 @@ class MemoryFiles:
         return report
 
     def context(self) -> str:
-        block = self.memory().context(CONTEXT_BUDGET)
+        with self._reading() as (memory, _):
+            block = memory.context(CONTEXT_BUDGET)
         return block.text if block.text.endswith("\n") or not block.text else block.text + "\n"
 
     def close(self) -> None:

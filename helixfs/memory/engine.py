@@ -101,16 +101,18 @@ class Memory:
         embedder: Embedder | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        warn_lexical: bool = True,
     ) -> Memory:
         """Open (or create) the memory database at `path` (a file, e.g. STORE/memory.db).
 
-        Without an embedder, search is lexical only (a warning is logged once). With
-        one, its model is pinned in the database; a different model than the pinned
-        one re-embeds every memory and chunk (recorded in history as `reembed`).
+        Without an embedder, search is lexical only (a warning is logged once, unless
+        `warn_lexical` is False: lexical on purpose). With one, its model is pinned in
+        the database; a different model than the pinned one re-embeds every memory and
+        chunk (recorded in history as `reembed`).
         """
         memory = cls(connect(path), embedder, clock)
         try:
-            memory._attach_embedder()
+            memory._attach_embedder(warn_lexical)
         except BaseException:
             memory.close()
             raise
@@ -148,9 +150,9 @@ class Memory:
         """Texts sent to the embedder by this instance (tests prove the cache with it)."""
         return self._vectors.texts_embedded if self._vectors else 0
 
-    def _attach_embedder(self) -> None:
+    def _attach_embedder(self, warn_lexical: bool = True) -> None:
         if self._vectors is None:
-            if not _warned_lexical.is_set():
+            if warn_lexical and not _warned_lexical.is_set():
                 _warned_lexical.set()
                 log.warning(
                     "helixfs memory: no embedding model available; search is lexical "
@@ -771,26 +773,59 @@ class KeptOpen:
     """A long-lived process's memory (the mount's daemon, `helix mcp`): opened on first
     use and kept open. Its in-RAM vector indexes are built then, by that first use,
     rather than by the second search as a one-shot process would (1.5-2.4 s at 100,000
-    memories, once)."""
+    memories, once). A caller that must not wait that long (the FUSE loop) asks for it
+    with `ready()` and has it opened by `open_in_background()`."""
 
     def __init__(self, path: Path, embedder: Callable[[], Embedder | None]) -> None:
         self.path = path
         self._embedder = embedder
-        self._memory: Memory | None = None
+        self._memory: Memory | None = None  # set once open and warm
         self._lock = threading.Lock()
+        self._opener: threading.Thread | None = None
+        self._starting = threading.Lock()
+        self._closed = False  # a background opening after close() opens nothing
 
     def __call__(self) -> Memory:
         with self._lock:
-            if self._memory is None:
-                self._memory = Memory.open(self.path, self._embedder())
-                try:
-                    self._memory.warm()
-                except Exception as exc:  # a busy or damaged database: a search retries
-                    log.warning("vector indexes not built ahead: %s", exc)
-            return self._memory
+            return self._open()
+
+    def _open(self) -> Memory:
+        if self._memory is None:
+            memory = Memory.open(self.path, self._embedder())
+            try:
+                memory.warm()
+            except Exception as exc:  # a busy or damaged database: a search retries
+                log.warning("vector indexes not built ahead: %s", exc)
+            self._memory = memory
+        return self._memory
+
+    def ready(self) -> Memory | None:
+        """The memory if it is open and warm; never waits for an opening under way."""
+        return self._memory
+
+    def open_in_background(self) -> None:
+        """Open it on a thread of its own, unless it is open or being opened. A failure
+        is logged; the next call tries again."""
+        with self._starting:  # not self._lock: the opening holds that for seconds
+            if self._memory is not None or self._closed:
+                return
+            if self._opener is None or not self._opener.is_alive():
+                self._opener = threading.Thread(
+                    target=self._open_logged, name="helix-memory-open", daemon=True
+                )
+                self._opener.start()
+
+    def _open_logged(self) -> None:
+        try:
+            with self._lock:
+                if not self._closed:
+                    self._open()
+        except Exception as exc:
+            log.warning("the memory at %s did not open: %s", self.path, exc)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None

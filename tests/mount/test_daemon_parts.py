@@ -41,12 +41,14 @@ from helixfs.daemon.lifecycle import (
 )
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
-from helixfs.daemon.memoryfiles import LEXICAL_NOTE, MEMORY_DB, MemoryFiles
+from helixfs.daemon import memoryfiles
+from helixfs.daemon.memoryfiles import LEXICAL_NOTE, LOADING_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs import edge
 from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.memory import Memory
 from helixfs.memory.db import fetch_one
 from helixfs.vcs.repo import Repository
 
@@ -694,6 +696,43 @@ def test_a_lexical_search_file_says_it_is_lexical(
         answer = files.search("deploy")
         assert answer.startswith(LEXICAL_NOTE) and "release branch" in answer
     finally:
+        files.close()
+
+
+def test_the_first_search_is_answered_while_the_memory_opens_on_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: the first `.helix/search` or `.helix/context` read of a daemon's life loaded
+    the embedding model and built the vector indexes on the FUSE loop, and every process
+    using the mount waited (0.75 s for a `stat` with 3 memories, 3-4 s at 100,000). Until
+    the kept memory is open, reads are answered lexically and say so. Here the model
+    loads until the test lets it: a read that waited for it would never return."""
+    (tmp_path / "store").mkdir()
+    with Memory.open(tmp_path / "store" / MEMORY_DB, warn_lexical=False) as setup:
+        setup.remember("The deploy runs from the release branch")
+    loading, loaded = threading.Event(), threading.Event()
+
+    def slow_model() -> None:
+        loading.set()
+        loaded.wait(60)
+
+    monkeypatch.setattr(memoryfiles, "_embedder", slow_model)
+    files = MemoryFiles(tmp_path / "store")
+    try:
+        answers: list[str] = []
+        reader = threading.Thread(target=lambda: answers.append(files.search("deploy")))
+        reader.start()
+        reader.join(30)
+        assert answers, "the search waited for the model"
+        assert answers[0].startswith(LOADING_NOTE) and "release branch" in answers[0]
+        assert "release branch" in files.context()
+        assert loading.wait(30)  # the kept memory opens meanwhile, on its own thread
+        loaded.set()
+        wait_until(lambda: LOADING_NOTE not in files.search("deploy"), 30, "the kept memory")
+        answer = files.search("deploy")  # the kept memory (lexical: this model is None)
+        assert answer.startswith(LEXICAL_NOTE) and "release branch" in answer
+    finally:
+        loaded.set()
         files.close()
 
 
