@@ -26,6 +26,9 @@ What is measured, and how:
   `helix gc`, against the unique versions LZ4-compressed and git after `git gc`.
 - reset: `Repository.reset_hard` to the commit 1,000 commits back (and forth again, by
   full id), in process. Baseline: `git reset --hard` between the same two commits.
+- host: the micro-costs the brief gives for the project machine (BLAKE3 and LZ4 of
+  10 KB, a rocksdict WriteBatch of 3 puts), measured here, beside the brief's figures:
+  hosts differ by 3-4x for the same code, and these tell which kind this one is.
 """
 
 from __future__ import annotations
@@ -45,11 +48,13 @@ from pathlib import Path
 from typing import Any
 
 import lz4.block
+import rocksdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import dir_bytes, print_table, summary, write_results  # noqa: E402
 
+from helixfs.ids import object_id  # noqa: E402
 from helixfs.vcs.repo import Content, Repository  # noqa: E402
 
 COMMIT_TARGET_P50_US = 100.0
@@ -164,6 +169,42 @@ def fast_import(repo: Path, commits: list[dict[str, bytes]], start_ts: int = 1_7
         for path, data in changes.items():
             parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
     git(repo, "fast-import", "--quiet", stdin=b"".join(parts))
+
+
+# -- 0. the host --------------------------------------------------------------------------
+
+# The brief's figures for the project machine, in µs.
+BRIEF_US = {"blake3_10kb": 4.0, "lz4_10kb": 1.4, "write_batch_3_puts": 20.0}
+
+
+def bench_host(work: Path) -> dict[str, dict[str, float]]:
+    """p50 of each micro-cost the brief quotes, beside the brief's figure."""
+    # random bytes, as such figures are taken (LZ4 of source code is ~6x slower)
+    data = random.Random(0).randbytes(10_240)
+    db = rocksdict.Rdict(str(work / "host-db"), rocksdict.Options(raw_mode=True))
+    keys = iter(range(1 << 40))
+
+    def write_batch() -> None:
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for part in (data[:8192], data[8192:9216], data[9216:]):  # a blob, a tree, a commit
+            batch.put(next(keys).to_bytes(8, "big"), part)
+        db.write(batch)
+
+    actions: dict[str, Callable[[], object]] = {
+        "blake3_10kb": partial(object_id, data),
+        "lz4_10kb": partial(lz4.block.compress, data),
+        "write_batch_3_puts": write_batch,
+    }
+    try:
+        return {
+            name: {
+                "here": summary([timed_us(act) for _ in range(2000)])["p50"],
+                "brief": BRIEF_US[name],
+            }
+            for name, act in actions.items()
+        }
+    finally:
+        db.close()
 
 
 # -- 1. commit latency ---------------------------------------------------------------------
@@ -361,6 +402,11 @@ def bench_reset(repo: Repository, back: int) -> dict[str, float]:
 
 
 def report(doc: dict[str, Any]) -> None:
+    print_table(
+        "this host's micro-costs, beside the brief's for the project machine (µs, p50)",
+        ["", "here", "brief"],
+        [[name, row["here"], row["brief"]] for name, row in doc["host"].items()],
+    )
     c = doc["commit"]
     print_table(
         f"commit of one changed 10 KB file, tree of {c['files']:,} files (µs)",
@@ -465,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("git is needed for the baselines")
     started = time.time()
     with scratch(args.work_dir) as work:
-        doc: dict[str, Any] = {"commit": bench_commit(work, args.quick)}
+        doc: dict[str, Any] = {"host": bench_host(work)}
+        doc["commit"] = bench_commit(work, args.quick)
         doc["branch"] = bench_branch(work, args.quick)
         doc.update(bench_storage_and_reset(work, args.quick))
         doc["saves"] = bench_saves(work, args.quick)
