@@ -28,6 +28,7 @@ import trio
 from mount_harness import helix_mounts_under, wait_until
 
 from helixfs.cli.main import run_in_process
+from helixfs.daemon import memoryfiles
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control import FRAME_LENGTH, addressable, forward
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
@@ -41,7 +42,6 @@ from helixfs.daemon.lifecycle import (
 )
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
-from helixfs.daemon import memoryfiles
 from helixfs.daemon.memoryfiles import LEXICAL_NOTE, LOADING_NOTE, MEMORY_DB, MemoryFiles
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
