@@ -34,6 +34,7 @@ What is measured, and how:
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import shutil
@@ -182,7 +183,7 @@ def bench_host(work: Path) -> dict[str, dict[str, float]]:
     # random bytes, as such figures are taken (LZ4 of source code is ~6x slower)
     data = random.Random(0).randbytes(10_240)
     db = rocksdict.Rdict(str(work / "host-db"), rocksdict.Options(raw_mode=True))
-    keys = iter(range(1 << 40))
+    keys = itertools.count()
 
     def write_batch() -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
