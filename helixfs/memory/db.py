@@ -13,6 +13,7 @@ by `ensure_vector_tables` when a model is first pinned.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import struct
 import threading
@@ -261,6 +262,9 @@ def reported_errors() -> Iterator[None]:
         raise HelixError(f"the memory database failed: {exc}") from None
 
 
+_SCHEMA_NAMES = frozenset(re.findall(r"IF NOT EXISTS (\w+)", SCHEMA))
+
+
 def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     """Open (creating if needed) the database, with extensions, WAL and the schema."""
     db_path = Path(path)
@@ -280,13 +284,46 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys=ON")
     _check_version(conn, db_path)
-    with conn:
-        conn.execute(SCHEMA)
-        conn.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+    if not _schema_complete(conn):
+        with writing(conn):
+            conn.execute(SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
     return conn
+
+
+@contextmanager
+def writing(conn: apsw.Connection) -> Iterator[None]:
+    """A write transaction that holds SQLite's write lock from its first statement.
+
+    A deferred transaction (apsw's `with conn`) that reads and then writes fails at once
+    with "database is locked", whatever the busy timeout, when another connection wrote
+    in between: its snapshot is stale and SQLite cannot wait that out. Taking the lock
+    first makes a second writer (the daemon, the CLI, the MCP server, a thread) wait its
+    turn instead. Inside the caller's transaction it is a savepoint."""
+    if conn.in_transaction:
+        with conn:
+            yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _schema_complete(conn: apsw.Connection) -> bool:
+    """Every table and index of SCHEMA exists: opening the database then writes nothing,
+    so a reader never waits for (or fails on) another connection's write."""
+    have = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    return have >= _SCHEMA_NAMES and bool(
+        conn.execute("SELECT 1 FROM meta WHERE key='schema_version'").fetchone()
+    )
 
 
 def _check_version(conn: apsw.Connection, db_path: Path) -> None:

@@ -43,6 +43,7 @@ from helixfs.memory.db import (
     fetch_one,
     get_meta,
     new_id,
+    writing,
 )
 from helixfs.memory.embed import MODEL_INSTALL
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
@@ -255,7 +256,7 @@ class Memory:
         elif self._vectors is not None:
             embedded = self._vectors.embed([fact.cand.content for fact, _ in facts])
         with self._lock:
-            with self._conn:
+            with writing(self._conn):
                 ids = [
                     writer.add(self._conn, dataclasses.replace(fact, vector=vector), at)
                     for (fact, at), vector in zip(facts, embedded, strict=True)
@@ -310,7 +311,7 @@ class Memory:
         if vector is None and self._vectors is not None and not self._stored(cand, scope):
             vector, early = self._embed_and_predecide(cand, scope, flagged)
         now = self._clock()
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             decision = self._decide(cand, vector, scope, flagged, early)
             if vector is None and self._vectors is not None and decision.action != "noop":
                 # The identical memory went away meanwhile (another process): embed now.
@@ -495,7 +496,7 @@ class Memory:
         if not ids:
             return
         now = self._clock()
-        with self._conn:
+        with writing(self._conn):
             for memory_id in ids:
                 row = records.fetch(self._conn, memory_id)
                 salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
@@ -526,7 +527,7 @@ class Memory:
     def forget(self, id_or_query: str, *, reason: str = "") -> list[str]:
         """Soft delete (status forgotten, in history). A query must match exactly one."""
         validate.check_text("memory id or query", id_or_query, limit=4000)
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             memory_id = records.resolve_id(self._conn, id_or_query) or notes.single_match(
                 self._conn, id_or_query
             )
@@ -543,13 +544,13 @@ class Memory:
 
     def purge(self, memory_id: str) -> None:
         """Hard delete: content, vector, edges, provenance and history are erased."""
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             records.purge(self._conn, self._resolve(memory_id), self._clock())
 
     def archive(self, ids: Sequence[str]) -> int:
         """Explicitly archive memories (e.g. accepted archive_candidates)."""
         now = self._clock()
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             resolved = [self._resolve(i) for i in ids]
             for memory_id in resolved:
                 records.update(
@@ -626,7 +627,7 @@ class Memory:
             now = self._clock()
             changes: dict[str, Any] = {k: v for k, v in state.items() if k != "id"}
             changes["updated"] = now
-            with self._conn:
+            with writing(self._conn):
                 before = records.fetch(self._conn, resolved)
                 records.update(
                     self._conn,
@@ -638,7 +639,7 @@ class Memory:
                 )
             if self._vectors and before["content"] != state["content"]:
                 vector = self._vectors.embed([state["content"]])[0]
-                with self._conn:
+                with writing(self._conn):
                     rowid = records.rowid_of(self._conn, resolved)
                     records.set_vector(self._conn, rowid, vector, state["status"] == "active")
                     self._index_cache.vector_written(rowid, vector)
@@ -647,7 +648,7 @@ class Memory:
     def relate(self, a: str, b: str, rel: str) -> Edge:
         validate.check_relation(rel)
         now = self._clock()
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             src, dst = self._resolve(a), self._resolve(b)
             if src == dst:
                 raise InvalidInput("a memory cannot be related to itself")
@@ -680,7 +681,7 @@ class Memory:
     ) -> Checkpoint:
         validate.check_text("task", task, limit=4000)
         validate.check_name("scope", scope)
-        with self._lock, self._conn:
+        with self._lock, writing(self._conn):
             saved = notes.save_checkpoint(
                 self._conn,
                 new_id(self._clock()),

@@ -13,14 +13,21 @@ import threading
 import apsw
 
 from helixfs.memory import records, workspace
-from helixfs.memory.db import create_vector_tables, fetch_all, get_meta, set_meta, table_exists
+from helixfs.memory.db import (
+    create_vector_tables,
+    fetch_all,
+    get_meta,
+    set_meta,
+    table_exists,
+    writing,
+)
 from helixfs.memory.vectors import EmbedderRunner
 
 BATCH = 256
 
 
 def pin(conn: apsw.Connection, lock: threading.RLock, runner: EmbedderRunner, now: float) -> None:
-    with lock, conn:
+    with lock, writing(conn):
         pinned = get_meta(conn, "embed_model")
         pinned_dim = get_meta(conn, "embed_dim")
         changed = bool(pinned) and (pinned != runner.model or pinned_dim != str(runner.dim))
@@ -45,7 +52,7 @@ def backfill(conn: apsw.Connection, lock: threading.RLock, runner: EmbedderRunne
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
         vectors = runner.embed([str(r[1]) for r in batch])
-        with lock, conn:
+        with lock, writing(conn):
             for row, vector in zip(batch, vectors, strict=True):
                 records.set_vector(conn, int(row[0]), vector, row[2] == "active")
     workspace.backfill_chunk_vectors(conn, runner, lock)

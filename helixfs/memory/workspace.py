@@ -16,7 +16,7 @@ import apsw
 import blake3
 
 from helixfs.errors import InvalidInput
-from helixfs.memory.db import fetch_all, pack_vector, table_exists, unpack_vector
+from helixfs.memory.db import fetch_all, pack_vector, table_exists, unpack_vector, writing
 from helixfs.memory.redact import redact
 from helixfs.memory.tokens import fts_text
 from helixfs.memory.types import IndexReport
@@ -101,7 +101,7 @@ def index(
         removed = [*removed, *(p for p, d in files.items() if as_text(bytes(d)) is None)]
         removed = [p for p in dict.fromkeys(removed) if p in known]
     chunks_removed = 0
-    with lock, conn:
+    with lock, writing(conn):
         for path in removed:
             chunks_removed += _drop_file(conn, path)
     changed, seen = [], 0
@@ -119,7 +119,7 @@ def index(
         batch = changed[start : start + FILES_PER_BATCH]
         n_added, n_removed, n_hits = _index_batch(conn, lock, batch, commit_id, vectors)
         added, chunks_removed, hits = added + n_added, chunks_removed + n_removed, hits + n_hits
-    with lock, conn:
+    with lock, writing(conn):
         # every indexed passage is now the one of this commit (unchanged files included)
         conn.execute("UPDATE workspace_files SET commit_id=?", (commit_id,))
         conn.execute("UPDATE chunks SET commit_id=? WHERE commit_id != ?", (commit_id, commit_id))
@@ -160,13 +160,13 @@ def _index_batch(
         if missing:
             new = vectors.embed(list(missing.values()))
             found.update(zip(missing.keys(), new, strict=True))
-            with lock, conn:
+            with lock, writing(conn):
                 conn.executemany(
                     "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
                     [(h, vectors.model, pack_vector(v)) for h, v in zip(missing, new, strict=True)],
                 )
     removed = 0
-    with lock, conn:
+    with lock, writing(conn):
         for path, digest, _ in batch:
             removed += _drop_file(conn, path)
             conn.execute(
@@ -236,7 +236,7 @@ def backfill_chunk_vectors(
         missing = {str(r[1]): str(r[2]) for r in part if str(r[1]) not in found}
         if missing:
             found.update(zip(missing, vectors.embed(list(missing.values())), strict=True))
-        with lock, conn:
+        with lock, writing(conn):
             conn.executemany(
                 "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
                 [(h, vectors.model, pack_vector(found[h])) for h in missing],
