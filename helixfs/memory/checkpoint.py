@@ -15,6 +15,8 @@ import threading
 
 import apsw
 
+from helixfs.memory.db import BUSY_TIMEOUT_MS
+
 WAL_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 
 
@@ -43,7 +45,7 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn = apsw.Connection(self._path)
-        conn.set_busy_timeout(10_000)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             while True:
                 self._wake.wait()

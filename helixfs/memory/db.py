@@ -262,6 +262,8 @@ def reported_errors() -> Iterator[None]:
         raise HelixError(f"the memory database failed: {exc}") from None
 
 
+# How long a statement waits for another connection's write lock before "locked".
+BUSY_TIMEOUT_MS = 10_000
 _SCHEMA_NAMES = frozenset(re.findall(r"IF NOT EXISTS (\w+)", SCHEMA))
 
 
@@ -272,7 +274,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
         raise InvalidInput(f"{db_path} is a directory; give the memory database file path")
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = apsw.Connection(str(db_path))
-    conn.set_busy_timeout(10_000)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)

@@ -38,6 +38,7 @@ from helixfs.memory import (
 from helixfs.memory.annindex import IndexCache, Indexes
 from helixfs.memory.checkpoint import Checkpointer
 from helixfs.memory.db import (
+    BUSY_TIMEOUT_MS,
     connect,
     fetch_all,
     fetch_one,
@@ -73,6 +74,7 @@ _warned_lexical = threading.Event()
 
 MAX_K = 1000
 RECALL_BOOST = 0.05
+REINFORCE_WAIT_MS = 200
 ARCHIVE_IDLE_DAYS = 60.0
 ARCHIVE_SALIENCE = 0.1
 
@@ -496,14 +498,22 @@ class Memory:
         if not ids:
             return
         now = self._clock()
-        with writing(self._conn):
-            for memory_id in ids:
-                row = records.fetch(self._conn, memory_id)
-                salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
-                self._conn.execute(
-                    "UPDATE memories SET salience=?, last_seen=? WHERE id=?",
-                    (min(1.0, salience + RECALL_BOOST), now, memory_id),
-                )
+        # A recall does not wait out another process's long write (an import of a
+        # strand, a workspace index pass) for a side effect: it skips the bump.
+        self._conn.set_busy_timeout(REINFORCE_WAIT_MS)
+        try:
+            with writing(self._conn):
+                for memory_id in ids:
+                    row = records.fetch(self._conn, memory_id)
+                    salience = retrieval.effective_salience(row["salience"], row["last_seen"], now)
+                    self._conn.execute(
+                        "UPDATE memories SET salience=?, last_seen=? WHERE id=?",
+                        (min(1.0, salience + RECALL_BOOST), now, memory_id),
+                    )
+        except apsw.BusyError:
+            log.info("recall not reinforced: another process is writing memory.db")
+        finally:
+            self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
     def context(
         self, budget_tokens: int = 2000, *, query: str | None = None, scope: str | None = None

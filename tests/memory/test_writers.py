@@ -55,6 +55,21 @@ def test_a_write_waits_for_another_connections_write_instead_of_failing(
     assert [h.content for h in mem.search("cores")] == ["CI runs on two cores"]
 
 
+def test_a_recall_during_another_processs_long_write_answers_without_reinforcing(
+    mem: Memory, db_path: Path
+) -> None:
+    """A recall bumps its hits' salience, a write: behind a long import in another
+    process it waited the whole busy timeout (10 s) and then failed. Now it answers."""
+    stored = mem.remember("The deploy runs from the release branch")
+    before = mem.get(stored.id)
+    with another_writer(db_path):
+        hits = mem.recall("deploy")
+    assert [h.id for h in hits] == [stored.id]
+    assert mem.get(stored.id).salience == before.salience  # not reinforced, not failed
+    mem.recall("deploy")
+    assert mem.get(stored.id).salience > before.salience  # the next recall is
+
+
 def test_opening_the_memory_writes_nothing_so_it_opens_during_another_write(
     mem: Memory, db_path: Path
 ) -> None:
