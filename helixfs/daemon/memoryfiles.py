@@ -8,7 +8,8 @@ mounts never search, and the embedding model costs seconds and a hundred MB of R
 Those seconds (more with 100,000 memories, whose vector indexes are built then) are
 not spent on the FUSE loop, which every process using the mount waits on: the first
 read opens the memory on a thread of its own, and reads until it is ready are answered
-lexically, from a connection of their own, and say so.
+lexically, from a connection of their own, and say so; so are reads that come while a
+forwarded command holds the memory for long (an import).
 `HELIX_MEMORY_LEXICAL=1` keeps search lexical (no model), as in the CLI.
 
 Workspace search needs the text files of the HEAD commit in the memory's chunk index.
@@ -56,6 +57,10 @@ CONTEXT_BUDGET = 2000  # tokens: what `.helix/context` packs
 # The engine's warning goes to the daemon's log, which a reader of the file never sees.
 LEXICAL_NOTE = "# lexical search only: no embedding model (daemon.log says why)\n"
 LOADING_NOTE = "# lexical search while the embedding model loads: search again in a moment\n"
+BUSY_NOTE = "# lexical search while the memory is busy (a long write): search again in a moment\n"
+# How long a read waits for the memory another thread uses (a forwarded command) before
+# it answers lexically from a connection of its own: the whole mount waits with it.
+BUSY_WAIT = 0.05
 INDEX_PENDING_NOTE = (
     "helix: note: the workspace index is being built: passages of its files join the "
     "results in a moment"
@@ -101,19 +106,25 @@ class MemoryFiles:
     @contextmanager
     def _reading(self) -> Iterator[tuple[Memory, str]]:
         """The memory a `.helix/` read uses, and the note its answer starts with: the
-        kept one once open, or else a lexical one for this read while the kept one
-        opens on its thread."""
+        kept one once open and free, or else a lexical one for this read, while the kept
+        one opens on its thread or another thread holds it (an import of 100,000
+        memories holds it for seconds)."""
         kept = self._kept()
         memory = kept.ready()
-        if memory is not None:
-            yield memory, LEXICAL_NOTE if memory.lexical_only else ""
-            return
-        kept.open_in_background()
+        if memory is None:
+            kept.open_in_background()
+            note = LOADING_NOTE
+        else:
+            with memory.unless_busy(BUSY_WAIT) as free:
+                if free:
+                    yield memory, LEXICAL_NOTE if memory.lexical_only else ""
+                    return
+            note = BUSY_NOTE
         from helixfs.memory import Memory
 
         interim = Memory.open(self.store / MEMORY_DB, None, warn_lexical=False)
         try:
-            yield interim, LOADING_NOTE
+            yield interim, note
         finally:
             interim.close()
 

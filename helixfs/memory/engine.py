@@ -14,8 +14,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,20 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def unless_busy(self, wait: float) -> Iterator[bool]:
+        """Whether this memory could be had within `wait` seconds; if so, it is the
+        caller's for its calls until the block ends. For a caller that must not wait
+        for another thread's long use of it (an import, a model load, a write waiting
+        for another process's): the FUSE loop."""
+        if not self._lock.acquire(timeout=wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._lock.release()
 
     def warm(self) -> None:
         """Build the in-RAM vector indexes now, not at the second search."""

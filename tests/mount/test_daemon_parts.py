@@ -42,7 +42,13 @@ from helixfs.daemon.lifecycle import (
 )
 from helixfs.daemon.liveness import STOPPED, WATCH_SECONDS, process_trouble
 from helixfs.daemon.lock import CLOSING, SERVING, MountLock, is_locked, read_holder
-from helixfs.daemon.memoryfiles import LEXICAL_NOTE, LOADING_NOTE, MEMORY_DB, MemoryFiles
+from helixfs.daemon.memoryfiles import (
+    BUSY_NOTE,
+    LEXICAL_NOTE,
+    LOADING_NOTE,
+    MEMORY_DB,
+    MemoryFiles,
+)
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs import edge
@@ -734,6 +740,41 @@ def test_the_first_search_is_answered_while_the_memory_opens_on_its_own_thread(
     finally:
         loaded.set()
         files.close()
+
+
+def test_a_search_while_a_command_holds_the_memory_is_answered_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forwarded memory command holds the kept memory on a worker thread, for seconds
+    if it is long (an import of 100,000 memories) or waits for another process's write.
+    A `.helix/search` meanwhile waited on the FUSE loop, and the whole mount with it.
+    Here the command is a `remember` that waits for another process's write."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")
+    (tmp_path / "store").mkdir()
+    files = MemoryFiles(tmp_path / "store")
+    memory = files.memory()
+    memory.remember("The deploy runs from the release branch")
+    other = apsw.Connection(str(tmp_path / "store" / MEMORY_DB))
+    other.execute("BEGIN IMMEDIATE")  # another process, writing
+    try:
+        command = threading.Thread(target=lambda: memory.remember("CI runs on two cores"))
+        command.start()
+
+        def held() -> bool:
+            with memory.unless_busy(0) as free:
+                return not free
+
+        wait_until(held, 30, "the command holding the memory")
+        answer = files.search("deploy")
+        assert answer.startswith(BUSY_NOTE) and "release branch" in answer
+        assert command.is_alive(), "the search waited for the command"
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    command.join(30)
+    answer = files.search("cores")
+    assert answer.startswith(LEXICAL_NOTE) and "two cores" in answer  # the kept memory
+    files.close()
 
 
 def _full_memory_db_and_a_new_head(
