@@ -120,6 +120,50 @@ def test_kept_index_equals_a_fresh_load_after_every_kind_of_write(vmem: Memory) 
     _assert_kept_index_is_fresh(vmem)
 
 
+def test_a_removed_rows_slot_goes_to_the_next_new_row() -> None:
+    """A workspace's chunks come and go with every save: slots were never reused, so a
+    mount searching for days grew its index (and each search's scan) without end."""
+    rng = np.random.default_rng(7)
+    rows = {r: rng.standard_normal(64).astype(np.float32) for r in range(1, 6)}
+    index = VectorIndex(64)
+    for rowid, vector in rows.items():
+        index.upsert(rowid, vector, True)
+    index.remove(2)
+    index.remove(4)
+    fresh = rng.standard_normal(64).astype(np.float32)
+    index.upsert(9, fresh, True)
+    assert len(index) == 4 and index._size == 5  # 9 took a freed slot
+    assert [r for r, _ in index.search(fresh, 5, active_only=False)][0] == 9
+    assert {r for r, _ in index.search(fresh, 10, active_only=False)} == {1, 3, 5, 9}
+
+
+def _chunk_rowids(memory: Memory) -> list[int]:
+    return [int(r[0]) for r in memory._conn.execute("SELECT rowid FROM chunks")]
+
+
+def test_the_kept_chunk_index_follows_each_workspace_pass_without_a_reload(vmem: Memory) -> None:
+    """The daemon re-indexes the workspace after saves; the first search after each
+    pass reloaded every chunk vector (404 ms at 50,000 chunks, on the FUSE loop).
+    Now it applies the pass's added and deleted chunks, and ends as a reload would."""
+    files = {f"mod{n}.py": f"def handler_{n}(request):\n    return {n}\n" for n in range(6)}
+    vmem.index_workspace({path: text.encode() for path, text in files.items()}, "c1")
+    vmem.warm()
+    kept = vmem._current_indexes().chunks
+    vmem.index_workspace(
+        {"mod1.py": b"def refresh_token(session):\n    return renew()\n"}, "c2", removed=["mod2.py"]
+    )
+    vmem.index_workspace(
+        {"auth.py": b"def login(user, password):\n    return check()\n"}, "c3", removed=[]
+    )
+    hits = vmem.search("renew an expired login credential")
+    assert vmem._current_indexes().chunks is kept  # updated in place
+    assert hits[0].path == "mod1.py"
+    fresh = VectorIndex.load(vmem._conn, "chunk_vec", kept.dim)
+    rowids = _chunk_rowids(vmem)
+    assert len(kept) == len(fresh) == len(rowids) == 6
+    assert _snapshot(kept, rowids) == _snapshot(fresh, rowids)
+
+
 def test_a_kept_open_memory_is_one_connection_whose_indexes_are_built_at_once(
     db_path: Path, real_embedder: Embedder
 ) -> None:
