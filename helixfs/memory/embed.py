@@ -290,8 +290,10 @@ class FastEmbedder:
         _check_texts(texts)
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        rows = list(self._engine.embed(list(texts), batch_size=batch_size(texts)))
-        matrix: Matrix = np.vstack(rows).astype(np.float32, copy=False)
+        matrix: Matrix = np.empty((len(texts), self._dim), dtype=np.float32)
+        for run in runs(texts):
+            rows = self._engine.embed([texts[i] for i in run], batch_size=len(run))
+            matrix[run] = np.vstack(list(rows))
         if len(texts) >= TRIM_AFTER:
             _give_back_freed_memory()
         return _normalised(matrix)
@@ -351,10 +353,22 @@ def _warn(reason: str) -> None:
     )
 
 
-def batch_size(texts: Sequence[str]) -> int:
-    """Texts per ONNX run: as many as TOKENS_PER_RUN allows for the longest one."""
-    longest = min(max(map(len, texts)) // CHARS_PER_TOKEN + 1, MINILM_MAX_TOKENS)
-    return max(1, min(MAX_BATCH, TOKENS_PER_RUN // longest))
+def runs(texts: Sequence[str]) -> list[list[int]]:
+    """The texts' indexes in ONNX runs, shortest texts first: a run pads its texts to its
+    longest, so runs of like lengths waste less (workspace chunks in input order: 28 a
+    second; sorted: 41). A run holds at most TOKENS_PER_RUN tokens, padding included."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out: list[list[int]] = []
+    run: list[int] = []
+    for i in order:
+        tokens = min(len(texts[i]) // CHARS_PER_TOKEN + 1, MINILM_MAX_TOKENS)
+        if run and (len(run) == MAX_BATCH or (len(run) + 1) * tokens > TOKENS_PER_RUN):
+            out.append(run)
+            run = []
+        run.append(i)
+    if run:
+        out.append(run)
+    return out
 
 
 def load_embedder(

@@ -26,10 +26,10 @@ from helixfs.memory.embed import (
     ModelUnavailableWarning,
     assemble_packaged_model,
     assembled_dir_name,
-    batch_size,
     default_threads,
     find_model_dir,
     load_embedder,
+    runs,
 )
 from helixfs.memory.types import Embedder
 
@@ -194,9 +194,28 @@ def test_default_threads_by_core_count(
 def test_long_texts_are_embedded_a_few_at_a_time_short_ones_many() -> None:
     """ONNX keeps the arena of its largest run: 64 workspace chunks in one run took the
     daemon to 2.7 GB, so a run holds at most TOKENS_PER_RUN tokens."""
-    assert batch_size(["a short fact about ports"] * 100) == MAX_BATCH
-    assert batch_size(["x" * 2400, "short"]) * MINILM_MAX_TOKENS <= TOKENS_PER_RUN
-    assert batch_size(["x" * 10**6]) >= 1
+    assert [len(r) for r in runs(["a short fact about ports"] * 100)] == [MAX_BATCH, 36]
+    assert runs(["x" * 2400, "short"]) == [[1, 0]]  # shortest first; 2 x 256 tokens fit
+    assert len(runs(["x" * 2400] * 9)) == 2  # 8 x 256 tokens per run
+    assert runs(["x" * 10**6]) == [[0]]
+    texts = ["x" * n for n in (900, 30, 2400, 300, 60, 1500)] * 5
+    for run in runs(texts):
+        longest = min(max(len(texts[i]) for i in run) // 3 + 1, MINILM_MAX_TOKENS)
+        assert len(run) * longest <= TOKENS_PER_RUN
+    assert sorted(i for run in runs(texts) for i in run) == list(range(len(texts)))
+
+
+def test_texts_embedded_together_come_back_in_their_order(embedder: FastEmbedder) -> None:
+    """Runs go shortest first: each row still answers its own text."""
+    texts = [
+        "The deploy runs from the release branch every Friday afternoon, after the checks",
+        "cats",
+        "A database migration adds the users.email index",
+    ]
+    together = embedder.embed(texts)
+    for row, text in zip(together, texts, strict=True):
+        alone = embedder.embed([text])[0]
+        assert float(row @ alone) > 0.999
 
 
 def test_the_model_keeps_no_arena_and_freed_memory_goes_back(
