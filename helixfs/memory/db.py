@@ -47,6 +47,8 @@ SCHEMA = """
 --   embed_provider   Embedder.name the vectors were made with ('' = none yet)
 --   embed_model      Embedder.model (pinned: a different model triggers a re-embed)
 --   embed_dim        Embedder.dim, the width of the vec0 tables
+--   workspace_commit       the commit of the last complete workspace index pass
+--   workspace_pass_commit  the commit of the last pass begun
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -176,7 +178,8 @@ CREATE TABLE IF NOT EXISTS workspace_files (
 
 -- chunks: passages of workspace files (rowid shared with chunks_fts and chunk_vec).
 --   path, start_line, end_line (1-based, inclusive);  text  the redacted passage
---   hash  BLAKE3 hex of text: the embedding cache key;  commit_id  hex
+--   hash  BLAKE3 hex of text: the embedding cache key;  commit_id  hex, of the pass
+--   that wrote it (passages are reported as of workspace_commit: workspace.py)
 CREATE TABLE IF NOT EXISTS chunks (
     rowid      INTEGER PRIMARY KEY,
     path       TEXT NOT NULL,

@@ -8,7 +8,7 @@ from typing import Any
 
 import apsw
 
-from helixfs.memory import records, retrieval
+from helixfs.memory import records, retrieval, workspace
 from helixfs.memory.annindex import Indexes
 from helixfs.memory.retrieval import Candidate, Filters
 from helixfs.memory.tokens import estimate_tokens
@@ -103,6 +103,7 @@ def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str,
         "SELECT rowid, path, start_line, end_line, text, hash, commit_id FROM chunks "
         f"WHERE rowid IN ({placeholders})"
     )
+    commit = workspace.passage_commits(conn)
     return {
         int(r[0]): {
             "path": r[1],
@@ -110,7 +111,7 @@ def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str,
             "end_line": r[3],
             "content": r[4],
             "hash": r[5],
-            "commit_id": r[6],
+            "commit_id": commit(r[6]),
         }
         for r in conn.execute(sql, rowids)
     }

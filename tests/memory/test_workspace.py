@@ -135,6 +135,46 @@ def test_a_diff_updates_the_index_like_a_full_pass(mem: Memory) -> None:
     assert (full.files_indexed, full.files_removed) == (0, 0)
 
 
+def test_a_one_file_pass_writes_that_file_only_whatever_the_workspace_size(mem: Memory) -> None:
+    """Each pass set every chunk's commit id: 43 MB written per one-line change at
+    50,000 chunks (the daemon indexes after saves). The commit is now one meta row."""
+    workspace = {f"pkg/mod{n}.py": _module(f"mod{n}", 12) for n in range(100)}
+    mem.index_workspace(workspace, "c1")
+    before = mem._conn.total_changes()
+    mem.index_workspace({"pkg/mod7.py": _module("renamed", 12)}, "c2", removed=[])
+    chunks = len(chunk_text(_module("renamed", 12).decode()))
+    assert mem._conn.total_changes() - before < 10 * chunks  # not the 100 files' chunks
+    assert {h.commit_id for h in mem.search("step pipeline", k=20)} == {"c2"}
+
+
+def test_passages_of_a_pass_that_failed_midway_say_their_commit(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass writes its files in batches: until it completes, the passages it wrote are
+    from its commit, and the others from the last complete pass's."""
+    from helixfs.memory import workspace
+
+    mem.index_workspace({"old.py": _module("legacy", 3)}, "c1")
+    changed = {
+        f"new{n:03}.py": _module(f"fresh{n}", 3) for n in range(workspace.FILES_PER_BATCH + 1)
+    }
+    batches = workspace._index_batch
+
+    def second_batch_fails(*args: object, **kwargs: object) -> tuple[int, int, int]:
+        if args[2][0][0] != "new000.py":  # type: ignore[index]
+            raise OSError("disk full")
+        return batches(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workspace, "_index_batch", second_batch_fails)
+    with pytest.raises(OSError):
+        mem.index_workspace(changed, "c2", removed=[])
+    monkeypatch.undo()
+    assert mem.search("fresh0 pipeline")[0].commit_id == "c2"
+    assert mem.search("legacy pipeline")[0].commit_id == "c1"
+    mem.index_workspace({**changed, "old.py": _module("legacy", 3)}, "c3")
+    assert {h.commit_id for h in mem.search("pipeline step", k=50)} == {"c3"}
+
+
 def test_a_changed_file_that_is_no_longer_text_leaves_the_index(mem: Memory) -> None:
     mem.index_workspace(BRANCH_MAIN, "c1")
     report = mem.index_workspace({"src/auth.py": b"\x00\x01binary"}, "c2", removed=[])
