@@ -187,16 +187,16 @@ class MemoryFiles:
         assert self.repo is not None
         base, self._index_base = self._index_base, None  # stays None if this pass fails
         if base is None:
-            files = dict(workspace_texts(self.repo, hex_id(commit)))
-            report = self.memory().index_workspace(files, hex_id(commit))
+            texts = CommitTexts(self.repo, hex_id(commit))
+            report = self.memory().index_workspace(texts, hex_id(commit))
             # a walk cut short by the budget is no base for diffs: walk again next time
-            self._index_base = commit if len(files) < MAX_INDEXED_FILES else None
+            self._index_base = commit if len(texts) < MAX_INDEXED_FILES else None
         else:
             try:
-                files, removed = workspace_changes(self.repo, hex_id(base), hex_id(commit))
+                changed, removed = workspace_changes(self.repo, hex_id(base), hex_id(commit))
             except NotFound:  # the base is gone (`reset --hard`, then `helix gc`): walk all
                 return self.index_commit(commit)
-            report = self.memory().index_workspace(files, hex_id(commit), removed=removed)
+            report = self.memory().index_workspace(changed, hex_id(commit), removed=removed)
             self._index_base = commit
         log.info("workspace index on %s: %s", hex_id(commit)[:12], report)
         return report
@@ -212,8 +212,28 @@ class MemoryFiles:
                 self._memory.close()
 
 
-def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[tuple[str, bytes]]:
-    """The text files of a commit worth indexing (small, no NUL, not vendored/generated)."""
+class CommitTexts(Mapping[str, bytes]):
+    """The text files of a commit worth indexing (small, no NUL, not vendored/generated),
+    by name. Their bytes are read when asked for: a full index pass holds one batch of
+    them at a time, not the whole workspace."""
+
+    def __init__(self, repo: Repository, rev: str) -> None:
+        self._repo = repo
+        self._rev = rev
+        self._paths = dict(_text_paths(repo, rev))
+
+    def __getitem__(self, name: str) -> bytes:
+        return self._repo.read(self._rev, self._paths[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def _text_paths(repo: Repository, rev: str) -> Iterator[tuple[str, bytes]]:
+    """(name, path) of a commit's text files worth indexing, MAX_INDEXED_FILES at most."""
     budget = [MAX_INDEXED_FILES]
 
     def walk(folder: bytes) -> Iterator[tuple[str, bytes]]:
@@ -225,12 +245,11 @@ def workspace_texts(repo: Repository, rev: str, path: bytes = b"") -> Iterator[t
             elif _indexable(entry):
                 if budget[0] <= 0:
                     return
-                data = repo.read(rev, child)
-                if b"\0" not in data[:8192]:
+                if b"\0" not in repo.read(rev, child)[:8192]:
                     budget[0] -= 1
-                    yield child.decode("utf-8", "surrogateescape"), data
+                    yield child.decode("utf-8", "surrogateescape"), child
 
-    yield from walk(path)
+    yield from walk(b"")
 
 
 def workspace_changes(repo: Repository, old: str, new: str) -> tuple[dict[str, bytes], list[str]]:

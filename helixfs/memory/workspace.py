@@ -9,7 +9,7 @@ Embedding runs outside transactions, so the CLI is never locked out for a model 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -115,35 +115,54 @@ def index(
         set_meta(conn, PASS_COMMIT, commit_id)  # the chunks this pass writes carry it
         for path in removed:
             chunks_removed += _drop_file(conn, path)
-    changed, seen = [], 0
-    for path, data in files.items():
-        text = as_text(bytes(data))
-        if text is None:
-            continue
-        seen += 1
-        digest = blake3.blake3(bytes(data)).hexdigest()
-        if known.get(path) == digest:
-            continue
-        changed.append((path, digest, text))
-    added, hits = 0, 0
-    for start in range(0, len(changed), FILES_PER_BATCH):
-        batch = changed[start : start + FILES_PER_BATCH]
+    changed = _Changed(files, known)
+    indexed = added = hits = 0
+    for batch in changed.batches():
         n_added, n_removed, n_hits = _index_batch(conn, lock, batch, commit_id, vectors)
-        added, chunks_removed, hits = added + n_added, chunks_removed + n_removed, hits + n_hits
+        indexed, added, hits = indexed + len(batch), added + n_added, hits + n_hits
+        chunks_removed += n_removed
     with lock, writing(conn):
         # Every passage is now the one of this commit, unchanged files' too: one row says
         # so. Rewriting every chunk's commit id wrote 43 MB a pass at 50,000 chunks.
         set_meta(conn, INDEXED_COMMIT, commit_id)
     return IndexReport(
         commit_id=commit_id,
-        files_seen=seen,
-        files_indexed=len(changed),
+        files_seen=changed.seen,
+        files_indexed=indexed,
         files_removed=len(removed),
         chunks_added=added,
         chunks_removed=chunks_removed,
         embedded=(vectors.texts_embedded - embedded_before) if vectors else 0,
         cache_hits=hits,
     )
+
+
+class _Changed:
+    """The text files whose content the index does not hold, read as they come. With a
+    lazy `files` (the daemon's) a pass then holds one batch of texts, not the workspace:
+    indexing 100 MB of sources took +196 MB."""
+
+    def __init__(self, files: Mapping[str, bytes], known: Mapping[str, str]) -> None:
+        self._files = files
+        self._known = known
+        self.seen = 0  # text files, changed or not
+
+    def batches(self) -> Iterator[list[tuple[str, str, str]]]:
+        """(path, BLAKE3 hex, text) of changed files, FILES_PER_BATCH at a time."""
+        batch = []
+        for path, data in self._files.items():
+            text = as_text(bytes(data))
+            if text is None:
+                continue
+            self.seen += 1
+            digest = blake3.blake3(bytes(data)).hexdigest()
+            if self._known.get(path) != digest:
+                batch.append((path, digest, text))
+            if len(batch) == FILES_PER_BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
 
 def passage_commits(conn: apsw.Connection) -> Callable[[str], str]:
