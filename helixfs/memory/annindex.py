@@ -231,7 +231,7 @@ class IndexCache:
         """SQLite update hook: note what changed (no SQL may run in here)."""
         if table == "memories":
             self._dirty.add(rowid)
-        elif table == "chunks" and op != apsw.SQLITE_UPDATE:  # an update is a commit id
+        elif table == "chunks" and op != apsw.SQLITE_UPDATE:  # an update changes no vector
             self._dirty_chunks.add(rowid)
 
     def vector_written(self, rowid: int, vector: Sequence[float] | npt.NDArray[Any]) -> None:
