@@ -248,6 +248,14 @@ class IndexCache:
         self._written.clear()
         self._dirty_chunks.clear()
 
+    def rebuild(self) -> None:
+        """Reload both indexes from the tables now if they were built (a long-lived
+        process), else leave them to be built on use."""
+        built = self._memories is not None
+        self.drop()
+        if built:
+            self.warm()
+
     @contextmanager
     def untracked(self) -> Iterator[None]:
         """Row changes that touch neither status nor vector (recall reinforcement)."""

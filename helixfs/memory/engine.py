@@ -278,8 +278,6 @@ class Memory:
                     writer.add(self._conn, dataclasses.replace(fact, vector=vector), at)
                     for (fact, at), vector in zip(facts, embedded, strict=True)
                 ]
-            # Rebuilt from the tables on next use: faster than refreshing each row.
-            self._index_cache.drop()
             # A big import leaves a WAL of its own size, read without mmap until a
             # checkpoint: fold it into the database file now, as part of the import.
             # The import is committed: a reader of an older snapshot, or the background
@@ -288,6 +286,9 @@ class Memory:
                 self._conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
             except apsw.BusyError:
                 log.info("import: the WAL is folded by a later checkpoint (database busy)")
+            # Reloaded from the tables (faster than refreshing each row), by the import:
+            # a kept memory's next search may come from the mount's FUSE loop.
+            self._index_cache.rebuild()
         return ids
 
     def _import_fact(self, item: MemoryImport) -> tuple[writer.NewFact, float]:
