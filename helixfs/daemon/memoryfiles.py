@@ -225,6 +225,9 @@ class CommitTexts(Mapping[str, bytes]):
     def __getitem__(self, name: str) -> bytes:
         return self._repo.read(self._rev, self._paths[name])
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths  # Mapping's own would read the file
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
 

@@ -47,6 +47,7 @@ from helixfs.daemon.memoryfiles import (
     LEXICAL_NOTE,
     LOADING_NOTE,
     MEMORY_DB,
+    CommitTexts,
     MemoryFiles,
 )
 from helixfs.daemon.mounts import unmount
@@ -512,6 +513,27 @@ def _index_rows(db: Path) -> tuple[set[tuple[str, str]], set[tuple[str, int, int
         return files, chunks
     finally:
         conn.close()
+
+
+def test_a_commits_texts_are_read_when_asked_for_and_only_then(tmp_path: Path) -> None:
+    """A full index pass gets the commit's text files as a lazy mapping; asking whether
+    a path is among them read the file (Mapping's `in` reads the value), once per path
+    the index knew, at every full pass."""
+    with Repository.init(tmp_path / "store") as repo:
+        repo.commit({"a.py": b"print(1)\n", "b.bin": b"\x00\x01", "c.md": b"# C\n"}, "one")
+        texts = CommitTexts(repo, hex_id(repo.resolve()))
+        reads: list[bytes] = []
+        read = repo.read
+
+        def counted(rev: str, path: bytes | str) -> bytes:
+            reads.append(bytes(path, "utf-8") if isinstance(path, str) else path)
+            return read(rev, path)
+
+        repo.read = counted  # type: ignore[method-assign]
+        assert sorted(texts) == ["a.py", "c.md"] and len(texts) == 2  # no binary
+        assert "a.py" in texts and "b.bin" not in texts and "zz" not in texts
+        assert reads == []
+        assert texts["c.md"] == b"# C\n" and reads == [b"c.md"]
 
 
 def test_the_workspace_index_follows_a_diff_as_a_full_pass_would(
