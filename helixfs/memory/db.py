@@ -281,7 +281,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
-    conn.execute("PRAGMA journal_mode=WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA secure_delete=ON")
     # Reads through a memory map: a vec0 point lookup walks a ~1.5 MB chunk blob's page
@@ -297,6 +297,23 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
                 (str(SCHEMA_VERSION),),
             )
     return conn
+
+
+def _use_wal(conn: apsw.Connection) -> None:
+    """Switch the database to WAL (a no-op once it is). Connections creating a new one at
+    once (the daemon's memory opening on its thread, a read beside it, the CLI) can
+    deadlock in the rollback journal's locks, and SQLite then refuses one of them at
+    once, busy timeout or not (12 rounds in 100 of four threads opening a new file):
+    that one tries again."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 @contextmanager
