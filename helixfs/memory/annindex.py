@@ -297,9 +297,8 @@ class IndexCache:
         if len(dirty) > max(100, len(self._chunks) // CHUNK_RELOAD_SHARE):
             self._chunks = VectorIndex.load(self._conn, "chunk_vec", self._dim)
             return
-        for rowid in dirty:
+        for rowid in dirty:  # gone, or gone and added again: its vector is read anew
             self._chunks.remove(rowid)
-        for rowid in sorted(dirty):
             row = fetch_one(self._conn, "SELECT embedding FROM chunk_vec WHERE rowid=?", (rowid,))
             if row is not None:
                 self._chunks.upsert(rowid, np.frombuffer(row[0], dtype=np.float32), True)
