@@ -278,7 +278,8 @@ static void fill_attr(struct node *n, struct stat *st)
     st->st_ctim = n->ctime;
 }
 
-static void reply_entry(fuse_req_t req, struct node *n)
+/* The entry the kernel will cache for `n`; it holds one more lookup of it. */
+static struct fuse_entry_param entry_of(struct node *n)
 {
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
@@ -287,6 +288,12 @@ static void reply_entry(fuse_req_t req, struct node *n)
     e.entry_timeout = TIMEOUT;
     fill_attr(n, &e.attr);
     n->nlookup++;
+    return e;
+}
+
+static void reply_entry(fuse_req_t req, struct node *n)
+{
+    struct fuse_entry_param e = entry_of(n);
     fuse_reply_entry(req, &e);
 }
 
@@ -308,7 +315,7 @@ static int set_size(struct node *n, size_t size)
     return 0;
 }
 
-/* common part of mknod/mkdir/create/symlink: validates parent and name */
+/* The parent of a new `name`, checked (also for link) */
 static int prepare_new(fuse_req_t req, fuse_ino_t parent, const char *name,
                        struct node **pp)
 {
@@ -324,6 +331,25 @@ static int prepare_new(fuse_req_t req, fuse_ino_t parent, const char *name,
         return EEXIST;
     *pp = p;
     return 0;
+}
+
+/* A new node `name` in `parent` (mknod/mkdir/create/symlink); NULL once an error
+ * has been replied. */
+static struct node *make_child(fuse_req_t req, fuse_ino_t parent, const char *name,
+                               mode_t mode)
+{
+    struct node *p;
+    int err = prepare_new(req, parent, name, &p);
+    if (err) {
+        fuse_reply_err(req, err);
+        return NULL;
+    }
+    struct node *n = new_node(mode, fuse_req_ctx(req));
+    n->parent = parent;
+    dir_add(p, name, n->ino);
+    if (S_ISDIR(mode))
+        p->nlink++;
+    return n;
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -461,16 +487,10 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev)
 {
     COUNT(mknod);
-    struct node *p;
-    int err = prepare_new(req, parent, name, &p);
-    if (err) {
-        fuse_reply_err(req, err);
+    struct node *n = make_child(req, parent, name, mode);
+    if (!n)
         return;
-    }
-    struct node *n = new_node(mode, fuse_req_ctx(req));
     n->rdev = rdev;
-    n->parent = parent;
-    dir_add(p, name, n->ino);
     reply_entry(req, n);
 }
 
@@ -478,42 +498,21 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode)
 {
     COUNT(mkdir);
-    struct node *p;
-    int err = prepare_new(req, parent, name, &p);
-    if (err) {
-        fuse_reply_err(req, err);
-        return;
-    }
-    struct node *n = new_node(S_IFDIR | (mode & 07777), fuse_req_ctx(req));
-    n->parent = parent;
-    dir_add(p, name, n->ino);
-    p->nlink++;
-    reply_entry(req, n);
+    struct node *n = make_child(req, parent, name, S_IFDIR | (mode & 07777));
+    if (n)
+        reply_entry(req, n);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi)
 {
     COUNT(create);
-    struct node *p;
-    int err = prepare_new(req, parent, name, &p);
-    if (err) {
-        fuse_reply_err(req, err);
+    struct node *n = make_child(req, parent, name, S_IFREG | (mode & 07777));
+    if (!n)
         return;
-    }
-    struct node *n = new_node(S_IFREG | (mode & 07777), fuse_req_ctx(req));
-    n->parent = parent;
-    dir_add(p, name, n->ino);
     fi->keep_cache = 1;
     fi->fh = 0;
-
-    struct fuse_entry_param e;
-    memset(&e, 0, sizeof e);
-    e.ino = n->ino;
-    e.attr_timeout = TIMEOUT;
-    e.entry_timeout = TIMEOUT;
-    fill_attr(n, &e.attr);
-    n->nlookup++;
+    struct fuse_entry_param e = entry_of(n);
     fuse_reply_create(req, &e, fi);
 }
 
@@ -521,18 +520,12 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
                        const char *name)
 {
     COUNT(symlink);
-    struct node *p;
-    int err = prepare_new(req, parent, name, &p);
-    if (err) {
-        fuse_reply_err(req, err);
+    struct node *n = make_child(req, parent, name, S_IFLNK | 0777);
+    if (!n)
         return;
-    }
-    struct node *n = new_node(S_IFLNK | 0777, fuse_req_ctx(req));
-    n->parent = parent;
     n->data = strdup(target);
     n->size = strlen(target);
     n->cap = n->size + 1;
-    dir_add(p, name, n->ino);
     reply_entry(req, n);
 }
 
