@@ -273,6 +273,10 @@ class LogFile(VirtualFile):
 
 
 class StatsFile(VirtualFile):
+    """`helix stats`: it walks every branch's tree, so it is rendered once per open."""
+
+    cheap = False
+
     def __init__(self, host: Host) -> None:
         self._host = host
 
