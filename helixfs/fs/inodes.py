@@ -121,9 +121,16 @@ class NodeInode:
     opens: int = 0
     detached: bool = False  # unlinked/replaced: kept only while the kernel or a fd holds it
     superseded: bool = False  # its view moved to other content (reset, HEAD switch)
-    # (node id, size, mtime) when last opened: unchanged means the kernel's cached pages
-    # of this inode are still the content (FOPEN_KEEP_CACHE is safe)
+    # pages_key(node) when last opened or stored: unchanged means the kernel's cached
+    # pages of this inode are still the content (FOPEN_KEEP_CACHE is safe)
     cache_key: tuple[int, int, int] | None = None
+
+
+def pages_key(node: Node) -> tuple[int, int, int]:
+    """What the kernel's pages of a file are checked against: the node, its size and
+    its mtime. Content changed anywhere but through the kernel (a command, a reset, a
+    merge) gets a new node or a new mtime."""
+    return (id(node), node.size, node.mtime_ns)
 
 
 @dataclass(eq=False, slots=True)

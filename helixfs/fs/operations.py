@@ -49,6 +49,7 @@ from helixfs.fs.inodes import (
     OpenRetries,
     Stale,
     VirtualInode,
+    pages_key,
 )
 from helixfs.fs.negatives import NegativeNames
 from helixfs.fs.saver import Saver
@@ -392,7 +393,10 @@ class Operations(pyfuse3.Operations):
         it (tar and cp -p set times right after close), persisted by the next one."""
         mtime_ns = edge.clamp_mtime(mtime_ns)
         if mtime_ns != entry.node.mtime_ns:
+            pages_kept = entry.cache_key == pages_key(entry.node)
             entry.worktree.set_attrs(entry.node, mtime_ns=mtime_ns)
+            if pages_kept:  # new times, the same bytes: the kernel's pages stay right
+                entry.cache_key = pages_key(entry.node)
         spool = self.spools.get(entry.node)
         if spool is not None and spool.dirty:
             spool.mtime_override = mtime_ns  # outlives the store at close
@@ -743,7 +747,7 @@ class Operations(pyfuse3.Operations):
         truncate = bool(flags & os.O_TRUNC)
         if (handle.writable or truncate) and entry.worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
-        cache_key = (id(node), node.size, node.mtime_ns)
+        cache_key = pages_key(node)
         keep_cache = entry.view.readonly or entry.cache_key == cache_key
         entry.cache_key = cache_key
         self.spools.opened(node)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import InvalidInput, IsADirectory
 from helixfs.fs import edge
 from helixfs.fs.handles import FileHandle
-from helixfs.fs.inodes import NodeInode, Stale
+from helixfs.fs.inodes import NodeInode, Stale, pages_key
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import Spool, SpoolTable
 
@@ -71,7 +71,7 @@ class Writes:
         meta = edge.closer_meta(handle.meta)
         self.store_spool(handle.worktree, handle.node, spool, meta, sync=sync)
         # The kernel's pages of this inode saw every write: they may stay cached.
-        handle.entry.cache_key = (id(handle.node), handle.node.size, handle.node.mtime_ns)
+        handle.entry.cache_key = pages_key(handle.node)
         return True
 
     def store_spool(

@@ -44,3 +44,23 @@ def test_an_unchanged_file_is_read_again_from_the_page_cache(mnt: Mount) -> None
     changed = os.urandom(SIZE)
     path.write_bytes(changed)
     assert read_all(path) == changed  # changed: never the old pages
+
+
+def test_new_times_on_a_closed_file_keep_its_pages(mnt: Mount) -> None:
+    """tar, cp -p and rsync set a file's times right after they close it. The bytes
+    are the ones the kernel saw written, so the next read comes from its pages: a
+    grep -r after a tar x used to read every file again from the daemon."""
+    data = os.urandom(SIZE)
+    path = mnt.path / "extracted.bin"
+    path.write_bytes(data)
+    os.utime(path, ns=(1_600_000_000 * 10**9, 1_600_000_000 * 10**9))
+
+    before = replied_bytes(mnt.pid)
+    assert read_all(path) == data
+    assert replied_bytes(mnt.pid) - before < SIZE // 4
+    assert path.stat().st_mtime_ns == 1_600_000_000 * 10**9
+
+    changed = os.urandom(SIZE)
+    path.write_bytes(changed)
+    os.utime(path, ns=(1_500_000_000 * 10**9, 1_500_000_000 * 10**9))
+    assert read_all(path) == changed  # new bytes, then new times: never the old pages
