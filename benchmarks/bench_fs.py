@@ -413,59 +413,50 @@ def bench_throughput(base: Path, native: Path, sizes: Sizes) -> list[Row]:
     cpu = {f"daemon_cpu_s_{phase}": seconds for phase, seconds in helix.cpu.items()}
     cold = {"caches_dropped": os.geteuid() == 0, "target_against": "disk", **cpu}
     label = f"{sizes.big_file_mb} MB"
+
+    def row(
+        name: str,
+        measure: str,
+        unit: str,
+        target: str = "",
+        met: bool | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Row:
+        """One measure on every side: HelixFS, tmpfs, the disk and the floor."""
+        helix_v, tmpfs_v, disk_v, floor_v = (
+            getattr(side, measure) for side in (helix, tmpfs, disk, bare)
+        )
+        extra = cpu if extra is None else extra
+        return Row(name, helix_v, tmpfs_v, unit, target, met, extra, disk_v, floor_v)
+
+    closes = {
+        "close_s": round(helix.write_close_s, 3),
+        "disk_close_s": round(disk.write_close_s, 3),
+    }
     return [
-        Row(
-            f"sequential write {label}",
-            helix.write,
-            tmpfs.write,
-            "MB/s",
-            extra=cpu,
-            disk=disk.write,
-            floor=bare.write,
-        ),
-        Row(
+        row(f"sequential write {label}", "write", "MB/s"),
+        row(
             f"sequential read {label}, cold",
-            helix.cold,
-            tmpfs.cold,
+            "cold",
             "MB/s",
             ">= 50% disk (cold)",
             helix.cold >= 0.5 * disk.cold,
             cold,
-            disk=disk.cold,
-            floor=bare.cold,
         ),
-        Row(
+        row(
             f"sequential read {label}, warm (page cache)",
-            helix.warm,
-            tmpfs.warm,
+            "warm",
             "MB/s",
             ">= 50% tmpfs",
             helix.warm >= 0.5 * tmpfs.warm,
             {"target_against": "tmpfs", **cpu},
-            disk=disk.warm,
-            floor=bare.warm,
         ),
-        Row(
-            "random 4 KB reads, cold",
-            helix.iops,
-            tmpfs.iops,
-            "IOPS",
-            extra=cpu,
-            disk=disk.iops,
-            floor=bare.iops,
-        ),
-        Row(
+        row("random 4 KB reads, cold", "iops", "IOPS"),
+        row(
             f"random 4 KB writes, {sizes.random_reads} then close",
-            helix.write_iops,
-            tmpfs.write_iops,
+            "write_iops",
             "IOPS",
-            extra={
-                "close_s": round(helix.write_close_s, 3),
-                "disk_close_s": round(disk.write_close_s, 3),
-                **cpu,
-            },
-            disk=disk.write_iops,
-            floor=bare.write_iops,
+            extra={**closes, **cpu},
         ),
     ]
 
