@@ -18,6 +18,7 @@ import blake3
 
 from helixfs.errors import InvalidInput, NotPermitted, ReadOnly
 from helixfs.fs.edge import NoAttr, NotSupported, XattrsFull
+from helixfs.vcs.attrs import is_hidden, user_names
 from helixfs.vcs.objects import XATTR_LIST_MAX, XATTR_TOTAL_MAX
 
 if TYPE_CHECKING:
@@ -76,13 +77,13 @@ def get(worktree: Worktree, node: Node, name: bytes, digests: ContentDigests) ->
             raise NoAttr()
         return cid.hex().encode()
     value = node.xattrs.get(name)
-    if value is None:
+    if value is None or is_hidden(name):  # owners, times...: stat shows them (ADR 0042)
         raise NoAttr()
     return value
 
 
 def listed(node: Node) -> list[bytes]:
-    return sorted(node.xattrs)
+    return user_names(node.xattrs)
 
 
 def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
@@ -106,7 +107,11 @@ def _check_room(node: Node, name: bytes, value: bytes) -> None:
     """Refuse a name that would make the list of names too long to list, or a value
     that would take the file's xattrs past XATTR_TOTAL_MAX (a replaced value counts at
     its new size)."""
-    others = [(known, held) for known, held in node.xattrs.items() if known != name]
+    others = [
+        (known, held)
+        for known, held in node.xattrs.items()
+        if known != name and not is_hidden(known)
+    ]
     listed = sum(len(known) + 1 for known, _ in others) + len(name) + 1  # names end in NUL
     if listed > XATTR_LIST_MAX:
         raise XattrsFull(f"no room for another xattr name on this file ({XATTR_LIST_MAX} bytes)")
@@ -119,7 +124,7 @@ def _check_room(node: Node, name: bytes, value: bytes) -> None:
 
 def remove(worktree: Worktree, node: Node, name: bytes) -> None:
     _check_writable(worktree, name)
-    if name not in node.xattrs:
+    if name not in node.xattrs or is_hidden(name):
         raise NoAttr()
     worktree.remove_xattr(node, name)
 

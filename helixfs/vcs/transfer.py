@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.vcs.attrs import user_xattrs
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
 from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
@@ -423,7 +424,7 @@ def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes | None]:
 
 
 def _finish(target: bytes, entry: TreeEntry) -> None:
-    for key, value in entry.xattrs:
+    for key, value in user_xattrs(entry.xattrs):
         try:
             os.setxattr(target, key, value)
         except OSError:  # the destination filesystem may refuse user xattrs
