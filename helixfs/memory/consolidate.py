@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from helixfs.memory import frames
+from helixfs.memory import contradict, frames
 from helixfs.memory.annindex import VectorIndex
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.extract import Candidate
@@ -51,9 +51,19 @@ def decide_without_vector(
         return Decision("noop", target=twin, reason="identical fact")
     if flagged:
         return Decision("add", reason="flagged content never rewrites other memories")
-    if cand.subject:
+    if cand.subject and cand.subject not in _NOT_A_SLOT:
         return _by_slot(conn, cand, scope)
     return None
+
+
+# Subjects that name nothing by themselves: "it was a great day" and "it was a long day"
+# are not two values of one slot (issue 30: conversation turns superseded each other).
+_NOT_A_SLOT = frozenset(
+    str.split(
+        "it this that these those he she they we you i there here what who which everything "
+        "something nothing anything everyone someone today tonight life"
+    )
+)
 
 
 def identical(conn: apsw.Connection, cand: Candidate, scope: str) -> str | None:
@@ -80,7 +90,11 @@ def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | N
         if value == cand.value:
             return Decision("noop", target=memory_id, reason=f"same value for {cand.subject!r}")
     for memory_id, value in active:
-        if _refines(value, cand.value) and _comparable(cand.subject, value, cand.value):
+        if (
+            _refines(value, cand.value)
+            and _comparable(cand.subject, value, cand.value)
+            and not contradict.negation_differs(value, cand.value)
+        ):
             return Decision("update", target=memory_id, reason=f"refines {cand.subject!r}")
     rivals = tuple(m for m, value in active if _comparable(cand.subject, value, cand.value))
     if not rivals:
@@ -109,8 +123,14 @@ def _comparable(subject: str, old: str, new: str) -> bool:
     if len(old_words) <= 2 and len(new_words) <= 2:
         return True
     shorter, longer = sorted((len(old_words), len(new_words)))
-    # lengths first: tokenising every value of a big slot is what a slot check costs
-    return longer <= 2 * shorter + 2 and bool(word_set(old) & word_set(new))
+    # lengths first: tokenising every value of a big slot is what a slot check costs;
+    # then "redis for the rate limiter" / "redis for session storage" share a word but
+    # are two uses, where "on react 17" / "on react 18" change a value
+    return (
+        longer <= 2 * shorter + 2
+        and bool(word_set(old) & word_set(new))
+        and bool(contradict.contradicts(old, new))
+    )
 
 
 def _refines(old: str, new: str) -> bool:
@@ -128,6 +148,15 @@ def by_neighbours(
 ) -> Decision:
     new_words = word_set(cand.content)
     neighbours = _neighbours(conn, cand, vector, scope, index)
+    # A changed number, name, version, date or negation first: such a neighbour is as
+    # similar as an equivalent one, and a NOOP would drop the new value.
+    changed = [(m, contradict.contradicts(c, cand.content)) for m, c, _ in neighbours]
+    if any(why for _, why in changed):
+        return Decision(
+            "supersede",
+            retire=tuple(m for m, why in changed if why),
+            reason=next(why for _, why in changed if why),
+        )
     for memory_id, content, sim in neighbours:
         old_words = word_set(content)
         lexical = jaccard(old_words, new_words)

@@ -71,6 +71,8 @@ def content_tokens(text: str) -> list[str]:
 
 
 def replaces(old: str, new: str) -> bool:
+    if new.rstrip().endswith("?"):
+        return False  # a question asserts no new value
     old_tokens, new_tokens = content_tokens(old), content_tokens(new)
     if not old_tokens or not new_tokens or len(old_tokens) > 2 * len(new_tokens) + 3:
         return False  # an overview is not replaced by one detail about it
@@ -83,7 +85,7 @@ def replaces(old: str, new: str) -> bool:
     cue = _CUE.search(new.lower()) is not None
     threshold = ALIGNED_WITH_CUE if cue else ALIGNED
     shortest = min(len(old_tokens), len(new_tokens))
-    if aligned < threshold * shortest or aligned < 2 or (cue and aligned < 3 and shortest > 4):
+    if aligned < threshold * shortest or aligned < 2 or (cue and aligned < 3 and shortest > 3):
         return False
     old_values = {t for t in old_tokens if any(c.isdigit() for c in t)}
     if old_values and old_values <= set(new_tokens):

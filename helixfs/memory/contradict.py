@@ -1,0 +1,130 @@
+"""Does a new sentence state the same thing as an old one with another value?
+
+"stores tokens as user:hex, 16 random bytes" -> "... 32 random bytes" is 0.99 cosine-
+similar and shares every word but one: similarity alone calls it the same fact and
+drops the new value (issue 30). What changed decides: a number, a version, a date, a
+name or a negation that differs between two sentences that otherwise line up is a
+contradiction, never a confirmation. Deterministic, local, no model.
+
+What is not a contradiction, although it lines up as well:
+- two events ("I went to the park last Saturday" / "... to the beach last Sunday"):
+  both happened; a past-tense event is only corrected by an explicit cue ("actually").
+- a question ("Where did you find it?"): it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from helixfs.memory.tokens import STOPWORDS
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[._:/-][A-Za-z0-9]+)*(?:'[a-z]+)?")
+_NEGATION = re.compile(r"(?i)\b(?:not|never|no longer|cannot|no)\b|n't\b|\bnor\b|\bwithout\b")
+_MONTHS_DAYS = frozenset(
+    str.split(
+        "january february march april may june july august september october november december "
+        "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
+        "friday saturday sunday"
+    )
+)
+_NEGATORS = frozenset({"not", "never", "cannot", "no", "nor", "without", "longer"})
+# Past-tense events: "went", "visited", "found" ... with a time of their own.
+_PAST_EVENT = re.compile(
+    r"(?i)\b(yesterday|last (?:week|month|year|night|weekend|summer|winter|spring|fall|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|ago|went|visited|found|"
+    r"bought|met|saw|made|took|got|adopted|finished|started|began|baked|painted|read|"
+    r"wrote|ran|travell?ed|moved into|celebrated|attended|joined|won|lost|tried)\b"
+)
+_CORRECTION = re.compile(
+    r"(?i)\b(actually|correction|i meant|to be precise|in fact|turns out|not .+ but)\b"
+)
+# Words an update adds or drops without changing what the sentence is about.
+_UPDATE_WORDS = frozenset(
+    str.split("now currently actually today anymore instead still already again newly")
+)
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    words: tuple[str, ...]  # content tokens, lowercase, negators left out
+    values: frozenset[str]  # of them, those that carry a value (number, name, date...)
+    negated: bool
+    question: bool
+    event: bool
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(text: str) -> _Sentence:
+    words: list[str] = []
+    values: set[str] = set()
+    end = -1
+    for match in _WORD.finditer(text):
+        raw = match.group(0)
+        word = raw.lower().split("'")[0]
+        sentence_start = end < 0 or any(c in ".!?" for c in text[end : match.start()])
+        end = match.end()
+        if word in STOPWORDS or word in _NEGATORS or raw.lower().endswith("n't"):
+            continue  # "aren't" is its negation, counted apart
+        if len(word) < 2 and not word.isdigit():
+            continue
+        words.append(word)
+        if _is_value(raw, word, sentence_start):
+            values.add(word)
+    stripped = text.strip()
+    return _Sentence(
+        tuple(words),
+        frozenset(values),
+        _NEGATION.search(text) is not None,
+        stripped.endswith("?"),
+        _PAST_EVENT.search(text) is not None,
+    )
+
+
+def _is_value(raw: str, word: str, sentence_start: bool) -> bool:
+    """A token that states a value: a digit in it (counts, versions, dates, times), a
+    month or weekday, an identifier (user:hex, v2), or a capitalised name mid-sentence."""
+    if any(c.isdigit() for c in word) or word in _MONTHS_DAYS:
+        return True
+    if any(c in raw for c in "._:/-") and len(raw) > 2:
+        return True
+    return raw[0].isupper() and not sentence_start
+
+
+def contradicts(old: str, new: str) -> str:
+    """Why `new` states `old` with a different value ('' when it does not).
+
+    The same statement: every word that carries no value lines up (but for a few update
+    words such as "now"); what differs is values or a negation. "Thanks, Joanna! That
+    sounds great" / "Thanks, Nate! That sounds amazing" changes a plain word too: two
+    turns, not one fact restated."""
+    if old == new:
+        return ""
+    a, b = _parse(old), _parse(new)
+    if b.question or not a.words or not b.words:
+        return ""
+    if a.event and b.event and _CORRECTION.search(new) is None:
+        return ""
+    matcher = SequenceMatcher(None, a.words, b.words, autojunk=False)
+    aligned = sum(block.size for block in matcher.get_matching_blocks())
+    if aligned < min(2, len(a.words), len(b.words)):
+        return ""
+    changed_values: list[str] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        gone, came = a.words[i1:i2], b.words[j1:j2]
+        plain = [w for w in gone if w not in a.values] + [w for w in came if w not in b.values]
+        if any(w not in _UPDATE_WORDS for w in plain):
+            return ""
+        if op == "replace" and (set(gone) & a.values or set(came) & b.values):
+            changed_values.append(f"{' '.join(gone)} -> {' '.join(came)}")
+    if a.negated != b.negated:
+        return "negation changed"
+    return f"new value ({'; '.join(changed_values)})" if changed_values else ""
+
+
+def negation_differs(old: str, new: str) -> bool:
+    return _parse(old).negated != _parse(new).negated
