@@ -145,3 +145,16 @@ def is_failure(exc: BaseException) -> bool:
         cls.__name__ == "PanicException" and cls.__module__ == "pyo3_runtime"
         for cls in type(exc).__mro__
     )
+
+
+class RemoteUnavailable(HelixError):
+    """The remote object store cannot be reached now (network, server down): nothing of
+    the operation landed on it that a retry would not find and complete."""
+
+    errno = errno.EHOSTUNREACH
+
+
+class RemoteDenied(HelixError):
+    """The remote object store refused our credentials or the bucket's permissions."""
+
+    errno = errno.EACCES

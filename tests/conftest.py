@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from seaweed import SeaweedServer
 
 
 def in_ci() -> bool:
@@ -29,3 +35,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", print_blob=True)
 settings.load_profile("ci" if in_ci() else "dev")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """One SeaweedFS for the session (tests/seaweed.py); each test takes its own prefix
+    of its bucket. Started on first use, killed at the end of the session."""
+    from seaweed import SeaweedServer  # imports conftest: not at the top
+
+    server = SeaweedServer(tmp_path_factory.mktemp("seaweed"))
+    saved = {name: os.environ.get(name) for name in server.env()}
+    os.environ.update(server.env())  # the CLI processes of the tests inherit them
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -81,3 +81,27 @@ def raw_rows(path: Path, family: str) -> dict[bytes, bytes]:
     }
     db.close()
     return rows
+
+
+def s3_backend(endpoint: str, prefix: str) -> Iterator[Backend]:
+    """An S3Store on its own prefix of the session's SeaweedFS bucket."""
+    from helixfs.store.s3 import S3Store
+    from helixfs.store.s3client import S3Location
+
+    location = S3Location("helix", prefix, endpoint)
+    holder: list[S3Store] = [S3Store(location)]
+
+    def reopen() -> ObjectStore:
+        holder[0].close()
+        holder[0] = S3Store(location)
+        return holder[0]
+
+    def tamper(oid: ObjectId, change: Callable[[bytes], bytes]) -> None:
+        client = holder[0]._client
+        key = f"objects/{oid.hex()}"
+        frame = client.get(key)
+        assert frame is not None, "tampering with an object that is not stored"
+        client.raw_put(key, change(frame))
+
+    yield Backend(lambda: holder[0], reopen, tamper)
+    holder[0].close()
