@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
     "helixfs.cli.mount",  # mount, umount
     "helixfs.cli.strand",  # dna
+    "helixfs.cli.remote",  # remote, clone, push, fetch, pull
     "helixfs.cli.mcp",  # mcp
 )
 
@@ -59,6 +60,7 @@ COMMAND_INDEX: dict[str, str] = {
     ),
     **dict.fromkeys(("mount", "umount", "unmount"), "helixfs.cli.mount"),
     "dna": "helixfs.cli.strand",
+    **dict.fromkeys(("remote", "clone", "push", "fetch", "pull"), "helixfs.cli.remote"),
     "mcp": "helixfs.cli.mcp",
 }
 _GLOBAL_WITH_VALUE = ("--store",)

@@ -52,9 +52,9 @@ class Sealer(Protocol):
 
     def object_name(self, oid: ObjectId) -> str: ...
 
-    def seal(self, data: bytes) -> bytes: ...
+    def seal(self, data: bytes, bound_to: bytes) -> bytes: ...
 
-    def unseal(self, what: str, blob: bytes) -> bytes: ...
+    def unseal(self, what: str, blob: bytes, bound_to: bytes) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class S3Store:
 
     def _decode(self, oid: ObjectId, blob: bytes) -> bytes:
         if self._sealer is not None:
-            blob = self._sealer.unseal(f"object {hex_id(oid)}", blob)
+            blob = self._sealer.unseal(f"object {hex_id(oid)}", blob, oid)
         record = decode_plain(oid, blob, codec_of(oid, blob))
         try:
             return verify(oid, record)
@@ -123,7 +123,7 @@ class S3Store:
         oid, record = item
         blob = encode_plain(bytes(record))
         if self._sealer is not None:
-            blob = self._sealer.seal(blob)
+            blob = self._sealer.seal(blob, oid)
         if self._client.put(self._key(oid), blob, if_none_match=True, size=len(record)):
             with self._lock:
                 self.uploaded += 1
@@ -168,12 +168,16 @@ class S3Store:
         flag, body = blob[len(REF_MAGIC) : len(REF_MAGIC) + 1], blob[len(REF_MAGIC) + 1 :]
         if flag == _GONE:
             return None
-        return body if self._sealer is None else self._sealer.unseal(f"ref {name!r}", body)
+        if self._sealer is None:
+            return body
+        return self._sealer.unseal(f"ref {name!r}", body, name.encode())
 
-    def _ref_blob(self, value: bytes | None) -> bytes:
+    def _ref_blob(self, name: str, value: bytes | None) -> bytes:
         if value is None:
             return REF_MAGIC + _GONE
-        return REF_MAGIC + _PRESENT + (value if self._sealer is None else self._sealer.seal(value))
+        if self._sealer is not None:
+            value = self._sealer.seal(value, name.encode())
+        return REF_MAGIC + _PRESENT + value
 
     def _plan(self, updates: Sequence[RefUpdate]) -> list[tuple[str, _RefState, bytes | None]]:
         """(name, state read, final value) per ref, after checking every expectation
@@ -207,7 +211,7 @@ class S3Store:
 
     def _swap(self, name: str, state: _RefState, new: bytes | None) -> tuple[bool, str | None]:
         """Conditional write of one ref over `state`: whether it won, and its ETag."""
-        key, blob = self._ref_key(name), self._ref_blob(new)
+        key, blob = self._ref_key(name), self._ref_blob(name, new)
         if state.etag is None:
             return self._client.put_etag(key, blob, if_none_match=True)
         return self._client.put_etag(key, blob, if_match=state.etag)
@@ -216,7 +220,7 @@ class S3Store:
         """Undo the refs a losing write had moved (each only if still ours)."""
         for name, state, etag in reversed(done):
             if etag is not None:
-                blob = self._ref_blob(state.value)
+                blob = self._ref_blob(name, state.value)
                 self._client.put_etag(self._ref_key(name), blob, if_match=etag)
 
     def ref(self, name: str) -> bytes | None:

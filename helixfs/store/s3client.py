@@ -46,16 +46,19 @@ class S3Location:
     @classmethod
     def parse(cls, url: str, endpoint: str | None = None, region: str | None = None) -> S3Location:
         if not url.startswith("s3://"):
-            raise InvalidInput(f"a remote is s3://BUCKET/PREFIX, not {url!r:.80}")
+            raise InvalidInput(f"a remote is s3://BUCKET/PREFIX, not {_shown(url)}")
         bucket, _, prefix = url[len("s3://") :].partition("/")
         if not _BUCKET.fullmatch(bucket):
-            raise InvalidInput(f"{bucket!r:.80} is not an S3 bucket name")
+            raise InvalidInput(f"{_shown(bucket)} is not an S3 bucket name")
         prefix = prefix.strip("/")
         if "//" in prefix or not prefix.isprintable():
             raise InvalidInput(f"the prefix {prefix!r:.80} has an empty or unprintable part")
         if endpoint is not None and not _ENDPOINT.fullmatch(endpoint):
             # no user:password@, no path: credentials never travel in a location
-            raise InvalidInput(f"--endpoint is http(s)://HOST[:PORT], not {endpoint!r:.80}")
+            raise InvalidInput(
+                f"--endpoint is http(s)://HOST[:PORT] (no user, password or path), "
+                f"not {_shown(endpoint)}"
+            )
         return cls(bucket, prefix, endpoint.rstrip("/") if endpoint else None, region)
 
     def __str__(self) -> str:
@@ -81,6 +84,11 @@ def _fresh_session() -> Any:
             _loader.append(session.get_component("data_loader"))
         session.register_component("data_loader", _loader[0])
     return session
+
+
+def _shown(text: str) -> str:
+    """A location for a message, unless it may hold a credential (`user:secret@`)."""
+    return "that (it has a user part, not shown)" if "@" in text else repr(text[:80])
 
 
 def _code(err: Any) -> str:

@@ -40,7 +40,7 @@ from helixfs.vcs.objects import (
     references,
     tree_dirs,
 )
-from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, WORK
+from helixfs.vcs.refs import BRANCHES, HEAD, REMOTES, SNAPSHOTS, WORK
 from helixfs.vcs.treeops import EMPTY_TREE_ID
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class RepoStats:
 
 
 def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
-    for prefix in (BRANCHES, SNAPSHOTS, WORK):
+    for prefix in (BRANCHES, SNAPSHOTS, WORK, REMOTES):  # a remote's branches: ADR 0056
         for name, value in repo.store.refs(prefix):
             yield name, journal.tree_of(value) if prefix == WORK else ObjectId(value)
 

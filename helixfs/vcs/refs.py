@@ -18,6 +18,7 @@ HEAD = "HEAD"
 BRANCHES = "branches/"
 SNAPSHOTS = "snapshots/"
 WORK = "work/"
+REMOTES = "remotes/"  # remotes/NAME/BRANCH: a remote's branch as last seen (vcs/sync.py)
 DEFAULT_BRANCH = "main"
 
 _BAD_NAME = re.compile(r"[\x00-\x20/\\~^:?*\[\]\x7f]")

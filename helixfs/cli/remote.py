@@ -1,0 +1,237 @@
+"""Many machines, one repository: remote, clone, push, fetch, pull (vcs/sync.py).
+
+Credentials are never arguments: boto3 finds them (environment, ~/.aws/credentials,
+instance roles), and no output here prints anything but locations and commit ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs.cli.command import UsageError, add_command, path_argument
+from helixfs.cli.output import Output, table
+from helixfs.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from helixfs.vcs.remotes import Remote
+    from helixfs.vcs.repo import Repository
+    from helixfs.vcs.sync import BranchSync, Sync
+
+
+def register(subparsers: Any) -> None:
+    remote = add_command(
+        subparsers, "remote", handler=cmd_remote, help="add, list or remove S3 remotes"
+    )
+    actions = remote.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="name an s3://BUCKET/PREFIX")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("url", metavar="s3://BUCKET/PREFIX")
+    _location_arguments(add)
+    add.add_argument("--encrypt", action="store_true", help="keep only ciphertext remotely")
+    actions.add_parser("list", help="the remotes of this store")
+    rm = actions.add_parser("remove", aliases=["rm"], help="forget a remote (nothing remote)")
+    rm.add_argument("name", metavar="NAME")
+    key = actions.add_parser("key", help="an encrypted remote's key: export or import")
+    key.add_argument("key_action", choices=["export", "import"])
+    key.add_argument("name", metavar="NAME")
+    key.add_argument("file", metavar="FILE", nargs="?", help="import: the key file (- stdin)")
+    for action in (add, rm, key, actions.choices["list"]):
+        # after the action too (`helix remote list --json`); SUPPRESS keeps one given before
+        action.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="one JSON document"
+        )
+
+    clone = add_command(
+        subparsers,
+        "clone",
+        store_handler=cmd_clone,
+        forward=False,
+        help="a new store holding every branch of s3://BUCKET/PREFIX",
+    )
+    clone.add_argument("url", metavar="s3://BUCKET/PREFIX")
+    clone.add_argument("path", metavar="STORE", type=path_argument)
+    _location_arguments(clone)
+    clone.add_argument("--name", default="origin", help="the remote's name here (origin)")
+    clone.add_argument("--key", metavar="FILE", help="an encrypted remote's key file")
+
+    for name, handler, text in (
+        ("push", cmd_push, "send BRANCHes (default: the current one) to the remote"),
+        ("fetch", cmd_fetch, "bring the remote's branches here (new ones, fast-forwards)"),
+        ("pull", cmd_pull, "fetch, then merge the remote's commits into diverged branches"),
+    ):
+        parser = add_command(subparsers, name, handler=handler, help=text)
+        parser.add_argument("words", metavar="[NAME] [BRANCH]", nargs="*")
+        if name == "push":
+            parser.add_argument(
+                "--merge", action="store_true", help="merge the remote's new commits first"
+            )
+            parser.add_argument(
+                "--keep", action="store_true", help="if they conflict, push ours as BRANCH@HOST"
+            )
+
+
+def _location_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint", metavar="URL", help="a non-AWS S3 endpoint")
+    parser.add_argument("--region", metavar="R", help="the bucket's region")
+
+
+def _store_folder(repo: Repository) -> Path:
+    if repo.path is None:
+        raise InvalidInput("remotes need a store folder (this repository has none)")
+    return repo.path
+
+
+# ---------------------------------------------------------------- remote
+
+
+def cmd_remote(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    from helixfs.vcs import remotes
+
+    folder = _store_folder(repo)
+    if args.action == "add":
+        return _remote_add(args, folder, out)
+    if args.action == "list":
+        found = [r.as_json() for r in remotes.load(folder).values()]
+        rows = [
+            (r["name"], r["url"], r["endpoint"] or "", "encrypted" if r["encrypt"] else "")
+            for r in found
+        ]
+        out.emit({"remotes": found}, table(rows) if rows else "no remotes")
+        return 0
+    if args.action in ("remove", "rm"):
+        gone = remotes.remove(folder, args.name)
+        out.emit({"removed": gone.as_json()}, f"removed remote {gone.name} ({gone.location})")
+        return 0
+    return _remote_key(args, folder, out)
+
+
+def _remote_add(args: argparse.Namespace, folder: Path, out: Output) -> int:
+    from helixfs.store.s3client import S3Location
+    from helixfs.vcs import remotes
+
+    name = remotes.check_remote_name(args.name)
+    location = S3Location.parse(args.url, args.endpoint, args.region)
+    remote = remotes.Remote(name, location, args.encrypt)
+    remotes.add(folder, remote)
+    if args.encrypt and remotes.read_key(folder, name) is None:
+        from helixfs.store.seal import new_key
+
+        remotes.write_key(folder, name, new_key())
+    out.emit({"added": remote.as_json()}, f"added remote {name}: {location}")
+    return 0
+
+
+def _remote_key(args: argparse.Namespace, folder: Path, out: Output) -> int:
+    from helixfs.vcs import remotes
+
+    remote = remotes.get(folder, args.name)
+    if args.key_action == "export":
+        key = remotes.read_key(folder, remote.name)
+        if key is None:
+            raise InvalidInput(f"the remote {remote.name!r} has no key (not encrypted?)")
+        out.emit({"remote": remote.name, "key": key.hex()}, key.hex())
+        return 0
+    text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text()
+    from helixfs.store.seal import parse_key
+
+    remotes.write_key(folder, remote.name, parse_key(text))
+    out.emit({"remote": remote.name, "imported": True}, f"key of {remote.name} imported")
+    return 0
+
+
+# ---------------------------------------------------------------- push, fetch, pull
+
+
+def _split_words(words: list[str], folder: Path) -> tuple[Remote, list[str]]:
+    """`[NAME] [BRANCH...]`: the first word is a remote if this store has one so named."""
+    from helixfs.vcs import remotes
+
+    known = remotes.load(folder)
+    if words and words[0] in known:
+        return known[words[0]], words[1:]
+    return remotes.get(folder, None), words
+
+
+def _sync(repo: Repository, remote: Remote) -> Sync:
+    from helixfs.vcs import remotes
+    from helixfs.vcs.sync import Sync, host_name
+
+    store = remotes.open_store(_store_folder(repo), remote)
+    return Sync(repo, store, remote.name, host_name())
+
+
+def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:
+    docs = [dataclasses.asdict(r) for r in results]
+    rows = []
+    for r in results:
+        where = f" as {r.kept_as}" if r.kept_as else ""
+        what = f"{r.status}{where}"
+        if r.conflicts:
+            what += ": conflicts in " + ", ".join(r.conflicts[:5])
+        rows.append((r.branch, what, (r.commit or "")[:12], f"{r.objects} objects"))
+    out.emit(
+        {"remote": remote.name, "url": str(remote.location), "branches": docs},
+        table(rows) if rows else "nothing to do",
+    )
+    return 1 if any(r.status == "conflict" for r in results) else 0
+
+
+def cmd_push(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    remote, branches = _split_words(args.words, _store_folder(repo))
+    branches = branches or [repo.current_branch()]
+    for branch in branches:
+        repo.settle(branch)
+    sync = _sync(repo, remote)
+    try:
+        return _report(out, remote, sync.push(branches, merge=args.merge, keep=args.keep))
+    finally:
+        sync.remote.close()  # type: ignore[attr-defined]
+
+
+def cmd_fetch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    remote, branches = _split_words(args.words, _store_folder(repo))
+    sync = _sync(repo, remote)
+    try:
+        return _report(out, remote, sync.fetch(branches or None))
+    finally:
+        sync.remote.close()  # type: ignore[attr-defined]
+
+
+def cmd_pull(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    remote, branches = _split_words(args.words, _store_folder(repo))
+    sync = _sync(repo, remote)
+    try:
+        return _report(out, remote, sync.pull(branches or None))
+    finally:
+        sync.remote.close()  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- clone
+
+
+def cmd_clone(args: argparse.Namespace, store: Path, out: Output) -> int:
+    from helixfs.store.s3client import S3Location
+    from helixfs.vcs import remotes
+    from helixfs.vcs.clone import clone
+
+    folder = Path(args.path).expanduser()
+    location = S3Location.parse(args.url, args.endpoint, args.region)
+    name = remotes.check_remote_name(args.name)
+    key = None
+    if args.key:
+        from helixfs.store.seal import parse_key
+
+        key = parse_key(Path(args.key).read_text())
+    if folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"{folder} exists and is not empty: clone into a new folder")
+    results = clone(folder, remotes.Remote(name, location, key is not None), key)
+    docs = [dataclasses.asdict(r) for r in results]
+    out.emit(
+        {"store": str(folder.resolve()), "remote": name, "branches": docs},
+        f"cloned {location} into {folder}: {len(results)} branch(es)",
+    )
+    return 0
