@@ -201,8 +201,10 @@ class Operations(pyfuse3.Operations):
         """The stored content open descriptors read (a spool reads its unwritten bytes
         from its node's content too): gc keeps it even where no ref reaches it any more,
         in a deleted branch or a commit a reset left behind. Called by gc on a worker
-        thread: `files()` copies the handle table in one step, under the GIL."""
-        return [h.node.oid for h in self._handles.files() if h.node.oid is not None]
+        thread: `files()` copies the handle table in one step, under the GIL. And the
+        chunks of files stored ahead of their close (ADR 0048), which nothing reaches yet."""
+        open_files = [h.node.oid for h in self._handles.files() if h.node.oid is not None]
+        return open_files + self.spools.prestored()
 
     def _follow_open(self, old: Node, new: Node) -> None:
         """Views.regenerate: a file its branch's reload left as it was got a new node;

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 from helixfs.errors import FileTooBig
 from helixfs.ids import ObjectId
 from helixfs.vcs.content import MAX_FILE_SIZE, Holes, check_file_size
+from helixfs.vcs.prestore import FEED_BYTES, Chunks, Prestore
 
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
@@ -39,6 +40,7 @@ MEMORY_BUDGET = 64 << 20  # bytes every spool of a mount may keep in memory toge
 EDITS_KEPT = 1 << 16  # byte ranges remembered since the last store; past that, "all of it"
 
 ReadBase = Callable[[int, int], bytes]
+MakePrestore = Callable[[], Prestore]
 
 
 class MemoryBudget:
@@ -76,9 +78,11 @@ class Spool:
         base_id: ObjectId | None = None,
         budget: MemoryBudget | None = None,
         base_holes: Holes = (),
+        prestore: MakePrestore | None = None,
     ) -> None:
         """`base_holes`: ranges the stored content holds as zeros (sorted, disjoint, within
-        `base_size`): they stay holes until written, for st_blocks and for storing."""
+        `base_size`): they stay holes until written, for st_blocks and for storing.
+        `prestore`: makes the Prestore of a file written from its start (ADR 0048)."""
         self._tmp_dir = tmp_dir
         self._budget = budget or MemoryBudget()
         self._memory: bytearray | None = bytearray()
@@ -101,6 +105,9 @@ class Spool:
         # again costs the edits, not the file (a database commit): None = everything.
         self._edits: list[tuple[int, int]] | None = []
         self.base_id = base_id  # the stored content those edits apply to
+        self._make_prestore = prestore
+        self._prestore: Prestore | None = None
+        self._feeding = False  # the prestore is in the feeder's queue
 
     @property
     def on_disk(self) -> bool:
@@ -131,6 +138,7 @@ class Spool:
             raise FileTooBig(f"a write at {offset} is past the largest file size")
         data = data[: MAX_FILE_SIZE - offset]  # cut short at the limit, as write(2) is
         end = offset + len(data)
+        self._before_write(offset)
         self._make_room(end)
         if self._memory is not None:
             if end > len(self._memory):
@@ -145,10 +153,63 @@ class Spool:
         self._edited(min(offset, self.size), end)  # a hole past the end is new bytes too
         self.size = max(self.size, end)
         self._touched()
+        self._maybe_feed()
         return len(data)
+
+    def _before_write(self, offset: int) -> None:
+        """A file written from its start, nothing stored showing through, gets a
+        prestore; a write anywhere but at the end makes it void."""
+        if self._prestore is not None:
+            if offset != self.size:
+                self._void_prestore()
+        elif (
+            self._make_prestore is not None
+            and offset == 0
+            and self.size == 0
+            and not self._written
+            and self._base_limit == 0
+        ):
+            self._prestore = self._make_prestore()
+        self._make_prestore = None  # decided at the first write
+
+    def _void_prestore(self) -> None:
+        if self._prestore is not None:
+            self._prestore.void()
+            self._prestore = None
+
+    def _maybe_feed(self) -> None:
+        prestore = self._prestore
+        if (
+            prestore is not None
+            and not self._feeding
+            and self._file is not None
+            and self.size - prestore.pos >= FEED_BYTES
+        ):
+            self._feeding = True
+            fd = self._fd
+            _feeder.feed(self, prestore, lambda pos, size: os.pread(fd, size, pos))
+
+    def written_size(self) -> int:
+        """The file's size as written so far (read by the feeder thread)."""
+        return self.size
+
+    def fed(self) -> None:
+        """The feeder is done with this spool's last batch (feeder thread)."""
+        self._feeding = False
+
+    def take_head(self) -> tuple[int, Chunks] | None:
+        """For storing: (a cut, the chunks before it) already stored, or None. Waits for
+        a feed under way; the prestore ends here."""
+        prestore, self._prestore = self._prestore, None
+        return prestore.finish() if prestore is not None else None
+
+    def prestored(self) -> list[ObjectId]:
+        prestore = self._prestore
+        return prestore.ids() if prestore is not None else []
 
     def truncate(self, size: int) -> None:
         check_file_size(size)
+        self._void_prestore()
         if size < self.size:
             self._base_limit = min(self._base_limit, size)
             self._written = [(a, min(b, size)) for a, b in self._written if a < size]
@@ -263,6 +324,9 @@ class Spool:
         self.base_id = content_id
 
     def close(self) -> None:
+        prestore, self._prestore = self._prestore, None
+        if prestore is not None:
+            prestore.finish()  # the feeder reads the file: wait for it first
         if self._file is not None:
             _closer.close(self._file)
             self._file = None
@@ -338,6 +402,36 @@ class _Closer:
 
 
 _closer = _Closer()
+
+
+class _Feeder:
+    """Feeds prestores on a thread of its own (one for every mount of the process):
+    cutting, hashing and storing a big file's written bytes while the FUSE loop takes
+    its next writes. Started on first use, and again in a forked child."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Spool, Prestore, ReadBase]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def feed(self, spool: Spool, prestore: Prestore, read: ReadBase) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="helix-prestore")
+                self._thread.daemon = True
+                self._thread.start()
+        self._work.put((spool, prestore, read))
+
+    def _run(self) -> None:
+        while True:
+            spool, prestore, read = self._work.get()
+            try:
+                prestore.feed(read, spool.written_size)
+            finally:
+                spool.fed()
+
+
+_feeder = _Feeder()
 _END = 1 << 63  # sorts after any range starting at the same offset
 
 
@@ -413,10 +507,13 @@ class SpoolTable:
         base_size: int,
         base_id: ObjectId | None = None,
         base_holes: Holes = (),
+        prestore: MakePrestore | None = None,
     ) -> Spool:
         found = self.get(node)
         if found is None:
-            found = Spool(self.tmp_dir, read_base, base_size, base_id, self.budget, base_holes)
+            found = Spool(
+                self.tmp_dir, read_base, base_size, base_id, self.budget, base_holes, prestore
+            )
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found
 
@@ -434,6 +531,11 @@ class SpoolTable:
         found = self._spools.pop(id(node), None)
         if found:
             found[1].close()
+
+    def prestored(self) -> list[ObjectId]:
+        """The chunks prestores hold for files not stored yet: no ref reaches them, so
+        gc must be told (it calls this on a worker thread: the listing is one step)."""
+        return [oid for _, spool in list(self._spools.values()) for oid in spool.prestored()]
 
     def __len__(self) -> int:
         return len(self._spools)

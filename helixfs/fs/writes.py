@@ -52,6 +52,7 @@ class Writes:
             node.size,
             node.oid,
             base_holes=worktree.zero_ranges(node),
+            prestore=worktree.prestore,
         )
 
     def store(self, handle: FileHandle, *, sync: bool = False) -> bool:
@@ -96,6 +97,7 @@ class Writes:
             spool.source(),
             edited=None if edits is None or spool.base_id is None else (spool.base_id, edits),
             holes=spool.holes(),
+            head=spool.take_head(),
         )
         worktree.set_attrs(node, mtime_ns=mtime)
         worktree.mark_changed(node, ctime)

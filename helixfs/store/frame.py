@@ -115,9 +115,31 @@ def codec_of(oid: ObjectId, frame: bytes) -> Codec:
 # ---------------------------------------------------------------- plain (raw / lz4)
 
 
+SAMPLE_FROM = 32 << 10
+"""Records this large are first tried on samples: a chunk of random or already
+compressed bytes (an archive, an image, model weights) is stored RAW without LZ4
+running over all of it (ADR 0048)."""
+SAMPLE_BYTES = 4 << 10
+SAMPLE_GAIN = 0.97
+"""A sample compressed to more than this share of its size does not compress."""
+
+
+def compresses(record: bytes) -> bool:
+    """Whether LZ4 may gain on `record`: large records are judged by two samples (their
+    start and their middle), and skipped when neither shrinks."""
+    if len(record) < SAMPLE_FROM:
+        return len(record) >= MIN_COMPRESS
+    view = memoryview(record)
+    middle = len(record) // 2
+    for sample in (view[:SAMPLE_BYTES], view[middle : middle + SAMPLE_BYTES]):
+        if len(lz4.block.compress(sample)) < SAMPLE_GAIN * SAMPLE_BYTES:
+            return True
+    return False
+
+
 def encode_plain(record: bytes) -> bytes:
-    """RAW or LZ4, whichever is smaller."""
-    if len(record) >= MIN_COMPRESS:
+    """RAW or LZ4, whichever is smaller (RAW at once for what does not compress)."""
+    if compresses(record):
         packed: bytes = lz4.block.compress(record)
         if len(packed) < len(record):
             return _HEADERS[Codec.LZ4] + packed

@@ -89,12 +89,19 @@ def pack_bytes(data: bytes | bytearray | memoryview) -> Stored:
     return _finish_index(objects, refs)
 
 
-def store_stream(source: BinaryIO, sink: Sink, holes: Holes = ()) -> Stored:
+def store_stream(
+    source: BinaryIO,
+    sink: Sink,
+    holes: Holes = (),
+    head: tuple[int, list[tuple[ObjectId, int]]] | None = None,
+) -> Stored:
     """Store a seekable file's content from its start, chunk batches going to `sink`.
 
     Returns the index (or blob) record in `objects`, for the caller to write with its
     tree update; the chunks themselves have been handed to `sink` already. `holes` are
-    ranges known to be zeros: they are neither read nor hashed (see _chunks).
+    ranges known to be zeros: they are neither read nor hashed (see _chunks). `head` =
+    (a cut, the chunks before it), already stored (vcs/prestore.py): cutting resumes
+    at that cut.
     """
     size = source.seek(0, io.SEEK_END)
     check_file_size(size)  # a file the mount could never open: refused before any read
@@ -103,8 +110,8 @@ def store_stream(source: BinaryIO, sink: Sink, holes: Holes = ()) -> Stored:
         return pack_bytes(source.read(CHUNK_THRESHOLD + 1))
     pending: Objects = {}
     pending_bytes = 0
-    refs: list[tuple[ObjectId, int]] = []
-    for length, data in _chunks(source, 0, size, holes):
+    start, refs = (head[0], list(head[1])) if head is not None and head[0] <= size else (0, [])
+    for length, data in _chunks(source, start, size, holes):
         refs.append(_add_chunk(pending, data) if data is not None else _zero_chunk(pending))
         pending_bytes += length if data is not None else 0
         if pending_bytes >= FLUSH_BYTES:

@@ -78,6 +78,7 @@ from helixfs.vcs.objects import (
     uncompressed,
 )
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
+from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.treeops import holds_file, show_path, subtree
 
@@ -527,22 +528,25 @@ class Worktree:
         *,
         edited: tuple[ObjectId, list[tuple[int, int]]] | None = None,
         holes: Holes = (),
+        head: tuple[int, list[tuple[ObjectId, int]]] | None = None,
     ) -> None:
         """Store the file's full new content; large sources are streamed in chunks.
 
         `edited` = (content id, byte ranges) promises that `source` differs from that
         content only in those ranges: a big file is then re-cut around them only.
         `holes` = byte ranges promised to be zeros: they are not read (a sparse file).
+        `head` = (a cut, its chunks) promises that the source's bytes before that cut
+        are those chunks, stored already (a Prestore's): cutting starts there.
         """
         with self._lock:
             self._writable()
             self._regular(node)
-            stored = self._store_edited(node, source, edited, holes)
+            stored = None if head is not None else self._store_edited(node, source, edited, holes)
             if stored is None:
                 if isinstance(source, BYTES_LIKE):
                     stored = pack_bytes(source)
                 else:
-                    stored = store_stream(source, self._bulk_sink, holes)
+                    stored = store_stream(source, self._bulk_sink, holes, head)
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()
@@ -567,6 +571,12 @@ class Worktree:
 
     def _bulk_sink(self, objects: Mapping[ObjectId, bytes]) -> None:
         self.repo.store.write(objects, bulk=True)
+
+    def prestore(self) -> Prestore:
+        """A Prestore of a file being written into this tree (any thread may feed it:
+        the store takes its own lock; chunks alone change no state of the tree)."""
+        self._writable()
+        return Prestore(self._bulk_sink)
 
     def set_attrs(
         self,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helixfs.errors import CorruptObject, UnsupportedVersion
 from helixfs.ids import ObjectId, object_id
+from helixfs.store import frame
 from helixfs.store.frame import (
     Codec,
     apply_delta,
@@ -165,3 +169,27 @@ def test_absurd_sizes_in_a_delta_are_corrupt_not_a_huge_allocation() -> None:
     huge = type(delta)(delta.base, delta.depth, delta.prefix, delta.suffix, 1 << 40, delta.block)
     with pytest.raises(CorruptObject):
         apply_delta(oid, huge, base)
+
+
+def test_large_records_that_do_not_compress_are_stored_raw_without_lz4_over_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADR 0048: two 4 KiB samples decide; random bytes never go through LZ4 whole."""
+    rng = random.Random(9)
+    noise = rng.randbytes(64 << 10)
+    text = b"def f(x):\n    return x + 1\n" * 2400
+    half = rng.randbytes(32 << 10) + text[: 32 << 10]  # compressible from its middle on
+    compressed: list[int] = []
+    real = frame.lz4.block.compress
+
+    def counting(data: Any, *args: Any, **kwargs: Any) -> bytes:
+        compressed.append(len(data))
+        return bytes(real(data, *args, **kwargs))
+
+    monkeypatch.setattr(frame.lz4.block, "compress", counting)
+    assert frame.encode_plain(noise)[4] == frame.Codec.RAW
+    assert max(compressed) <= frame.SAMPLE_BYTES  # only the samples were compressed
+    for record in (text, half):
+        encoded = frame.encode_plain(record)
+        assert encoded[4] == frame.Codec.LZ4 and len(encoded) < len(record)
+        assert frame.decode_plain(ObjectId(bytes(32)), encoded, frame.Codec.LZ4) == record

@@ -1,0 +1,102 @@
+"""A file's chunks stored while it is still being written (ADR 0048).
+
+A big file written from its start (a build artifact, a download, `cp`) used to be cut,
+hashed and stored only at close, on the FUSE loop's one core, after every byte had
+already crossed FUSE on that same core. A `Prestore` does the cutting and storing of
+the bytes written so far on another thread, while the loop keeps taking writes, so the
+two cores share the work and the close stores only the tail.
+
+Why the result is exactly what storing the whole file at close gives: FastCDC cuts a
+chunk from the bytes since the last cut alone and looks at no more than MAX_CHUNK of
+them, so a chunk that starts at least MAX_CHUNK before the end of the bytes written so
+far cannot change when more bytes come; only such chunks are kept, and storing resumes
+at the cut after them (content.store_stream's `head`). Bytes written anywhere but at
+the end (or a truncate) make the prestore void: the close then stores the file whole,
+as before. Durability is unchanged: the chunks go to the store unlogged (bulk), and the
+close's logged write of the file's index flushes them first, as it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from helixfs.errors import HelixError
+from helixfs.ids import ObjectId
+from helixfs.vcs.content import _CDC, MAX_CHUNK, Objects, Sink, _add_chunk
+
+log = logging.getLogger(__name__)
+
+FEED_BYTES = 8 << 20
+"""Bytes written past the last stored cut before the worker is given them: a batch
+large enough that its RocksDB write and thread switch cost little per byte."""
+READ_LIMIT = 32 << 20
+"""Bytes read per step at most (the worker's memory)."""
+
+ReadSpool = Callable[[int, int], bytes]
+Chunks = list[tuple[ObjectId, int]]
+
+
+class Prestore:
+    """The stored head of one file being written at its end: `pos` is a cut, every
+    byte before it is stored as the chunks `refs`."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()  # held by a feed; a finish waits for it
+        self._pos = 0
+        self._refs: Chunks = []
+        self.valid = True
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    def ids(self) -> list[ObjectId]:
+        """The chunks stored so far (gc keeps them: no ref reaches them yet)."""
+        return [oid for oid, _ in list(self._refs)]
+
+    def void(self) -> None:
+        """A write elsewhere than at the end: what was stored no longer is the file's
+        start. Takes effect at once; a feed under way drops its batch."""
+        self.valid = False
+
+    def feed(self, read: ReadSpool, end: Callable[[], int]) -> None:
+        """Cut what is written, [pos, end()), and store the chunks no later write can
+        change (on a worker thread)."""
+        with self._lock:
+            try:
+                while self.valid and end() - self._pos >= FEED_BYTES:
+                    if not self._step(read, min(end(), self._pos + READ_LIMIT)):
+                        return
+            except (HelixError, OSError) as err:
+                # the close stores the file whole and reports what still fails then
+                log.warning("storing a file ahead of its close failed: %s", err)
+                self.valid = False
+
+    def _step(self, read: ReadSpool, end: int) -> bool:
+        data = read(self._pos, end - self._pos)
+        objects: Objects = {}
+        refs: Chunks = []
+        taken = 0
+        for chunk in _CDC.cut_buf(data):
+            if chunk.offset + MAX_CHUNK > len(data):
+                break  # a later byte may still move this cut
+            refs.append(_add_chunk(objects, chunk.data))
+            taken += chunk.length
+        if not refs or not self.valid:
+            return False
+        self._sink(objects)
+        if not self.valid:
+            return False
+        self._refs.extend(refs)
+        self._pos += taken
+        return True
+
+    def finish(self) -> tuple[int, Chunks] | None:
+        """Waits for a feed under way; (pos, refs) to store the rest from, or None when
+        void. Nothing is fed after it."""
+        with self._lock:
+            done, self.valid = self.valid, False
+            return (self._pos, list(self._refs)) if done and self._refs else None
