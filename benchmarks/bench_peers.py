@@ -108,7 +108,16 @@ def juicefs_side(base: Path) -> Side:
         target.mkdir(parents=True)
         meta = f"sqlite3://{home / 'meta.db'}"
         subprocess.run(
-            [binary, "format", "--storage", "file", "--bucket", f"{home / 'bucket'}/", meta, "peers"],
+            [
+                binary,
+                "format",
+                "--storage",
+                "file",
+                "--bucket",
+                f"{home / 'bucket'}/",
+                meta,
+                "peers",
+            ],
             check=True,
             capture_output=True,
         )
