@@ -103,10 +103,17 @@ class FileTooBig(HelixError):
 
 
 class NotPermitted(HelixError):
-    """An operation HelixFS refuses by design (hard links, writing a `.helix/` file that
-    is read-only, creating entries where only the system creates them)."""
+    """An operation HelixFS refuses by design (a hard link to a folder, writing a
+    `.helix/` file that is read-only, creating entries where only the system creates
+    them)."""
 
     errno = errno.EPERM
+
+
+class TooManyLinks(HelixError):
+    """A hard link past the names one file may have (vcs.links.LINK_MAX)."""
+
+    errno = errno.EMLINK
 
 
 class Busy(HelixError):

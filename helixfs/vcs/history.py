@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
+from helixfs.vcs.links import identity
 from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.treeops import Change, show_path
@@ -112,7 +113,7 @@ def _entry_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None
 
 
 def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
-    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+    return None if entry is None else identity(entry)
 
 
 def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) -> str:

@@ -42,6 +42,7 @@ from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
+from helixfs.vcs.links import once_per_group
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
@@ -501,6 +502,7 @@ def merge_branches(
             tree = merger.follow_renames(base_tree, sides, tree)
         merger.rename_clashes(sides)
         merger.added_in_moved_folders(base_tree, sides)
+    merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(
             show_path(p) + (f" ({merger.reasons[p]})" if p in merger.reasons else "")

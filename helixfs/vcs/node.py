@@ -15,6 +15,7 @@ from typing import Any
 from helixfs.errors import InvalidName, NameTooLong
 from helixfs.ids import ObjectId
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.links import LinkGroup, with_link
 from helixfs.vcs.objects import TreeEntry, valid_name
 from helixfs.vcs.pages import Page
 from helixfs.vcs.treeops import show_path
@@ -48,6 +49,7 @@ class Node:
         "journal",
         "pieces",
         "redo",
+        "group",
     )  # no __weakref__: nothing takes a weak reference to a node, 8 bytes each
 
     def __init__(
@@ -84,6 +86,8 @@ class Node:
         self.journal: bytes | None = None
         self.pieces: dict[bytes, tuple[bytes, Node | None] | None] | None = None
         self.redo: set[bytes] | None = None
+        # a hard-linked node's names (vcs/links.py): it is in several folders at once
+        self.group: LinkGroup | None = None
 
     def is_dir(self) -> bool:
         return stat.S_ISDIR(self.mode)
@@ -94,11 +98,17 @@ class Node:
     def is_symlink(self) -> bool:
         return stat.S_ISLNK(self.mode)
 
-    def entry(self) -> TreeEntry:
+    def entry(self, name: bytes | None = None) -> TreeEntry:
+        """The tree entry of this node under `name` (a hard-linked node has several;
+        its first by default)."""
         assert self.oid is not None, "a dirty directory has no entry until it is encoded"
         size = 0 if self.is_dir() else self.size
         xattrs = tuple(sorted(self.xattrs.items()))
-        return TreeEntry(self.name, self.mode, self.oid, size, self.mtime_ns, xattrs)
+        group = self.group
+        if group is not None:
+            xattrs = with_link(xattrs, group.id, group.count)
+        entry_name = self.name if name is None else name
+        return TreeEntry(entry_name, self.mode, self.oid, size, self.mtime_ns, xattrs)
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} mode={self.mode:o} size={self.size}>"
@@ -135,6 +145,21 @@ def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
     node.raw = raw
     node.pure = parent.pure
     return node
+
+
+def same_kind(node: Node, entry: TreeEntry) -> bool:
+    """Whether a stored name may join `node`'s link group: never a folder, and the same
+    kind of file (a store merged badly could say otherwise; then it stands alone)."""
+    return not entry.is_dir() and stat.S_IFMT(node.mode) == stat.S_IFMT(entry.mode)
+
+
+def take_entry(node: Node, entry: TreeEntry) -> None:
+    """A newer state of a loaded node (a journal's entry for it)."""
+    node.mode, node.oid, node.size = entry.mode, entry.oid, entry.size
+    node.mtime_ns = entry.mtime_ns
+    node.ctime_ns = min(entry.mtime_ns, time.time_ns())
+    node.xattrs = xattrs_of(entry)
+    node.raw = None
 
 
 def xattrs_of(entry: TreeEntry) -> Mapping[bytes, bytes]:

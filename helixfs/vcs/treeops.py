@@ -18,6 +18,7 @@ from helixfs.ids import ObjectId, object_id
 from helixfs.store import ObjectStore
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.links import identity
 from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
@@ -393,7 +394,7 @@ class Trees:
         elif ea.is_dir() or eb.is_dir():
             yield from self._one_side("D", ea, prefix)
             yield from self._one_side("A", eb, prefix)
-        elif (ea.oid, ea.mode, ea.xattrs) != (eb.oid, eb.mode, eb.xattrs):
+        elif identity(ea) != identity(eb):
             yield Change("M", path, ea, eb)
 
     def _one_side(self, status: str, entry: TreeEntry, prefix: bytes) -> Iterator[Change]:

@@ -36,6 +36,7 @@ from helixfs.errors import (
     NotPermitted,
     ReadOnly,
     RefConflict,
+    TooManyLinks,
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
@@ -52,6 +53,17 @@ from helixfs.vcs.content import (
     store_stream,
 )
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.links import (
+    LINK_ENTRY_BYTES,
+    LINK_MAX,
+    LinkGroup,
+    add_place,
+    drop_place,
+    link_of,
+    new_link_id,
+    places_of,
+    without_link,
+)
 from helixfs.vcs.node import (
     NO_XATTRS,
     Listing,
@@ -63,6 +75,8 @@ from helixfs.vcs.node import (
     leaf_paths,
     mark_stale,
     node_from_entry,
+    same_kind,
+    take_entry,
     xattrs_of,
 )
 from helixfs.vcs.objects import (
@@ -115,6 +129,7 @@ class Worktree:
         # else (the settle before a reset or merge) still names them
         self._pending_meta: dict[str, Any] = {}
         self._savers = Savers()  # and each process that saved, if they were several
+        self._linkless: set[ObjectId] = set()  # stored trees with no hard link below
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -149,6 +164,8 @@ class Worktree:
             self._reader = ContentReader(
                 self.repo.store, pending=self._unwritten, records=self.repo.contents.records
             )
+            self._groups: dict[int, Node] = {}  # link id -> its node (vcs/links.py)
+            self._links_whole = False  # every name of every group is loaded
             if changes is not None:
                 self._replay(self.root, changes)
 
@@ -160,11 +177,12 @@ class Worktree:
         node.pure = False  # purity is derived again at the fold, from every child
         node.listing = None
         for name in changes.gone:
-            children.pop(name, None)
+            self._unplace(node, children.pop(name, None), name)
         for entry in changes.entries:
             nested = changes.nested.get(entry.name)
+            self._unplace(node, children.get(entry.name), entry.name)
             if nested is None:
-                children[entry.name] = node_from_entry(entry, node, None)
+                children[entry.name] = self._node_of(entry, node, None, newer=True)
                 continue
             child = Node(
                 entry.name, node, entry.mode, nested.base, 0, entry.mtime_ns, xattrs_of(entry)
@@ -195,7 +213,7 @@ class Worktree:
             assert node.oid is not None
             tree = self.repo.trees.get(node.oid)
             node.children = {
-                entry.name: node_from_entry(entry, node, raw)
+                entry.name: self._node_of(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
             node.listing = Listing.of(node.children, ordered=True)  # trees are in name order
@@ -220,21 +238,32 @@ class Worktree:
             mark_stale(node, relisted)
         if node is not self.root and node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
-        mark_stale(node.parent, node.name)
         self._unsaved = True
         if len(self._changed) < _CHANGED_LIMIT:
             what = subject or node
-            for path in paths or (self.path_of(node),):
+            for path in paths or self._paths_of(node):
                 if what.is_dir() or not is_ephemeral(path.rsplit(b"/", 1)[-1]):
                     self._changed.add(path)
         if relisted is not None:
             node.dirty = True
-        parent = node.parent
-        while parent is not None and not parent.dirty:
-            parent.dirty = True
-            parent.raw = None
-            mark_stale(parent.parent, parent.name)
-            parent = parent.parent
+        self._mark_places(node)
+
+    def _mark_places(self, node: Node) -> None:
+        """Mark every name of `node` for re-encoding, with the folders above each."""
+        if node.group is not None:
+            self._load_links()  # a name not loaded would keep the old entry
+        for parent, name in places_of(node):
+            mark_stale(parent, name)
+            while parent is not None and not parent.dirty:
+                parent.dirty = True
+                parent.raw = None
+                mark_stale(parent.parent, parent.name)
+                parent = parent.parent
+
+    def _paths_of(self, node: Node) -> list[bytes]:
+        if node.group is None:
+            return [self.path_of(node)]
+        return [self._join(parent, name) for parent, name in node.group.places]
 
     # -- reading ------------------------------------------------------------------------
 
@@ -396,6 +425,37 @@ class Worktree:
             self._detach(parent, name)
             return node
 
+    def link(self, node: Node, parent: Node, name: bytes) -> Node:
+        """A new name for `node` in `parent` (a hard link): the same node, so a write
+        through one name is seen through every other at once."""
+        with self._lock:
+            self._writable()
+            check_entry_name(name)
+            if node.is_dir():
+                raise NotPermitted(f"{show_path(self.path_of(node))} is a folder: no hard links")
+            if not self.holds(node):
+                raise NotFound("the file to link was removed (no name links it)")
+            children = self._children(parent)
+            if name in children:
+                raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
+            self._load_links()
+            group = node.group
+            if group is None:
+                assert node.parent is not None
+                group = node.group = LinkGroup(new_link_id(), 1, [(node.parent, node.name)])
+                self._groups[group.id] = node
+            if group.count >= LINK_MAX:
+                raise TooManyLinks(f"{show_path(self.path_of(node))} has {LINK_MAX} names")
+            group.count += 1
+            node.raw = None  # an entry's encoding holds its name: one per name now
+            add_place(node, parent, name)
+            children[name] = node
+            bump(parent, name)
+            self._touch(parent, self._join(parent, name), relisted=name, subject=node)
+            node.ctime_ns = time.time_ns()
+            self._mark_places(node)  # every name's entry carries the count
+            return node
+
     def rmdir(self, parent: Node, name: bytes) -> None:
         with self._lock:
             self._writable()
@@ -406,16 +466,94 @@ class Worktree:
                 raise DirectoryNotEmpty(f"{show_path(self._join(parent, name))} is not empty")
             self._detach(parent, name)
 
-    def _detach(self, parent: Node, name: bytes) -> Node:
+    def _detach(self, parent: Node, name: bytes, *, moving: bool = False) -> Node:
         children = self._children(parent)
         node = children.pop(name)
         parent.recheck = True
         path = self._join(parent, name)
-        node.parent = None
+        if node.group is None:
+            node.parent = None
+        else:
+            self._unname(node, parent, name, moving)
         self.mark_changed(node)  # its link count changed: an open descriptor sees it
         bump(parent, name)
         self._touch(parent, path, relisted=name, subject=node)
         return node
+
+    def _unname(self, node: Node, parent: Node, name: bytes, moving: bool) -> None:
+        """One name of a hard-linked node goes (to come back elsewhere if `moving`): the
+        others keep it. Down to one name, it is a plain file again."""
+        group = node.group
+        assert group is not None
+        self._load_links()
+        drop_place(node, parent, name)
+        if moving:
+            return
+        group.count = len(group.places)
+        if group.count <= 1:
+            node.group = None
+            del self._groups[group.id]
+        if group.count:
+            self._mark_places(node)
+
+    def _unplace(self, parent: Node, node: Node | None, name: bytes) -> None:
+        """A journal replaces (or removes) what the stored tree had at `name`."""
+        if node is not None and node.group is not None:
+            drop_place(node, parent, name)
+
+    def _node_of(
+        self, entry: TreeEntry, parent: Node, raw: bytes | None, *, newer: bool = False
+    ) -> Node:
+        """The node of a loaded entry. A hard-linked one joins its group's node if a name
+        of it is loaded already; a journal's entry (`newer`) then gives it its state."""
+        found = link_of(entry.xattrs)
+        if found is None:
+            return node_from_entry(entry, parent, raw)
+        link_id, count = found
+        entry = entry._replace(xattrs=without_link(entry.xattrs))
+        node = self._groups.get(link_id)
+        if node is None or node.group is None or not same_kind(node, entry):
+            node = node_from_entry(entry, parent, None)  # its raw holds its name: not kept
+            node.group = LinkGroup(link_id, count, [(parent, entry.name)])
+            self._groups[link_id] = node
+            return node
+        if newer:
+            take_entry(node, entry)
+            node.group.count = count
+        add_place(node, parent, entry.name)
+        return node
+
+    def _load_links(self) -> None:
+        """Load every name of every hard-linked node, once per tree state: a change
+        through one name must reach the stored entry of each (ADR 0043)."""
+        if self._links_whole or self.readonly:
+            return
+        self._links_whole = True
+        self._find_links(self.root)
+        for node in self._groups.values():
+            assert node.group is not None
+            node.group.count = len(node.group.places)
+
+    def _find_links(self, folder: Node) -> None:
+        if folder.children is None:
+            assert folder.oid is not None
+            if not self._holds_links(folder.oid):
+                return
+        for child in list(self._children(folder).values()):
+            if child.is_dir():
+                self._find_links(child)
+
+    def _holds_links(self, tree: ObjectId) -> bool:
+        """Whether a stored tree has a hard-linked entry anywhere below."""
+        if tree in self._linkless:
+            return False
+        for entry in self.repo.trees.get(tree).entries:
+            if link_of(entry.xattrs) is not None:
+                return True
+            if entry.is_dir() and self._holds_links(entry.oid):
+                return True
+        self._linkless.add(tree)
+        return False
 
     def rename(
         self,
@@ -443,7 +581,7 @@ class Worktree:
             self._check_replace(src, dst, new_parent, new_name, noreplace)
             self._check_not_inside(src, new_parent)
             old_path = self._join(old_parent, old_name)
-            self._detach(old_parent, old_name)
+            self._detach(old_parent, old_name, moving=True)
             if dst is not None:
                 self._detach(new_parent, new_name)
             self._attach(src, new_parent, new_name, old_path)
@@ -473,8 +611,11 @@ class Worktree:
             probe = probe.parent
 
     def _attach(self, node: Node, parent: Node, name: bytes, old_path: bytes) -> None:
-        node.name = name
-        node.parent = parent
+        if node.group is None:
+            node.name = name
+            node.parent = parent
+        else:
+            add_place(node, parent, name)
         self._children(parent)[name] = node
         bump(parent, name)
         node.raw = None
@@ -482,6 +623,8 @@ class Worktree:
         self._touch(parent, old_path, self._join(parent, name), relisted=name, subject=node)
         if node.is_dir():
             self._renamed.add(self._join(parent, name))
+        elif node.group is not None:
+            self._mark_places(node)  # its ctime is in every name's entry
 
     def _exchange(
         self, op: Node, on: bytes, src: Node, np: Node, nn: bytes, dst: Node | None
@@ -496,7 +639,8 @@ class Worktree:
         self._children(op)[on] = dst
         self._children(np)[nn] = src
         op.recheck = np.recheck = True
-        src.name, src.parent, dst.name, dst.parent = nn, np, on, op
+        _rehome(src, op, on, np, nn)
+        _rehome(dst, np, nn, op, on)
         src.raw = dst.raw = None
         self._touch(op, path_a, path_b, relisted=on, subject=src)
         self._touch(np, path_a, path_b, relisted=nn, subject=dst)
@@ -691,7 +835,9 @@ class Worktree:
         raws = []
         pure = True
         for name, child in listing:
-            raws.append(child.raw if child.raw is not None else self._entry_raw(child, objects))
+            raws.append(
+                child.raw if child.raw is not None else self._entry_raw(child, objects, name)
+            )
             pure = pure and _keeps_pure(name, child)
         return raws, pure
 
@@ -709,7 +855,7 @@ class Worktree:
                 at = raws.index(None, at + 1)
             except ValueError:
                 break  # no None is left
-            raws[at] = self._entry_raw(listing.nodes[at], objects)
+            raws[at] = self._entry_raw(listing.nodes[at], objects, listing.names[at])
         assert node.children is not None
         changed = ((name, node.children.get(name)) for name in node.stale or ())
         pure = all(_keeps_pure(name, child) for name, child in changed if child is not None)
@@ -738,14 +884,17 @@ class Worktree:
     def _write_pages(self, names: list[bytes], nodes: list[Node], objects: Objects) -> list[Page]:
         """Encode a run of children that starts and ends at page cuts, as pages."""
         raws = [
-            child.raw if child.raw is not None else self._entry_raw(child, objects)
-            for child in nodes
+            child.raw if child.raw is not None else self._entry_raw(child, objects, name)
+            for name, child in zip(names, nodes, strict=True)
         ]
         return write_pages(names, raws, objects)
 
-    def _entry_raw(self, child: Node, objects: Objects) -> bytes:
+    def _entry_raw(self, child: Node, objects: Objects, name: bytes) -> bytes:
+        """A child's encoded entry, kept as its `raw` unless it has several names."""
         if child.dirty:
             self._encode(child, objects)
+        if child.group is not None:
+            return encode_entry(child.entry(name))
         child.raw = encode_entry(child.entry())
         return child.raw
 
@@ -763,7 +912,7 @@ class Worktree:
         for name, child in self._sorted(node):
             if is_ephemeral(name) and not child.is_dir() and not holds_file(head, name):
                 continue
-            entry = child.entry()
+            entry = child.entry(name)
             if child.is_dir():
                 sub = self._commit_tree(child, objects, subtree(head, name))
                 entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
@@ -890,6 +1039,8 @@ class Worktree:
             xattrs = tuple(sorted(child.xattrs.items()))
             entry = TreeEntry(name, child.mode, journal.NESTED, 0, child.mtime_ns, xattrs)
             return encode_entry(entry), child
+        if child.group is not None:
+            return encode_entry(child.entry(name)), None
         if child.raw is None:
             child.raw = encode_entry(child.entry())
         return child.raw, None
@@ -1008,10 +1159,19 @@ class Worktree:
             return cid
 
 
+def _rehome(node: Node, old_parent: Node, old_name: bytes, parent: Node, name: bytes) -> None:
+    if node.group is None:
+        node.name, node.parent = name, parent
+    else:
+        drop_place(node, old_parent, old_name)
+        add_place(node, parent, name)
+
+
 def _entry_bound(name: bytes, child: Node) -> int:
     """The size of a node's encoded tree entry (encode_entry), without encoding it."""
     xattrs = sum(4 + len(key) + 2 + len(value) for key, value in child.xattrs.items())
-    return ENTRY_FIXED_BYTES + len(name) + xattrs
+    linked = LINK_ENTRY_BYTES if child.group is not None else 0
+    return ENTRY_FIXED_BYTES + len(name) + xattrs + linked
 
 
 def _keeps_pure(name: bytes, child: Node) -> bool:

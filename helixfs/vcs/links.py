@@ -1,0 +1,156 @@
+"""Hard links (ADR 0043): in stored trees, a link group is a set of full entries that
+carry the same hidden LINK key; in a live Worktree, it is one Node under several names.
+
+The LINK value is "<QI": the group's id, unique within a branch's tree, and the number
+of names the tree holds for it (st_nlink, right without loading every folder that holds
+one). Every name of a group is a whole entry (content, mode, times, xattrs), so a reader
+that ignores links (git export, an old HelixFS, `helix diff`) still sees each file whole.
+"""
+
+from __future__ import annotations
+
+import secrets
+import struct
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from helixfs.errors import CorruptObject
+from helixfs.ids import object_id
+
+if TYPE_CHECKING:
+    from helixfs.vcs.node import Node
+    from helixfs.vcs.objects import TreeEntry
+
+LINK = b"\x00l"
+LINK_MAX = 65000
+"""Names one file may have, as on ext4: a link past it fails with EMLINK."""
+_VALUE = struct.Struct("<QI")
+LINK_ENTRY_BYTES = 2 + len(LINK) + 4 + _VALUE.size  # the key in an encoded entry
+
+Xattrs = tuple[tuple[bytes, bytes], ...]
+
+
+class LinkGroup:
+    """The names of one hard-linked Node: `count` names in the tree, `places` the ones
+    loaded as (folder, name). The Node's own `parent`/`name` are `places[0]`."""
+
+    __slots__ = ("id", "count", "places")
+
+    def __init__(self, link_id: int, count: int, places: list[tuple[Node, bytes]]) -> None:
+        self.id = link_id
+        self.count = count
+        self.places = places
+
+
+def new_link_id() -> int:
+    """A fresh group id: random, so the groups two branches make never meet in a merge."""
+    return secrets.randbits(64) or 1
+
+
+def pack_link(link_id: int, count: int) -> bytes:
+    return _VALUE.pack(link_id, count)
+
+
+def unpack_link(value: bytes) -> tuple[int, int]:
+    if len(value) != _VALUE.size:
+        raise CorruptObject(f"stored link value has {len(value)} bytes, not {_VALUE.size}")
+    link_id, count = _VALUE.unpack(value)
+    return link_id, count
+
+
+def link_of(xattrs: Iterable[tuple[bytes, bytes]]) -> tuple[int, int] | None:
+    """(link id, names) of an entry's xattrs, None when it is not hard-linked. Hidden
+    keys sort first, so the scan stops at the first user key."""
+    for key, value in xattrs:
+        if key == LINK:
+            return unpack_link(value)
+        if key[:1] != b"\x00":
+            return None
+    return None
+
+
+def link_id_of(xattrs: Iterable[tuple[bytes, bytes]]) -> int | None:
+    found = link_of(xattrs)
+    return None if found is None else found[0]
+
+
+def without_link(xattrs: Xattrs) -> Xattrs:
+    """`xattrs` without the LINK key: what an entry is apart from its names."""
+    if not xattrs or xattrs[0][0][:1] != b"\x00":
+        return xattrs
+    return tuple(item for item in xattrs if item[0] != LINK)
+
+
+def with_link(xattrs: Xattrs, link_id: int, count: int) -> Xattrs:
+    """`xattrs` carrying the LINK key (still sorted by key)."""
+    return tuple(sorted((*without_link(xattrs), (LINK, pack_link(link_id, count)))))
+
+
+def import_link_id(first_path: bytes, content: bytes) -> int:
+    """A group's id in an imported folder: the same folder imported again gives the same
+    tree, and two imports' groups differ unless their first name and content agree."""
+    return int.from_bytes(object_id(b"link\x00" + first_path + b"\x00" + content)[:8], "little")
+
+
+# -- the names of a live node -----------------------------------------------------------
+
+
+def places_of(node: Node) -> list[tuple[Node | None, bytes]]:
+    """Every (folder, name) a node is loaded under: one unless it is hard-linked."""
+    group = node.group
+    if group is None:
+        return [(node.parent, node.name)]
+    return list(group.places)
+
+
+def add_place(node: Node, parent: Node, name: bytes) -> None:
+    assert node.group is not None
+    node.group.places.append((parent, name))
+    _first_place(node)
+
+
+def drop_place(node: Node, parent: Node, name: bytes) -> None:
+    assert node.group is not None
+    places = node.group.places
+    for at, (folder, held) in enumerate(places):
+        if folder is parent and held == name:
+            del places[at]
+            break
+    _first_place(node)
+
+
+def _first_place(node: Node) -> None:
+    """A node's `parent` and `name` are its first place (None: no name links it)."""
+    assert node.group is not None
+    places = node.group.places
+    if places:
+        node.parent, node.name = places[0]
+    else:
+        node.parent = None
+
+
+# -- stored trees ----------------------------------------------------------------------
+
+
+def identity(entry: TreeEntry) -> tuple[bytes, int, Xattrs]:
+    """What a diff compares of a file: a new name for it (its link count, in each of
+    its entries) changes none of its names' files, so only the new name is added."""
+    return (entry.oid, entry.mode, without_link(entry.xattrs))
+
+
+def once_per_group(
+    paths: list[bytes], entry_at: Callable[[bytes], TreeEntry | None]
+) -> list[bytes]:
+    """`paths` with one name per link group: a conflict in a linked file is reported
+    once, under its first name, though each of its names was merged."""
+    seen: set[int] = set()
+    kept = []
+    for path in paths:
+        entry = entry_at(path)
+        link_id = None if entry is None else link_id_of(entry.xattrs)
+        if link_id is not None:
+            if link_id in seen:
+                continue
+            seen.add(link_id)
+        kept.append(path)
+    return kept

@@ -1,0 +1,227 @@
+"""Hard links in the live tree and in stored trees (ADR 0043)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helixfs.errors import IsADirectory, NotPermitted, TooManyLinks
+from helixfs.vcs import Repository, Worktree
+from helixfs.vcs import links as links_module
+from helixfs.vcs.links import link_of
+from helixfs.vcs.node import Node
+
+
+def _write(tree: Worktree, path: bytes, data: bytes) -> Node:
+    *dirs, name = path.split(b"/")
+    folder = tree.root
+    for part in dirs:
+        try:
+            folder = tree.lookup(folder, part)
+        except Exception:
+            folder = tree.mkdir(folder, part)
+    node = tree.create(folder, name)
+    tree.set_content(node, data)
+    return node
+
+
+def _at(tree: Worktree, path: bytes) -> Node:
+    node = tree.root
+    for part in path.split(b"/"):
+        node = tree.lookup(node, part)
+    return node
+
+
+def _folder(tree: Worktree, path: bytes) -> Node:
+    return _at(tree, path) if path else tree.root
+
+
+def _link(tree: Worktree, source: bytes, target: bytes) -> Node:
+    folder, _, name = target.rpartition(b"/")
+    return tree.link(_at(tree, source), _folder(tree, folder), name)
+
+
+def _read(tree: Worktree, path: bytes) -> bytes:
+    node = _at(tree, path)
+    return tree.read(node, 0, node.size)
+
+
+def _stored(repo: Repository, path: bytes, rev: str = "HEAD") -> tuple[int, int] | None:
+    entry = repo.trees.entry(repo.commit_info(rev).tree, path)
+    assert entry is not None
+    return link_of(entry.xattrs)
+
+
+def test_two_names_are_one_node(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    a = _write(tree, b"a", b"one")
+    tree.mkdir(tree.root, b"d")
+    b = _link(tree, b"a", b"d/b")
+    assert a is b and a.group is not None and a.group.count == 2
+    tree.set_content(b, b"two")  # through one name, seen through the other at once
+    assert _read(tree, b"a") == b"two"
+    tree.commit("link")
+    first, second = _stored(repo, b"a"), _stored(repo, b"d/b")
+    assert first is not None and first == second and first[1] == 2
+    for path in (b"a", b"d/b"):  # each name is a whole entry: readers ignoring links see it
+        assert repo.read("HEAD", path) == b"two"
+
+
+def test_links_survive_a_reopen_and_join_when_loaded(tmp_path: Path) -> None:
+    repo = Repository.init(tmp_path / "store")
+    tree = repo.worktree("main")
+    _write(tree, b"x/a", b"data")
+    tree.mkdir(tree.root, b"y")
+    _link(tree, b"x/a", b"y/b")
+    tree.commit("link")
+    repo.close()
+    repo = Repository.open(tmp_path / "store")
+    tree = repo.worktree("main")
+    a = _at(tree, b"x/a")
+    assert a.group is not None and a.group.count == 2  # counted before y/ is loaded
+    tree.set_content(a, b"changed")
+    assert _at(tree, b"y/b") is a
+    tree.commit("edit")
+    assert repo.read("HEAD", b"y/b") == b"changed"  # the other name's entry too
+    repo.close()
+
+
+def test_unlinking_one_name_keeps_the_others(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"kept")
+    _link(tree, b"a", b"b")
+    _link(tree, b"a", b"c")
+    tree.unlink(tree.root, b"a")
+    b = _at(tree, b"b")
+    assert b.group is not None and b.group.count == 2 and _read(tree, b"c") == b"kept"
+    tree.unlink(tree.root, b"b")
+    c = _at(tree, b"c")
+    assert c.group is None and c.parent is tree.root and c.name == b"c"
+    tree.commit("down to one")
+    assert _stored(repo, b"c") is None  # a plain file again
+
+
+def test_a_rename_keeps_the_link(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    a = _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    tree.mkdir(tree.root, b"sub")
+    tree.rename(tree.root, b"b", _at(tree, b"sub"), b"moved")
+    assert _at(tree, b"sub/moved") is a and a.group is not None and a.group.count == 2
+    with pytest.raises(IsADirectory):  # onto a folder: refused, the link kept
+        tree.rename(tree.root, b"a", tree.root, b"sub")
+    tree.commit("moved")
+    assert _stored(repo, b"a") == _stored(repo, b"sub/moved")
+
+
+def test_rename_onto_another_name_of_the_same_file_does_nothing(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    assert tree.rename(tree.root, b"a", tree.root, b"b") is None
+    assert _at(tree, b"a") is _at(tree, b"b")
+
+
+def test_folders_are_not_linked_and_the_count_is_bounded(
+    repo: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = repo.worktree("main")
+    folder = tree.mkdir(tree.root, b"d")
+    with pytest.raises(NotPermitted):
+        tree.link(folder, tree.root, b"e")
+    monkeypatch.setattr(links_module, "LINK_MAX", 3)
+    monkeypatch.setattr("helixfs.vcs.worktree.LINK_MAX", 3)
+    _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    _link(tree, b"a", b"c")
+    with pytest.raises(TooManyLinks):
+        _link(tree, b"a", b"e")
+
+
+def test_a_branch_has_the_same_links_independent_of_the_original(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    repo.create_branch("other")
+    other = repo.worktree("other")
+    assert _at(other, b"a") is _at(other, b"b")
+    other.set_content(_at(other, b"b"), b"theirs")
+    other.commit("edit on other")
+    assert _read(tree, b"a") == b"base" and _read(other, b"a") == b"theirs"
+    tree.set_content(_at(tree, b"a"), b"ours")
+    assert _read(other, b"b") == b"theirs"
+
+
+def test_a_snapshot_keeps_the_links(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    repo.create_snapshot("snap")
+    view = repo.snapshot_view("snap")
+    assert _at(view, b"b") is _at(view, b"a")
+
+
+def test_reset_brings_the_links_back(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    linked = tree.commit("link")
+    assert linked is not None
+    tree.unlink(tree.root, b"b")
+    tree.commit("unlink")
+    repo.reset_hard(linked.hex())
+    tree = repo.worktree("main")
+    a = _at(tree, b"a")
+    assert a is _at(tree, b"b") and a.group is not None and a.group.count == 2
+
+
+def test_a_saved_link_is_replayed_after_a_crash(tmp_path: Path) -> None:
+    """save() is what a close does: the journal holds every name, and a reopen joins
+    them (kill -9 after the close loses nothing)."""
+    repo = Repository.init(tmp_path / "store")
+    tree = repo.worktree("main")
+    _write(tree, b"p/a", b"v1")
+    tree.commit("base")
+    tree.mkdir(tree.root, b"q")
+    _link(tree, b"p/a", b"q/b")
+    tree.set_content(_at(tree, b"q/b"), b"v2")
+    tree.save(sync=True)
+    repo.store.close()  # no fold, no commit: as if killed
+    repo = Repository.open(tmp_path / "store")
+    tree = repo.worktree("main")
+    b = _at(tree, b"q/b")
+    assert b is _at(tree, b"p/a") and _read(tree, b"p/a") == b"v2"
+    assert b.group is not None and b.group.count == 2
+    repo.close()
+
+
+def test_a_conflict_in_a_linked_file_is_reported_once(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base\n")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    repo.create_branch("other")
+    other = repo.worktree("other")
+    other.set_content(_at(other, b"a"), b"theirs\n")
+    other.commit("theirs")
+    tree.set_content(_at(tree, b"a"), b"ours\n")
+    tree.commit("ours")
+    result = repo.merge("other", allow_conflicts=True)
+    assert result.conflicts == [b"a"]
+    tree = repo.worktree("main")
+    assert _at(tree, b"a") is _at(tree, b"b")
+    assert _read(tree, b"b") == _read(tree, b"a")
+
+
+def test_a_new_link_shows_as_an_added_path(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"1")
+    tree.commit("base")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    changes = repo.diff("HEAD~1", "HEAD")
+    assert [(c.status, c.path) for c in changes] == [("A", b"b")]
+    assert repo.commit_info("HEAD").meta["changed"] == ["b"]
