@@ -177,6 +177,8 @@ def node_attributes(
     )
     if node.parent is None and node is not entry.worktree.root:
         attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it
+    elif node.group is not None:
+        attrs.st_nlink = node.group.count  # every name in the tree, loaded or not
     return attrs
 
 

@@ -671,7 +671,23 @@ class Operations(pyfuse3.Operations):
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        raise NotPermitted("hard links are not supported (docs/decisions/0003)")
+        """A hard link within one view's tree (ADR 0043); across views, as across mounts,
+        EXDEV: a branch, a snapshot and `.helix/` are other trees."""
+        check_name_length(new_name)
+        entry = self.inodes.get(inode)
+        parent = self.inodes.get(new_parent_inode)
+        if isinstance(entry, VirtualInode) or isinstance(parent, VirtualInode):
+            raise CrossDevice("hard links into or out of .helix are across trees")
+        if entry.view is not parent.view or entry.worktree is not parent.worktree:
+            raise CrossDevice("hard links across branches or views are across trees")
+        self._refuse_helix_name(parent, new_name, making=True)
+        parent.worktree.link(entry.node, parent.node, new_name)
+        entry.lookups += 1  # the reply is an entry: the kernel counts it as a lookup
+        self.negatives.discard(parent.ino, new_name)
+        self._saved(parent, edge.caller_meta(ctx))
+        self._tell_other_views(parent, new_name)
+        self._tell_other_views(entry)
+        return self._attrs(entry)
 
     # -- files --------------------------------------------------------------------------
 
@@ -903,6 +919,8 @@ class Operations(pyfuse3.Operations):
                 self.invalidator.entry(known.ino, name)
 
     def _detach(self, worktree: Worktree, node: Node) -> None:
+        if worktree.holds(node):
+            return  # a hard-linked file keeps its inode under its other names
         for view in self.views.sharing(worktree):
             known = self.inodes.known(view, node)
             if known is not None:

@@ -186,6 +186,7 @@ class Views:
         """New node identities for `view`: keep numbers by path, invalidate the rest."""
         old = self.inodes.in_view(view)
         paths = _paths(old, view)
+        also = self._other_names(old, view)
         # A name the old state lacked may exist now: the kernel must ask again.
         for parent, name in self.negatives.take({entry.ino for entry in old}):
             self.invalidator.entry(parent, name)
@@ -212,6 +213,20 @@ class Views:
             self.inodes.remap(entry, view, node)
             self.invalidator.inode(entry.ino)
         self._tell_gone(gone, paths)
+        for parent, name in also:  # looked up again: another file now, or none
+            self.invalidator.entry(parent, name)
+
+    def _other_names(self, old: list[NodeInode], view: View) -> list[tuple[int, bytes]]:
+        """The kernel's names of hard-linked files besides the one each entry records
+        (where the kernel last saw it): it may hold a name under every folder it knows."""
+        names = []
+        for entry in old:
+            group = entry.node.group
+            for parent, name in group.places if group is not None else ():
+                known = self.inodes.known(view, parent)
+                if known is not None and (known.ino, name) != (entry.parent, entry.name):
+                    names.append((known.ino, name))
+        return names
 
     def _tell_gone(self, gone: list[NodeInode], paths: dict[int, tuple[bytes, ...] | None]) -> None:
         """Delete the kernel's names of `gone`, deepest first: the kernel refuses to

@@ -22,7 +22,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.attrs import user_xattrs
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
+from helixfs.vcs.linkcopy import ExportLinks, ImportLinks
 from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.treeops import show_path
@@ -129,6 +130,8 @@ class _Counts:
     xattrs_skipped: int = 0
     xattrs_unlisted: int = 0
     avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
+    links: ImportLinks | None = None  # the names of each file inside an imported folder
+    exported: ExportLinks = field(default_factory=ExportLinks)
 
 
 # -- import -----------------------------------------------------------------------------
@@ -157,6 +160,7 @@ def import_dir(
     if _inside(root, avoid):
         raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
     counts = _Counts(avoid=avoid)
+    counts.links = ImportLinks(os.fsencode(root), lambda item: _skipped(item, avoid))
     with _Batch(repo) as batch:
         tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
         info = dict(meta or {})
@@ -179,6 +183,14 @@ def import_dir(
 
 def _ignore(_: int) -> None:
     return None
+
+
+def _skipped(item: os.DirEntry[bytes], avoid: frozenset[tuple[int, int]]) -> bool:
+    """A folder an import leaves out: another VCS's, ours, the store's own."""
+    if item.name in SKIPPED_DIRS:
+        return True
+    st = item.stat(follow_symlinks=False)
+    return (st.st_dev, st.st_ino) in avoid
 
 
 def _dev_ino(folder: Path) -> tuple[int, int] | None:
@@ -229,7 +241,7 @@ def _import_entry(
     name = item.name
     _check_mtime(item.path, st.st_mtime_ns)
     if stat.S_ISDIR(st.st_mode):
-        if name in SKIPPED_DIRS or (st.st_dev, st.st_ino) in counts.avoid:
+        if _skipped(item, counts.avoid):
             counts.skipped += 1
             return None
         counts.dirs += 1
@@ -238,8 +250,12 @@ def _import_entry(
     if stat.S_ISLNK(st.st_mode):
         stored = pack_bytes(os.readlink(item.path))
     elif stat.S_ISREG(st.st_mode):
-        with open(item.path, "rb") as source:
-            stored = store_stream(source, lambda objs: batch.add(dict(objs)))
+        known = counts.links.stored(st) if counts.links is not None else None
+        if known is not None:
+            stored = known  # another name of a file read already
+        else:
+            with open(item.path, "rb") as source:
+                stored = store_stream(source, lambda objs: batch.add(dict(objs)))
     elif stat.S_IFMT(st.st_mode) in EMPTY_KINDS:
         stored = EMPTY
     else:
@@ -250,6 +266,8 @@ def _import_entry(
     counts.bytes += stored.size if stat.S_ISREG(st.st_mode) else 0
     progress(1)
     xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path, counts)
+    if counts.links is not None:
+        xattrs = counts.links.xattrs(item.path, st, stored, xattrs)
     return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
 
 
@@ -370,7 +388,10 @@ def _export_tree(
 ) -> None:
     for entry in repo.trees.get(tree).entries:
         target = os.path.join(folder, _safe_name(entry.name))
-        if entry.is_dir():
+        if not entry.is_dir() and counts.exported.linked(entry, target):
+            counts.files += 1  # another name of a file written already: a hard link
+            progress(1)
+        elif entry.is_dir():
             counts.dirs += 1
             os.mkdir(target, 0o700)
             _export_tree(repo, entry.oid, target, counts, progress)
@@ -390,6 +411,7 @@ def _export_tree(
             _finish(target, entry)
             counts.files += 1
             progress(1)
+        counts.exported.written(entry, target)
 
 
 def _write_file(repo: Repository, oid: ObjectId, target: bytes) -> int:

@@ -510,11 +510,6 @@ async def test_pipes_and_sockets_are_stored_and_device_nodes_refused(client: Cli
     assert await client.names() == [b"pipe", b"sock"]
 
 
-async def test_hard_links_are_eperm(client: Client) -> None:
-    ino = await client.write_file("f", b"")
-    await expect_errno(errno.EPERM, client.ops.link(ino, ROOT, b"g", CTX))
-
-
 async def test_any_linux_name_round_trips(client: Client) -> None:
     name = b"caf\xe9 \xff\x01 name"  # invalid UTF-8 on purpose
     fi, attrs = await client.ops.create(ROOT, name, 0o644, os.O_WRONLY, CTX)

@@ -95,49 +95,6 @@ def test_copying_a_folder_onto_the_mount_root_sets_its_mode_and_time(
     assert (mnt.path / "pkg" / "mod.py").read_text() == "x = 1\n"
 
 
-def test_an_archive_with_hard_links_fails_cleanly_and_the_documented_ways_copy(
-    mnt: Mount, tmp_path: Path
-) -> None:
-    """Hard links get EPERM (ADR 0003): GNU tar reports the second name and exits 2;
-    the README's ways around it give both names, as the local disk does."""
-    need("tar", "rsync")
-    source = tmp_path / "src"
-    source.mkdir()
-    (source / "a").write_text("same\n")
-    os.link(source / "a", source / "b")
-    sh(f"tar cf {tmp_path / 'links.tar'} src", tmp_path)
-    refused = mnt.sh(f"mkdir t && tar xf {tmp_path / 'links.tar'} -C t", check=False)
-    assert refused.returncode == 2
-    assert "Cannot hard link" in refused.stderr and "Operation not permitted" in refused.stderr
-    session = (
-        f"python3 -m tarfile -e {tmp_path / 'links.tar'} py"
-        f" && cp -a --no-preserve=links {source} cp && rsync -a {source}/ rsync"
-        " && cat py/src/a py/src/b cp/a cp/b rsync/a rsync/b"
-    )
-    _, in_mount, on_disk = run_both(mnt, tmp_path, session)
-    assert in_mount == on_disk == "same\n" * 6 + "exit=0\n"
-
-
-def test_git_clone_local_inside_the_mount_fails_cleanly_and_a_plain_clone_copies(
-    mnt: Mount,
-) -> None:
-    """`git clone --local` insists on hard links and stops on the EPERM (ADR 0003): one
-    clear message, exit 128, no half-made clone left. Without `--local`, git falls
-    back to copying and the clone works."""
-    need("git")
-    mnt.sh(
-        "git init -q -b main origin && cd origin && echo a > a && git add a"
-        " && git -c user.name=a -c user.email=a@b commit -qm a"
-    )
-    refused = mnt.sh("git clone -q --local origin linked", check=False)
-    assert refused.returncode == 128
-    assert "failed to create link" in refused.stderr
-    assert "Operation not permitted" in refused.stderr
-    assert not (mnt.path / "linked").exists()
-    mnt.sh("git clone -q origin copied && cd copied && git fsck --strict")
-    assert (mnt.path / "copied" / "a").read_text() == "a\n"
-
-
 PIPE_AND_SOCKET = r"""
 import os, socket, sys, threading
 os.mkfifo("pipe", 0o600)

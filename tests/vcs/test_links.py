@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from helixfs.errors import IsADirectory, NotPermitted, TooManyLinks
-from helixfs.vcs import Repository, Worktree
+from helixfs.vcs import Repository, Worktree, transfer
 from helixfs.vcs import links as links_module
 from helixfs.vcs.links import link_of
 from helixfs.vcs.node import Node
@@ -225,3 +226,38 @@ def test_a_new_link_shows_as_an_added_path(repo: Repository) -> None:
     changes = repo.diff("HEAD~1", "HEAD")
     assert [(c.status, c.path) for c in changes] == [("A", b"b")]
     assert repo.commit_info("HEAD").meta["changed"] == ["b"]
+
+
+def _names_of(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file's (inode, link count), by path inside `folder`."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if not path.is_dir():
+            st = path.lstat()
+            found[str(path.relative_to(folder))] = (st.st_ino, st.st_nlink)
+    return found
+
+
+def test_import_keeps_the_links_inside_the_folder_and_export_writes_them(
+    disk_repo: Repository, tmp_path: Path
+) -> None:
+    source = tmp_path / "src"
+    (source / "store").mkdir(parents=True)
+    (source / "pkg").mkdir()
+    (source / "store" / "blob").write_text("shared\n")
+    os.link(source / "store" / "blob", source / "pkg" / "blob")
+    os.link(source / "store" / "blob", source / "alias")
+    (tmp_path / "outside").write_text("other\n")
+    os.link(tmp_path / "outside", source / "half")  # its other name is not imported
+    first = transfer.import_dir(disk_repo, source)
+    assert transfer.import_dir(disk_repo, source).changed is False  # the same ids again
+    assert _stored(disk_repo, b"alias") == _stored(disk_repo, b"pkg/blob")
+    assert _stored(disk_repo, b"store/blob") is not None
+    assert _stored(disk_repo, b"half") is None
+    tree = disk_repo.worktree("main")
+    assert _at(tree, b"alias") is _at(tree, b"store/blob")
+    transfer.export(disk_repo, first.commit, tmp_path / "out")
+    names = _names_of(tmp_path / "out")
+    assert names["alias"] == names["pkg/blob"] == names["store/blob"]
+    assert names["alias"][1] == 3 and names["half"][1] == 1
+    assert (tmp_path / "out" / "pkg" / "blob").read_text() == "shared\n"
