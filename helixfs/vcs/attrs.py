@@ -13,7 +13,7 @@ its id and its dedup with every other store.
 | CTIME    | "<q" ctime_ns          | the entry's mtime_ns                      |
 | RDEV     | "<Q" rdev (os.makedev) | 0 (only block and character devices)      |
 | SUBDIRS  | "<I" subfolder count   | 0 (folders only: st_nlink = 2 + count)    |
-| LINK     | "<Q" hard-link id      | none: not hard-linked                     |
+| LINK     | "<QI" link id, names   | none: not hard-linked (ADR 0043)          |
 
 Everything that shows, counts or copies xattrs to a user (listxattr, getxattr, the size
 bounds, export) goes through `user_xattrs`; the hidden keys travel with the entry
@@ -39,6 +39,7 @@ _OWNER = struct.Struct("<II")
 _TIME = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+_LINK = struct.Struct("<QI")
 
 Xattrs = tuple[tuple[bytes, bytes], ...]
 
@@ -134,12 +135,17 @@ def count_of(value: bytes | None) -> int:
     return 0 if value is None else _unpack(_U32, value, "subfolder count")[0]
 
 
-def pack_link(link_id: int | None) -> bytes | None:
-    return None if link_id is None else _U64.pack(link_id)
+def pack_link(link: tuple[int, int] | None) -> bytes | None:
+    """A LINK value: a hard-link group's id (unique within a branch's tree) and how
+    many names the tree holds for it (st_nlink, known without loading them all)."""
+    return None if link is None else _LINK.pack(*link)
 
 
-def link_of(value: bytes | None) -> int | None:
-    return None if value is None else _unpack(_U64, value, "link id")[0]
+def link_of(value: bytes | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    link_id, names = _unpack(_LINK, value, "link")
+    return link_id, names
 
 
 # -- whole entries --------------------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from helixfs.vcs.links import import_link_id, link_id_of, with_link
 
 if TYPE_CHECKING:
+    from helixfs.vcs.attrs import Xattrs
     from helixfs.vcs.content import Stored
-    from helixfs.vcs.links import Xattrs
     from helixfs.vcs.objects import TreeEntry
 
 FileKey = tuple[int, int]  # (st_dev, st_ino)

@@ -1,33 +1,29 @@
 """Hard links (ADR 0043): in stored trees, a link group is a set of full entries that
 carry the same hidden LINK key; in a live Worktree, it is one Node under several names.
 
-The LINK value is "<QI": the group's id, unique within a branch's tree, and the number
-of names the tree holds for it (st_nlink, right without loading every folder that holds
-one). Every name of a group is a whole entry (content, mode, times, xattrs), so a reader
-that ignores links (git export, an old HelixFS, `helix diff`) still sees each file whole.
+The LINK value (vcs/attrs.py) holds the group's id, unique within a branch's tree, and
+the number of names the tree holds for it (st_nlink, right without loading every folder
+that holds one). Every name of a group is a whole entry (content, mode, times, xattrs),
+so a reader that ignores links (an old HelixFS, `helix diff`) still sees each file whole.
 """
 
 from __future__ import annotations
 
 import secrets
-import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from helixfs.errors import CorruptObject
 from helixfs.ids import object_id
+from helixfs.vcs import attrs
+from helixfs.vcs.attrs import LINK, Xattrs
 
 if TYPE_CHECKING:
     from helixfs.vcs.node import Node
     from helixfs.vcs.objects import TreeEntry
 
-LINK = b"\x00l"
 LINK_MAX = 65000
 """Names one file may have, as on ext4: a link past it fails with EMLINK."""
-_VALUE = struct.Struct("<QI")
-LINK_ENTRY_BYTES = 2 + len(LINK) + 4 + _VALUE.size  # the key in an encoded entry
-
-Xattrs = tuple[tuple[bytes, bytes], ...]
+LINK_ENTRY_BYTES = 2 + len(LINK) + 4 + 12  # the key and its "<QI" in an encoded entry
 
 
 class LinkGroup:
@@ -47,29 +43,12 @@ def new_link_id() -> int:
     return secrets.randbits(64) or 1
 
 
-def pack_link(link_id: int, count: int) -> bytes:
-    return _VALUE.pack(link_id, count)
+def link_of(xattrs: Xattrs) -> tuple[int, int] | None:
+    """(link id, names) of an entry's xattrs, None when it is not hard-linked."""
+    return attrs.link_of(attrs.lookup(xattrs, LINK))
 
 
-def unpack_link(value: bytes) -> tuple[int, int]:
-    if len(value) != _VALUE.size:
-        raise CorruptObject(f"stored link value has {len(value)} bytes, not {_VALUE.size}")
-    link_id, count = _VALUE.unpack(value)
-    return link_id, count
-
-
-def link_of(xattrs: Iterable[tuple[bytes, bytes]]) -> tuple[int, int] | None:
-    """(link id, names) of an entry's xattrs, None when it is not hard-linked. Hidden
-    keys sort first, so the scan stops at the first user key."""
-    for key, value in xattrs:
-        if key == LINK:
-            return unpack_link(value)
-        if key[:1] != b"\x00":
-            return None
-    return None
-
-
-def link_id_of(xattrs: Iterable[tuple[bytes, bytes]]) -> int | None:
+def link_id_of(xattrs: Xattrs) -> int | None:
     found = link_of(xattrs)
     return None if found is None else found[0]
 
@@ -83,7 +62,7 @@ def without_link(xattrs: Xattrs) -> Xattrs:
 
 def with_link(xattrs: Xattrs, link_id: int, count: int) -> Xattrs:
     """`xattrs` carrying the LINK key (still sorted by key)."""
-    return tuple(sorted((*without_link(xattrs), (LINK, pack_link(link_id, count)))))
+    return attrs.with_key(xattrs, LINK, attrs.pack_link((link_id, count)))
 
 
 def import_link_id(first_path: bytes, content: bytes) -> int:

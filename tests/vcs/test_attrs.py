@@ -34,7 +34,7 @@ def test_values_round_trip() -> None:
     rdev = os.makedev(8, 1)
     assert attrs.rdev_of(attrs.pack_rdev(rdev)) == rdev
     assert attrs.count_of(attrs.pack_count(9)) == 9
-    assert attrs.link_of(attrs.pack_link(0)) == 0
+    assert attrs.link_of(attrs.pack_link((0, 2))) == (0, 2)
 
 
 def test_a_value_of_the_wrong_length_is_corrupt() -> None:
