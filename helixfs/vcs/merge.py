@@ -42,6 +42,7 @@ from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
+from helixfs.vcs.linkmerge import settle_groups, touched_groups
 from helixfs.vcs.links import once_per_group
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
@@ -502,6 +503,8 @@ def merge_branches(
             tree = merger.follow_renames(base_tree, sides, tree)
         merger.rename_clashes(sides)
         merger.added_in_moved_folders(base_tree, sides)
+        touched = touched_groups(c for side in sides for c in side.changes)
+        tree = settle_groups(repo.trees, tree, touched, merger.objects)
     merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
     if merger.conflicts and not allow_conflicts:
         shown = ", ".join(

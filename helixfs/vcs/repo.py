@@ -35,7 +35,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history, journal, maint, merge, revisions
+from helixfs.vcs import history, journal, linkmerge, maint, merge, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
@@ -524,6 +524,8 @@ class Repository:
             bases: dict[ObjectId, ObjectId] = {}
             head_tree = self.commit_info(head).tree
             tree = self.trees.apply(head_tree, stored, objects, bases=bases)
+            linked = linkmerge.groups_at(self.trees, head_tree, stored)
+            tree = linkmerge.settle_groups(self.trees, tree, linked, objects)
             if tree == head_tree:
                 return head
             info = dict(meta or {})

@@ -61,7 +61,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 Objects = dict[ObjectId, bytes]
-Nested = dict[bytes, Union["Nested", Stored, None]]
+Nested = dict[bytes, Union["Nested", Stored, TreeEntry, None]]
 
 
 def split_path(path: bytes | str) -> list[bytes]:
@@ -251,12 +251,13 @@ class Trees:
     def apply(
         self,
         root: ObjectId,
-        changes: Mapping[bytes, Stored | None],
+        changes: Mapping[bytes, Stored | TreeEntry | None],
         objects: Objects,
         mtime_ns: int | None = None,
         bases: dict[ObjectId, ObjectId] | None = None,
     ) -> ObjectId:
-        """The root id after writing/deleting `changes` (path -> content or None).
+        """The root id after writing/deleting `changes` (path -> content, a whole entry
+        to put there, or None).
 
         New tree records go to `objects`; cost is proportional to the changed paths.
         `bases` learns, per new file content, the one it replaces (a delta base hint).
@@ -318,12 +319,14 @@ class Trees:
         self,
         name: bytes,
         old: TreeEntry | None,
-        change: Nested | Stored,
+        change: Nested | Stored | TreeEntry,
         objects: Objects,
         now: int,
         path: bytes,
         bases: dict[ObjectId, ObjectId],
     ) -> TreeEntry:
+        if isinstance(change, TreeEntry):
+            return change._replace(name=name)  # its records are stored already
         if isinstance(change, dict):
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")

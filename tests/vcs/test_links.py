@@ -261,3 +261,56 @@ def test_import_keeps_the_links_inside_the_folder_and_export_writes_them(
     assert names["alias"] == names["pkg/blob"] == names["store/blob"]
     assert names["alias"][1] == 3 and names["half"][1] == 1
     assert (tmp_path / "out" / "pkg" / "blob").read_text() == "shared\n"
+
+
+def test_a_link_made_on_one_side_and_an_edit_on_the_other_split_the_names(
+    repo: Repository,
+) -> None:
+    """Merged name by name, the names would hold two files under one id: they are split
+    (no content is hidden) and each is a plain file."""
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base\n")
+    tree.commit("base")
+    repo.create_branch("other")
+    other = repo.worktree("other")
+    other.set_content(_at(other, b"a"), b"theirs\n")
+    other.commit("theirs")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    assert repo.merge("other").status == "merged"
+    assert repo.read("HEAD", b"a") == b"theirs\n" and repo.read("HEAD", b"b") == b"base\n"
+    assert _stored(repo, b"a") is None and _stored(repo, b"b") is None
+    tree = repo.worktree("main")
+    assert _at(tree, b"a") is not _at(tree, b"b")
+
+
+def test_links_merge_whole_when_one_side_edits_them(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base\n")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    repo.create_branch("other")
+    other = repo.worktree("other")
+    other.set_content(_at(other, b"b"), b"theirs\n")
+    other.commit("theirs")
+    _write(tree, b"c", b"unrelated\n")
+    tree.commit("ours")
+    repo.merge("other")
+    tree = repo.worktree("main")
+    assert _at(tree, b"a") is _at(tree, b"b") and _read(tree, b"a") == b"theirs\n"
+
+
+def test_a_commit_of_one_name_splits_it_from_the_others(repo: Repository) -> None:
+    """`helix commit a=FILE` writes the path, not the file: the other names keep theirs."""
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"1")
+    _link(tree, b"a", b"b")
+    _link(tree, b"a", b"c")
+    tree.commit("links")
+    repo.commit({b"a": b"new"}, "write a")
+    assert _stored(repo, b"a") is None
+    kept = _stored(repo, b"b")
+    assert kept is not None and kept == _stored(repo, b"c") and kept[1] == 2
+    assert repo.read("HEAD", b"b") == b"1"
+    repo.commit({b"c": None}, "remove c")
+    assert _stored(repo, b"b") is None  # down to one name

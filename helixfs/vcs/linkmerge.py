@@ -1,0 +1,86 @@
+"""Link groups kept whole in trees made outside a live Worktree: a merge (each name is
+merged by its path) and a commit of path changes (`helix commit a=FILE` writes one name)
+can leave the names of a group holding different files. Those are split, never joined
+(joining would hide one name's content): names that still agree keep a group, each with
+its own count (ADR 0043)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from helixfs.errors import NotADirectory, NotFound
+from helixfs.ids import ObjectId
+from helixfs.vcs.links import import_link_id, link_id_of, with_link, without_link
+
+if TYPE_CHECKING:
+    from helixfs.vcs.objects import TreeEntry
+    from helixfs.vcs.treeops import Change, Trees
+
+
+def touched_groups(changes: Iterable[Change]) -> set[int]:
+    """The link ids of the entries a diff changed, on either side."""
+    found = set()
+    for change in changes:
+        for entry in (change.old, change.new):
+            link_id = None if entry is None else link_id_of(entry.xattrs)
+            if link_id is not None:
+                found.add(link_id)
+    return found
+
+
+def groups_at(trees: Trees, root: ObjectId, paths: Iterable[bytes]) -> set[int]:
+    """The link ids of the entries at `paths` of `root` (a path not there: none)."""
+    found = set()
+    for path in paths:
+        try:
+            entry = trees.entry(root, path)
+        except (NotFound, NotADirectory):
+            continue
+        link_id = None if entry is None else link_id_of(entry.xattrs)
+        if link_id is not None:
+            found.add(link_id)
+    return found
+
+
+def settle_groups(
+    trees: Trees, root: ObjectId, link_ids: set[int], objects: dict[ObjectId, bytes]
+) -> ObjectId:
+    """`root` with every group among `link_ids` whole: one file under each name, and
+    each name counting the names of its group. A walk of the tree, only when asked."""
+    if not link_ids:
+        return root
+    names: dict[int, list[tuple[bytes, TreeEntry]]] = {}
+    for path, entry in trees.walk(root):
+        link_id = None if entry.is_dir() else link_id_of(entry.xattrs)
+        if link_id in link_ids:
+            names.setdefault(link_id, []).append((path, entry))
+    fixed: dict[bytes, TreeEntry] = {}
+    for link_id, group in names.items():
+        fixed.update(_whole(link_id, group))
+    return trees.apply(root, fixed, objects) if fixed else root
+
+
+def _whole(link_id: int, group: list[tuple[bytes, TreeEntry]]) -> dict[bytes, TreeEntry]:
+    """The entries to rewrite so that each run of names holding the same file is a group
+    of its own: the largest keeps the id, the others get ids of their own, and a name
+    left alone is a plain file."""
+    runs: dict[tuple[object, ...], list[bytes]] = {}
+    entries = dict(group)
+    for path, entry in group:  # all that a loaded node takes from its first name
+        same = (entry.oid, entry.mode, entry.size, entry.mtime_ns, without_link(entry.xattrs))
+        runs.setdefault(same, []).append(path)
+    ordered = sorted(runs.values(), key=lambda paths: (-len(paths), paths[0]))
+    fixed = {}
+    for rank, paths in enumerate(ordered):
+        first = entries[paths[0]]
+        run_id = link_id if rank == 0 else import_link_id(paths[0], first.oid)
+        for path in paths:
+            entry = entries[path]
+            xattrs = without_link(entry.xattrs)
+            if len(paths) > 1:
+                xattrs = with_link(xattrs, run_id, len(paths))
+            if xattrs != entry.xattrs:
+                fixed[path] = entry._replace(xattrs=xattrs)
+    return fixed
+
