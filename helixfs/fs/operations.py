@@ -919,12 +919,22 @@ class Operations(pyfuse3.Operations):
                 self.invalidator.entry(known.ino, name)
 
     def _detach(self, worktree: Worktree, node: Node) -> None:
-        if worktree.holds(node):
-            return  # a hard-linked file keeps its inode under its other names
+        if worktree.holds(node):  # a hard-linked file keeps its inode under its other names
+            self._seen_at_first_name(worktree, node)
+            return
         for view in self.views.sharing(worktree):
             known = self.inodes.known(view, node)
             if known is not None:
                 self.inodes.detach(known)
+
+    def _seen_at_first_name(self, worktree: Worktree, node: Node) -> None:
+        """Where the kernel sees a linked file once one of its names went: its first
+        remaining name (a reload keeps its number by that path)."""
+        for view in self.views.sharing(worktree):
+            known = self.inodes.known(view, node)
+            where = None if node.parent is None else self.inodes.known(view, node.parent)
+            if known is not None and where is not None:
+                known.parent, known.name = where.ino, node.name
 
     def _tree_dir(self, inode: int) -> NodeInode:
         entry = self.inodes.get(inode)

@@ -506,7 +506,7 @@ class Worktree:
     ) -> Node:
         """The node of a loaded entry. A hard-linked one joins its group's node if a name
         of it is loaded already; a journal's entry (`newer`) then gives it its state."""
-        found = link_of(entry.xattrs)
+        found = link_of(entry.xattrs) if entry.xattrs else None  # nearly all have none
         if found is None:
             return node_from_entry(entry, parent, raw)
         link_id, count = found

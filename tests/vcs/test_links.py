@@ -314,3 +314,17 @@ def test_a_commit_of_one_name_splits_it_from_the_others(repo: Repository) -> Non
     assert repo.read("HEAD", b"b") == b"1"
     repo.commit({b"c": None}, "remove c")
     assert _stored(repo, b"b") is None  # down to one name
+
+
+def test_a_link_in_a_paged_folder_is_written_under_every_name(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    big = tree.mkdir(tree.root, b"big")
+    for i in range(600):  # past FLAT_MAX: the folder is stored as pages
+        tree.create(big, b"f%04d" % i)
+    tree.commit("many")
+    tree.mkdir(tree.root, b"other")
+    _link(tree, b"big/f0300", b"other/x")
+    tree.set_content(_at(tree, b"other/x"), b"through other")
+    tree.commit("edit")
+    assert repo.read("HEAD", b"big/f0300") == b"through other"
+    assert _stored(repo, b"big/f0300") == _stored(repo, b"other/x")
