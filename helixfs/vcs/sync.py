@@ -19,7 +19,9 @@ go on while a push or fetch waits on S3.
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -37,6 +39,7 @@ TRACKING = REMOTES
 PUSHING = ".pushing/"  # under remotes/NAME/: a push of that branch under way
 BATCH = 256  # objects read, sent or written per step
 ROUNDS = 50  # a push retried this often against a ref that keeps moving gives up
+KEEP_AFTER = 6  # with keep: lost this often, the work is pushed as BRANCH@HOST instead
 LARGE = 16 * 1024  # objects this big are asked about before being sent again
 
 
@@ -200,7 +203,10 @@ class Sync:
     ) -> BranchSync:
         """Local `branch` (at `local`) to the remote's `target` (itself, or its @HOST)."""
         result = BranchSync(target, "up-to-date")
+        losses = 0
         for _ in range(ROUNDS):
+            if keep and losses >= KEEP_AFTER and target == branch:
+                return self._push_kept(branch, local, result)  # starved: ours apart
             remote_tip = self._remote_branch(target)
             result.remote_was = hex_id(remote_tip) if remote_tip else None
             if remote_tip == local:
@@ -218,6 +224,8 @@ class Sync:
             try:
                 self.remote.write({}, [RefUpdate(BRANCHES + target, local, expected=remote_tip)])
             except RefConflict:
+                losses += 1
+                _back_off(losses)
                 continue  # moved while we sent: look again
             self.track(target, local, clear_push=True)
             if result.status != "merged":
@@ -363,6 +371,12 @@ class Sync:
             return
         result.status = "merged"
         result.commit = hex_id(merged.commit) if merged.commit else result.commit
+
+
+def _back_off(lost: int) -> None:
+    """A random pause, longer with each lost round: two machines that keep meeting on
+    one ref stop meeting in step."""
+    time.sleep(random.uniform(0, min(1.0, 0.02 * 2**lost)))
 
 
 def _children_first(records: Mapping[ObjectId, bytes], root: ObjectId) -> list[ObjectId]:
