@@ -21,6 +21,7 @@ roles) and are never part of a location, a message or anything stored.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from helixfs.errors import CorruptObject, InvalidInput, NotFound, RefConflict
+from helixfs.errors import (
+    CorruptObject,
+    InvalidInput,
+    NotFound,
+    RefConflict,
+    UnsupportedVersion,
+)
 from helixfs.ids import ObjectId, hex_id
 from helixfs.store import ANY, Compaction, RefUpdate, StoreStats
 from helixfs.store.frame import codec_of, decode_plain, encode_plain, verify
@@ -42,6 +49,8 @@ from helixfs.store.validate import (
     check_ref_prefix,
 )
 
+LAYOUT_KEY = "helix-remote.json"  # {"format", "version", "sealed"}: what the remote is
+LAYOUT_FORMAT, LAYOUT_VERSION = "helix-remote", 1
 REF_MAGIC = b"HXR\x01"  # + 1 (a value follows) or 0 (a tombstone)
 _PRESENT, _GONE = b"\x01", b"\x00"
 WORKERS = 16  # requests in flight at once: S3 answers each in ~ms, the wire is the limit
@@ -232,6 +241,39 @@ class S3Store:
         values = self._pool.map(self.ref, names)
         found = [(n, v) for n, v in zip(names, values, strict=True) if v is not None]
         return iter(found)
+
+    # ------------------------------------------------------------ the remote's layout
+
+    def ensure_layout(self) -> None:
+        """Write the remote's layout record if it has none, then refuse to go on if it
+        says otherwise than this store would write: a sealed remote opened without its
+        key (or a plain one with a key), or a newer layout."""
+        want = {"format": LAYOUT_FORMAT, "version": LAYOUT_VERSION, "sealed": self.sealed}
+        blob = self._client.get(LAYOUT_KEY)
+        if blob is None:
+            self._client.put(LAYOUT_KEY, json.dumps(want).encode(), if_none_match=True, size=0)
+            blob = self._client.get(LAYOUT_KEY)
+        try:
+            found = json.loads(blob or b"")
+        except ValueError:
+            found = None
+        if not isinstance(found, dict) or found.get("format") != LAYOUT_FORMAT:
+            raise InvalidInput(f"{self.location} holds something that is not a HelixFS remote")
+        if found.get("version") != LAYOUT_VERSION:
+            raise UnsupportedVersion(
+                f"{self.location} is a version {found.get('version')!r} remote: upgrade HelixFS"
+            )
+        if bool(found.get("sealed")) != self.sealed:
+            raise InvalidInput(
+                f"{self.location} is encrypted: give its key (clone --key FILE, or "
+                "`helix remote add --encrypt` then `helix remote key import`)"
+                if found.get("sealed")
+                else f"{self.location} is not encrypted: add it without --encrypt"
+            )
+
+    @property
+    def sealed(self) -> bool:
+        return self._sealer is not None
 
     # ------------------------------------------------------------ listing, maintenance
 

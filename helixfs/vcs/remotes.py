@@ -159,14 +159,21 @@ def open_store(store: Path, remote: Remote) -> S3Store:
     """The remote's ObjectStore, sealed with its key when it is encrypted."""
     from helixfs.store.s3 import S3Store
 
-    if not remote.encrypt:
-        return S3Store(remote.location)
-    from helixfs.store.seal import Sealed
+    sealer = None
+    if remote.encrypt:
+        from helixfs.store.seal import Sealed
 
-    key = read_key(store, remote.name)
-    if key is None:
-        raise NotFound(
-            f"the remote {remote.name!r} is encrypted and this store has no key for it: "
-            f"`helix remote key import {remote.name} FILE` (from `helix remote key export`)"
-        )
-    return S3Store(remote.location, sealer=Sealed(key))
+        key = read_key(store, remote.name)
+        if key is None:
+            raise NotFound(
+                f"the remote {remote.name!r} is encrypted and this store has no key for it: "
+                f"`helix remote key import {remote.name} FILE` (from `helix remote key export`)"
+            )
+        sealer = Sealed(key)
+    opened = S3Store(remote.location, sealer=sealer)
+    try:
+        opened.ensure_layout()
+    except BaseException:
+        opened.close()
+        raise
+    return opened
