@@ -51,6 +51,11 @@ def register(subparsers: Any) -> None:
     mount.add_argument(
         "--debug", action="store_true", help="debug-level daemon log (with --foreground)"
     )
+    mount.add_argument(
+        "--remote",
+        metavar="NAME",
+        help="keep in step with this remote: push commits, fetch others' (helix remote add)",
+    )
     umount = add_command(
         subparsers,
         "umount",
@@ -74,7 +79,9 @@ def cmd_mount(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.daemon.lifecycle import MountConfig, run_foreground
     from helixfs.daemon.notify import notify_ready
 
-    config = MountConfig.build(args.store_path, args.mountpoint, args.quiet_window, args.options)
+    config = MountConfig.build(
+        args.store_path, args.mountpoint, args.quiet_window, args.options, args.remote
+    )
     if not args.foreground:
         pid = start_background(config, run_in_process)
         out.line(f"mounted {config.store} at {config.mountpoint} (daemon pid {pid})")

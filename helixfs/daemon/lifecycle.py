@@ -48,8 +48,10 @@ from helixfs.daemon.mounts import (
     points_of,
     tune_readahead,
 )
+from helixfs.daemon.syncer import RemoteSyncer
 from helixfs.errors import Busy, HelixError, InvalidInput, NotADirectory, NotFound, is_failure
 from helixfs.fs.saver import DEFAULT_WINDOW, Saver
+from helixfs.vcs import remotes
 
 if TYPE_CHECKING:
     from helixfs.fs.edge import Invalidator
@@ -108,6 +110,7 @@ class MountConfig:
     quiet_window: float = DEFAULT_WINDOW  # seconds; 0 = a commit per operation
     fuse_options: frozenset[str] = field(default_factory=frozenset)
     gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
+    remote: str | None = None  # a remote kept in step in the background (daemon/syncer.py)
 
     @classmethod
     def build(
@@ -116,6 +119,7 @@ class MountConfig:
         mountpoint: str | os.PathLike[str],
         quiet_window_ms: float | None = None,
         options: Sequence[str] = (),
+        remote: str | None = None,
     ) -> MountConfig:
         """Validate the user's arguments; raises a HelixError naming what is wrong."""
         store_path = Path(os.path.realpath(Path(store).expanduser()))
@@ -135,7 +139,9 @@ class MountConfig:
         window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
         window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)
         growth = DEFAULT_GROWTH if "gc_growth" not in helix else _growth(helix["gc_growth"])
-        return cls(store_path, target, window, fuse, growth)
+        if remote is not None:
+            remotes.get(store_path, remote)  # an unknown name fails here, before mounting
+        return cls(store_path, target, window, fuse, growth, remote)
 
 
 def _check_mountpoint(target: Path) -> None:
@@ -271,6 +277,9 @@ async def serve(
         nursery.start_soon(side_job, "read-ahead tuning", _tune_once_answering, config.mountpoint)
         nursery.start_soon(side_job, "the workspace index", memory_files.index_forever)
         nursery.start_soon(side_job, "automatic gc", Collector(repo, config.gc_growth).run)
+        if config.remote is not None:
+            syncer = RemoteSyncer(repo, config.store, config.remote)
+            nursery.start_soon(side_job, "the remote sync", syncer.run)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)
         await answer_fuse(config.mountpoint)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted, StoreFull
 from helixfs.vcs.dates import shown_time
 from helixfs.vcs.node import saved_by
+from helixfs.vcs.sync import notices
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -268,7 +269,8 @@ class LogFile(VirtualFile):
     def render(self) -> bytes:
         with contextlib.suppress(StoreFull):
             self._host.repo.settle_rev("HEAD")
-        lines = [format_commit(c) for c in self._host.repo.log("HEAD", limit=LOG_LIMIT)]
+        lines = [f"! {text}" for text in notices(self._host.repo)]  # a remote's news
+        lines += [format_commit(c) for c in self._host.repo.log("HEAD", limit=LOG_LIMIT)]
         return "".join(line + "\n" for line in lines).encode()
 
 

@@ -83,4 +83,3 @@ def _whole(link_id: int, group: list[tuple[bytes, TreeEntry]]) -> dict[bytes, Tr
             if xattrs != entry.xattrs:
                 fixed[path] = entry._replace(xattrs=xattrs)
     return fixed
-

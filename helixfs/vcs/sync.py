@@ -22,6 +22,7 @@ import contextlib
 import random
 import socket
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -76,6 +77,22 @@ class BranchSync:
     objects: int = 0  # objects sent or received
     bytes: int = 0
     conflicts: list[str] = field(default_factory=list)
+
+
+_notices: weakref.WeakKeyDictionary[Repository, list[str]] = weakref.WeakKeyDictionary()
+NOTICES = 20  # the latest this many are kept
+
+
+def notice(repo: Repository, text: str) -> None:
+    """Something a live sync did that its user must hear of (a conflict kept apart):
+    `.helix/log` shows the latest first, above the history."""
+    kept = _notices.setdefault(repo, [])
+    kept.append(text)
+    del kept[:-NOTICES]
+
+
+def notices(repo: Repository) -> list[str]:
+    return list(reversed(_notices.get(repo, [])))
 
 
 def host_name() -> str:

@@ -1,0 +1,122 @@
+"""`helix mount --remote NAME`: keep the store in step with a remote, in the background.
+
+Every round (about a second apart) pushes each branch whose head is not where the
+remote was last seen, then fetches: other machines' new branches appear, branches this
+machine has not moved are fast-forwarded. A remote change to a branch this machine has
+also moved is merged in here when it merges cleanly (the mount shows the merge, as
+after `helix merge`); when it conflicts, this machine's work goes to the remote as
+`BRANCH@HOST` and the branch here stays as it was: nothing is lost or overwritten, and
+the daemon's log says so.
+
+The network is never on the save path: a save returns after its local commit, and this
+job only reads committed heads. With the remote unreachable the mount works on from
+its local store; what is not yet pushed is simply what the tracking refs do not reach,
+so catching up after an outage is the next round that gets through (rounds back off to
+one every MAX_PAUSE seconds while it fails).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from helixfs.errors import HelixError, RemoteUnavailable
+from helixfs.vcs import remotes
+from helixfs.vcs.sync import BranchSync, Sync, host_name, notice
+
+if TYPE_CHECKING:
+    from helixfs.store.s3 import S3Store
+    from helixfs.vcs.repo import Repository
+
+log = logging.getLogger(__name__)
+
+PAUSE = 1.0  # seconds between rounds while the remote answers
+MAX_PAUSE = 30.0  # while it does not
+
+
+class RemoteSyncer:
+    def __init__(self, repo: Repository, store: Path, name: str) -> None:
+        self._repo = repo
+        self._store_path = store
+        self._remote = remotes.get(store, name)
+        self._opened: S3Store | None = None
+        self._offline = False
+        self._kept: dict[str, str | None] = {}  # branch -> the commit last kept apart
+        self.rounds = 0
+
+    async def run(self) -> None:
+        pause = PAUSE
+        try:
+            while True:
+                ok = await trio.to_thread.run_sync(self.sync_once)
+                pause = PAUSE if ok else min(MAX_PAUSE, pause * 2)
+                await trio.sleep(pause)
+        finally:
+            self._close()
+
+    def sync_once(self) -> bool:
+        """One round: push what is new here, then fetch. Whether the remote answered."""
+        try:
+            sync = self._sync()
+            pushed = [self._push(sync, b) for b in self._outgoing(sync)]
+            fetched = sync.fetch()
+        except RemoteUnavailable as exc:
+            if not self._offline:
+                log.warning("remote %s unreachable; working locally: %s", self._remote.name, exc)
+            self._offline = True
+            self._close()
+            return False
+        except HelixError as exc:
+            log.error("remote %s: a sync round failed: %s", self._remote.name, exc)
+            self._close()
+            return False
+        if self._offline:
+            log.warning("remote %s answers again: caught up", self._remote.name)
+        self._offline = False
+        self.rounds += 1
+        self._report([r for r in pushed + fetched if r is not None])
+        return True
+
+    def _sync(self) -> Sync:
+        if self._opened is None:
+            self._opened = remotes.open_store(self._store_path, self._remote)
+        return Sync(self._repo, self._opened, self._remote.name, host_name())
+
+    def _outgoing(self, sync: Sync) -> list[str]:
+        tracked = sync.tracked()
+        return [
+            info.name for info in self._repo.branches() if tracked.get(info.name) != info.commit
+        ]
+
+    def _push(self, sync: Sync, branch: str) -> BranchSync | None:
+        return sync.push_branch(branch, merge=True, keep=True)
+
+    def _report(self, results: list[BranchSync]) -> None:
+        for result in results:
+            if result.status == "kept":
+                if self._kept.get(result.branch) == result.commit:
+                    continue  # said already: the next rounds keep meeting the same conflict
+                self._kept[result.branch] = result.commit
+                text = (
+                    f"remote {self._remote.name}: {result.branch} conflicts with the "
+                    f"remote's; this machine's work is on the remote as {result.kept_as}, "
+                    f"and {result.branch} here is unchanged"
+                )
+                log.warning("%s", text)
+                notice(self._repo, text)
+            elif result.status == "diverged":
+                log.info(
+                    "remote %s: %s diverged (merged at the next push)",
+                    self._remote.name,
+                    result.branch,
+                )
+            elif result.status not in ("up-to-date", "ahead"):
+                log.info("remote %s: %s %s", self._remote.name, result.branch, result.status)
+
+    def _close(self) -> None:
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None

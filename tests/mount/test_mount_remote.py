@@ -1,0 +1,99 @@
+"""`helix mount --remote`: two machines (two stores, two daemons) on one S3 server.
+
+The server is this test's own (tests/seaweed.py), so that it can be killed: the mounts
+work on offline and catch up when it is back.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mount_harness import Mount, MountFactory, helix, wait_until
+from seaweed import SeaweedServer
+
+WAIT = 90.0  # seconds a change may take to cross, on a loaded machine
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[SeaweedServer]:
+    own = SeaweedServer(tmp_path / "seaweed")
+    saved = {name: os.environ.get(name) for name in own.env()}
+    os.environ.update(own.env())
+    own.start()
+    try:
+        yield own
+    finally:
+        own.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def two_machines(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> tuple[Mount, Mount]:
+    url = f"s3://{server.bucket}/{uuid.uuid4().hex[:8]}"
+    first = tmp_path / "alpha-store"
+    helix("init", first)
+    helix("--store", first, "remote", "add", "origin", url, "--endpoint", server.endpoint)
+    helix("--store", first, "push")
+    second = tmp_path / "beta-store"
+    helix("clone", url, second, "--endpoint", server.endpoint)
+    mounts = []
+    for store, host in ((first, "alpha"), (second, "beta")):
+        env = {**os.environ, "HELIX_HOST": host}
+        mounts.append(make_mount(0, "--remote", "origin", store=store, env=env))
+    return mounts[0], mounts[1]
+
+
+def test_commits_cross_between_mounts_and_survive_an_outage(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> None:
+    alpha, beta = two_machines(make_mount, tmp_path, server)
+    (alpha.path / "hello.txt").write_text("from alpha\n")
+    wait_until(lambda: (beta.path / "hello.txt").exists(), WAIT, "alpha's file on beta")
+    assert (beta.path / "hello.txt").read_text() == "from alpha\n"
+    (beta.path / ".helix" / "branches" / "topic").mkdir()
+    (beta.path / ".helix" / "branches" / "topic" / "t.txt").write_text("topic\n")
+    topic = alpha.path / ".helix" / "branches" / "topic" / "t.txt"
+    wait_until(topic.exists, WAIT, "beta's branch on alpha")
+
+    server.kill()  # offline: saves still work, and are committed locally
+    (alpha.path / "offline.txt").write_text("written offline\n")
+    assert any("offline.txt" in str(c) for c in alpha.log(limit=3))
+    server.start()
+    wait_until(lambda: (beta.path / "offline.txt").exists(), WAIT, "the offline save on beta")
+    assert (beta.path / "offline.txt").read_text() == "written offline\n"
+
+
+def test_a_conflict_from_elsewhere_is_kept_apart_and_reported(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> None:
+    alpha, beta = two_machines(make_mount, tmp_path, server)
+    (alpha.path / "shared.txt").write_text("base\n")
+    wait_until(lambda: (beta.path / "shared.txt").exists(), WAIT, "the base on beta")
+    server.kill()  # both edit the same line while apart
+    (alpha.path / "shared.txt").write_text("alpha's version\n")
+    (beta.path / "shared.txt").write_text("beta's version\n")
+    server.start()
+
+    def reported() -> bool:
+        return any(
+            (m.path / ".helix" / "log").read_text().startswith("! remote origin: main conflicts")
+            for m in (alpha, beta)
+        )
+
+    wait_until(reported, WAIT, "the conflict reported in .helix/log")
+    # each machine still has its own version; the remote holds both
+    assert (alpha.path / "shared.txt").read_text() == "alpha's version\n"
+    assert (beta.path / "shared.txt").read_text() == "beta's version\n"
+    branches = set(os.listdir(alpha.path / ".helix" / "branches")) | set(
+        os.listdir(beta.path / ".helix" / "branches")
+    )
+    assert branches & {"main@alpha", "main@beta"}
