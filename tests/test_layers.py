@@ -17,9 +17,10 @@ ALLOWED: dict[str, set[str]] = {
     "vcs": {"store"},
     "fs": {"vcs"},
     "memory": {"store"},
-    "daemon": {"fs", "vcs", "store", "memory"},
+    "web": {"vcs", "memory"},
+    "daemon": {"fs", "vcs", "store", "memory", "web"},
     "mcp": {"vcs", "memory", "store", "daemon"},
-    "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp"},
+    "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp", "web"},
 }
 SHARED = {"errors", "ids", "__init__"}
 

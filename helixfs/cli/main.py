@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.strand",  # dna
     "helixfs.cli.remote",  # remote, clone, push, fetch, pull
     "helixfs.cli.mcp",  # mcp
+    "helixfs.cli.web",  # web, web-serve
 )
 
 # Which module registers each command, so that `helix log` imports only the module of
@@ -54,7 +55,8 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
     **dict.fromkeys(
-        ("remember", "relate", "recall", "context", "memories", "history", "forget")
+        ("remember", "relate", "recall", "context", "memories", "history", "forget", "edit")
+        + ("confirm",)
         + ("rollback", "purge", "archive", "checkpoint", "resume", "brief"),
         "helixfs.cli.memory",
     ),
@@ -62,6 +64,7 @@ COMMAND_INDEX: dict[str, str] = {
     "dna": "helixfs.cli.strand",
     **dict.fromkeys(("remote", "clone", "push", "fetch", "pull"), "helixfs.cli.remote"),
     "mcp": "helixfs.cli.mcp",
+    **dict.fromkeys(("web", "web-serve"), "helixfs.cli.web"),
 }
 _GLOBAL_WITH_VALUE = ("--store",)
 

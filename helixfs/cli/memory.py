@@ -1,5 +1,5 @@
-"""Memory commands: remember, recall, context, forget, memories, relate, history,
-rollback, purge, checkpoint, resume, brief.
+"""Memory commands: remember, recall, context, forget, edit, confirm, memories, relate,
+history, rollback, purge, checkpoint, resume, brief.
 
 They work on STORE/memory.db, never on the repository, so they are store handlers: the
 CLI can use them next to a running daemon (SQLite WAL), and under the daemon they run in
@@ -107,6 +107,15 @@ def _register_lifecycle(subparsers: Any) -> None:
     )
     p.add_argument("target", nargs="+", help="memory id, or a query matching exactly one")
     p.add_argument("--reason", default="")
+    p = add_command(
+        subparsers, "edit", help="correct a memory's text, type or tags", store_handler=cmd_edit
+    )
+    p.add_argument("id")
+    p.add_argument("text", nargs="*", help="the new text (default: unchanged)")
+    p.add_argument("--type", choices=MEMORY_TYPES, help="the new type")
+    p.add_argument("--tags", help="the new comma-separated tags (replacing the old)")
+    p = add_command(subparsers, "confirm", help="say a memory is right", store_handler=cmd_confirm)
+    p.add_argument("id")
     p = add_command(
         subparsers, "rollback", help="undo the last change to a memory", store_handler=cmd_rollback
     )
@@ -269,7 +278,7 @@ def _memory_command(handler: StoreHandler) -> StoreHandler:
 @_memory_command
 def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     text = _text(args.text, "memory text")
-    tags = [t.strip() for t in args.tags.split(",") if t.strip()]
+    tags = split_tags(args.tags)
     with open_memory(store) as mem:
         result = mem.remember(
             text, type=args.type, tags=tags, scope=args.scope, source=_source(args.source)
@@ -369,6 +378,28 @@ def cmd_forget(args: argparse.Namespace, store: Path, out: Output) -> int:
     with open_memory(store) as mem:
         ids = mem.forget(target, reason=args.reason)
     out.emit({"forgotten": ids}, "forgot " + ", ".join(ids) + " (helix rollback ID restores)")
+    return 0
+
+
+def split_tags(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@_memory_command
+def cmd_edit(args: argparse.Namespace, store: Path, out: Output) -> int:
+    text = " ".join(args.text).strip() or None
+    tags = None if args.tags is None else split_tags(args.tags)
+    with open_memory(store) as mem:
+        rec = mem.edit(args.id, text, type=args.type, tags=tags)
+    out.emit(rec.to_json(), f"edited {rec.id} [{rec.type}]: {rec.content}")
+    return 0
+
+
+@_memory_command
+def cmd_confirm(args: argparse.Namespace, store: Path, out: Output) -> int:
+    with open_memory(store) as mem:
+        rec = mem.confirm(args.id)
+    out.emit(rec.to_json(), f"confirmed {rec.id}: {rec.content}")
     return 0
 
 

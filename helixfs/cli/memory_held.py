@@ -44,3 +44,12 @@ def held_memory(store: Path) -> Memory | None:
     if found is None or not same_store(found[0], store):
         return None
     return found[1]()
+
+
+def lent_source(store: Path) -> MemorySource | None:
+    """The source of the memory lent for `store`, to keep past this call (the web
+    view a daemon serves uses its memory for every page)."""
+    found = _HELD.get()
+    if found is None or not same_store(found[0], store):
+        return None
+    return found[1]

@@ -256,6 +256,7 @@ async def serve(
 
         memory_files = MemoryFiles(config.store, repo)
         stack.callback(memory_files.close)
+        stack.callback(stop_web_views)  # before the store and memory they read close
         saver = Saver(config.quiet_window)
         operations = _operations(repo, saver, memory_files)
         _mount(operations, config)
@@ -321,6 +322,13 @@ def _command_runner(
         return runner(argv, repo, out, err, memory_files.memory)
 
     return run
+
+
+def stop_web_views() -> None:
+    """The web views this daemon serves (`helix web` while mounted, ADR 0058)."""
+    from helixfs.web.running import stop_all  # light: no starlette unless one runs
+
+    stop_all()
 
 
 def _open_repository(store: Path) -> Repository:

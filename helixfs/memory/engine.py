@@ -27,6 +27,7 @@ import numpy.typing as npt
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
     consolidate,
+    corrections,
     models,
     notes,
     ranking,
@@ -670,6 +671,44 @@ class Memory:
                     records.set_vector(self._conn, rowid, vector, state["status"] == "active")
                     self._index_cache.vector_written(rowid, vector)
             return self.get(resolved)
+
+    def edit(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        *,
+        type: str | None = None,
+        tags: Sequence[str] | None = None,
+        note: str = "",
+    ) -> MemoryRecord:
+        """A person's correction (op `edit`; rollback undoes it). New text is redacted
+        and re-embedded, but not consolidated: the person chose which memory it is."""
+        if content is not None:
+            content = redact(validate.check_text("memory content", content)).text
+        resolved = self._resolve(memory_id)
+        vector = self._vectors.embed([content])[0] if self._vectors and content else None
+        now = self._clock()
+        with self._lock, writing(self._conn):
+            row = records.fetch(self._conn, resolved)
+            changes = corrections.edit_changes(row, content, type, tags, now)
+            after = corrections.edit(self._conn, resolved, changes, now, note)
+            if vector is not None and "content" in changes:
+                rowid = records.rowid_of(self._conn, resolved)
+                records.set_vector(self._conn, rowid, vector, after["status"] == "active")
+                self._index_cache.vector_written(rowid, vector)
+        return self.get(resolved)
+
+    def confirm(self, memory_id: str, *, note: str = "") -> MemoryRecord:
+        """A person says the memory is right: full confidence, salience up (op `confirm`)."""
+        with self._lock, writing(self._conn):
+            resolved = self._resolve(memory_id)
+            corrections.confirm(self._conn, resolved, self._clock(), note)
+        return self.get(resolved)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """type -> status -> number of memories."""
+        with self._lock:
+            return corrections.counts(self._conn)
 
     def relate(self, a: str, b: str, rel: str) -> Edge:
         validate.check_relation(rel)
