@@ -89,25 +89,34 @@ def _ask_daemon(store: Path, args: argparse.Namespace) -> tuple[str, str] | None
 
 
 def _serve_here(args: argparse.Namespace, store: Path, out: Output) -> int:
-    from helixfs.cli.main import open_repository
+    """Open the store and serve until Ctrl-C. Meanwhile this process owns the store, as
+    a mount's daemon does: it answers the control socket, so the CLI works on."""
+    from helixfs.cli.main import open_repository, run_in_process
     from helixfs.cli.memory import MEMORY_DB, process_embedder
+    from helixfs.daemon.control_server import ControlServer
+    from helixfs.daemon.control_thread import ControlThread
     from helixfs.memory import KeptOpen
     from helixfs.web.server import serve_foreground
     from helixfs.web.site import Site
 
     repo = open_repository(store)
     memory = KeptOpen(store / MEMORY_DB, process_embedder)
+    control = ControlServer(
+        store, lambda argv, stdout, stderr: run_in_process(argv, repo, stdout, stderr, memory)
+    )
     try:
+        commands = ControlThread(control).start()
+        try:
 
-        def ready(url: str) -> None:
-            out.line(url)
-            out.note(
-                f"serving {store} until Ctrl-C (stop it before helix mount: it holds the store)"
-            )
-            out.stdout.flush()
-            _open_browser(args, url, out)
+            def ready(url: str) -> None:
+                out.line(url)
+                out.note(f"serving {store} until Ctrl-C (helix commands go through it)")
+                out.stdout.flush()
+                _open_browser(args, url, out)
 
-        serve_foreground(Site(repo, memory, store), args.host, args.port, ready)
+            serve_foreground(Site(repo, memory, store), args.host, args.port, ready)
+        finally:
+            commands.stop()
     finally:
         memory.close()
         repo.close()
