@@ -116,7 +116,8 @@ def _axes(x0: float, x1: float, y1: float, unit: str, sx: Scale, sy: Scale) -> s
             f"{e(_amount(y, unit))}</text>"
             f'<line x1="{LEFT}" y1="{sy(y):.1f}" x2="{W - RIGHT}" y2="{sy(y):.1f}" stroke="#eee"/>'
         )
-    fmt = "%H:%M" if x1 - x0 < 2 * 86400 else "%m-%d"
+    span = x1 - x0
+    fmt = "%H:%M:%S" if span < 3600 else "%H:%M" if span < 2 * 86400 else "%m-%d"
     for i in range(5):
         x = x0 + (x1 - x0) * i / 4
         out.append(

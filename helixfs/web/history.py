@@ -5,7 +5,8 @@ A page costs O(page), whatever the history's length: the walk is a heap of the c
 still to show (the frontier), and the link to the next page carries that frontier (each
 commit id with the ref it was reached from), not a page number to skip to. A commit
 reached from several refs is drawn in the lane of the first ref in the page's order
-(HEAD's branch, other branches, then snapshots).
+(HEAD's branch, other branches, then snapshots); a merge's other parents in the lane of
+the branch it merged.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import heapq
+import itertools
 import json
 import zlib
 from collections.abc import Sequence
@@ -31,6 +33,10 @@ PALETTE = (
 ROW = 28  # px per commit row: helix.css gives each row the same height
 LANE = 18  # px between lanes
 MAX_PAGE = 500
+# heap entries: newest first, then by id, then the lane that wins a commit reached twice;
+# the tick keeps two entries of one commit and lane from comparing their Commits
+Entry = tuple[int, bytes, int, int, str, Commit]
+_ticks = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -75,37 +81,42 @@ def walk(repo: Repository, after: str | None, limit: int) -> HistoryPage:
     for label, cid in refs:
         tips.setdefault(cid, []).append(label)
     frontier = decode_cursor(after) if after else [(label, cid) for label, cid in refs]
-    heap: list[tuple[int, bytes, int, str]] = []
+    heap: list[Entry] = []
     for label, cid in frontier:
         _push(heap, repo.commit_info(cid), label, order)
     rows: list[Row] = []
-    shown: set[CommitId] = set()
+    shown: set[bytes] = set()
     while heap and len(rows) < limit:
-        _, popped, _, label = heapq.heappop(heap)
-        if popped in shown:
+        *_, label, commit = heapq.heappop(heap)
+        if commit.id in shown:
             continue
-        commit = repo.commit_info(CommitId(popped))
         shown.add(commit.id)
         rows.append(Row(commit, label, tuple(tips.get(commit.id, ()))))
-        for parent in commit.parents:
-            _push(heap, repo.commit_info(parent), label, order)
+        for i, parent in enumerate(commit.parents):
+            _push(heap, repo.commit_info(parent), _parent_label(commit, i, label), order)
     rest = _frontier(heap, shown)
     lanes = sorted({row.ref for row in rows}, key=lambda label: order.get(label, len(order)))
     return HistoryPage(rows, lanes, encode_cursor(rest) if rest else None)
 
 
-def _push(
-    heap: list[tuple[int, bytes, int, str]], commit: Commit, label: str, order: dict[str, int]
-) -> None:
-    heapq.heappush(heap, (-commit.time_ns, commit.id, order.get(label, len(order)), label))
+def _parent_label(commit: Commit, index: int, label: str) -> str:
+    """A first parent stays in its child's lane; a merged parent goes to the lane of
+    the branch merged (vcs records it in meta["merge"]), as git draws a merge."""
+    merged = commit.meta.get("merge")
+    if index == 0:
+        return label
+    return merged if isinstance(merged, str) and merged else f"{label} (merged)"
 
 
-def _frontier(
-    heap: list[tuple[int, bytes, int, str]], shown: set[CommitId]
-) -> list[tuple[str, CommitId]]:
+def _push(heap: list[Entry], commit: Commit, label: str, order: dict[str, int]) -> None:
+    rank = order.get(label, len(order))
+    heapq.heappush(heap, (-commit.time_ns, commit.id, rank, next(_ticks), label, commit))
+
+
+def _frontier(heap: list[Entry], shown: set[bytes]) -> list[tuple[str, CommitId]]:
     """What the next page starts from: each commit once, in the lane that wins it."""
     best: dict[bytes, tuple[int, str]] = {}
-    for _, cid, rank, label in heap:
+    for _, cid, rank, _, label, _ in heap:
         if cid not in shown and (cid not in best or rank < best[cid][0]):
             best[cid] = (rank, label)
     return [(label, CommitId(cid)) for cid, (_, label) in best.items()]

@@ -220,7 +220,7 @@ def _history_table(entries: list[HistoryEntry]) -> str:
         )
         for entry in entries
     ]
-    return table(("seq", "when", "op", "content after", "note"), rows, "history")
+    return table(("seq", "when", "op", "content after", "note"), rows, "ops")
 
 
 # -- corrections (POST) -------------------------------------------------------------------

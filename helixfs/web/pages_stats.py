@@ -11,8 +11,12 @@ from collections import Counter, defaultdict
 from helixfs.web import charts, history
 from helixfs.web.html import e, page, table
 from helixfs.web.site import Site
+from helixfs.web.sizes import INTERVAL
 
+HOUR = 3600
+DAY_HOURS = 24
 RECENT = 2000  # commits read for the commit and latency charts (the newest, all refs)
+MAX_DOTS = 300  # per branch in the latency chart (evenly taken); the summary uses all
 STATUS_COLOURS = {
     "active": "#2ca02c",
     "superseded": "#ff7f0e",
@@ -41,7 +45,7 @@ def recent_rows(site: Site) -> list[history.Row]:
 
 def stats_page(site: Site) -> str:
     rows = recent_rows(site)
-    colours = {row.ref: history.colour(row.ref) for row in rows}
+    colours = {ref: history.colour(ref) for ref in {row.ref for row in rows}}
     sections = [
         _section("Commits per hour, per branch", _per_hour(rows, colours)),
         _section("Save latency (each commit's own time in the store)", _latency(rows, colours)),
@@ -57,11 +61,16 @@ def _section(title: str, inner: str) -> str:
 
 
 def _per_hour(rows: list[history.Row], colours: dict[str, str]) -> str:
+    """The day up to the hour of the newest commit, each hour counted (zeros too)."""
+    if not rows:
+        return '<p class="empty">No commits.</p>'
     counts: dict[str, Counter[int]] = defaultdict(Counter)
     for row in rows:
-        counts[row.ref][int(row.commit.time_ns // 1_000_000_000 // 3600) * 3600] += 1
-    series = {ref: sorted((float(h), float(n)) for h, n in c.items()) for ref, c in counts.items()}
-    return charts.line_chart(series, colours, unit="", label="commits per hour", dots=False)
+        counts[row.ref][int(row.commit.time_ns // 1_000_000_000 // HOUR) * HOUR] += 1
+    last = max(hour for c in counts.values() for hour in c)
+    hours = [last - HOUR * i for i in reversed(range(DAY_HOURS))]
+    series = {ref: [(float(h), float(c.get(h, 0))) for h in hours] for ref, c in counts.items()}
+    return charts.line_chart(series, colours, unit="", label="commits per hour")
 
 
 def _latency(rows: list[history.Row], colours: dict[str, str]) -> str:
@@ -71,6 +80,7 @@ def _latency(rows: list[history.Row], colours: dict[str, str]) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             series[row.ref].append((row.commit.time_ns / 1e9, value / 1000.0))
     values = sorted(v for pts in series.values() for _, v in pts)
+    series = {ref: pts[:: max(1, len(pts) // MAX_DOTS)] for ref, pts in series.items()}
     if not values:
         return '<p class="empty">No commit here records its latency.</p>'
     p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
@@ -89,10 +99,11 @@ def _sizes(site: Site) -> str:
         "files shown": [(s.at, float(s.referenced_bytes)) for s in samples],
     }
     last = samples[-1]
-    ratio = last.referenced_bytes / last.disk_bytes if last.disk_bytes else 0.0
     summary = (
-        f"<p>Now: {last.disk_bytes:,} bytes on disk hold {last.referenced_bytes:,} bytes of"
-        f" files at the heads ({ratio:.1f}x); {len(samples):,} samples.</p>"
+        f"<p>Last sample: {last.disk_bytes:,} bytes on disk, {last.logical_bytes:,} bytes of"
+        f" records, {last.referenced_bytes:,} bytes of files at the heads of branches and"
+        f" snapshots ({len(samples):,} samples, one per {INTERVAL / 60:.0f} minutes while"
+        " the web view runs).</p>"
     )
     return summary + charts.line_chart(series, SIZE_COLOURS, unit="bytes", label="store size")
 

@@ -166,7 +166,7 @@ def _diff_lines(text: str, cut: bool) -> str:
             cls = "dh"
         out.append(f'<span class="{cls}">{e(line)}</span>')
     note = message_box("The diff is cut here: it is too long to show.", "note") if cut else ""
-    return f'<pre class="diff">{chr(10).join(out)}</pre>{note}'
+    return f'<pre class="diff">{"".join(out)}</pre>{note}'
 
 
 # -- browse -------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def _file_view(site: Site, rev: str, path: bytes, entry: TreeEntry) -> str:
     text = as_text(data)
     if text is None:
         return f'<p class="desc">A binary file of {len(data):,} bytes ({e(_magic(data))}).</p>'
-    lines = "".join(f"<span>{e(line)}</span>\n" for line in text.split("\n"))
+    lines = "".join(f"<span>{e(line)}</span>" for line in text.split("\n"))
     return f'<pre class="file numbered">{lines}</pre>'
 
 

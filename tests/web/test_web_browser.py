@@ -143,7 +143,10 @@ def test_forget_then_restore_from_the_page(page: Any, server: WebServer, store: 
 def test_edit_and_confirm_are_in_history(page: Any, server: WebServer, store: Any) -> None:
     page.get(server.base + "/memory?tag=ci")
     page.find_element(By.CSS_SELECTOR, "table.memories a.id").click()
-    memory_id = wait(page).until(ec.presence_of_element_located((By.ID, "content"))) and page.title.split()[1]
+    memory_id = (
+        wait(page).until(ec.presence_of_element_located((By.ID, "content")))
+        and page.title.split()[1]
+    )
     box = page.find_element(By.ID, "f-content")
     box.clear()
     box.send_keys("the CI runs on every push and every pull request")
@@ -154,13 +157,21 @@ def test_edit_and_confirm_are_in_history(page: Any, server: WebServer, store: An
     entries = helix_json("--store", store, "history", memory_id)
     assert [e["op"] for e in entries][-2:] == ["edit", "confirm"]
     assert entries[-1]["after"]["content"] == "the CI runs on every push and every pull request"
-    assert "edit" in texts(page, "table.history .op")
+    assert "edit" in texts(page, "table.ops .op")
 
 
 def test_supersession_chain_is_shown(page: Any, server: WebServer, store: Any) -> None:
     from web_harness import helix
 
-    helix("--store", store, "remember", "--type", "decision", "--", "we use SQLite for the main database")
+    helix(
+        "--store",
+        store,
+        "remember",
+        "--type",
+        "decision",
+        "--",
+        "we use SQLite for the main database",
+    )
     page.get(server.base + "/memory?q=main+database")
     page.find_element(By.CSS_SELECTOR, "table.hits a.id").click()
     chain = wait(page).until(ec.presence_of_element_located((By.CSS_SELECTOR, "ol.chain")))
