@@ -243,7 +243,10 @@ def _file_view(site: Site, rev: str, path: bytes, entry: TreeEntry) -> str:
     text = as_text(data)
     if text is None:
         return f'<p class="desc">A binary file of {len(data):,} bytes ({e(_magic(data))}).</p>'
-    lines = "".join(f"<span>{e(line)}</span>" for line in text.split("\n"))
+    parts = text.split("\n")
+    if parts[-1] == "":  # the newline ending the last line starts no line of its own
+        parts.pop()
+    lines = "".join(f"<span>{e(line)}</span>" for line in parts)
     return f'<pre class="file numbered">{lines}</pre>'
 
 
