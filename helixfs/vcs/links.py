@@ -26,16 +26,21 @@ LINK_MAX = 65000
 LINK_ENTRY_BYTES = 2 + len(LINK) + 4 + 12  # the key and its "<QI" in an encoded entry
 
 
+Folders = dict["Node", int]  # folder -> how many names of linked nodes it holds
+
+
 class LinkGroup:
     """The names of one hard-linked Node: `count` names in the tree, `places` the ones
-    loaded as (folder, name). The Node's own `parent`/`name` are `places[0]`."""
+    loaded as (folder, name). The Node's own `parent`/`name` are `places[0]`. `raws`:
+    the encoded entry of each place (it holds the name), until the node changes."""
 
-    __slots__ = ("id", "count", "places")
+    __slots__ = ("id", "count", "places", "raws")
 
-    def __init__(self, link_id: int, count: int, places: list[tuple[Node, bytes]]) -> None:
+    def __init__(self, link_id: int, count: int) -> None:
         self.id = link_id
         self.count = count
-        self.places = places
+        self.places: list[tuple[Node, bytes]] = []
+        self.raws: dict[tuple[Node, bytes], bytes] = {}
 
 
 def new_link_id() -> int:
@@ -82,20 +87,41 @@ def places_of(node: Node) -> list[tuple[Node | None, bytes]]:
     return list(group.places)
 
 
-def add_place(node: Node, parent: Node, name: bytes) -> None:
+def add_place(node: Node, parent: Node, name: bytes, folders: Folders) -> None:
     assert node.group is not None
     node.group.places.append((parent, name))
+    folders[parent] = folders.get(parent, 0) + 1
     _first_place(node)
 
 
-def drop_place(node: Node, parent: Node, name: bytes) -> None:
-    assert node.group is not None
-    places = node.group.places
-    for at, (folder, held) in enumerate(places):
+def drop_place(node: Node, parent: Node, name: bytes, folders: Folders) -> None:
+    group = node.group
+    assert group is not None
+    for at, (folder, held) in enumerate(group.places):
         if folder is parent and held == name:
-            del places[at]
+            del group.places[at]
+            group.raws.pop((parent, name), None)
+            _uncount(folders, parent)
             break
     _first_place(node)
+
+
+def dissolve(node: Node, folders: Folders) -> None:
+    """A node down to one name is a plain node again (its entry loses the LINK key)."""
+    group = node.group
+    assert group is not None
+    for folder, _ in group.places:
+        _uncount(folders, folder)
+    node.group = None
+    node.raw = None
+
+
+def _uncount(folders: Folders, folder: Node) -> None:
+    left = folders.get(folder, 0) - 1
+    if left > 0:
+        folders[folder] = left
+    else:
+        folders.pop(folder, None)
 
 
 def _first_place(node: Node) -> None:

@@ -56,8 +56,10 @@ from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.links import (
     LINK_ENTRY_BYTES,
     LINK_MAX,
+    Folders,
     LinkGroup,
     add_place,
+    dissolve,
     drop_place,
     link_of,
     new_link_id,
@@ -165,6 +167,7 @@ class Worktree:
                 self.repo.store, pending=self._unwritten, records=self.repo.contents.records
             )
             self._groups: dict[int, Node] = {}  # link id -> its node (vcs/links.py)
+            self._link_folders: Folders = {}  # folders holding names of linked nodes
             self._links_whole = False  # every name of every group is loaded
             if changes is not None:
                 self._replay(self.root, changes)
@@ -252,6 +255,7 @@ class Worktree:
         """Mark every name of `node` for re-encoding, with the folders above each."""
         if node.group is not None:
             self._load_links()  # a name not loaded would keep the old entry
+            node.group.raws.clear()
         for parent, name in places_of(node):
             mark_stale(parent, name)
             while parent is not None and not parent.dirty:
@@ -442,13 +446,14 @@ class Worktree:
             group = node.group
             if group is None:
                 assert node.parent is not None
-                group = node.group = LinkGroup(new_link_id(), 1, [(node.parent, node.name)])
+                group = node.group = LinkGroup(new_link_id(), 1)
+                add_place(node, node.parent, node.name, self._link_folders)
                 self._groups[group.id] = node
             if group.count >= LINK_MAX:
                 raise TooManyLinks(f"{show_path(self.path_of(node))} has {LINK_MAX} names")
             group.count += 1
             node.raw = None  # an entry's encoding holds its name: one per name now
-            add_place(node, parent, name)
+            add_place(node, parent, name, self._link_folders)
             children[name] = node
             bump(parent, name)
             self._touch(parent, self._join(parent, name), relisted=name, subject=node)
@@ -486,12 +491,12 @@ class Worktree:
         group = node.group
         assert group is not None
         self._load_links()
-        drop_place(node, parent, name)
+        drop_place(node, parent, name, self._link_folders)
         if moving:
             return
         group.count = len(group.places)
         if group.count <= 1:
-            node.group = None
+            dissolve(node, self._link_folders)
             del self._groups[group.id]
         if group.count:
             self._mark_places(node)
@@ -499,7 +504,7 @@ class Worktree:
     def _unplace(self, parent: Node, node: Node | None, name: bytes) -> None:
         """A journal replaces (or removes) what the stored tree had at `name`."""
         if node is not None and node.group is not None:
-            drop_place(node, parent, name)
+            drop_place(node, parent, name, self._link_folders)
 
     def _node_of(
         self, entry: TreeEntry, parent: Node, raw: bytes | None, *, newer: bool = False
@@ -514,13 +519,14 @@ class Worktree:
         node = self._groups.get(link_id)
         if node is None or node.group is None or not same_kind(node, entry):
             node = node_from_entry(entry, parent, None)  # its raw holds its name: not kept
-            node.group = LinkGroup(link_id, count, [(parent, entry.name)])
+            node.group = LinkGroup(link_id, count)
+            add_place(node, parent, entry.name, self._link_folders)
             self._groups[link_id] = node
             return node
         if newer:
             take_entry(node, entry)
             node.group.count = count
-        add_place(node, parent, entry.name)
+        add_place(node, parent, entry.name, self._link_folders)
         return node
 
     def _load_links(self) -> None:
@@ -615,7 +621,7 @@ class Worktree:
             node.name = name
             node.parent = parent
         else:
-            add_place(node, parent, name)
+            add_place(node, parent, name, self._link_folders)
         self._children(parent)[name] = node
         bump(parent, name)
         node.raw = None
@@ -639,8 +645,8 @@ class Worktree:
         self._children(op)[on] = dst
         self._children(np)[nn] = src
         op.recheck = np.recheck = True
-        _rehome(src, op, on, np, nn)
-        _rehome(dst, np, nn, op, on)
+        _rehome(src, op, on, np, nn, self._link_folders)
+        _rehome(dst, np, nn, op, on, self._link_folders)
         src.raw = dst.raw = None
         self._touch(op, path_a, path_b, relisted=on, subject=src)
         self._touch(np, path_a, path_b, relisted=nn, subject=dst)
@@ -817,7 +823,7 @@ class Worktree:
             # regained (a child left, or the directory was impure); otherwise only the
             # changed children can spoil it.
             if node.recheck or not node.pure:
-                raws, pure = self._encode_all(listing, objects)
+                raws, pure = self._encode_all(node, listing, objects)
             else:
                 raws, pure = self._encode_changed(node, listing, objects)
             record = encode_tree_raw(raws)
@@ -831,13 +837,14 @@ class Worktree:
             self.repo.trees.mark_clean(node.oid)
         return node.oid
 
-    def _encode_all(self, listing: Listing, objects: Objects) -> tuple[list[bytes], bool]:
+    def _encode_all(
+        self, node: Node, listing: Listing, objects: Objects
+    ) -> tuple[list[bytes], bool]:
         raws = []
         pure = True
         for name, child in listing:
-            raws.append(
-                child.raw if child.raw is not None else self._entry_raw(child, objects, name)
-            )
+            raw = child.raw if child.group is None else child.group.raws.get((node, name))
+            raws.append(raw if raw is not None else self._entry_raw(child, objects, name, node))
             pure = pure and _keeps_pure(name, child)
         return raws, pure
 
@@ -848,14 +855,14 @@ class Worktree:
         found by `list.index`, in C: a one-file save stays O(changed) in Python, even in
         a directory of 20,000 entries. Only the changed names (`stale`: a journaled save
         may have encoded their entries already) can spoil the purity."""
-        raws: list[bytes | None] = [child.raw for child in listing.nodes]
+        raws = self._raws(node, listing)
         at = -1
         while True:
             try:
                 at = raws.index(None, at + 1)
             except ValueError:
                 break  # no None is left
-            raws[at] = self._entry_raw(listing.nodes[at], objects, listing.names[at])
+            raws[at] = self._entry_raw(listing.nodes[at], objects, listing.names[at], node)
         assert node.children is not None
         changed = ((name, node.children.get(name)) for name in node.stale or ())
         pure = all(_keeps_pure(name, child) for name, child in changed if child is not None)
@@ -869,7 +876,9 @@ class Worktree:
             names,
             _itself,
             node.stale or (),
-            lambda start, stop: self._write_pages(names[start:stop], nodes[start:stop], objects),
+            lambda start, stop: self._write_pages(
+                node, names[start:stop], nodes[start:stop], objects
+            ),
         )
         node.pages = pages
         at = 0
@@ -881,20 +890,32 @@ class Worktree:
         record = encode_paged([(page.oid, page.count) for page in pages])
         return record, all(page.pure for page in pages)
 
-    def _write_pages(self, names: list[bytes], nodes: list[Node], objects: Objects) -> list[Page]:
+    def _write_pages(
+        self, folder: Node, names: list[bytes], nodes: list[Node], objects: Objects
+    ) -> list[Page]:
         """Encode a run of children that starts and ends at page cuts, as pages."""
-        raws = [
-            child.raw if child.raw is not None else self._entry_raw(child, objects, name)
-            for name, child in zip(names, nodes, strict=True)
-        ]
+        raws = []
+        for name, child in zip(names, nodes, strict=True):
+            raw = child.raw if child.group is None else child.group.raws.get((folder, name))
+            raws.append(raw if raw is not None else self._entry_raw(child, objects, name, folder))
         return write_pages(names, raws, objects)
 
-    def _entry_raw(self, child: Node, objects: Objects, name: bytes) -> bytes:
-        """A child's encoded entry, kept as its `raw` unless it has several names."""
+    def _raws(self, node: Node, listing: Listing) -> list[bytes | None]:
+        """The encoded entries of a folder's children kept from before (None: encode)."""
+        if node not in self._link_folders:
+            return [child.raw for child in listing.nodes]  # the common case: no link
+        return [
+            child.raw if child.group is None else child.group.raws.get((node, name))
+            for name, child in listing
+        ]
+
+    def _entry_raw(self, child: Node, objects: Objects, name: bytes, folder: Node) -> bytes:
+        """A child's encoded entry, kept as its `raw` (a linked node's: by place)."""
         if child.dirty:
             self._encode(child, objects)
         if child.group is not None:
-            return encode_entry(child.entry(name))
+            raw = child.group.raws[(folder, name)] = encode_entry(child.entry(name))
+            return raw
         child.raw = encode_entry(child.entry())
         return child.raw
 
@@ -1159,12 +1180,14 @@ class Worktree:
             return cid
 
 
-def _rehome(node: Node, old_parent: Node, old_name: bytes, parent: Node, name: bytes) -> None:
+def _rehome(
+    node: Node, old_parent: Node, old_name: bytes, parent: Node, name: bytes, folders: Folders
+) -> None:
     if node.group is None:
         node.name, node.parent = name, parent
     else:
-        drop_place(node, old_parent, old_name)
-        add_place(node, parent, name)
+        drop_place(node, old_parent, old_name, folders)
+        add_place(node, parent, name, folders)
 
 
 def _entry_bound(name: bytes, child: Node) -> int:
