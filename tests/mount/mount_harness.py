@@ -89,6 +89,18 @@ def sh(
     return done
 
 
+def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
+    """`session` in the mount's `work/` and in a local `work/`: the mount's folder, and
+    each run's output (stdout, stderr and exit status)."""
+    outputs = []
+    for root in (mnt.path, tmp_path):
+        work = root / "work"
+        work.mkdir()
+        done = sh(session, work, check=False)
+        outputs.append(f"{done.stdout}{done.stderr}exit={done.returncode}\n")
+    return mnt.path / "work", outputs[0], outputs[1]
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
     """Poll for an asynchronous effect (a quiet-window commit); never a timing assertion."""
     deadline = time.monotonic() + timeout

@@ -11,21 +11,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, MountFactory, need, sh, wait_until
+from mount_harness import Mount, MountFactory, need, run_both, sh, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
-
-
-def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
-    """`session` in the mount's `work/` and in a local `work/`: the mount's folder, and
-    each run's output (stdout, stderr and exit status)."""
-    outputs = []
-    for root in (mnt.path, tmp_path):
-        work = root / "work"
-        work.mkdir()
-        done = sh(session, work, check=False)
-        outputs.append(f"{done.stdout}{done.stderr}exit={done.returncode}\n")
-    return mnt.path / "work", outputs[0], outputs[1]
 
 
 # Each file's link count and the names that are the same file as the first name of it.

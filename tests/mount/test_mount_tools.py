@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mount_harness import Mount, need, sh
+from mount_harness import Mount, need, run_both, sh
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
@@ -24,18 +24,6 @@ NS_MAX = 2**63 - 1  # the latest mtime a tree entry holds: 2262-04-11
 NS_MIN = -(2**63)  # the earliest: 1677-09-21
 YEAR_2300 = 10_413_792_000  # seconds
 YEAR_1600 = -11_676_096_000
-
-
-def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
-    """`session` in the mount's `work/` and in a local `work/`: the mount's folder, and
-    each run's output (stdout, stderr and exit status)."""
-    outputs = []
-    for root in (mnt.path, tmp_path):
-        work = root / "work"
-        work.mkdir()
-        done = sh(session, work, check=False)
-        outputs.append(f"{done.stdout}{done.stderr}exit={done.returncode}\n")
-    return mnt.path / "work", outputs[0], outputs[1]
 
 
 def test_a_date_outside_1677_2262_is_clamped_as_a_local_disk_clamps_its_own(

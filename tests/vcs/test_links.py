@@ -48,6 +48,21 @@ def _read(tree: Worktree, path: bytes) -> bytes:
     return tree.read(node, 0, node.size)
 
 
+def _linked_and_branched(repo: Repository) -> tuple[Worktree, Worktree]:
+    """`a` and its link `b` committed on main, and a branch `other` made from there."""
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base\n")
+    _link(tree, b"a", b"b")
+    tree.commit("link")
+    repo.create_branch("other")
+    return tree, repo.worktree("other")
+
+
+def _edit(tree: Worktree, path: bytes, data: bytes) -> None:
+    tree.set_content(_at(tree, path), data)
+    tree.commit(f"edit {path!r}")
+
+
 def _stored(repo: Repository, path: bytes, rev: str = "HEAD") -> tuple[int, int] | None:
     entry = repo.trees.entry(repo.commit_info(rev).tree, path)
     assert entry is not None
@@ -200,16 +215,9 @@ def test_a_saved_link_is_replayed_after_a_crash(tmp_path: Path) -> None:
 
 
 def test_a_conflict_in_a_linked_file_is_reported_once(repo: Repository) -> None:
-    tree = repo.worktree("main")
-    _write(tree, b"a", b"base\n")
-    _link(tree, b"a", b"b")
-    tree.commit("link")
-    repo.create_branch("other")
-    other = repo.worktree("other")
-    other.set_content(_at(other, b"a"), b"theirs\n")
-    other.commit("theirs")
-    tree.set_content(_at(tree, b"a"), b"ours\n")
-    tree.commit("ours")
+    tree, other = _linked_and_branched(repo)
+    _edit(other, b"a", b"theirs\n")
+    _edit(tree, b"a", b"ours\n")
     result = repo.merge("other", allow_conflicts=True)
     assert result.conflicts == [b"a"]
     tree = repo.worktree("main")
@@ -272,9 +280,7 @@ def test_a_link_made_on_one_side_and_an_edit_on_the_other_split_the_names(
     _write(tree, b"a", b"base\n")
     tree.commit("base")
     repo.create_branch("other")
-    other = repo.worktree("other")
-    other.set_content(_at(other, b"a"), b"theirs\n")
-    other.commit("theirs")
+    _edit(repo.worktree("other"), b"a", b"theirs\n")
     _link(tree, b"a", b"b")
     tree.commit("link")
     assert repo.merge("other").status == "merged"
@@ -285,14 +291,8 @@ def test_a_link_made_on_one_side_and_an_edit_on_the_other_split_the_names(
 
 
 def test_links_merge_whole_when_one_side_edits_them(repo: Repository) -> None:
-    tree = repo.worktree("main")
-    _write(tree, b"a", b"base\n")
-    _link(tree, b"a", b"b")
-    tree.commit("link")
-    repo.create_branch("other")
-    other = repo.worktree("other")
-    other.set_content(_at(other, b"b"), b"theirs\n")
-    other.commit("theirs")
+    tree, other = _linked_and_branched(repo)
+    _edit(other, b"b", b"theirs\n")
     _write(tree, b"c", b"unrelated\n")
     tree.commit("ours")
     repo.merge("other")
