@@ -20,7 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "web": {"vcs", "memory"},
     "daemon": {"fs", "vcs", "store", "memory", "web"},
     "mcp": {"vcs", "memory", "store", "daemon"},
-    "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp", "web"},
+    "agents": {"vcs", "memory", "store", "daemon"},
+    "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp", "web", "agents"},
 }
 SHARED = {"errors", "ids", "__init__"}
 

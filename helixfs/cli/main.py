@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.remote",  # remote, clone, push, fetch, pull
     "helixfs.cli.mcp",  # mcp
     "helixfs.cli.web",  # web, web-serve
+    "helixfs.cli.agents",  # connect, hooks, hook
 )
 
 # Which module registers each command, so that `helix log` imports only the module of
@@ -65,6 +66,7 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("remote", "clone", "push", "fetch", "pull"), "helixfs.cli.remote"),
     "mcp": "helixfs.cli.mcp",
     **dict.fromkeys(("web", "web-serve"), "helixfs.cli.web"),
+    **dict.fromkeys(("connect", "hooks", "hook"), "helixfs.cli.agents"),
 }
 _GLOBAL_WITH_VALUE = ("--store",)
 
