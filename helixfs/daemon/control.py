@@ -20,12 +20,10 @@ The socket is 0600: whoever can talk to it can do anything the store's owner can
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import signal
 import socket
-import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -33,38 +31,17 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from helixfs.daemon.liveness import WATCH_SECONDS, Daemon
+from helixfs.daemon.wire import (  # the wire format, which the hook launcher imports alone
+    FRAME_LENGTH,
+    NO_DAEMON,
+    PROTOCOL_VERSION,
+    addressable,
+    send_frame,
+    socket_path,
+)
 from helixfs.errors import HelixError
 
-SOCKET_NAME = "control.sock"
-PROTOCOL_VERSION = 1
-MAX_FRAME = 1 << 30
-FRAME_LENGTH = struct.Struct(">I")
-# connect() errors meaning nobody serves the store: no socket (or no folder, a file or a
-# symlink loop where the store folder should be), a dead daemon's leftover socket
-_NO_DAEMON = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ECONNREFUSED, errno.ENOTSOCK)
-
-
-def socket_path(store: Path) -> Path:
-    return store / SOCKET_NAME
-
-
-@contextlib.contextmanager
-def addressable(path: Path) -> Iterator[bytes]:
-    """An address for a unix socket at `path`, even past the 107-byte sun_path limit.
-
-    A long store path (deep home folders, pytest tmp dirs) would make bind/connect fail;
-    the socket is then reached through its folder opened as /proc/self/fd/N, which is
-    short and resolves to the same inode.
-    """
-    raw = os.fsencode(path)
-    if len(raw) < 100:
-        yield raw
-        return
-    folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield f"/proc/self/fd/{folder}/".encode() + os.fsencode(path.name)
-    finally:
-        os.close(folder)
+__all__ = ["FRAME_LENGTH", "addressable", "forward", "socket_path"]
 
 
 # What a Ctrl-C says once the daemon has the command: it cannot be told to stop, and a
@@ -89,7 +66,7 @@ def forward(
             with addressable(path) as address:
                 _connect(sock, address, Path(store_path))
         except OSError as exc:
-            if exc.errno in _NO_DAEMON:
+            if exc.errno in NO_DAEMON:
                 return None
             raise
         daemon = Daemon.serving(sock, Path(store_path))
@@ -99,7 +76,7 @@ def forward(
         sent = False
         try:
             with _sigint_held():  # a Ctrl-C now is raised after `sent` tells the truth
-                _send_frame(sock, json.dumps(request).encode("ascii"))
+                send_frame(sock, json.dumps(request).encode("ascii"))
                 sent = True
             if daemon is not None:  # no time limit (gc may take minutes), but a watch
                 sock.settimeout(WATCH_SECONDS)
@@ -154,10 +131,6 @@ def _client_cwd() -> str:
         return os.getcwd()
     except OSError:  # deleted cwd: commands get absolute paths or none
         return "/"
-
-
-def _send_frame(sock: socket.socket, payload: bytes) -> None:
-    sock.sendall(FRAME_LENGTH.pack(len(payload)) + payload)
 
 
 def _recv_frame(sock: socket.socket, daemon: Daemon | None = None) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import trio
 
-from helixfs.daemon.control import (
+from helixfs.daemon.wire import (
     FRAME_LENGTH,
     MAX_FRAME,
     PROTOCOL_VERSION,

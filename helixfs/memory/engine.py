@@ -438,6 +438,20 @@ class Memory:
             rows = fetch_all(self._conn, sql, [*params, limit])
         return [records.to_record(records.row_dict(r)) for r in rows]
 
+    def about_files(self, paths: Sequence[str], *, limit: int = 20) -> list[MemoryRecord]:
+        """Active memories whose source is one of `paths` (relative to any folder: a
+        source `auth/login.py` is about `src/auth/login.py`), newest first."""
+        wanted = {p.strip("/").removeprefix("./") for p in paths if p.strip("/")}
+        names = {p.rsplit("/", 1)[-1] for p in wanted}
+        found: dict[str, MemoryRecord] = {}
+        with self._lock:
+            for name in sorted(names):
+                for row in records.about_file(self._conn, name, limit * 4):
+                    source = str(row["source_file"]).strip("/").removeprefix("./")
+                    if any(_same_file(source, path) for path in wanted):
+                        found.setdefault(row["id"], records.to_record(row))
+        return sorted(found.values(), key=lambda r: r.updated, reverse=True)[:limit]
+
     def recall(
         self,
         query: str,
@@ -823,6 +837,10 @@ class Memory:
 
 
 @dataclasses.dataclass(frozen=True)
+def _same_file(a: str, b: str) -> bool:
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
 class _Early:
     """A decision taken from the stored rows while the fact was being embedded."""
 

@@ -266,3 +266,14 @@ def purge(conn: apsw.Connection, memory_id: str, at: float) -> None:
     conn.execute("DELETE FROM provenance WHERE memory_id=?", (memory_id,))
     conn.execute("DELETE FROM history WHERE memory_id=?", (memory_id,))
     log_op(conn, memory_id, "purge", at, None, None, "content erased")
+
+
+def about_file(conn: apsw.Connection, name: str, limit: int) -> list[dict[str, Any]]:
+    """Active memory rows whose source file is named `name` (any folder), newest first:
+    the caller matches folders (the file's path is known only relative to some root)."""
+    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    sql = (
+        f"SELECT {COLUMNS} FROM memories WHERE status='active' AND "
+        "(source_file = ? OR source_file LIKE ? ESCAPE '\\') ORDER BY updated DESC LIMIT ?"
+    )
+    return [row_dict(r) for r in fetch_all(conn, sql, (name, "%/" + escaped, limit))]
