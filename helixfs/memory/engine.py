@@ -836,11 +836,11 @@ class Memory:
         }
 
 
-@dataclasses.dataclass(frozen=True)
 def _same_file(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
+@dataclasses.dataclass(frozen=True)
 class _Early:
     """A decision taken from the stored rows while the fact was being embedded."""
 
