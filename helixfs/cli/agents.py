@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--list", action="store_true", help="where HelixFS is registered")
     p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
     p.add_argument("--project", metavar="DIR", help="the project's root (default: the cwd)")
+    register_hooks(subparsers)
 
 
 def _project(args: argparse.Namespace) -> Path:
@@ -86,3 +87,127 @@ def _registration_table(rows: list[dict[str, Any]]) -> str:
             state = "-"
         lines.append((row["host"], row["scope"], row["path"], state))
     return table(lines, ("HOST", "SCOPE", "FILE", "HELIXFS"))
+
+
+def register_hooks(subparsers: Any) -> None:
+    p = add_command(
+        subparsers,
+        "hooks",
+        help="install, show or remove HelixFS's Claude Code hooks",
+        store_handler=cmd_hooks,
+        forward=False,
+    )
+    p.add_argument("action", choices=("install", "status", "uninstall"))
+    p.add_argument("--scope", choices=hosts.SCOPES, default="project")
+    p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    p.add_argument("--project", metavar="DIR", help="the project's root (default: the cwd)")
+    p = add_command(
+        subparsers,
+        "hook",
+        help="answer one Claude Code hook event (JSON on stdin, JSON out; always exit 0)",
+        store_handler=cmd_hook,
+        data=False,
+    )
+    p.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, ...")
+    p.add_argument("--input", help="the event's JSON (default: read from stdin)")
+
+
+def cmd_hooks(args: argparse.Namespace, store: Path, out: Output) -> int:
+    from helixfs.agents import claude_hooks
+
+    path = claude_hooks.settings_path(args.scope, _project(args), Path.home())
+    if args.action == "status":
+        doc = claude_hooks.status(path)
+        out.emit(doc, lambda: _hooks_table(doc))
+        return 0
+    target = store.absolute() if args.action == "install" else None
+    change = claude_hooks.plan(path, target)
+    if not args.dry_run:
+        change.write()
+    doc = {
+        "path": str(path),
+        "action": args.action,
+        "changed": change.changes_anything,
+        "written": change.changes_anything and not args.dry_run,
+        "diff": change.diff(),
+    }
+    out.emit(doc, lambda: _hooks_human(doc, args.dry_run))
+    return 0
+
+
+def _hooks_human(doc: dict[str, Any], dry_run: bool) -> str:
+    if dry_run and doc["changed"]:
+        return str(doc["diff"]).rstrip("\n")
+    if not doc["changed"]:
+        return f"nothing to change in {doc['path']}"
+    verb = "installed in" if doc["action"] == "install" else "removed from"
+    return f"HelixFS hooks {verb} {doc['path']}"
+
+
+def _hooks_table(doc: dict[str, Any]) -> str:
+    rows = [(event, "installed" if cmd else "-") for event, cmd in doc["events"].items()]
+    return f"{doc['path']}\n" + table(rows, ("EVENT", "HELIXFS"))
+
+
+def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:
+    """Never fails the agent's step: any error is logged (STORE/hooks.log), exit 0."""
+    import json
+    import sys
+
+    from helixfs.agents.launch import log
+
+    try:
+        payload = json.loads(args.input if args.input is not None else sys.stdin.read())
+        if not isinstance(payload, dict):
+            raise ValueError("the hook's input is not a JSON object")
+        result = _hook_answer(args, store, payload)
+    except Exception as err:  # noqa: BLE001 - logged, never raised at the agent
+        log(str(store), args.event, f"{type(err).__name__}: {err}")
+        return 0
+    if result is not None:
+        out.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _hook_answer(args: argparse.Namespace, store: Path, payload: dict[str, Any]) -> Any:
+    from contextlib import ExitStack
+
+    from helixfs.agents import hooks
+    from helixfs.agents.context import World
+    from helixfs.cli.memory_held import held_memory
+    from helixfs.memory import Memory
+
+    if not store.is_dir():
+        raise FileNotFoundError(f"no HelixFS store at {store}")
+    with ExitStack() as stack:
+        memory = held_memory(store)
+        if memory is None:  # no daemon: lexical, no model load for a hook
+            memory = stack.enter_context(Memory.open(store / "memory.db", None, warn_lexical=False))
+        world = World(
+            store,
+            memory,
+            _repository_opener(args, store, stack),
+            read_files=not getattr(args, "in_daemon", False),
+        )
+        return hooks.answer(args.event, payload, world)
+
+
+def _repository_opener(args: argparse.Namespace, store: Path, stack: Any) -> Any:
+    """The daemon's repository, else one opened on first use (None if it cannot be:
+    another process holds the store; the hook answers from memory alone)."""
+    opened: list[Any] = []
+
+    def repository() -> Any:
+        if getattr(args, "daemon_repo", None) is not None:
+            return args.daemon_repo
+        if not opened:
+            from helixfs.cli.main import open_repository
+            from helixfs.errors import HelixError
+
+            try:
+                opened.append(stack.enter_context(open_repository(store)))
+            except HelixError:
+                opened.append(None)
+        return opened[0]
+
+    return repository

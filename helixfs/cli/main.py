@@ -221,6 +221,7 @@ def run_in_process(
         except _ParserExit as stop:
             return _usage_failure(stop, argv, stdout, stderr)
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
+        args.daemon_repo = repo  # for a store handler that reads it if it is open (hook)
         out = Output(stdout, stderr, as_json=args.json)
         store = repo.path or Path()
         try:

@@ -1,0 +1,125 @@
+"""`helix hooks install|status|uninstall`: HelixFS's entries in Claude Code's settings.
+
+Claude Code reads hooks from `.claude/settings.json` (project) and
+`~/.claude/settings.json` (user): `{"hooks": {EVENT: [{"matcher": "...", "hooks":
+[{"type": "command", "command": "...", "timeout": S}]}]}}`. Ours are merged with what is
+there (other hooks, other settings kept) and found again by the launcher they name.
+
+Each entry runs `helix hook EVENT` through the launcher (launch.py): the interpreter of
+this installation started without `site` (`-S`, `-P`), which forwards the command line
+to the mount's daemon in a few milliseconds, where the console script's own start (site
+and the editable-install finder: ~25 ms here) would spend the whole budget (ADR 0052).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import helixfs
+from helixfs.agents import configfile
+from helixfs.agents.configfile import Change, MalformedConfig
+
+LAUNCHER = "helixfs.agents.launch"
+TIMEOUT_SECONDS = 10
+EVENTS: dict[str, str | None] = {  # event -> matcher (tool names), None: no matcher
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "PreToolUse": "Read|Edit|MultiEdit|Write|Glob|Grep",
+    "PostToolUse": "Bash",
+    "PostToolUseFailure": "Bash",
+    "PreCompact": None,
+    "Stop": None,
+    "SubagentStart": None,
+}
+
+
+def settings_path(scope: str, project: Path, home: Path) -> Path:
+    return (project if scope == "project" else home) / ".claude" / "settings.json"
+
+
+def package_root() -> Path:
+    """The folder holding the `helixfs` package (site-packages, or a source checkout)."""
+    return Path(helixfs.__file__).resolve().parent.parent
+
+
+def hook_command(store: Path, event: str) -> str:
+    python = str(Path(sys.executable).absolute())
+    words = [python, "-P", "-S", "-m", LAUNCHER, "--store", str(store.absolute()), event]
+    return f"PYTHONPATH={shlex.quote(str(package_root()))} " + shlex.join(words)
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and LAUNCHER in str(hook.get("command", ""))
+
+
+def _group(store: Path, event: str) -> dict[str, Any]:
+    hook = {"type": "command", "command": hook_command(store, event), "timeout": TIMEOUT_SECONDS}
+    matcher = EVENTS[event]
+    return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
+
+
+def _without_ours(groups: list[Any]) -> list[Any]:
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            others = [h for h in group["hooks"] if not is_ours(h)]
+            if not others and group["hooks"]:
+                continue  # a group of ours alone
+            group = {**group, "hooks": others}
+        kept.append(group)
+    return kept
+
+
+def _events(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    hooks = doc.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise MalformedConfig(f"{path}: 'hooks' is not an object of lists (left unchanged)")
+    return hooks
+
+
+def plan(path: Path, store: Path | None) -> Change:
+    """Our entries set for `store` (None: removed), everything else as it was."""
+    before = configfile.read_text(path)
+    doc = configfile.load_json(path, before)
+    hooks = _events(path, doc)
+    wanted = {event: _group(store, event) for event in EVENTS} if store is not None else {}
+    result: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if event in wanted and wanted[event] in groups and _ours_in(groups) == 1:
+            result[event] = groups
+            wanted.pop(event)
+        else:
+            result[event] = _without_ours(groups)
+    for event, group in wanted.items():
+        result.setdefault(event, []).append(group)
+    result = {event: groups for event, groups in result.items() if groups}
+    if result == hooks:
+        return Change(path, before, before or "")
+    if result:
+        doc["hooks"] = result
+    else:
+        doc.pop("hooks", None)
+    return Change(path, before, configfile.dump_json(doc, before))
+
+
+def _ours_in(groups: list[Any]) -> int:
+    return sum(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [])
+
+
+def status(path: Path) -> dict[str, Any]:
+    doc = configfile.load_json(path, configfile.read_text(path))
+    hooks = _events(path, doc)
+    rows = {}
+    for event in EVENTS:
+        commands = [
+            str(h.get("command"))
+            for g in hooks.get(event, [])
+            if isinstance(g, dict)
+            for h in g.get("hooks", []) or []
+            if is_ours(h)
+        ]
+        rows[event] = commands[0] if commands else None
+    return {"path": str(path), "events": rows, "installed": all(rows.values())}

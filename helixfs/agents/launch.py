@@ -1,0 +1,155 @@
+"""The hook launcher: `python -P -S -m helixfs.agents.launch --store STORE EVENT`.
+
+It runs `helix hook EVENT` with the JSON Claude Code wrote on stdin, and must cost a few
+milliseconds: so it starts without `site`, imports only the standard library and the
+control socket's wire format, and hands the command line to the mount's daemon, whose
+memory is open and warm (ADR 0052). With no daemon, it turns `site` on and runs the
+command itself (lexical memory only: no model is loaded for a hook).
+
+Whatever goes wrong, it exits 0 and prints nothing: a hook never fails the agent's step.
+The reason goes to STORE/hooks.log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from helixfs.daemon import wire
+
+MAX_INPUT = 8 << 20
+ANSWER_SECONDS = 5.0  # a daemon that does not answer by then (a long gc): no context
+LOG_NAME = "hooks.log"
+LOG_LIMIT = 1 << 20
+HEAD_BYTES = 64 * 1024
+FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write")
+
+
+def main(argv: list[str]) -> int:
+    store, event = "", "?"
+    try:
+        if len(argv) != 3 or argv[0] != "--store":
+            raise ValueError(f"usage: launch --store STORE EVENT, not {argv!r}")
+        store, event = argv[1], argv[2]
+        text = _with_file_head(sys.stdin.buffer.read(MAX_INPUT).decode("utf-8", "replace"))
+        request = ["hook", event, "--input", text]
+        answer = _ask_daemon(store, request)
+        if answer is None:
+            answer = _answer_here(store, request)
+        if answer:
+            sys.stdout.write(answer)
+            sys.stdout.flush()
+    except BaseException as err:  # noqa: BLE001 - a hook must never fail the agent's step
+        log(store, event, f"{type(err).__name__}: {err}")
+    return 0
+
+
+def _with_file_head(text: str) -> str:
+    """The payload, plus the head of the file a Read/Edit/Write names: read here, in the
+    agent's process, since a daemon must not read the files of its own mount."""
+    payload = json.loads(text)
+    tool_input = payload.get("tool_input")
+    if payload.get("tool_name") in FILE_TOOLS and isinstance(tool_input, dict):
+        path = tool_input.get("file_path")
+        if isinstance(path, str):
+            try:
+                with open(path, "rb") as file:
+                    payload["helix_file_head"] = file.read(HEAD_BYTES).decode("utf-8", "replace")
+            except OSError:
+                pass
+    return json.dumps(payload)
+
+
+def _ask_daemon(store: str, argv: list[str]) -> str | None:
+    """The daemon's answer (its stdout), or None when no daemon serves the store."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_SECONDS)
+    try:
+        try:
+            with wire.addressable(wire.socket_path(Path(store))) as address:
+                sock.connect(address)
+        except OSError as err:
+            if err.errno in wire.NO_DAEMON:
+                return None
+            raise
+        request = {"v": wire.PROTOCOL_VERSION, "argv": argv, "cwd": _cwd()}
+        wire.send_frame(sock, json.dumps(request).encode("ascii"))
+        header = json.loads(_frame(sock))
+        out, said = _frame(sock), _frame(sock)
+    finally:
+        sock.close()
+    if header.get("code") != 0 or said:
+        log(store, argv[1], said.decode("utf-8", "replace").strip() or f"exit {header}")
+    return out.decode("utf-8", "replace")
+
+
+def _frame(sock: socket.socket) -> bytes:
+    (size,) = wire.FRAME_LENGTH.unpack(_exactly(sock, wire.FRAME_LENGTH.size))
+    if size > wire.MAX_FRAME:
+        raise ValueError(f"a frame of {size} bytes")
+    return _exactly(sock, size)
+
+
+def _exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the daemon closed the connection before it answered")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _answer_here(store: str, argv: list[str]) -> str:
+    """No daemon: the command runs in this process, with site-packages turned on."""
+    import io
+    import site
+
+    site.main()
+    os.environ.setdefault("HELIX_MEMORY_LEXICAL", "1")  # never a model load per hook
+    from helixfs.cli.main import run
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    run(["--store", store, *argv], stdout, stderr)
+    if stderr.getvalue().strip():
+        log(store, argv[1], stderr.getvalue().strip())
+    return stdout.getvalue()
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return "/"
+
+
+def log(store: str, event: str, reason: str) -> None:
+    """One line in STORE/hooks.log (cut back to its last half past LOG_LIMIT)."""
+    if not store:
+        return
+    try:
+        path = os.path.join(store, LOG_NAME)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} {event} {' '.join(reason.split())[:2000]}\n"
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(line)
+            if file.tell() > LOG_LIMIT:
+                _halve(path)
+    except OSError:
+        pass
+
+
+def _halve(path: str) -> None:
+    with open(path, "rb") as file:
+        data = file.read()
+    with open(path, "wb") as file:
+        file.write(data[len(data) // 2 :])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
