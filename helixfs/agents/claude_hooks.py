@@ -5,7 +5,7 @@ Claude Code reads hooks from `.claude/settings.json` (project) and
 [{"type": "command", "command": "...", "timeout": S}]}]}}`. Ours are merged with what is
 there (other hooks, other settings kept) and found again by the launcher they name.
 
-Each entry runs `helix hook EVENT` through the launcher (launch.py): the interpreter of
+Each entry runs `helix hook EVENT` through the launcher (cli/hook_launch.py): the interpreter of
 this installation started without `site` (`-S`, `-P`), which forwards the command line
 to the mount's daemon in a few milliseconds, where the console script's own start (site
 and the editable-install finder: ~25 ms here) would spend the whole budget (ADR 0052).
@@ -22,7 +22,7 @@ import helixfs
 from helixfs.agents import configfile
 from helixfs.agents.configfile import Change, MalformedConfig
 
-LAUNCHER = "helixfs.agents.launch"
+LAUNCHER = "helixfs.cli.hook_launch"
 TIMEOUT_SECONDS = 10
 EVENTS: dict[str, str | None] = {  # event -> matcher (tool names), None: no matcher
     "SessionStart": None,

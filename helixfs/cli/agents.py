@@ -154,7 +154,7 @@ def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:
     import json
     import sys
 
-    from helixfs.agents.launch import log
+    from helixfs.cli.hook_launch import log
 
     try:
         payload = json.loads(args.input if args.input is not None else sys.stdin.read())
@@ -183,13 +183,33 @@ def _hook_answer(args: argparse.Namespace, store: Path, payload: dict[str, Any])
         memory = held_memory(store)
         if memory is None:  # no daemon: lexical, no model load for a hook
             memory = stack.enter_context(Memory.open(store / "memory.db", None, warn_lexical=False))
-        world = World(
-            store,
-            memory,
-            _repository_opener(args, store, stack),
-            read_files=not getattr(args, "in_daemon", False),
-        )
+        in_daemon = getattr(args, "in_daemon", False)
+        world = World(store, memory, _repository_opener(args, store, stack), not in_daemon)
+        if in_daemon:
+            _add_file_head(payload, store, args.daemon_repo)
         return hooks.answer(args.event, payload, world)
+
+
+def _add_file_head(payload: dict[str, Any], store: Path, repo: Any) -> None:
+    """The head of the file a Read/Edit/Write names, from the branch's tree: a daemon
+    must not read its own mount through the kernel (its FUSE loop would wait on itself)."""
+    from helixfs.agents.ambient import FILE_HEAD_KEY, HEAD_BYTES, WRITING_TOOLS
+    from helixfs.cli.store_path import tree_place
+    from helixfs.errors import HelixError
+
+    tool_input = payload.get("tool_input")
+    if payload.get("tool_name") not in ("Read", *WRITING_TOOLS) or not isinstance(tool_input, dict):
+        return
+    path = tool_input.get("file_path")
+    place = tree_place(store, Path(path)) if isinstance(path, str) else None
+    if place is None or not place.folder:
+        return
+    try:
+        with repo.heading(place.head):
+            data: bytes = repo.read("HEAD", place.folder)
+    except HelixError:
+        return  # a new file, a folder: no head
+    payload[FILE_HEAD_KEY] = data[:HEAD_BYTES].decode("utf-8", "replace")
 
 
 def _repository_opener(args: argparse.Namespace, store: Path, stack: Any) -> Any:

@@ -35,13 +35,24 @@ from helixfs.daemon.wire import (  # the wire format, which the hook launcher im
     FRAME_LENGTH,
     NO_DAEMON,
     PROTOCOL_VERSION,
-    addressable,
+    address_of,
     send_frame,
     socket_path,
 )
 from helixfs.errors import HelixError
 
 __all__ = ["FRAME_LENGTH", "addressable", "forward", "socket_path"]
+
+
+@contextlib.contextmanager
+def addressable(path: Path) -> Iterator[bytes]:
+    """wire.address_of for the length of the body (see there)."""
+    address, folder = address_of(path)
+    try:
+        yield address
+    finally:
+        if folder is not None:
+            os.close(folder)
 
 
 # What a Ctrl-C says once the daemon has the command: it cannot be told to stop, and a

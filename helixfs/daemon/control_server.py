@@ -16,13 +16,8 @@ from typing import Any, TextIO
 
 import trio
 
-from helixfs.daemon.wire import (
-    FRAME_LENGTH,
-    MAX_FRAME,
-    PROTOCOL_VERSION,
-    addressable,
-    socket_path,
-)
+from helixfs.daemon.control import addressable
+from helixfs.daemon.wire import FRAME_LENGTH, MAX_FRAME, PROTOCOL_VERSION, socket_path
 from helixfs.errors import HelixError, is_failure
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,16 @@ def helix(
 
 
 def launcher(store: Path, event: str) -> list[str]:
-    return [sys.executable, "-P", "-S", "-m", "helixfs.agents.launch", "--store", str(store), event]
+    return [
+        sys.executable,
+        "-P",
+        "-S",
+        "-m",
+        "helixfs.cli.hook_launch",
+        "--store",
+        str(store),
+        event,
+    ]
 
 
 def payload(event: str, session: str, cwd: Path, **fields: Any) -> dict[str, Any]:

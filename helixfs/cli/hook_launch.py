@@ -1,4 +1,4 @@
-"""The hook launcher: `python -P -S -m helixfs.agents.launch --store STORE EVENT`.
+"""The hook launcher: `python -P -S -m helixfs.cli.hook_launch --store STORE EVENT`.
 
 It runs `helix hook EVENT` with the JSON Claude Code wrote on stdin, and must cost a few
 milliseconds: so it starts without `site`, imports only the standard library and the
@@ -12,12 +12,11 @@ The reason goes to STORE/hooks.log.
 
 from __future__ import annotations
 
-import json
+import _json  # the C encoder alone: json would import re, enum... (~10 ms)
+import _socket  # socket.py imports enum and selectors
 import os
-import socket
 import sys
 import time
-from pathlib import Path
 
 from helixfs.daemon import wire
 
@@ -25,17 +24,15 @@ MAX_INPUT = 8 << 20
 ANSWER_SECONDS = 5.0  # a daemon that does not answer by then (a long gc): no context
 LOG_NAME = "hooks.log"
 LOG_LIMIT = 1 << 20
-HEAD_BYTES = 64 * 1024
-FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write")
 
 
 def main(argv: list[str]) -> int:
     store, event = "", "?"
     try:
         if len(argv) != 3 or argv[0] != "--store":
-            raise ValueError(f"usage: launch --store STORE EVENT, not {argv!r}")
+            raise ValueError(f"usage: hook_launch --store STORE EVENT, not {argv!r}")
         store, event = argv[1], argv[2]
-        text = _with_file_head(sys.stdin.buffer.read(MAX_INPUT).decode("utf-8", "replace"))
+        text = sys.stdin.buffer.read(MAX_INPUT).decode("utf-8", "replace")
         request = ["hook", event, "--input", text]
         answer = _ask_daemon(store, request)
         if answer is None:
@@ -48,53 +45,52 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _with_file_head(text: str) -> str:
-    """The payload, plus the head of the file a Read/Edit/Write names: read here, in the
-    agent's process, since a daemon must not read the files of its own mount."""
-    payload = json.loads(text)
-    tool_input = payload.get("tool_input")
-    if payload.get("tool_name") in FILE_TOOLS and isinstance(tool_input, dict):
-        path = tool_input.get("file_path")
-        if isinstance(path, str):
-            try:
-                with open(path, "rb") as file:
-                    payload["helix_file_head"] = file.read(HEAD_BYTES).decode("utf-8", "replace")
-            except OSError:
-                pass
-    return json.dumps(payload)
+def _request(argv: list[str]) -> bytes:
+    quote = _json.encode_basestring_ascii
+    words = ", ".join(quote(word) for word in argv)
+    text = f'{{"v": {wire.PROTOCOL_VERSION}, "argv": [{words}], "cwd": {quote(_cwd())}}}'
+    return text.encode("ascii")
+
+
+def _exit_code(header: bytes) -> int:
+    """`code` of the daemon's `{"v": 1, "code": N}`, read without the json module."""
+    after = header.split(b'"code":', 1)[1]
+    return int(after.split(b",", 1)[0].split(b"}", 1)[0])
 
 
 def _ask_daemon(store: str, argv: list[str]) -> str | None:
     """The daemon's answer (its stdout), or None when no daemon serves the store."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(ANSWER_SECONDS)
     try:
+        address, folder = wire.address_of(os.path.join(store, wire.SOCKET_NAME))
         try:
-            with wire.addressable(wire.socket_path(Path(store))) as address:
-                sock.connect(address)
+            sock.connect(address)
         except OSError as err:
             if err.errno in wire.NO_DAEMON:
                 return None
             raise
-        request = {"v": wire.PROTOCOL_VERSION, "argv": argv, "cwd": _cwd()}
-        wire.send_frame(sock, json.dumps(request).encode("ascii"))
-        header = json.loads(_frame(sock))
+        finally:
+            if folder is not None:
+                os.close(folder)
+        wire.send_frame(sock, _request(argv))
+        code = _exit_code(_frame(sock))
         out, said = _frame(sock), _frame(sock)
     finally:
         sock.close()
-    if header.get("code") != 0 or said:
-        log(store, argv[1], said.decode("utf-8", "replace").strip() or f"exit {header}")
+    if code != 0 or said:
+        log(store, argv[1], said.decode("utf-8", "replace").strip() or f"exit {code}")
     return out.decode("utf-8", "replace")
 
 
-def _frame(sock: socket.socket) -> bytes:
+def _frame(sock: _socket.socket) -> bytes:
     (size,) = wire.FRAME_LENGTH.unpack(_exactly(sock, wire.FRAME_LENGTH.size))
     if size > wire.MAX_FRAME:
         raise ValueError(f"a frame of {size} bytes")
     return _exactly(sock, size)
 
 
-def _exactly(sock: socket.socket, size: int) -> bytes:
+def _exactly(sock: _socket.socket, size: int) -> bytes:
     chunks = []
     while size:
         chunk = sock.recv(min(size, 1 << 20))

@@ -1,0 +1,263 @@
+"""Claude Code hook latency, end to end (process start included), with and without a
+mount, beside a bare `helix recall` process.
+
+    python benchmarks/bench_hooks.py            # 10,000 memories, a 5,000-file workspace
+    python benchmarks/bench_hooks.py --quick    # 1,000 memories, 500 files
+
+Prints a table and writes JSON to benchmarks/results/bench_hooks[-quick]-TIMESTAMP.json.
+
+What is measured: each hook event run as Claude Code runs it (the command `helix hooks
+install` writes, started by /bin/sh, the event's JSON on stdin), its wall time from
+spawn to exit; a fresh session id per call, so no answer is cut short by the session's
+dedup. Sides, interleaved round by round (the machine's load printed with each round):
+- mounted: the store is mounted, the launcher hands the event to the daemon;
+- no daemon: the same store unmounted, the launcher runs the command itself;
+- baseline: `helix recall QUERY` as a process (the console script), in both states.
+Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): embedding 10,000 memories
+for the bench would take longer than the bench. Bytecode is written
+(PYTHONDONTWRITEBYTECODE unset for the children), as in an installed package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_fs import HELIX, _wait_ready, helix, unmount  # noqa: E402
+from common import print_table, summary, write_results  # noqa: E402
+
+from helixfs.agents.claude_hooks import hook_command  # noqa: E402
+from helixfs.memory import Memory, MemoryImport, Source  # noqa: E402
+
+WORDS = ["token", "cache", "retry", "session", "lock", "parser", "schema", "index", "branch"]
+
+
+def workspace(root: Path, files: int, seed: int = 7) -> list[str]:
+    """`files` Python files in 50 folders, each defining a few functions and a class."""
+    rng = random.Random(seed)
+    names = []
+    for n in range(files):
+        rel = f"pkg{n % 50}/mod_{n}.py"
+        words = rng.sample(WORDS, 3)
+        body = [f"class {words[0].title()}{n}:\n    pass\n"]
+        body += [f"def {w}_{n}(x):\n    return x  # {w}\n" for w in words]
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(body) * 3)
+        names.append(rel)
+    return names
+
+
+def memories(store: Path, count: int, files: list[str], seed: int = 7) -> None:
+    rng = random.Random(seed)
+    items = []
+    for n in range(count):
+        rel = rng.choice(files)
+        number = rel.rsplit("_", 1)[1].removesuffix(".py")
+        word = rng.choice(WORDS)
+        source = Source(agent="bench", file=rel if n % 10 == 0 else None)
+        text = f"{word}_{number} must hold the {rng.choice(WORDS)} invariant (note {n})"
+        items.append(MemoryImport(text, "gotcha" if n % 3 else "fact", (word,), "global", source))
+    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
+        memory.import_memories(items)
+
+
+def events(root: Path, rel: str) -> dict[str, dict[str, Any]]:
+    path = str(root / rel)
+    number = rel.rsplit("_", 1)[1].removesuffix(".py")
+    bash = {"command": "pytest -q tests/", "description": "tests"}
+    return {
+        "SessionStart": {"source": "startup"},
+        "UserPromptSubmit": {"prompt": f"why does token_{number} break the session lock?"},
+        "PreToolUse Read": {
+            "tool_name": "Read",
+            "tool_input": {"file_path": path},
+            "tool_use_id": "t",
+        },
+        "PreToolUse Edit": {
+            "tool_name": "Edit",
+            "tool_input": {
+                "file_path": path,
+                "old_string": f"def token_{number}(x):",
+                "new_string": "def renamed(x):",
+            },
+            "tool_use_id": "t",
+        },
+        "PostToolUse Bash": {
+            "tool_name": "Bash",
+            "tool_input": bash,
+            "tool_use_id": "t",
+            "tool_response": {
+                "stdout": f"E  AssertionError in cache_{number}\n1 failed",
+                "stderr": "",
+                "interrupted": False,
+            },
+        },
+        "PreCompact": {"trigger": "auto", "custom_instructions": ""},
+        "Stop": {"stop_hook_active": False},
+        "SubagentStart": {"agent_id": "a1", "agent_type": "Explore"},
+    }
+
+
+def child_env() -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "HELIX_STORE")
+    }
+    env["HELIX_MEMORY_LEXICAL"] = "1"
+    return env
+
+
+def timed(run: Callable[[], subprocess.CompletedProcess[str]]) -> float:
+    start = time.perf_counter()
+    done = run()
+    elapsed = (time.perf_counter() - start) * 1000
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return elapsed
+
+
+def hook_call(
+    store: Path, cwd: Path, name: str, fields: dict[str, Any], n: int
+) -> Callable[[], Any]:
+    event = name.split()[0]
+    command = hook_command(store, event)
+    data = {
+        "session_id": f"bench-{name}-{n}-{time.time_ns()}",
+        "transcript_path": "/tmp/t",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        **fields,
+    }
+    text = json.dumps(data)
+    env = child_env()
+    return lambda: subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+
+
+def recall_call(store: Path, cwd: Path) -> Callable[[], Any]:
+    helix = shutil.which("helix") or HELIX[0]
+    argv = [helix] if shutil.which("helix") else HELIX
+    env = child_env()
+    return lambda: subprocess.run(
+        [*argv, "--store", str(store), "recall", "--", "token session lock"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+
+
+def round_of(
+    side: str,
+    store: Path,
+    root: Path,
+    files: list[str],
+    per: int,
+    samples: dict[str, dict[str, list[float]]],
+    rng: random.Random,
+) -> None:
+    for n in range(per):
+        rel = rng.choice(files)
+        for name, fields in events(root, rel).items():
+            samples[side].setdefault(name, []).append(
+                timed(hook_call(store, root, name, fields, n))
+            )
+        samples[side].setdefault("helix recall (baseline)", []).append(
+            timed(recall_call(store, root))
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args(argv)
+    count, files_n, per = (1_000, 500, 3) if args.quick else (10_000, 5_000, 8)
+    samples: dict[str, dict[str, list[float]]] = {"mounted": {}, "no daemon": {}}
+    loads: list[dict[str, Any]] = []
+    rng = random.Random(3)
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as tmp:
+        base = Path(tmp)
+        source, store, target = base / "src", base / "store", base / "mnt"
+        files = workspace(source, files_n)
+        helix("init", store)
+        helix("--store", store, "import", source, "-m", "workspace")
+        memories(store, count, files)
+        target.mkdir()
+        for r in range(args.rounds):  # the same store, mounted then not, round by round
+            with mounted_at(store, target):
+                loads.append({"round": r, "side": "mounted", "load": os.getloadavg()[0]})
+                round_of("mounted", store, target, files, per, samples, rng)
+            loads.append({"round": r, "side": "no daemon", "load": os.getloadavg()[0]})
+            round_of("no daemon", store, source, files, per, samples, rng)
+    table(samples, loads)
+    doc = {
+        "memories": count,
+        "files": files_n,
+        "rounds": args.rounds,
+        "per_round": per,
+        "loads": loads,
+        "results": {side: {k: summary(v) for k, v in s.items()} for side, s in samples.items()},
+    }
+    print(f"\nwrote {write_results('bench_hooks', doc, quick=args.quick)}")
+    return 0
+
+
+@contextmanager
+def mounted_at(store: Path, target: Path) -> Iterator[None]:
+    proc = subprocess.Popen(
+        [*HELIX, "mount", "--foreground", "--quiet-window", "0", str(store), str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=child_env(),
+    )
+    try:
+        _wait_ready(proc)
+        yield
+    finally:
+        unmount(proc, target)
+
+
+def table(samples: dict[str, dict[str, list[float]]], loads: list[dict[str, Any]]) -> None:
+    names = list(samples["mounted"])
+    rows = []
+    for name in names:
+        m, d = summary(samples["mounted"][name]), summary(samples["no daemon"][name])
+        rows.append((name, m["p50"], m["p95"], d["p50"], d["p95"]))
+    print_table(
+        "hook latency, ms (process start included)",
+        ("event", "mounted p50", "mounted p95", "no daemon p50", "no daemon p95"),
+        rows,
+    )
+    print(
+        "load average (1 min) at each round's start: "
+        + ", ".join(f"{x['side']} {x['round']}: {x['load']:.2f}" for x in loads)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
