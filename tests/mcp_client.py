@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import Implementation
 
 REPO = Path(__file__).resolve().parents[1]
 HELIX = [sys.executable, "-m", "helixfs.cli.main"]
@@ -17,7 +18,10 @@ HELIX = [sys.executable, "-m", "helixfs.cli.main"]
 
 @asynccontextmanager
 async def helix_mcp(
-    *global_args: str, cwd: Path, env: dict[str, str] | None = None
+    *global_args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    client_name: str | None = None,
 ) -> AsyncIterator[Client]:
     """A `helix mcp` server in a child process, over stdio (its stderr: ours)."""
     params = StdioServerParameters(
@@ -27,7 +31,8 @@ async def helix_mcp(
         # the SDK passes on only a few variables (PATH, HOME...): the rest is explicit
         env={"PYTHONPATH": str(REPO), "HELIX_AUTHOR": "tester", **(env or {})},
     )
-    async with Client(params, read_timeout_seconds=60) as client:
+    info = Implementation(name=client_name, version="1") if client_name else None
+    async with Client(params, read_timeout_seconds=60, client_info=info) as client:
         yield client
 
 

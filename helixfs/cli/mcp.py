@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_mcp(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.cli.memory import MEMORY_DB, process_embedder
+    from helixfs.daemon.wire import socket_path
     from helixfs.mcp.server import serve
     from helixfs.memory import KeptOpen
 
@@ -38,6 +39,8 @@ def cmd_mcp(args: argparse.Namespace, store: Path, out: Output) -> int:
         raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
     store = store.resolve()  # the tools' command lines hold on to it, whatever the cwd
     memory = KeptOpen(store / MEMORY_DB, process_embedder)
+    if not socket_path(store).exists():  # no daemon to forward to: load while the
+        memory.open_in_background()  # client initializes (answered at once meanwhile)
     try:
         serve(tool_runner(store, memory))
     finally:

@@ -59,6 +59,7 @@ def _register_writes(subparsers: Any) -> None:
     p.add_argument("--tags", default="", help="comma-separated tags")
     p.add_argument("--scope", default="global", help="'global' or a project name")
     p.add_argument("--source", help="where it comes from: AGENT or FILE[:LINE]")
+    p.add_argument("--agent", help="who writes it (default: cli; helix mcp: the client's name)")
     p = add_command(subparsers, "relate", help="link two memories", store_handler=cmd_relate)
     p.add_argument("a", help="memory id")
     p.add_argument("b", help="memory id")
@@ -208,14 +209,15 @@ def _text(words: Sequence[str], what: str) -> str:
     return text
 
 
-def _source(spec: str | None) -> Source:
+def _source(spec: str | None, agent: str | None = None) -> Source:
+    writer = agent or "cli"
     if not spec:
-        return Source(agent="cli", when=time.time())
+        return Source(agent=writer, when=time.time())
     path, sep, line = spec.rpartition(":")
     if sep and line.isdigit() and path:
-        return Source(agent="cli", file=path, line=int(line), when=time.time())
+        return Source(agent=writer, file=path, line=int(line), when=time.time())
     if "/" in spec or "." in spec:
-        return Source(agent="cli", file=spec, when=time.time())
+        return Source(agent=writer, file=spec, when=time.time())
     return Source(agent=spec, when=time.time())
 
 
@@ -281,7 +283,11 @@ def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     tags = split_tags(args.tags)
     with open_memory(store) as mem:
         result = mem.remember(
-            text, type=args.type, tags=tags, scope=args.scope, source=_source(args.source)
+            text,
+            type=args.type,
+            tags=tags,
+            scope=args.scope,
+            source=_source(args.source, args.agent),
         )
     human = f"{result.action} {result.id}"
     if result.superseded:
