@@ -53,6 +53,8 @@ class Codec(IntEnum):
 
 
 _HEADERS = {codec: MAGIC + bytes((FRAME_VERSION, codec)) for codec in Codec}
+_CODECS = tuple(sorted(Codec))  # by value: the codecs are numbered 0, 1, 2, ...
+assert [int(c) for c in _CODECS] == list(range(len(_CODECS)))
 _DELTA_HEADER = _HEADERS[Codec.DELTA]
 _DEPTHS = [bytes((n,)) for n in range(256)]
 _BODY = struct.Struct(">QII")
@@ -104,8 +106,8 @@ def codec_of(oid: ObjectId, frame: bytes) -> Codec:
             f"version {FRAME_VERSION}: upgrade HelixFS to open this store"
         )
     try:
-        return Codec(codec)
-    except ValueError:
+        return _CODECS[codec]  # not Codec(codec): an enum call per chunk read showed
+    except IndexError:
         raise UnsupportedVersion(
             f"object {hex_id(oid)} uses unknown codec {codec}: it was written by a newer "
             "HelixFS; upgrade to read it"
