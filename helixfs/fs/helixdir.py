@@ -315,7 +315,11 @@ class BranchesDir(VirtualDir):
         return _ref_names(self._host.repo.branches())
 
     def child(self, name: bytes) -> Entry:
-        if name not in self.names():
+        try:
+            known = self._host.repo.has_branch(name.decode())
+        except UnicodeDecodeError:
+            known = False
+        if not known:
             raise NotFound(f"no branch {name.decode(errors='replace')!r}")
         if name.decode() == self._host.current_branch():
             return Link(b"../..")

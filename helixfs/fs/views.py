@@ -138,7 +138,7 @@ class Views:
 
     def _reload_branch(self, branch: str) -> None:
         """The repository already reloaded (or replaced) the branch's Worktree."""
-        if branch not in {ref.name for ref in self.repo.branches()}:
+        if not self.repo.has_branch(branch):
             self._branch_gone(branch)
             return
         worktree = self.repo.worktree(branch)

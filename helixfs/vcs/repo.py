@@ -415,6 +415,11 @@ class Repository:
         """The commit a branch points at; NotFound "no branch named ..." otherwise."""
         return self._branch_head(branch)
 
+    def has_branch(self, branch: str) -> bool:
+        """One ref read (cached), where `branches()` lists them all: a lookup in
+        .helix/branches/ must not cost the number of branches."""
+        return storable(branch) and self.store.ref(branch_ref(branch)) is not None
+
     def _branch_head(self, branch: str) -> CommitId:
         value = self.store.ref(branch_ref(branch)) if storable(branch) else None
         if value is None:
