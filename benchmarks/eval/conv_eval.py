@@ -54,6 +54,7 @@ class Stored:
     memory: Memory
     clock: Clock
     ids: dict[str, set[str]] = field(default_factory=dict)
+    written: dict[str, set[str]] = field(default_factory=dict)  # by this turn, not a NOOP
 
 
 def store(
@@ -68,6 +69,7 @@ def store(
         else:
             results = [memory.remember(turn_text(turn), source=source)]
         stored.ids[turn.key] = {r.id for r in results if r.id is not None}
+        stored.written[turn.key] = {r.id for r in results if r.id and r.action != "noop"}
     clock.now = conv.turns[-1].when + DAY
     return stored
 
@@ -170,12 +172,12 @@ def gate_rates(stores: Sequence[Stored]) -> dict[str, Any]:
 
 
 def speaker_and_time_kept(stores: Sequence[Stored]) -> float:
-    """Share of stored memories whose text names the turn's speaker and whose source
-    time is the turn's."""
+    """Share of the memories a turn wrote (a NOOP writes none) whose text names the
+    turn's speaker and whose source time is the turn's."""
     good = total = 0
     for stored in stores:
         for turn in stored.conversation.turns:
-            for memory_id in stored.ids.get(turn.key, ()):
+            for memory_id in stored.written.get(turn.key, ()):
                 record = stored.memory.get(memory_id)
                 total += 1
                 good += record.content.startswith(f"{turn.speaker}: ") and (

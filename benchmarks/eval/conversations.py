@@ -14,6 +14,10 @@ kinds, each with the turns that hold its answer (the evidence):
 - open-domain: an inference from what was said (would she enjoy...?), with the turns
   it rests on.
 
+Turns are marked small talk (greetings, replies to them, reactions, goodbyes, the
+friend's questions back) or not (storyline beats and chatter about daily life, which no
+question asks about but which a gate has no reason to drop).
+
 Nothing here is taken from a public benchmark: the storylines are written for this set
 and rendered by `build(seed)`, so every run sees the same conversations. Texts are
 chosen by a seeded random generator from the banks below.
@@ -229,7 +233,7 @@ STORYLINES: tuple[Storyline, ...] = (
         (
             {"from": "Denver", "to": "Seattle", "reason": "my partner's new job",
              "home": "a two-bedroom flat near Green Lake"},
-            {"from": "Austin", "to": "Boston", "reason": "to be closer to my mom",
+            {"from": "Austin", "to": "Boston", "reason": "being closer to my mom",
              "home": "a small house in Somerville"},
             {"from": "Leeds", "to": "Edinburgh", "reason": "a fresh start",
              "home": "a top-floor flat in Leith"},
@@ -465,7 +469,7 @@ def _conversation(rng: random.Random, index: int, people: tuple[str, str]) -> Co
     labels: dict[str, str] = {}
     for session in range(SESSIONS):
         _session(conv, rng, session, beats_by_session.get(session, []), labels)
-    for owner, line, start, values in plans:
+    for owner, line, _, values in plans:
         for number, (kind, text, wanted) in enumerate(line.questions):
             keys = tuple(labels.get(f"{line.name}:{owner}:{w}", "") for w in wanted)
             if all(keys):
@@ -514,7 +518,7 @@ def _session(
     ]
     for chat in rng.sample(CHATTER, rng.randrange(1, 4)):
         speaker = rng.choice((a, b))
-        lines.append((speaker, chat, True, ""))
+        lines.append((speaker, chat, False, ""))  # content, though no question asks
         lines.append((_other(conv.people, speaker), rng.choice(REACTIONS), True, ""))
     for speaker, text, label, who, _ in beats:
         small = label.endswith(":")  # reactions carry no label

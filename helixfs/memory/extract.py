@@ -34,7 +34,11 @@ _CUE = re.compile(
 )
 _CHATTER = re.compile(
     r"(?i)^\s*(thanks|thank you|ok(ay)?|sure|great|cool|hello|hi|hey|sounds good|got it|"
-    r"let me|let's|i'll|i will|i'm going to|now i|checking|looking at|running|done\.?$)"
+    r"let me|let's|i'll|i will|i'm going to|now i|checking|looking at|running|done\.?$|"
+    r"anyway|gotta|bye|talk soon|speak (soon|later)|take care|good night|see you|"
+    r"(all |pretty |so )?good[,!.]|not bad|oh (no|wow|hey)|wow|aww|haha|lol|omg|yay|"
+    r"congrat|of course|i'm so (proud|happy|glad|sorry)|that's (so |really )?(great|"
+    r"sweet|amazing|awesome|lovely|kind))"
 )
 
 _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
@@ -116,10 +120,33 @@ class Candidate:
     gate_score: float
 
 
+# A person telling what happened to them: "I adopted a beagle", "we're moving to Leeds".
+_FIRST_PERSON = re.compile(r"(?i)\b(I|I'm|I've|I'd|I'll|we|we're|we've|my|our|me|us)\b")
+_NAME_MID_SENTENCE = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+")
+_ANSWER = re.compile(r"(?i)^(yes|yeah|yep|no|nope|not really|mostly|actually)\b[ ,]")
+
+
+def _conversational(text: str, words: list[str]) -> float:
+    """What a turn of a conversation carries beyond the cues of a coding note: someone's
+    own news, a name, a reply that answers, a long sentence (issue 30: the gate dropped a
+    third of the turns that later answered a question)."""
+    score = 0.0
+    if len(words) >= 5 and _FIRST_PERSON.search(text):
+        score += 0.3
+    if _NAME_MID_SENTENCE.search(text):
+        score += 0.2
+    if len(words) >= 6 and _ANSWER.match(text):
+        score += 0.3
+    if len(words) >= 10:
+        score += 0.25
+    return score
+
+
 def gate_score(text: str) -> float:
     """0..1: how likely this slice holds a durable fact."""
+    text = without_speaker(text)[1]
     words = text.split()
-    score = 0.0
+    score = _conversational(text, words)
     if _DECLARATIVE.search(text):
         score += 0.35
     if _TECHNICAL.search(text):
@@ -131,7 +158,8 @@ def gate_score(text: str) -> float:
     if text.startswith("```") and re.search(r"(?m)^\s*\$ \S", text):
         score += 0.25  # a fenced block of shell commands is a recipe worth keeping
     if text.rstrip().endswith("?"):
-        score -= 0.5
+        # "I'm organising a book swap, could you help spread the word?" is news
+        score -= 0.2 if len(words) >= 8 and _FIRST_PERSON.search(text) else 0.5
     if _CHATTER.search(text):
         score -= 0.6
     if len(words) < 4:
@@ -203,12 +231,35 @@ def candidate(text: str, *, type_hint: str | None = None, explicit: bool = True)
     )
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
+_SENTENCE_END = re.compile(  # not after "Mrs." / "Dr.": a name goes on
+    r"(?<=[.!?])(?<!\bMrs\.)(?<!\bMr\.)(?<!\bDr\.)(?<!\bMs\.)\s+(?=[A-Z`\"'(])"
+)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 
+# "Caroline: ...", "[2023-05-04 19:00] Nate: ...": who speaks, kept on every sentence.
+_SPEAKER = re.compile(
+    r"^(?P<head>(?:\[[^\]\n]{1,40}\]\s*)?[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)"
+)
+_NOT_A_SPEAKER = frozenset(
+    str.split(
+        "note gotcha todo fixme warning decision important beware tip rule caveat update "
+        "fix bug error usage example step summary answer question reason context"
+    )
+)
+
+
+def without_speaker(text: str) -> tuple[str, str]:
+    """(speaker header with its ': ', the rest) of a transcript line; ('', text) if none."""
+    match = _SPEAKER.match(text)
+    if match is None or match.group("head").split()[-1].lower() in _NOT_A_SPEAKER:
+        return "", text
+    return match.group(0), text[match.end() :]
+
+
 def slices(text: str) -> Iterator[str]:
-    """Split free text into candidate slices: lines, then sentences; code fences whole."""
+    """Split free text into candidate slices: lines, then sentences; code fences whole.
+    A line's speaker ("Nate: ") heads each of its sentences: who said it stays known."""
     in_fence: list[str] | None = None
     for line in text.splitlines():
         if line.strip().startswith("```"):
@@ -222,9 +273,9 @@ def slices(text: str) -> Iterator[str]:
         if in_fence is not None:
             in_fence.append(line)
             continue
-        line = _BULLET.sub("", line).strip()
+        head, line = without_speaker(_BULLET.sub("", line).strip())
         if line:
-            yield from (s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+            yield from (head + s.strip() for s in _SENTENCE_END.split(line) if s.strip())
     if in_fence:
         yield "\n".join(in_fence)
 

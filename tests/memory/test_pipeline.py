@@ -11,8 +11,15 @@ import pytest
 from conftest import Clock
 
 from helixfs.errors import InvalidInput
-from helixfs.memory import Embedder, Memory, consolidate
-from helixfs.memory.extract import INJECTION_TAG, classify, extract, gate_score, slot_of
+from helixfs.memory import Embedder, Memory, Source, consolidate
+from helixfs.memory.extract import (
+    INJECTION_TAG,
+    classify,
+    extract,
+    gate_score,
+    slices,
+    slot_of,
+)
 
 
 @pytest.fixture(params=["lexical", "hybrid"])
@@ -336,3 +343,37 @@ def test_a_change_made_while_the_fact_is_embedded_is_seen(
         new = memory.remember("The dev server runs on port 3000.")
         assert (new.action, new.superseded) == ("add", ())
         assert memory.get(old.id or "").status == "forgotten"
+
+
+def test_ingest_keeps_the_speaker_on_every_sentence_of_a_turn(mem: Memory) -> None:
+    """Issue 30: sentences after a turn's first lost who said them."""
+    results = mem.ingest(
+        "Caroline: I finally adopted a beagle puppy from the shelter on Elm Street! "
+        "We named him Max and he already chewed my charger.\n"
+        "Melanie: Haha, classic.\n",
+        source=Source(agent="chat", when=1_690_000_000.0),
+    )
+    contents = [r.memory.content for r in results if r.memory]
+    assert contents == [
+        "Caroline: I finally adopted a beagle puppy from the shelter on Elm Street!",
+        "Caroline: We named him Max and he already chewed my charger.",
+    ]
+    assert {r.memory.source.when for r in results if r.memory} == {1_690_000_000.0}
+
+
+def test_the_gate_keeps_news_and_drops_small_talk() -> None:
+    for news in (
+        "I started classes in pottery at the studio on 5th Avenue.",
+        "A patient woman called Mrs. Okafor, she's been doing it for thirty years.",
+        "Yes, and a bitter spray so it leaves cables alone.",
+        "I'm organising a book swap for the library, could you help spread the word?",
+    ):
+        assert max(gate_score(s) for s in slices(news)) >= 0.4, news
+    for chat in (
+        "Anyway, I should get going.",
+        "Oh hey! Great to hear from you.",
+        "How is Max settling in?",
+        "Haha, totally.",
+        "Bye for now!",
+    ):
+        assert all(gate_score(s) < 0.4 for s in slices(chat)), chat
