@@ -18,6 +18,10 @@ What is measured, and why this way:
 - Quality: the hand-written evaluation set (benchmarks/eval), recall@10 and MRR for
   hybrid vs BM25-only vs vector-only on the same database, and the rate at which the
   current value of an updated fact ranks above its old value (target >= 95%).
+- Conversations (benchmarks/eval/conversations.py, issue 30): R@5, R@10, any@10 and
+  MRR per question kind for hybrid vs BM25 vs vector, the gated `ingest` path beside
+  `remember`, what the gate keeps and drops; the consolidation pair corpus' accuracy;
+  write throughput (a batch import, single remembers), with the load average.
 
 The bulk memories (benchmarks/eval/synth.py) are loaded with `Memory.import_memories`,
 without consolidation: loading 100,000 through `remember` would take hours and
@@ -49,6 +53,8 @@ from mcp.client.stdio import StdioServerParameters
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "eval"))
 
+import consolidation  # noqa: E402
+import conv_eval  # noqa: E402
 import memory_eval  # noqa: E402
 import synth  # noqa: E402
 
@@ -298,6 +304,79 @@ def measure_quality(embedder: FastEmbedder, workdir: Path) -> dict[str, Any]:
     }
 
 
+def measure_conversations(embedder: FastEmbedder, workdir: Path) -> dict[str, Any]:
+    """The conversational evaluation (benchmarks/eval/conversations.py): every turn
+    through `remember` (its latency sampled), scored in each mode on the same stores;
+    then every turn through the gated `ingest`, scored hybrid, with what the gate kept."""
+    started = time.perf_counter()
+    with conv_eval.opened(workdir / "conv", embedder, gated=False) as stores:
+        written_s = time.perf_counter() - started
+        turns = sum(len(s.conversation.turns) for s in stores)
+        modes = {
+            mode: conv_eval.evaluate(stores, conv_eval.recall_in(mode)) for mode in conv_eval.MODES
+        }
+    with conv_eval.opened(workdir / "conv", embedder, gated=True) as gated:
+        ingest = {
+            "hybrid": conv_eval.evaluate(gated, conv_eval.recall_in("hybrid")),
+            **conv_eval.gate_rates(gated),
+            "speaker_and_time_kept": round(conv_eval.speaker_and_time_kept(gated), 4),
+        }
+    return {
+        "conversations": len(stores),
+        "turns": turns,
+        "questions": sum(len(s.conversation.questions) for s in stores),
+        "remember_per_s": round(turns / written_s, 1),
+        "modes": modes,
+        "ingest": ingest,
+    }
+
+
+def measure_throughput(embedder: FastEmbedder, workdir: Path) -> dict[str, Any]:
+    """Writes per second: the conversations' turns as one batch import (embedded in
+    batches, one transaction), beside the same turns one `remember` each (a sample)."""
+    turns = [t for c in conv_eval.conversations.build() for t in c.turns]
+    items = [
+        MemoryImport(conv_eval.turn_text(t), None, (), "global", Source(agent=t.speaker), at=t.when)
+        for t in turns
+    ]
+    with Memory.open(workdir / "import.db", embedder) as memory:
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        memory.import_memories(items)
+        import_s = time.perf_counter() - started
+    with Memory.open(workdir / "remember.db", embedder) as memory:
+        remember_ms = timed(
+            [partial(memory.remember, item.content, source=item.source) for item in items[:300]]
+        )
+    return {
+        "batch_import": {
+            "memories": len(items),
+            "seconds": round(import_s, 2),
+            "per_s": round(len(items) / import_s, 1),
+            "load": round(load, 2),
+        },
+        "remember": latency_summary(remember_ms),
+        "remember_load": round(os.getloadavg()[0], 2),
+    }
+
+
+def measure_consolidation(embedder: FastEmbedder, workdir: Path) -> dict[str, Any]:
+    """The pair corpus of benchmarks/eval/consolidation.py: accuracy, new values lost."""
+    folder = workdir / "pairs"
+    outcomes = consolidation.run(lambda i: Memory.open(folder / f"{i}.db", embedder))
+    return {
+        "pairs": len(outcomes),
+        "correct": sum(o.correct for o in outcomes),
+        "accuracy": round(sum(o.correct for o in outcomes) / len(outcomes), 4),
+        "new_values_dropped": sum(o.dropped_new_value for o in outcomes),
+        "wrong": [
+            {"old": o.old, "new": o.new, "expected": o.expected, "got": o.action}
+            for o in outcomes
+            if not o.correct
+        ],
+    }
+
+
 # -- report ---------------------------------------------------------------------------
 
 
@@ -369,7 +448,51 @@ def render_table(result: dict[str, Any]) -> str:
         f"timelines (target >= 95%: {verdict(rate, UPDATE_TARGET, True)}); with superseded "
         f"memories shown: {quality['update_ranking_rate_with_superseded_shown']:.1%}",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + conversation_lines(result)) + "\n"
+
+
+def conversation_lines(result: dict[str, Any]) -> list[str]:
+    conv, pairs, rate = result.get("conversations"), result.get("consolidation"), None
+    lines: list[str] = []
+    if conv:
+        lines += [
+            "",
+            f"Conversations: {conv['conversations']} stores, {conv['turns']} turns, "
+            f"{conv['questions']} questions (targets R@10 >= 0.75, any@10 >= 0.85, MRR >= 0.55)",
+            f"{'path':<8} {'mode':<8} {'kind':<12} {'R@5':>6} {'R@10':>6} {'any@10':>7} "
+            f"{'MRR':>6} {'n':>4}",
+        ]
+        runs = [("remember", m, r) for m, r in conv["modes"].items()]
+        runs.append(("ingest", "hybrid", conv["ingest"]["hybrid"]))
+        for path, mode, report in runs:
+            for kind, row in report.items():
+                lines.append(
+                    f"{path:<8} {mode:<8} {kind:<12} {row['r_at_5']:>6.3f} {row['r_at_10']:>6.3f}"
+                    f" {row['any_at_10']:>7.3f} {row['mrr']:>6.3f} {row['questions']:>4}"
+                )
+        gate = conv["ingest"]
+        lines.append(
+            f"ingest gate: evidence turns kept {gate['evidence_kept']:.1%} of "
+            f"{gate['evidence_turns']} (target >= 95%), small talk dropped "
+            f"{gate['small_talk_dropped']:.1%} of {gate['small_talk_turns']}; speaker and time "
+            f"on {gate['speaker_and_time_kept']:.1%} of the stored sentences"
+        )
+    if pairs:
+        lines.append(
+            f"Consolidation pairs: {pairs['correct']}/{pairs['pairs']} correct "
+            f"({pairs['accuracy']:.1%}, target >= 98%), new values dropped "
+            f"{pairs['new_values_dropped']} (target 0)"
+        )
+    rate = result.get("throughput")
+    if rate:
+        batch, one = rate["batch_import"], rate["remember"]
+        lines.append(
+            f"Writes: batch import {batch['per_s']:.0f} memories/s ({batch['memories']}, "
+            f"load {batch['load']}; target >= 100), remember p50 {one['p50_ms']:.1f} ms "
+            f"p95 {one['p95_ms']:.1f} ms (load {rate['remember_load']}; target p95 <= 20 on "
+            "a quiet machine)"
+        )
+    return lines
 
 
 def _git_head() -> str:
@@ -420,6 +543,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="helix-bench-") as tmp:
         workdir = Path(tmp)
         quality = None if args.no_quality else measure_quality(embedder, workdir)
+        extra: dict[str, Any] = {}
+        if not args.no_quality:
+            extra["consolidation"] = measure_consolidation(embedder, workdir)
+            extra["conversations"] = measure_conversations(embedder, workdir)
+            extra["throughput"] = measure_throughput(embedder, workdir)
         scales = [
             measure_scale(embedder, n, queries, writes, workdir, args.embed_limit, surface_calls)
             for n in sizes
@@ -444,6 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "scales": scales,
         "quality": quality,
+        **extra,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "bench_memory_quick" if args.quick else "bench_memory"

@@ -57,9 +57,7 @@ class Stored:
     written: dict[str, set[str]] = field(default_factory=dict)  # by this turn, not a NOOP
 
 
-def store(
-    memory: Memory, conv: conversations.Conversation, clock: Clock, gated: bool
-) -> Stored:
+def store(memory: Memory, conv: conversations.Conversation, clock: Clock, gated: bool) -> Stored:
     stored = Stored(conv, memory, clock)
     for turn in conv.turns:
         clock.now = turn.when

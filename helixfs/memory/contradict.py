@@ -123,7 +123,17 @@ def contradicts(old: str, new: str) -> str:
             changed_values.append(f"{' '.join(gone)} -> {' '.join(came)}")
     if a.negated != b.negated:
         return "negation changed"
-    return f"new value ({'; '.join(changed_values)})" if changed_values else ""
+    if len(changed_values) == 1 and not _names_the_subject(matcher):
+        return f"new value ({changed_values[0]})"
+    return ""
+
+
+def _names_the_subject(matcher: SequenceMatcher[str]) -> bool:
+    """Two values changed at once ("service 3 ... team_3 ... chart 3" / "service 4 ...
+    team_4 ... chart 4"), or the first word changed ("Jon's race" / "Gina's race"):
+    another thing of the same kind, not a new value of one."""
+    replaced = [i1 for op, i1, *_ in matcher.get_opcodes() if op == "replace"]
+    return bool(replaced) and replaced[0] == 0
 
 
 def negation_differs(old: str, new: str) -> bool:

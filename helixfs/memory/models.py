@@ -51,7 +51,7 @@ def backfill(conn: apsw.Connection, lock: threading.RLock, runner: EmbedderRunne
         )
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
-        vectors = runner.embed([str(r[1]) for r in batch])
+        vectors = runner.embed_memories([str(r[1]) for r in batch])
         with lock, writing(conn):
             for row, vector in zip(batch, vectors, strict=True):
                 records.set_vector(conn, int(row[0]), vector, row[2] == "active")

@@ -13,8 +13,10 @@ from helixfs.memory.annindex import Indexes
 from helixfs.memory.retrieval import Candidate, Filters
 from helixfs.memory.tokens import estimate_tokens
 from helixfs.memory.types import ContextBlock, Hit
+from helixfs.memory.when import Period, within
 
 POOL_MIN = 50
+DATE_BOOST = 1.0  # a memory of the period the query names (when.py) counts this much more
 
 
 def lexical(
@@ -40,10 +42,12 @@ def rank(
     now: float,
     indexes: Indexes = retrieval.NO_INDEXES,
     mode: str = "hybrid",
+    period: Period | None = None,
 ) -> list[Hit]:
     """Fused, weighted, diversified hits from `lexical(...)`'s keys and the vector
     retriever. `mode` lexical/vector drops the other retriever (for evaluation: hybrid
-    must beat both)."""
+    must beat both). `period`: the time the query names (when.period_of); memories
+    whose event time is in it are boosted."""
     pool = _pool(k)
     lists = [lexical_keys] if mode != "vector" else []
     if qvec is not None and mode != "lexical":
@@ -51,7 +55,7 @@ def rank(
         vector = retrieval.vector_memories(conn, qvec, filters, pool, indexes.memories)
         lists.append(retrieval.merged(vector, vector_chunks, pool))
     fused = retrieval.expand_graph(conn, retrieval.fuse(lists), hops=2)
-    candidates = _weighted(conn, fused, filters, now)
+    candidates = _weighted(conn, fused, filters, now, period)
     candidates.sort(key=lambda c: c.score, reverse=True)
     shortlist = candidates[: 4 * k]
     _attach_vectors(conn, shortlist, indexes)
@@ -66,14 +70,21 @@ def _pool(k: int) -> int:
 
 
 def _weighted(
-    conn: apsw.Connection, fused: dict[str, float], filters: Filters, now: float
+    conn: apsw.Connection,
+    fused: dict[str, float],
+    filters: Filters,
+    now: float,
+    period: Period | None = None,
 ) -> list[Candidate]:
     memory_rowids = [int(k[2:]) for k in fused if k.startswith("m:")]
     chunk_rowids = [int(k[2:]) for k in fused if k.startswith("c:")]
     out: list[Candidate] = []
     for rowid, row in _memory_rows(conn, memory_rowids, filters).items():
         key = f"m:{rowid}"
-        out.append(Candidate(key, fused[key] * retrieval.memory_weight(row, now), row))
+        weight = retrieval.memory_weight(row, now) * retrieval.substance(row["content"])
+        if within(period, row["source_time"]):
+            weight *= 1.0 + DATE_BOOST
+        out.append(Candidate(key, fused[key] * weight, row))
     for rowid, row in _chunk_rows(conn, chunk_rowids).items():
         key = f"c:{rowid}"
         out.append(Candidate(key, fused[key] * retrieval.CHUNK_WEIGHT, row))

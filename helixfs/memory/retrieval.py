@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
+from helixfs.memory.extract import GATE_THRESHOLD, gate_score
 from helixfs.memory.tokens import fts_query, jaccard, word_set
 
 RRF_K = 60
@@ -40,6 +41,7 @@ CHUNK_WEIGHT = 0.7
 # measured a little better still, but sit inside the relevant range above.
 SIMILARITY_FLOOR = 0.2
 HOP_DECAY = 0.5
+CONTENTLESS_PENALTY = 0.5  # see substance()
 STATUS_WEIGHT = {"active": 1.0, "archived": 0.5, "superseded": 0.3, "forgotten": 0.2}
 _DAY = 86400.0
 
@@ -241,15 +243,27 @@ def _neighbours(conn: apsw.Connection, memory_id: str) -> list[int]:
 
 
 def memory_weight(row: dict[str, Any], now: float) -> float:
+    """How much a memory's relevance counts: recency, salience, confidence, status.
+    Salience decays from the last write of the memory (`updated`), not from its last
+    recall (`last_seen`): a recall must not reorder other queries' results."""
     age_days = max(0.0, now - row["updated"]) / _DAY
     recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-    salience = effective_salience(row["salience"], row["last_seen"], now)
+    salience = effective_salience(row["salience"], row["updated"], now)
     return float(
         (1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * recency)
         * (1.0 - SALIENCE_WEIGHT + SALIENCE_WEIGHT * salience)
         * (0.2 + 0.8 * row["confidence"])
         * STATUS_WEIGHT.get(row["status"], 0.2)
     )
+
+
+def substance(content: str) -> float:
+    """1.0 for a memory that states something, down to 1 - CONTENTLESS_PENALTY for one the
+    ingest gate would have dropped ("Caroline: Okay, gotta run!", "Sounds good!"). Such a
+    memory matches any query that names its speaker, and a chat confirms it again and
+    again; stored on purpose it stays findable, below what answers."""
+    score = gate_score(content)
+    return 1.0 - CONTENTLESS_PENALTY * max(0.0, 1.0 - score / GATE_THRESHOLD)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from helixfs.errors import HelixError
+from helixfs.memory.extract import without_speaker
 from helixfs.memory.types import Embedder
 
 BATCH = 64
@@ -36,6 +37,13 @@ class EmbedderRunner:
             self.texts_embedded += len(batch)
             out.extend(self.checked(self._embedder.embed(batch), len(batch)))
         return out
+
+    def embed_memories(self, contents: Sequence[str]) -> list[list[float]]:
+        """Vectors of memories, each without its speaker header: "Caroline: Okay, gotta
+        run." is not about Caroline, and with her name embedded it was the nearest
+        memory to every question that named her (issue 30). The name stays in the
+        text, so BM25 still tells her turns from her friend's."""
+        return self.embed([without_speaker(content)[1] for content in contents])
 
     def embed_query(self, text: str) -> list[float]:
         query = getattr(self._embedder, "embed_query", None)

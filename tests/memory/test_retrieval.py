@@ -303,3 +303,23 @@ def test_recalls_and_writes_from_many_threads_at_once(vmem: Memory) -> None:
 
 
 TOPICS = ["logging", "deployment", "caching", "database", "testing"]
+
+
+def test_recalling_one_thing_never_reorders_another_query(vmem: Memory, clock: Clock) -> None:
+    """Issue 30: each recall raised the salience of what it returned, which tipped later,
+    unrelated queries. A recall now only marks its hits seen."""
+    for text in (
+        "The deploy pipeline runs on Buildkite agents.",
+        "Deploy previews are published to Netlify.",
+        "Deploys to production need two approvals.",
+        "The staging deploy happens every night.",
+        "The API gateway is Envoy.",
+    ):
+        vmem.remember(text)
+        clock.advance(1)
+    before = [(h.id, h.score) for h in vmem.recall("how do deploys work", reinforce=False)]
+    for _ in range(20):
+        vmem.recall("staging deploy nightly")
+        vmem.recall("production approvals")
+    after = [(h.id, h.score) for h in vmem.recall("how do deploys work", reinforce=False)]
+    assert after == before

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
+from conftest import Clock
 
 from helixfs.memory import Memory
 from helixfs.memory.db import connect
@@ -57,18 +58,19 @@ def test_a_write_waits_for_another_connections_write_instead_of_failing(
 
 
 def test_a_recall_during_another_processs_long_write_answers_without_reinforcing(
-    mem: Memory, db_path: Path
+    mem: Memory, db_path: Path, clock: Clock
 ) -> None:
-    """A recall bumps its hits' salience, a write: behind a long import in another
-    process it waited the whole busy timeout (10 s) and then failed. Now it answers."""
+    """A recall marks its hits seen, a write: behind a long import in another process
+    it waited the whole busy timeout (10 s) and then failed. Now it answers."""
     stored = mem.remember("The deploy runs from the release branch")
     before = mem.get(stored.id)
+    clock.advance(1)
     with another_writer(db_path):
         hits = mem.recall("deploy")
     assert [h.id for h in hits] == [stored.id]
-    assert mem.get(stored.id).salience == before.salience  # not reinforced, not failed
+    assert mem.get(stored.id).last_seen == before.last_seen  # not reinforced, not failed
     mem.recall("deploy")
-    assert mem.get(stored.id).salience > before.salience  # the next recall is
+    assert mem.get(stored.id).last_seen > before.last_seen  # the next recall is
 
 
 def test_opening_the_memory_writes_nothing_so_it_opens_during_another_write(
