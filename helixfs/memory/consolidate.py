@@ -160,7 +160,8 @@ def by_neighbours(
     for memory_id, content, sim in neighbours:
         old_words = word_set(content)
         lexical = jaccard(old_words, new_words)
-        if sim >= NOOP_COSINE or lexical >= NOOP_JACCARD:
+        alike = sim >= NOOP_COSINE or lexical >= NOOP_JACCARD
+        if alike and not contradict.values_differ(content, cand.content):
             return Decision("noop", target=memory_id, reason=f"equivalent (sim {sim:.2f})")
     retired = tuple(m for m, content, _ in neighbours if frames.replaces(content, cand.content))
     if retired:

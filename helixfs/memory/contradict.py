@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from helixfs.memory.extract import without_speaker
 from helixfs.memory.tokens import STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[._:/-][A-Za-z0-9]+)*(?:'[a-z]+)?")
@@ -57,7 +58,8 @@ class _Sentence:
 
 
 @functools.lru_cache(maxsize=256)
-def _parse(text: str) -> _Sentence:
+def _parse(turn: str) -> _Sentence:
+    text = without_speaker(turn)[1]  # "Jon: Went ...": "Went" starts the sentence
     words: list[str] = []
     values: set[str] = set()
     end = -1
@@ -105,7 +107,7 @@ def contradicts(old: str, new: str) -> str:
     a, b = _parse(old), _parse(new)
     if b.question or not a.words or not b.words:
         return ""
-    if a.event and b.event and _CORRECTION.search(new) is None:
+    if both_events(old, new):
         return ""
     matcher = SequenceMatcher(None, a.words, b.words, autojunk=False)
     aligned = sum(block.size for block in matcher.get_matching_blocks())
@@ -134,6 +136,18 @@ def _names_the_subject(matcher: SequenceMatcher[str]) -> bool:
     another thing of the same kind, not a new value of one."""
     replaced = [i1 for op, i1, *_ in matcher.get_opcodes() if op == "replace"]
     return bool(replaced) and replaced[0] == 0
+
+
+def both_events(old: str, new: str) -> bool:
+    """Two past-tense events, the new one not said to correct the old: both happened."""
+    return _parse(old).event and _parse(new).event and _CORRECTION.search(new) is None
+
+
+def values_differ(old: str, new: str) -> bool:
+    """Do the two sentences state different values (or one negates)? Then neither is a
+    confirmation of the other, even when both hold (two runs on two days)."""
+    a, b = _parse(old), _parse(new)
+    return a.values != b.values or a.negated != b.negated
 
 
 def negation_differs(old: str, new: str) -> bool:

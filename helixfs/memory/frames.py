@@ -14,6 +14,7 @@ import functools
 import re
 from difflib import SequenceMatcher
 
+from helixfs.memory import contradict
 from helixfs.memory.tokens import STOPWORDS
 
 ALIGNED = 0.7  # share of the shorter sentence that must line up, without a cue
@@ -71,8 +72,8 @@ def content_tokens(text: str) -> list[str]:
 
 
 def replaces(old: str, new: str) -> bool:
-    if new.rstrip().endswith("?"):
-        return False  # a question asserts no new value
+    if new.rstrip().endswith("?") or contradict.both_events(old, new):
+        return False  # a question asserts no new value; two events both happened
     old_tokens, new_tokens = content_tokens(old), content_tokens(new)
     if not old_tokens or not new_tokens or len(old_tokens) > 2 * len(new_tokens) + 3:
         return False  # an overview is not replaced by one detail about it

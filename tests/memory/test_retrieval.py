@@ -323,3 +323,23 @@ def test_recalling_one_thing_never_reorders_another_query(vmem: Memory, clock: C
         vmem.recall("production approvals")
     after = [(h.id, h.score) for h in vmem.recall("how do deploys work", reinforce=False)]
     assert after == before
+
+
+def test_a_question_naming_a_speaker_finds_their_news_not_their_small_talk(
+    vmem: Memory, clock: Clock
+) -> None:
+    """Issue 30: with the speaker's name embedded, 'Caroline: Okay, gotta run.' was the
+    nearest memory to every question that named her."""
+    turns = [
+        "Caroline: Hey Melanie! How have you been?",
+        "Caroline: We booked flights to Lisbon for the autumn! It's been on my list forever.",
+        "Melanie: Amazing, what do you want to see there?",
+        "Caroline: Okay, gotta run. Speak later!",
+        "Caroline: Same here, honestly.",
+        "Caroline: That's great to hear!",
+    ]
+    for turn in turns:
+        vmem.remember(turn)
+        clock.advance(0.01)
+    top = vmem.recall("Which city did Caroline travel to?", k=3, reinforce=False)
+    assert "Lisbon" in top[0].content
