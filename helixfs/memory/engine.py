@@ -702,7 +702,7 @@ class Memory:
         if content is not None:
             content = redact(validate.check_text("memory content", content)).text
         resolved = self._resolve(memory_id)
-        vector = self._vectors.embed([content])[0] if self._vectors and content else None
+        vector = self._vectors.embed_memories([content])[0] if self._vectors and content else None
         now = self._clock()
         with self._lock, writing(self._conn):
             row = records.fetch(self._conn, resolved)
