@@ -91,7 +91,12 @@ def _fmt(key: str, value: Any) -> str:
 
 
 def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    from helixfs.memory import workspace  # not at startup: apsw, blake3
+
     doc = as_doc(repo.stats())
+    indexed = workspace.progress_in(Path(repo.path) / "memory.db") if repo.path else None
+    if indexed is not None:  # "workspace index: 1,200 of 3,480 passages"
+        doc["workspace_index"] = f"{indexed[0]:,} of {indexed[1]:,} passages"
     problems = doc.get("problems") or []
     numbers = {key: value for key, value in doc.items() if key != "problems"}
     out.emit(doc, lambda: _key_values(numbers) + "".join(f"\nproblem: {p}" for p in problems))

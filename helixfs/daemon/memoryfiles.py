@@ -141,8 +141,11 @@ class MemoryFiles:
             raise InvalidInput("an empty search")
         with self._reading() as (memory, note):
             hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False)
+            progress = memory.workspace_progress()
         self._wanted.set()
-        if not self.indexed and self.repo is not None:
+        if progress is not None and progress[0] < progress[1]:
+            note = f"# workspace index: {progress[0]:,} of {progress[1]:,} passages\n" + note
+        elif not self.indexed and self.repo is not None:
             note += "# workspace index: being built\n"
         if not hits:
             return f"{note}# no results for {query!r}\n"

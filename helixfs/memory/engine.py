@@ -820,6 +820,12 @@ class Memory:
             raise InvalidInput("commit id is empty")
         return workspace.index(self._conn, self._lock, files, commit_id, self._vectors, removed)
 
+    def workspace_progress(self) -> tuple[int, int] | None:
+        """(passages indexed, passages in all) of the last workspace index pass, the one
+        under way included; None before the first."""
+        with self._lock:
+            return workspace.progress(self._conn)
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = dict(
@@ -829,9 +835,11 @@ class Memory:
             chunk_count = _count(self._conn, "chunks")
             cached = _count(self._conn, "embed_cache")
             model = get_meta(self._conn, "embed_model")
+            done, total = workspace.progress(self._conn) or (chunk_count, chunk_count)
         return {
             "memories": counts,
             "chunks": chunk_count,
+            "workspace_index": {"passages_indexed": done, "passages_total": total},
             "embed_cache": cached,
             "embed_model": model or None,
             "lexical_only": self.lexical_only,
