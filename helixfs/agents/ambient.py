@@ -15,11 +15,12 @@ Every layer is lexical (BM25 and the source column): no model call on a tool's p
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from helixfs.agents import symbols
-from helixfs.agents.context import Packer, World, hit_key, memory_line, record_line
+from helixfs.agents.context import Packer, World, record_line
 from helixfs.agents.session import Session
 
 AMBIENT_TOOLS = ("Read", "Edit", "MultiEdit", "Write", "Glob", "Grep")
@@ -59,20 +60,20 @@ def pre_tool_use(payload: dict[str, Any], world: World, state: Session) -> str:
     if tool in WRITING_TOOLS and names:
         state.touched(names[0])
     packer, seen = Packer(BUDGET), set(state.injected)
+    layers: list[Layer] = []
     if names and tool not in ("Glob", "Grep"):
         about = world.memory.about_files(names, limit=6)
         _add(packer, seen, [record_line(r) for r in about], [r.id for r in about])
         for old, new in _edits(tool_input) if tool in ("Edit", "MultiEdit") else ():
-            gone = symbols.removed(old, new)
-            _named(packer, seen, world, gone, prefix="the edit removes `{}`: ")
+            layers.append(Layer(symbols.removed(old, new), prefix="the edit removes `{}`: "))
         head = str(payload.get(FILE_HEAD_KEY) or (file_head(target) if world.read_files else ""))
-        _named(packer, seen, world, symbols.defined(head))
+        layers.append(Layer(symbols.defined(head)))
         stem = Path(target).stem
         if len(stem) >= 3 and stem.lower() not in symbols.GENERIC_STEMS:
-            _named(packer, seen, world, [stem], whole_word=False)
+            layers.append(Layer([stem], whole_word=False))
     if tool in ("Glob", "Grep"):
-        pattern = str(tool_input.get("pattern", ""))
-        _named(packer, seen, world, symbols.identifiers(pattern))
+        layers.append(Layer(symbols.identifiers(str(tool_input.get("pattern", "")))))
+    _named(packer, seen, world, layers)
     state.mark([key for key in seen if key not in state.injected])
     if not packer.lines:
         return ""
@@ -96,27 +97,30 @@ def _add(packer: Packer, seen: set[str], lines: list[str], keys: list[str]) -> N
             seen.add(key)
 
 
-def _named(
-    packer: Packer,
-    seen: set[str],
-    world: World,
-    names: list[str],
-    *,
-    whole_word: bool = True,
-    prefix: str = "",
-) -> None:
-    """Memories that mention one of `names` (as a word, or anywhere ignoring case)."""
-    if not names:
+@dataclass(frozen=True)
+class Layer:
+    """Names a memory must mention (as a word, or anywhere ignoring case) to be shown
+    in this layer, with the prefix its line gets (`{}`: the name it mentions)."""
+
+    names: list[str]
+    whole_word: bool = True
+    prefix: str = ""
+
+    def found(self, text: str) -> list[str]:
+        if self.whole_word:
+            return symbols.named_in(text, self.names)
+        return [n for n in self.names if n.lower() in text.lower()]
+
+
+def _named(packer: Packer, seen: set[str], world: World, layers: list[Layer]) -> None:
+    """One lexical recall over every layer's names; each hit goes to the first layer
+    whose names it mentions."""
+    wanted = list(dict.fromkeys(name for layer in layers for name in layer.names))
+    if not wanted:
         return
-    hits = world.memory.recall(" ".join(names), k=12, reinforce=False, mode="lexical")
-    for hit in hits:
-        if hit_key(hit) in seen:
-            continue
-        if whole_word:
-            found = symbols.named_in(hit.content, names)
-        else:
-            found = [n for n in names if n.lower() in hit.content.lower()]
-        if found:
-            line = memory_line(hit.id, hit.type, hit.content, prefix.format(found[0]))
-            if packer.add(line):
-                seen.add(hit_key(hit))
+    found = world.memory.mentioning(wanted, limit=16)
+    for layer in layers:
+        for record in found:
+            names = layer.found(record.content) if record.id not in seen else []
+            if names and packer.add(record_line(record, layer.prefix.format(names[0]))):
+                seen.add(record.id)

@@ -82,9 +82,29 @@ def session_start(payload: dict[str, Any], world: World, state: Session) -> str:
         packer.section(
             "Other branches since your last session:", _other_commits(repo, branch, since)
         )
-    top = fresh_hits(world.memory.context(400).hits, state, set())
+    top = fresh_hits(_top_memories(world), state, set())
     pack_hits(packer, "Top memories for this project:", top, state)
     return packer.text()
+
+
+_KEPT: dict[tuple[str, str], tuple[float, Any]] = {}  # (store, what) -> (when, value)
+KEPT_SECONDS = 30.0
+
+
+def _kept(world: World, what: str, compute: Callable[[], Any]) -> Any:
+    """`compute()`, kept KEPT_SECONDS by a long-lived process (the daemon): the top
+    memories and the topics read every active memory, too much for each session's start
+    (a memory written meanwhile shows up within KEPT_SECONDS)."""
+    key, now = (str(world.store), what), time.monotonic()
+    found = _KEPT.get(key)
+    if found is None or now - found[0] > KEPT_SECONDS:
+        found = (now, compute())
+        _KEPT[key] = found
+    return found[1]
+
+
+def _top_memories(world: World) -> list[Any]:
+    return list(_kept(world, "top", lambda: world.memory.context(400).hits))
 
 
 def _where(packer: Packer, repo: Any) -> str | None:
@@ -206,7 +226,7 @@ def _save_checkpoint(world: World, state: Session, files: list[str], made: list[
 
 
 def subagent_start(payload: dict[str, Any], world: World, state: Session) -> str:
-    records = world.memory.memories(limit=500)
+    records = _kept(world, "records", lambda: world.memory.memories(limit=500))
     if not records:
         return ""
     tags = Counter(tag for r in records for tag in r.tags).most_common(12)

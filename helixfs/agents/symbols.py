@@ -16,6 +16,7 @@ _DEFINITION = re.compile(
     re.MULTILINE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 _COMMON = frozenset(
     ("self", "this", "None", "True", "False", "null", "true", "false", "return", "import")
     + ("from", "const", "async", "await", "class", "def", "struct", "type", "func")

@@ -452,6 +452,18 @@ class Memory:
                         found.setdefault(row["id"], records.to_record(row))
         return sorted(found.values(), key=lambda r: r.updated, reverse=True)[:limit]
 
+    def mentioning(self, words: Sequence[str], *, limit: int = 16) -> list[MemoryRecord]:
+        """Active memories whose text holds any of `words`, best BM25 first: no vector,
+        graph or diversity pass (a hook's ambient lookup on every tool call)."""
+        query = " ".join(w for w in words if w.strip())
+        if not query:
+            return []
+        validate.check_text("words", query, limit=4000)
+        with self._lock:
+            found = retrieval.lexical_memories(self._conn, query, retrieval.Filters(), limit)
+            rows = ranking.memory_rows(self._conn, [rowid for rowid, _ in found])
+        return [records.to_record(rows[rowid]) for rowid, _ in found if rowid in rows]
+
     def recall(
         self,
         query: str,

@@ -79,7 +79,7 @@ def _weighted(
     memory_rowids = [int(k[2:]) for k in fused if k.startswith("m:")]
     chunk_rowids = [int(k[2:]) for k in fused if k.startswith("c:")]
     out: list[Candidate] = []
-    for rowid, row in _memory_rows(conn, memory_rowids, filters).items():
+    for rowid, row in memory_rows(conn, memory_rowids, filters).items():
         key = f"m:{rowid}"
         weight = retrieval.memory_weight(row, now) * retrieval.substance(row["content"])
         if within(period, row["source_time"]):
@@ -91,8 +91,11 @@ def _weighted(
     return out
 
 
-def _memory_rows(
-    conn: apsw.Connection, rowids: list[int], filters: Filters
+ACTIVE = Filters()
+
+
+def memory_rows(
+    conn: apsw.Connection, rowids: list[int], filters: Filters = ACTIVE
 ) -> dict[int, dict[str, Any]]:
     """Rows that pass the filters (graph expansion may have brought in others)."""
     if not rowids:
