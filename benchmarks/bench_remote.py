@@ -1,0 +1,324 @@
+"""Remote benchmarks of issue 31, on a SeaweedFS S3 server on 127.0.0.1 (tests/seaweed.py).
+
+    python benchmarks/bench_remote.py            # 10,000 files, 1,000 commits; N = 1, 2, 4, 8
+    python benchmarks/bench_remote.py --quick    # 1,000 files, 100 commits; N = 1, 2
+
+Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTAMP.json.
+
+- push / clone: a history of FILES files and COMMITS commits (each changing one to three
+  small files) pushed to an empty remote by `helix push` (vcs/sync.py, in process) and
+  cloned back (vcs/clone.py); objects/s and MB/s of records sent. Baseline: `git push` of
+  the same history (built by git fast-import) to a bare repository on the same disk,
+  and `git clone --no-local` of it. Rounds interleaved, machine load beside each.
+- machines: N stores (N processes, each its own RocksDB and S3 client) each committing
+  into its own branch and pushing after every commit, for SECONDS seconds. Figures:
+  total commits/s pushed, p95 time from a commit to its being listed on the remote by an
+  observer process polling the refs (what a machine's next fetch can see; a mount's
+  fetch round adds up to its pause, 1 s), and commits lost (a final check of every
+  commit against the remote's history: must be 0).
+- save path: save+fsync of a small file in a mount with `--remote` and without
+  (separate stores, same disk), p50/p95, rounds interleaved. The --remote mount pushes
+  every commit in the background while the saves run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from common import print_table, summary, write_results  # noqa: E402
+from seaweed import SeaweedServer  # noqa: E402
+
+from helixfs.ids import CommitId  # noqa: E402
+from helixfs.store.s3 import S3Store  # noqa: E402
+from helixfs.store.s3client import S3Location  # noqa: E402
+from helixfs.vcs.clone import clone  # noqa: E402
+from helixfs.vcs.remotes import Remote  # noqa: E402
+from helixfs.vcs.repo import Repository  # noqa: E402
+from helixfs.vcs.sync import Sync  # noqa: E402
+
+HELIX = [sys.executable, "-m", "helixfs.cli.main"]
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def content(i: int, version: int) -> bytes:
+    return (f"file {i} version {version}\n" + "x" * (150 + i % 100) + "\n").encode()
+
+
+def edits(commits: int, files: int) -> list[list[int]]:
+    return [[(k * 7 + j * 131) % files for j in range(1 + k % 3)] for k in range(1, commits)]
+
+
+def build_helix(folder: Path, files: int, commits: int) -> Repository:
+    repo = Repository.init(folder)
+    repo.commit({f"d{i % 100}/f{i}.txt": content(i, 0) for i in range(files)}, "initial")
+    for k, changed in enumerate(edits(commits, files), start=1):
+        repo.commit({f"d{i % 100}/f{i}.txt": content(i, k) for i in changed}, f"edit {k}")
+    return repo
+
+
+def build_git(folder: Path, files: int, commits: int) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(folder)], check=True)
+    lines: list[bytes] = []
+    stamp = "1700000000 +0000"
+
+    def commit(k: int, changed: list[int]) -> None:
+        message = b"initial" if k == 0 else b"edit %d" % k
+        lines.append(b"commit refs/heads/main\n")
+        lines.append(f"committer bench <b@x> {stamp}\n".encode())
+        lines.append(b"data %d\n%s\n" % (len(message), message))
+        for i in changed:
+            data = content(i, k)
+            lines.append(f"M 100644 inline d{i % 100}/f{i}.txt\n".encode())
+            lines.append(b"data %d\n%s\n" % (len(data), data))
+
+    commit(0, list(range(files)))
+    for k, changed in enumerate(edits(commits, files), start=1):
+        commit(k, changed)
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=folder, input=b"".join(lines),
+                   check=True)
+
+
+def location(server: SeaweedServer) -> S3Location:
+    return S3Location(server.bucket, f"bench/{uuid.uuid4().hex[:10]}", server.endpoint)
+
+
+def helix_push(source: Path, where: S3Location) -> dict[str, Any]:
+    with Repository.open(source) as repo, S3Store(where) as remote:
+        start = time.perf_counter()
+        result = Sync(repo, remote, "origin", "bench").push(["main"])[0]
+        seconds = time.perf_counter() - start
+    return {"seconds": seconds, "objects": result.objects, "bytes": result.bytes}
+
+
+def helix_clone(where: S3Location, target: Path) -> dict[str, Any]:
+    start = time.perf_counter()
+    results = clone(target, Remote("origin", where))
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "objects": sum(r.objects for r in results)}
+
+
+def git_push(source: Path, bare: Path) -> dict[str, Any]:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    start = time.perf_counter()
+    subprocess.run(["git", "push", "-q", str(bare), "main"], cwd=source, check=True,
+                   capture_output=True)
+    seconds = time.perf_counter() - start
+    count = subprocess.run(["git", "count-objects", "-v"], cwd=bare, capture_output=True,
+                           text=True, check=True).stdout
+    packed = int(next(ln.split()[1] for ln in count.splitlines() if ln.startswith("in-pack")))
+    return {"seconds": seconds, "objects": packed}
+
+
+def git_clone(bare: Path, target: Path) -> dict[str, Any]:
+    start = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", "--no-local", str(bare), str(target)], check=True)
+    return {"seconds": time.perf_counter() - start}
+
+
+def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds: int) -> Any:
+    source, gitsrc = work / "history", work / "git-history"
+    started = time.perf_counter()
+    build_helix(source, files, commits).close()
+    build_git(gitsrc, files, commits)
+    print(f"built {files:,} files x {commits:,} commits in {time.perf_counter() - started:.0f}s")
+    rows, raw = [], []
+    for n in range(rounds):
+        where = location(server)
+        figures = {
+            "load_push": load(),
+            "helix_push": helix_push(source, where),
+            "git_push": git_push(gitsrc, work / f"bare{n}.git"),
+            "load_clone": load(),
+            "helix_clone": helix_clone(where, work / f"clone{n}"),
+            "git_clone": git_clone(work / f"bare{n}.git", work / f"gitclone{n}"),
+        }
+        raw.append(figures)
+        hp, gp = figures["helix_push"], figures["git_push"]
+        hc, gc = figures["helix_clone"], figures["git_clone"]
+        rows.append([f"round {n + 1}", hp["seconds"], hp["objects"] / hp["seconds"],
+                     hp["bytes"] / hp["seconds"] / 1e6, gp["seconds"], hc["seconds"],
+                     hc["objects"] / hc["seconds"], gc["seconds"], figures["load_push"]])
+        shutil.rmtree(work / f"clone{n}")
+    print_table(
+        f"push / clone of {files:,} files, {commits:,} commits (SeaweedFS on 127.0.0.1)",
+        ["round", "helix push s", "objects/s", "MB/s", "git push s", "helix clone s",
+         "objects/s", "git clone s", "load"],
+        rows,
+    )
+    return raw
+
+
+# ---------------------------------------------------------------- N machines
+
+
+def machine(args: tuple[str, str, str, int, float, str]) -> list[tuple[str, float]]:
+    """One simulated machine: commit into its own branch, push, until the time is up."""
+    folder, bucket, endpoint_prefix, index, seconds, seed = args
+    endpoint, prefix = endpoint_prefix.split("|")
+    where = S3Location(bucket, prefix, endpoint)
+    clone(Path(folder), Remote("origin", where))
+    made: list[tuple[str, float]] = []
+    with Repository.open(folder) as repo, S3Store(where) as remote:
+        branch = f"agent{index}"
+        repo.create_branch(branch, "main")
+        sync = Sync(repo, remote, "origin", f"m{index}")
+        deadline = time.monotonic() + seconds
+        k = 0
+        while time.monotonic() < deadline:
+            k += 1
+            cid = repo.commit({f"agent{index}/n{k}.txt": b"%d %d\n" % (index, k)}, f"{k}",
+                              branch=branch)
+            made.append((cid.hex(), time.time()))
+            sync.push_branch(branch)
+    return made
+
+
+def observer(args: tuple[str, str, str, float]) -> dict[str, float]:
+    """Poll the remote's refs; when each new tip was first listed."""
+    bucket, endpoint, prefix, seconds = args
+    seen: dict[str, float] = {}
+    with S3Store(S3Location(bucket, prefix, endpoint)) as remote:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for _, value in remote.refs("branches/"):
+                seen.setdefault(value.hex(), time.time())
+            time.sleep(0.05)
+    return seen
+
+
+def machines(server: SeaweedServer, work: Path, counts: list[int], seconds: float) -> Any:
+    rows, raw = [], []
+    context = multiprocessing.get_context("spawn")
+    for n in counts:
+        where = location(server)
+        seed = work / f"seed{n}"
+        repo = build_helix(seed, 200, 2)
+        with S3Store(where) as remote:
+            Sync(repo, remote, "origin", "seed").push(["main"])
+        repo.close()
+        before = load()
+        with context.Pool(n + 1) as pool:
+            watch = pool.apply_async(observer, ((server.bucket, server.endpoint, where.prefix,
+                                                 seconds + 20),))
+            jobs = [(str(work / f"m{n}-{i}"), server.bucket, f"{server.endpoint}|{where.prefix}",
+                     i, seconds, "") for i in range(n)]
+            made = pool.map(machine, jobs)
+            seen = watch.get()
+        lost = lost_commits(where, work / f"check{n}", made)
+        total = sum(len(m) for m in made)
+        delays = [seen[c] - t for m in made for c, t in m if c in seen]
+        raw.append({"n": n, "commits": total, "seconds": seconds, "lost": lost,
+                    "visible": summary(delays), "load": before})
+        rows.append([f"N = {n}", total, total / seconds, summary(delays)["p95"] * 1000,
+                     len(delays), lost, before])
+    print_table(
+        f"N machines, each committing into its own branch and pushing ({seconds:.0f} s)",
+        ["machines", "commits", "commits/s", "p95 visible ms", "tips seen", "lost", "load"],
+        rows,
+    )
+    return raw
+
+
+def lost_commits(where: S3Location, folder: Path, made: list[list[tuple[str, float]]]) -> int:
+    clone(folder, Remote("origin", where))
+    with Repository.open(folder) as repo:
+        have: set[str] = set()
+        for info in repo.branches():
+            have.update(c.id.hex() for c in repo.log(f"branches/{info.name}"))
+        return sum(1 for m in made for c, _ in m if c not in have)
+
+
+# ---------------------------------------------------------------- the save path
+
+
+def save_latencies(mountpoint: Path, count: int) -> list[float]:
+    samples = []
+    for k in range(count):
+        start = time.perf_counter()
+        fd = os.open(mountpoint / f"save{k % 20}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.write(fd, b"line %d\n" % k)
+        os.fsync(fd)
+        os.close(fd)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def save_path(server: SeaweedServer, work: Path, count: int, rounds: int) -> Any:
+    env = {**os.environ, **server.env()}
+    stores = {}
+    for side in ("local", "remote"):
+        store = work / f"save-{side}"
+        subprocess.run([*HELIX, "init", str(store)], check=True, capture_output=True, env=env)
+        stores[side] = store
+    where = location(server)
+    subprocess.run([*HELIX, "--store", str(stores["remote"]), "remote", "add", "origin",
+                    f"s3://{where.bucket}/{where.prefix}", "--endpoint", server.endpoint],
+                   check=True, capture_output=True, env=env)
+    rows, raw = [], []
+    for n in range(rounds):
+        for side in ("local", "remote"):
+            target = work / f"mnt-{side}"
+            target.mkdir(exist_ok=True)
+            extra = ["--remote", "origin"] if side == "remote" else []
+            subprocess.run([*HELIX, "mount", *extra, str(stores[side]), str(target)],
+                           check=True, capture_output=True, env=env)
+            try:
+                before = load()
+                samples = save_latencies(target, count)
+            finally:
+                subprocess.run([*HELIX, "umount", str(target)], check=True, capture_output=True,
+                               env=env)
+            figures = summary([s * 1000 for s in samples])
+            raw.append({"round": n + 1, "side": side, "ms": figures, "load": before})
+            rows.append([f"round {n + 1} {side}", figures["p50"], figures["p95"], before])
+    print_table("save+fsync of a small file, ms (a mount with --remote vs without)",
+                ["round", "p50 ms", "p95 ms", "load"], rows)
+    return raw
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    files, commits = (1_000, 100) if args.quick else (10_000, 1_000)
+    counts = [1, 2] if args.quick else [1, 2, 4, 8]
+    seconds = 10.0 if args.quick else 30.0
+    print("The machine is shared with other work: the load average is printed beside "
+          "each round.")
+    work = Path(tempfile.mkdtemp(prefix="bench-remote-"))
+    server = SeaweedServer(work / "seaweed")
+    os.environ.update(server.env())
+    server.start()
+    try:
+        doc = {
+            "transfer": transfer(server, work, files, commits, 1 if args.quick else 2),
+            "machines": machines(server, work, counts, seconds),
+            "save_path": save_path(server, work, 200 if args.quick else 500, 2),
+        }
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    path = write_results("bench_remote", {"files": files, "commits": commits, **doc},
+                         quick=args.quick)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
