@@ -42,7 +42,6 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from common import print_table, summary, write_results  # noqa: E402
 from seaweed import SeaweedServer  # noqa: E402
 
-from helixfs.ids import CommitId  # noqa: E402
 from helixfs.store.s3 import S3Store  # noqa: E402
 from helixfs.store.s3client import S3Location  # noqa: E402
 from helixfs.vcs.clone import clone  # noqa: E402
@@ -91,8 +90,7 @@ def build_git(folder: Path, files: int, commits: int) -> None:
     commit(0, list(range(files)))
     for k, changed in enumerate(edits(commits, files), start=1):
         commit(k, changed)
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=folder, input=b"".join(lines),
-                   check=True)
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=folder, input=b"".join(lines), check=True)
 
 
 def location(server: SeaweedServer) -> S3Location:
@@ -117,11 +115,13 @@ def helix_clone(where: S3Location, target: Path) -> dict[str, Any]:
 def git_push(source: Path, bare: Path) -> dict[str, Any]:
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     start = time.perf_counter()
-    subprocess.run(["git", "push", "-q", str(bare), "main"], cwd=source, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "push", "-q", str(bare), "main"], cwd=source, check=True, capture_output=True
+    )
     seconds = time.perf_counter() - start
-    count = subprocess.run(["git", "count-objects", "-v"], cwd=bare, capture_output=True,
-                           text=True, check=True).stdout
+    count = subprocess.run(
+        ["git", "count-objects", "-v"], cwd=bare, capture_output=True, text=True, check=True
+    ).stdout
     packed = int(next(ln.split()[1] for ln in count.splitlines() if ln.startswith("in-pack")))
     return {"seconds": seconds, "objects": packed}
 
@@ -152,14 +152,33 @@ def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds
         raw.append(figures)
         hp, gp = figures["helix_push"], figures["git_push"]
         hc, gc = figures["helix_clone"], figures["git_clone"]
-        rows.append([f"round {n + 1}", hp["seconds"], hp["objects"] / hp["seconds"],
-                     hp["bytes"] / hp["seconds"] / 1e6, gp["seconds"], hc["seconds"],
-                     hc["objects"] / hc["seconds"], gc["seconds"], figures["load_push"]])
+        rows.append(
+            [
+                f"round {n + 1}",
+                hp["seconds"],
+                hp["objects"] / hp["seconds"],
+                hp["bytes"] / hp["seconds"] / 1e6,
+                gp["seconds"],
+                hc["seconds"],
+                hc["objects"] / hc["seconds"],
+                gc["seconds"],
+                figures["load_push"],
+            ]
+        )
         shutil.rmtree(work / f"clone{n}")
     print_table(
         f"push / clone of {files:,} files, {commits:,} commits (SeaweedFS on 127.0.0.1)",
-        ["round", "helix push s", "objects/s", "MB/s", "git push s", "helix clone s",
-         "objects/s", "git clone s", "load"],
+        [
+            "round",
+            "helix push s",
+            "objects/s",
+            "MB/s",
+            "git push s",
+            "helix clone s",
+            "objects/s",
+            "git clone s",
+            "load",
+        ],
         rows,
     )
     return raw
@@ -183,8 +202,9 @@ def machine(args: tuple[str, str, str, int, float, str]) -> list[tuple[str, floa
         k = 0
         while time.monotonic() < deadline:
             k += 1
-            cid = repo.commit({f"agent{index}/n{k}.txt": b"%d %d\n" % (index, k)}, f"{k}",
-                              branch=branch)
+            cid = repo.commit(
+                {f"agent{index}/n{k}.txt": b"%d %d\n" % (index, k)}, f"{k}", branch=branch
+            )
             made.append((cid.hex(), time.time()))
             sync.push_branch(branch)
     return made
@@ -215,19 +235,46 @@ def machines(server: SeaweedServer, work: Path, counts: list[int], seconds: floa
         repo.close()
         before = load()
         with context.Pool(n + 1) as pool:
-            watch = pool.apply_async(observer, ((server.bucket, server.endpoint, where.prefix,
-                                                 seconds + 20),))
-            jobs = [(str(work / f"m{n}-{i}"), server.bucket, f"{server.endpoint}|{where.prefix}",
-                     i, seconds, "") for i in range(n)]
+            watch = pool.apply_async(
+                observer, ((server.bucket, server.endpoint, where.prefix, seconds + 20),)
+            )
+            jobs = [
+                (
+                    str(work / f"m{n}-{i}"),
+                    server.bucket,
+                    f"{server.endpoint}|{where.prefix}",
+                    i,
+                    seconds,
+                    "",
+                )
+                for i in range(n)
+            ]
             made = pool.map(machine, jobs)
             seen = watch.get()
         lost = lost_commits(where, work / f"check{n}", made)
         total = sum(len(m) for m in made)
         delays = [seen[c] - t for m in made for c, t in m if c in seen]
-        raw.append({"n": n, "commits": total, "seconds": seconds, "lost": lost,
-                    "visible": summary(delays), "load": before})
-        rows.append([f"N = {n}", total, total / seconds, summary(delays)["p95"] * 1000,
-                     len(delays), lost, before])
+        raw.append(
+            {
+                "n": n,
+                "commits": total,
+                "seconds": seconds,
+                "lost": lost,
+                "visible": summary(delays),
+                "load": before,
+            }
+        )
+        rows.append(
+            [
+                f"N = {n}",
+                total,
+                total / seconds,
+                summary(delays)["p95"] * 1000,
+                len(delays),
+                lost,
+                before,
+            ]
+        )
     print_table(
         f"N machines, each committing into its own branch and pushing ({seconds:.0f} s)",
         ["machines", "commits", "commits/s", "p95 visible ms", "tips seen", "lost", "load"],
@@ -268,29 +315,61 @@ def save_path(server: SeaweedServer, work: Path, count: int, rounds: int) -> Any
         subprocess.run([*HELIX, "init", str(store)], check=True, capture_output=True, env=env)
         stores[side] = store
     where = location(server)
-    subprocess.run([*HELIX, "--store", str(stores["remote"]), "remote", "add", "origin",
-                    f"s3://{where.bucket}/{where.prefix}", "--endpoint", server.endpoint],
-                   check=True, capture_output=True, env=env)
+    subprocess.run(
+        [
+            *HELIX,
+            "--store",
+            str(stores["remote"]),
+            "remote",
+            "add",
+            "origin",
+            f"s3://{where.bucket}/{where.prefix}",
+            "--endpoint",
+            server.endpoint,
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
     rows, raw = [], []
     for n in range(rounds):
         for side in ("local", "remote"):
             target = work / f"mnt-{side}"
             target.mkdir(exist_ok=True)
             extra = ["--remote", "origin"] if side == "remote" else []
-            subprocess.run([*HELIX, "mount", *extra, str(stores[side]), str(target)],
-                           check=True, capture_output=True, env=env)
+            subprocess.run(
+                [*HELIX, "mount", *extra, str(stores[side]), str(target)],
+                check=True,
+                capture_output=True,
+                env=env,
+            )
             try:
                 before = load()
                 samples = save_latencies(target, count)
             finally:
-                subprocess.run([*HELIX, "umount", str(target)], check=True, capture_output=True,
-                               env=env)
+                subprocess.run(
+                    [*HELIX, "umount", str(target)], check=True, capture_output=True, env=env
+                )
             figures = summary([s * 1000 for s in samples])
             raw.append({"round": n + 1, "side": side, "ms": figures, "load": before})
             rows.append([f"round {n + 1} {side}", figures["p50"], figures["p95"], before])
-    print_table("save+fsync of a small file, ms (a mount with --remote vs without)",
-                ["round", "p50 ms", "p95 ms", "load"], rows)
+    print_table(
+        "save+fsync of a small file, ms (a mount with --remote vs without)",
+        ["round", "p50 ms", "p95 ms", "load"],
+        rows,
+    )
     return raw
+
+
+def attempt(section: Any, *args: Any) -> Any:
+    """A section's figures, or the error that stopped it (printed, and kept in the JSON)."""
+    try:
+        return section(*args)
+    except Exception as exc:  # a failed section must not hide the others' figures
+        import traceback
+
+        traceback.print_exc()
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def main() -> None:
@@ -300,23 +379,23 @@ def main() -> None:
     files, commits = (1_000, 100) if args.quick else (10_000, 1_000)
     counts = [1, 2] if args.quick else [1, 2, 4, 8]
     seconds = 10.0 if args.quick else 30.0
-    print("The machine is shared with other work: the load average is printed beside "
-          "each round.")
+    print("The machine is shared with other work: the load average is printed beside each round.")
     work = Path(tempfile.mkdtemp(prefix="bench-remote-"))
     server = SeaweedServer(work / "seaweed")
     os.environ.update(server.env())
     server.start()
     try:
         doc = {
-            "transfer": transfer(server, work, files, commits, 1 if args.quick else 2),
-            "machines": machines(server, work, counts, seconds),
-            "save_path": save_path(server, work, 200 if args.quick else 500, 2),
+            "transfer": attempt(transfer, server, work, files, commits, 1 if args.quick else 2),
+            "machines": attempt(machines, server, work, counts, seconds),
+            "save_path": attempt(save_path, server, work, 200 if args.quick else 500, 2),
         }
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    path = write_results("bench_remote", {"files": files, "commits": commits, **doc},
-                         quick=args.quick)
+    path = write_results(
+        "bench_remote", {"files": files, "commits": commits, **doc}, quick=args.quick
+    )
     print(f"\nwrote {path}")
 
 

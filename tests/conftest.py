@@ -41,18 +41,7 @@ settings.load_profile("ci" if in_ci() else "dev")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
     """One SeaweedFS for the session (tests/seaweed.py); each test takes its own prefix
     of its bucket. Started on first use, killed at the end of the session."""
-    from seaweed import SeaweedServer  # imports conftest: not at the top
+    from seaweed import serving
 
-    server = SeaweedServer(tmp_path_factory.mktemp("seaweed"))
-    saved = {name: os.environ.get(name) for name in server.env()}
-    os.environ.update(server.env())  # the CLI processes of the tests inherit them
-    server.start()
-    try:
+    with serving(tmp_path_factory.mktemp("seaweed")) as server:
         yield server
-    finally:
-        server.stop()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -183,3 +184,22 @@ class SeaweedServer:
         except subprocess.TimeoutExpired:
             self.kill()
         self.process = None
+
+
+@contextlib.contextmanager
+def serving(folder: Path) -> Iterator[SeaweedServer]:
+    """A started server whose credentials this process's environment holds (the CLI
+    processes a test starts inherit them) until it is stopped."""
+    server = SeaweedServer(folder)
+    saved = {name: os.environ.get(name) for name in server.env()}
+    os.environ.update(server.env())
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -181,31 +181,33 @@ def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:
 
 
 def cmd_push(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    remote, branches = _split_words(args.words, _store_folder(repo))
-    branches = branches or [repo.current_branch()]
-    for branch in branches:
-        repo.settle(branch)
-    sync = _sync(repo, remote)
-    try:
-        return _report(out, remote, sync.push(branches, merge=args.merge, keep=args.keep))
-    finally:
-        sync.remote.close()  # type: ignore[attr-defined]
+    return _run(args, repo, out, "push")
 
 
 def cmd_fetch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    remote, branches = _split_words(args.words, _store_folder(repo))
-    sync = _sync(repo, remote)
-    try:
-        return _report(out, remote, sync.fetch(branches or None))
-    finally:
-        sync.remote.close()  # type: ignore[attr-defined]
+    return _run(args, repo, out, "fetch")
 
 
 def cmd_pull(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    return _run(args, repo, out, "pull")
+
+
+def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> int:
+    """`[NAME] [BRANCH...]`, then one of push, fetch, pull over the remote's store."""
     remote, branches = _split_words(args.words, _store_folder(repo))
+    if what == "push":
+        branches = branches or [repo.current_branch()]
+        for branch in branches:
+            repo.settle(branch)  # the saves still in the quiet window go too
     sync = _sync(repo, remote)
     try:
-        return _report(out, remote, sync.pull(branches or None))
+        if what == "push":
+            results = sync.push(branches, merge=args.merge, keep=args.keep)
+        elif what == "fetch":
+            results = sync.fetch(branches or None)
+        else:
+            results = sync.pull(branches or None)
+        return _report(out, remote, results)
     finally:
         sync.remote.close()  # type: ignore[attr-defined]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -37,7 +38,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id
-from helixfs.store import ANY, Compaction, RefUpdate, StoreStats
+from helixfs.store import Compaction, RefUpdate, StoreStats
 from helixfs.store.frame import codec_of, decode_plain, encode_plain, verify
 from helixfs.store.s3client import S3Client, S3Location
 from helixfs.store.validate import (
@@ -47,12 +48,14 @@ from helixfs.store.validate import (
     check_oid,
     check_ref_name,
     check_ref_prefix,
+    plan_refs,
 )
 
 LAYOUT_KEY = "helix-remote.json"  # {"format", "version", "sealed"}: what the remote is
 LAYOUT_FORMAT, LAYOUT_VERSION = "helix-remote", 1
 REF_MAGIC = b"HXR\x01"  # + 1 (a value follows) or 0 (a tombstone)
 _PRESENT, _GONE = b"\x01", b"\x00"
+ABSENT_RETRIES = (0.2, 1.0)  # pauses before a missing object is taken as missing
 WORKERS = 16  # requests in flight at once: S3 answers each in ~ms, the wire is the limit
 
 
@@ -94,6 +97,11 @@ class S3Store:
     def get(self, oid: ObjectId, *, keep: bool = True) -> bytes:
         oid = check_oid(oid)
         blob = self._client.get(self._key(oid))
+        for pause in ABSENT_RETRIES if blob is None else ():
+            time.sleep(pause)  # a 404 for an object a ref reaches is asked about again
+            blob = self._client.get(self._key(oid))
+            if blob is not None:
+                break
         with self._lock:
             self._gets += 1
         if blob is None:
@@ -192,20 +200,13 @@ class S3Store:
         """(name, state read, final value) per ref, after checking every expectation
         against what the remote holds now: RefConflict before anything is sent."""
         states: dict[str, _RefState] = {}
-        finals: dict[str, bytes | None] = {}
-        for update in updates:
-            if not isinstance(update, RefUpdate):
-                raise InvalidInput(f"expected a RefUpdate, got {type(update).__name__}")
-            name = check_ref_name(update.name)
-            if update.new is not None and not isinstance(update.new, bytes):
-                raise InvalidInput(f"ref {name!r}: new value must be bytes or None")
-            if name not in states:
-                states[name] = self._read_ref(name)
-            now = finals[name] if name in finals else states[name].value
-            if update.expected is not ANY and update.expected != now:
-                raise RefConflict(f"ref {name!r} moved on the remote {self.location}")
-            finals[name] = update.new
-        return [(name, states[name], finals[name]) for name in finals]
+
+        def current(name: str) -> bytes | None:
+            states[name] = self._read_ref(name)
+            return states[name].value
+
+        finals = plan_refs(updates, current)
+        return [(name, states[name], value) for name, value in finals.items()]
 
     def _apply(self, planned: list[tuple[str, _RefState, bytes | None]]) -> None:
         done: list[tuple[str, _RefState, str | None]] = []

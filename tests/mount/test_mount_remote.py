@@ -13,26 +13,15 @@ from pathlib import Path
 
 import pytest
 from mount_harness import Mount, MountFactory, helix, wait_until
-from seaweed import SeaweedServer
+from seaweed import SeaweedServer, serving
 
 WAIT = 90.0  # seconds a change may take to cross, on a loaded machine
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[SeaweedServer]:
-    own = SeaweedServer(tmp_path / "seaweed")
-    saved = {name: os.environ.get(name) for name in own.env()}
-    os.environ.update(own.env())
-    own.start()
-    try:
-        yield own
-    finally:
-        own.stop()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with serving(tmp_path / "seaweed") as started:
+        yield started
 
 
 def two_machines(

@@ -5,7 +5,6 @@ The server of the kill test is its own (tests/seaweed.py), never the session's.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli.conftest import ok, run_helix
-from seaweed import SeaweedServer
+from seaweed import SeaweedServer, serving
 
 from helixfs.ids import CommitId, hex_id
 from helixfs.store.s3 import S3Store
@@ -31,19 +30,8 @@ FILES = 2000  # enough objects that a push is still sending when it is stopped
 
 @pytest.fixture
 def own_server(tmp_path: Path) -> Iterator[SeaweedServer]:
-    server = SeaweedServer(tmp_path / "seaweed")
-    saved = {name: os.environ.get(name) for name in server.env()}
-    os.environ.update(server.env())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with serving(tmp_path / "seaweed") as started:
+        yield started
 
 
 def objects_on(server: SeaweedServer, prefix: str) -> int:
