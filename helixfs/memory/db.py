@@ -103,6 +103,8 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_slot ON memories(scope, subject, status);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
 CREATE INDEX IF NOT EXISTS memories_status ON memories(status, type);
+-- newest first by status without sorting every row (`memories`, the web view's lists)
+CREATE INDEX IF NOT EXISTS memories_status_id ON memories(status, id);
 
 -- memories_fts: BM25 index over content plus its identifiers split (CamelCase,
 -- snake_case; see tokens.fts_text). Contentless: the text lives only in memories.

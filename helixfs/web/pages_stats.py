@@ -15,7 +15,7 @@ from helixfs.web.sizes import INTERVAL
 
 HOUR = 3600
 DAY_HOURS = 24
-RECENT = 2000  # commits read for the commit and latency charts (the newest, all refs)
+RECENT = 1000  # commits read for the commit and latency charts (the newest, all refs)
 MAX_DOTS = 300  # per branch in the latency chart (evenly taken); the summary uses all
 STATUS_COLOURS = {
     "active": "#2ca02c",
