@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from web_harness import WebServer, browser, make_store, require_browser
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mount"))  # mount_harness
 
 
 @pytest.fixture(scope="module")

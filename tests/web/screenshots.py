@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from selenium.webdriver.common.by import By
-from web_harness import WebServer, browser, helix, helix_json, make_store
+from web_harness import WebServer, browser, helix_json, make_store, supersede_database
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "web"
 
@@ -21,15 +21,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         make_store(store, Path(tmp) / "work")
-        helix(
-            "--store",
-            store,
-            "remember",
-            "--type",
-            "decision",
-            "--",
-            "we use SQLite for the main database",
-        )
+        supersede_database(store)
         server = WebServer(store).start()
         driver = browser()
         try:

@@ -10,7 +10,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
-from web_harness import WebServer, get, helix_json, post
+from web_harness import WebServer, get, helix_json, post, supersede_database
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -161,17 +161,7 @@ def test_edit_and_confirm_are_in_history(page: Any, server: WebServer, store: An
 
 
 def test_supersession_chain_is_shown(page: Any, server: WebServer, store: Any) -> None:
-    from web_harness import helix
-
-    helix(
-        "--store",
-        store,
-        "remember",
-        "--type",
-        "decision",
-        "--",
-        "we use SQLite for the main database",
-    )
+    supersede_database(store)
     page.get(server.base + "/memory?q=main+database")
     page.find_element(By.CSS_SELECTOR, "table.hits a.id").click()
     chain = wait(page).until(ec.presence_of_element_located((By.CSS_SELECTOR, "ol.chain")))

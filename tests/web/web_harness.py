@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
-HELIX = [sys.executable, "-m", "helixfs.cli.main"]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mount"))
+from mount_harness import HELIX, helix  # noqa: E402  (one way to run the CLI)
+
 START_TIMEOUT = 60.0  # the first page may wait for the embedding model, not the start
 STOP_TIMEOUT = 30.0
 CHROMIUM = Path("/usr/bin/chromium")
@@ -45,15 +47,6 @@ def require_browser() -> None:
     if in_ci():
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def helix(*args: str | Path, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [*HELIX, *map(str, args)], capture_output=True, text=True, timeout=120, **kwargs
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"helix {args} exited {done.returncode}:\n{done.stderr}{done.stdout}")
-    return done
 
 
 def helix_json(*args: str | Path) -> Any:
@@ -179,6 +172,14 @@ def make_store(store: Path, work: Path) -> None:
     helix("--store", store, "commit", "-m", "notes: a third line", f"notes.txt={notes}")
     helix("--store", store, "snapshot", "before-web")
     remember_all(store, MEMORIES)
+
+
+NEWER_DATABASE = "we use SQLite for the main database"
+
+
+def supersede_database(store: Path) -> None:
+    """A decision that supersedes the PostgreSQL one: a supersession chain to show."""
+    helix("--store", store, "remember", "--type", "decision", "--", NEWER_DATABASE)
 
 
 def remember_all(store: Path, memories: list[tuple[str, str, str]]) -> None:
