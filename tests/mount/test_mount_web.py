@@ -14,19 +14,15 @@ import pytest
 from mount_harness import HELIX, Mount
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "web"))
-from web_harness import browser, get, require_browser  # noqa: E402
+from web_harness import chromium, get  # noqa: E402
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def driver() -> Iterator[Any]:
-    require_browser()
-    chrome = browser()
-    try:
+    with chromium() as chrome:
         yield chrome
-    finally:
-        chrome.quit()
 
 
 def helix_web(store: Path) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_harness import WebServer, browser, make_store, require_browser
+from web_harness import WebServer, chromium, make_store
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +29,8 @@ def server(store: Path) -> Iterator[WebServer]:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    require_browser()
-    chrome = browser()
-    try:
+    with chromium() as chrome:
         yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ ever skipped in CI (CI=true): a missing browser there fails loudly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,17 @@ def post(address: str, fields: dict[str, str], cookie: str) -> tuple[int, str]:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Chromium for a test (or a module of tests), quit in the end."""
+    require_browser()
+    driver = browser()
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def browser() -> Any:
