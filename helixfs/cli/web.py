@@ -138,10 +138,13 @@ def cmd_web_serve(args: argparse.Namespace, repo: Repository, out: Output) -> in
 
     from helixfs.web.server import serve_in_thread
     from helixfs.web.site import Site
+    from helixfs.web.sizes import FILE_NAME as SIZES_FILE
+    from helixfs.web.sizes import SizeSamples
 
     if not getattr(args, "in_daemon", False) or repo.path is None:
         raise InvalidInput("web-serve is run by a mount's daemon for `helix web`: use that")
     site = Site(repo, lent_source(repo.path), repo.path)
+    site.sizes = SizeSamples(repo, repo.path / SIZES_FILE, holds_mount=True)
     server, already = serve_in_thread(site, args.host, args.port)
     out.emit({"url": server.url, "pid": os.getpid(), "already": already}, server.url)
     return 0

@@ -91,6 +91,8 @@ def _latency(rows: list[history.Row], colours: dict[str, str]) -> str:
 
 def _sizes(site: Site) -> str:
     samples = site.sizes.samples() if site.sizes is not None else []
+    why = site.sizes.stopped_because if site.sizes is not None else ""
+    note = f'<p class="note">{e(why)}.</p>' if why else ""
     if not samples:
         return '<p class="empty">No size sample yet (the first is taken as the server starts).</p>'
     series = {
@@ -105,7 +107,9 @@ def _sizes(site: Site) -> str:
         f" snapshots ({len(samples):,} samples, one per {INTERVAL / 60:.0f} minutes while"
         " the web view runs).</p>"
     )
-    return summary + charts.line_chart(series, SIZE_COLOURS, unit="bytes", label="store size")
+    return (
+        summary + note + charts.line_chart(series, SIZE_COLOURS, unit="bytes", label="store size")
+    )
 
 
 def _memories(site: Site) -> str:

@@ -1,10 +1,15 @@
 """Store size against logical size, over time, for the stats page.
 
-No record of past sizes exists in the store, and `Repository.stats()` walks every head's
-tree (too slow for a page at 100,000 commits), so a thread of the web server takes a
-sample when it starts and every INTERVAL after, appending it to STORE/web-sizes.jsonl
-(one JSON object a line); the page only reads the samples. The file is the web view's
-own: nothing else reads it, and a damaged line is skipped.
+No record of past sizes exists in the store, and `Repository.stats()` scans every
+object and walks every head's tree (seconds at 100,000 commits, far too slow for a
+page), so a thread of the web server takes a sample when it starts and every INTERVAL
+after, appending it to STORE/web-sizes.jsonl (one JSON object a line); the page only
+reads the samples. The file is the web view's own: nothing else reads it, and a
+damaged line is skipped.
+
+`stats()` holds the repository lock throughout, and in a mount's daemon every FUSE
+request waits for that lock: there (`holds_mount`), once a sample took longer than
+MOUNT_PAUSE_SECONDS, no more are taken by that process, and the page says why.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "web-sizes.jsonl"
 INTERVAL = 600.0  # seconds between samples
+MOUNT_PAUSE_SECONDS = 0.25  # the longest pause of the mount a sample may cost
 KEEP = 2000  # samples drawn at most (the newest)
 
 
@@ -34,9 +40,11 @@ class SizeSample:
 
 
 class SizeSamples:
-    def __init__(self, repo: Repository, path: Path | None) -> None:
+    def __init__(self, repo: Repository, path: Path | None, *, holds_mount: bool = False) -> None:
         self.repo = repo
         self.path = path
+        self.holds_mount = holds_mount
+        self.stopped_because = ""  # why sampling stopped, for the page
         self._samples = self._load()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -55,10 +63,19 @@ class SizeSamples:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            started = time.perf_counter()
             try:
                 self.take()
             except Exception:  # a store closing under it, a full disk: try again later
                 log.warning("could not sample the store's size", exc_info=True)
+            took = time.perf_counter() - started
+            if self.holds_mount and took > MOUNT_PAUSE_SECONDS:
+                self.stopped_because = (
+                    f"sampling stopped: a sample took {took:.1f} s, during which the mount"
+                    " waited (Repository.stats() holds the repository lock)"
+                )
+                log.warning("%s", self.stopped_because)
+                return
             self._stop.wait(INTERVAL)
 
     def take(self) -> SizeSample:
