@@ -23,6 +23,7 @@ from helixfs.errors import HelixError, is_failure
 from helixfs.fs.helixdir import Entry, Link, VirtualFile
 from helixfs.fs.inodes import ROOT_INODE, NodeInode, VirtualInode
 from helixfs.fs.spool import Spool
+from helixfs.vcs import attrs as attrs_codec
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,9 @@ def attributes(
     owner: tuple[int, int],
     timeout: float,
     data_bytes: int | None = None,
+    atime_ns: int | None = None,
+    subdirs: int = 0,
+    rdev: int = 0,
 ) -> pyfuse3.EntryAttributes:
     """`data_bytes`: the bytes not in holes, for st_blocks (default: all of them). Tools
     take st_blocks < size as the sign of a sparse file (`du`, `cp --sparse=auto`, `tar
@@ -126,13 +130,13 @@ def attributes(
     attrs.entry_timeout = timeout
     attrs.attr_timeout = timeout
     attrs.st_mode = mode
-    attrs.st_nlink = 2 if stat.S_ISDIR(mode) else 1
+    attrs.st_nlink = 2 + subdirs if stat.S_ISDIR(mode) else 1
     attrs.st_uid, attrs.st_gid = owner
-    attrs.st_rdev = 0
+    attrs.st_rdev = rdev
     attrs.st_size = size
     attrs.st_blksize = BLOCK_SIZE
     attrs.st_blocks = ((size if data_bytes is None else data_bytes) + 511) // 512
-    attrs.st_atime_ns = mtime_ns
+    attrs.st_atime_ns = mtime_ns if atime_ns is None else atime_ns
     attrs.st_mtime_ns = mtime_ns
     attrs.st_ctime_ns = ctime_ns
     return attrs
@@ -155,9 +159,14 @@ def clamp_mtime(mtime_ns: int) -> int:
 
 
 def node_attributes(
-    entry: NodeInode, spool: Spool | None, owner: tuple[int, int]
+    entry: NodeInode,
+    spool: Spool | None,
+    owner: tuple[int, int],
+    read_atime: int | None = None,
 ) -> pyfuse3.EntryAttributes:
-    """A tree node as the kernel sees it: an open file's pending size and mtime win."""
+    """A tree node as the kernel sees it: an open file's pending size and mtime win.
+    `owner`: the default owner, shown where the node stores none; `read_atime`: an atime
+    that reads set in memory (`-o relatime`)."""
     node = entry.node
     size, mtime, ctime = node.size, node.mtime_ns, node.ctime_ns
     if spool is None:
@@ -172,8 +181,22 @@ def node_attributes(
     timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
     if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
+    hidden = node.xattrs
+    stored_atime = attrs_codec.time_of(hidden.get(attrs_codec.ATIME), mtime) if hidden else None
+    if read_atime is not None and (stored_atime is None or read_atime > stored_atime):
+        stored_atime = read_atime
     attrs = attributes(
-        entry.ino, node.mode, size, mtime, ctime, owner=owner, timeout=timeout, data_bytes=data
+        entry.ino,
+        node.mode,
+        size,
+        mtime,
+        ctime,
+        owner=attrs_codec.owner_of(hidden.get(attrs_codec.OWNER), owner) if hidden else owner,
+        timeout=timeout,
+        data_bytes=data,
+        atime_ns=stored_atime,
+        subdirs=node.subdirs,
+        rdev=attrs_codec.rdev_of(hidden.get(attrs_codec.RDEV)) if hidden else 0,
     )
     if node.parent is None and node is not entry.worktree.root:
         attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it

@@ -37,7 +37,7 @@ from helixfs.errors import (
     NotPermitted,
     ReadOnly,
 )
-from helixfs.fs import edge, xattrs
+from helixfs.fs import edge, posix, xattrs
 from helixfs.fs.edge import AccessDenied, BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, Link, ViewSpec, VirtualDir, VirtualFile, helix_root
@@ -377,12 +377,19 @@ class Operations(pyfuse3.Operations):
         if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
             worktree.set_attrs(node, mode=mode)
             changed = True
-        elif fields.update_mode or fields.update_uid or fields.update_gid or fields.update_atime:
-            # the mode it has, an owner, an atime: nothing to store, but ctime moves
+        elif fields.update_mode:  # the mode it has: nothing to store, but ctime moves
             worktree.mark_changed(node)
+        if fields.update_uid or fields.update_gid:
+            uid = attr.st_uid if fields.update_uid else None
+            gid = attr.st_gid if fields.update_gid else None
+            changes = posix.chown_changes(node, uid, gid, self.owner)
+            changed = worktree.set_hidden(node, changes) or changed
         if fields.update_mtime:
             self._set_mtime(entry, attr.st_mtime_ns)
             changed = True
+        if fields.update_atime:  # after the mtime: an atime equal to it is not stored
+            atime = posix.atime_change(edge.clamp_mtime(attr.st_atime_ns), node.mtime_ns)
+            changed = worktree.set_hidden(node, atime) or changed
         if save:
             self._saved(entry, edge.caller_meta(ctx))
         elif changed:
@@ -517,7 +524,8 @@ class Operations(pyfuse3.Operations):
         # As on a local disk, a folder made in a setgid folder is setgid too (the kernel
         # leaves that to the filesystem): shared group folders keep the bit all the way down.
         mode |= parent.node.mode & stat.S_ISGID
-        node = parent.worktree.mkdir(parent.node, name, mode)
+        owner = posix.new_node_owner(parent.node, ctx, self.owner)
+        node = parent.worktree.mkdir(parent.node, name, mode, hidden=owner)
         return self._created(parent, node, name, ctx)
 
     @request
@@ -545,7 +553,8 @@ class Operations(pyfuse3.Operations):
         check_name_length(name)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name, making=True)
-        node = parent.worktree.symlink(parent.node, name, target)
+        owner = posix.new_node_owner(parent.node, ctx, self.owner)
+        node = parent.worktree.symlink(parent.node, name, target, hidden=owner)
         return self._created(parent, node, name, ctx)
 
     @request
@@ -560,10 +569,12 @@ class Operations(pyfuse3.Operations):
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        # the kind bits go through: a pipe or socket is stored, a device node refused
+        # the kind bits go through: a pipe, socket or device is stored (opening a device
+        # is the kernel's business, refused on this nodev mount)
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name, making=True)
-        node = parent.worktree.create(parent.node, name, mode)
+        owner = posix.new_node_owner(parent.node, ctx, self.owner)
+        node = parent.worktree.create(parent.node, name, mode, rdev=rdev, hidden=owner)
         return self._created(parent, node, name, ctx)
 
     @request
@@ -706,7 +717,10 @@ class Operations(pyfuse3.Operations):
         if existing is not None:
             existing.lookups += 1
             return self._open_node(existing, flags, ctx), self._attrs(existing)
-        node = parent.worktree.create(parent.node, name, stat.S_IFREG | stat.S_IMODE(mode))
+        owner = posix.new_node_owner(parent.node, ctx, self.owner)
+        node = parent.worktree.create(
+            parent.node, name, stat.S_IFREG | stat.S_IMODE(mode), hidden=owner
+        )
         attrs = self._created(parent, node, name, ctx)
         entry = self.inodes.node(attrs.st_ino)
         return self._open_node(entry, flags & ~os.O_TRUNC, ctx), attrs
@@ -725,7 +739,7 @@ class Operations(pyfuse3.Operations):
         if not isinstance(found, NodeInode) or found.node.is_symlink():
             return None
         writes = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
-        if writes and ctx.uid != 0 and not found.node.mode & stat.S_IWUSR:
+        if writes and not posix.may_write(found.node, ctx, self.owner):
             # the kernel's permission check (default_permissions) was for the create
             raise AccessDenied(f"{name!r} is not writable")
         return found

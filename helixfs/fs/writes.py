@@ -99,8 +99,7 @@ class Writes:
             holes=spool.holes(),
             head=spool.take_head(),
         )
-        worktree.set_attrs(node, mtime_ns=mtime)
-        worktree.mark_changed(node, ctime)
+        worktree.set_attrs(node, mtime_ns=mtime, ctime_ns=ctime)
         spool.stored(node.oid)
         self.saver.saved(worktree, meta or {}, sync=sync)
 

@@ -26,6 +26,7 @@ import struct
 from collections.abc import Iterable, Mapping
 
 from helixfs.errors import CorruptObject
+from helixfs.vcs.objects import TreeEntry
 
 HIDDEN = 0  # the first byte of every hidden key
 OWNER = b"\x00o"
@@ -42,6 +43,8 @@ _U32 = struct.Struct("<I")
 _LINK = struct.Struct("<QI")
 
 Xattrs = tuple[tuple[bytes, bytes], ...]
+
+HIDDEN_ENTRY_MAX = 2 + 2 + 4 + 8  # an encoded hidden key: lengths, key, widest value
 
 
 def is_hidden(key: bytes) -> bool:
@@ -131,6 +134,10 @@ def pack_count(count: int) -> bytes | None:
     return _U32.pack(count) if count else None
 
 
+def count_bytes(count: int) -> bytes:
+    return _U32.pack(count)
+
+
 def count_of(value: bytes | None) -> int:
     return 0 if value is None else _unpack(_U32, value, "subfolder count")[0]
 
@@ -162,3 +169,23 @@ def with_subdirs(xattrs: Xattrs, count: int) -> Xattrs:
 
 def entry_owner(xattrs: Xattrs, default: tuple[int, int]) -> tuple[int, int]:
     return owner_of(lookup(xattrs, OWNER), default)
+
+
+# Keys that are times or derived from the tree itself: like the mtime, a change of them
+# alone is no change of the path (diff, log, merge, `user.helix.commit`). A link's
+# count changes with every new name of it: that name is the change (ADR 0043).
+_UNCOMPARED = frozenset({ATIME, CTIME, SUBDIRS, LINK})
+EntryKey = tuple[bytes, int, Xattrs]
+
+
+def compared(xattrs: Xattrs) -> Xattrs:
+    """The xattrs a change is judged by: all but the times, the subfolder count, the
+    link."""
+    if not xattrs or not is_hidden(xattrs[0][0]):
+        return xattrs
+    return tuple(item for item in xattrs if item[0] not in _UNCOMPARED)
+
+
+def change_key(entry: TreeEntry | None) -> EntryKey | None:
+    """What a path's entry is compared by to tell whether it changed."""
+    return None if entry is None else (entry.oid, entry.mode, compared(entry.xattrs))

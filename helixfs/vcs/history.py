@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
-from helixfs.vcs.links import identity
+from helixfs.vcs.attrs import change_key
 from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.treeops import Change, show_path
@@ -97,7 +97,9 @@ def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text
         )
         if not touched:
             return False  # the list is complete: no tree needs decoding
-    return _key(_entry_at(repo, commit.tree, path)) != _key(_entry_at(repo, parent.tree, path))
+    return change_key(_entry_at(repo, commit.tree, path)) != change_key(
+        _entry_at(repo, parent.tree, path)
+    )
 
 
 def _normal(path: str) -> str:
@@ -110,10 +112,6 @@ def _entry_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None
         return repo.trees.entry(tree, path)
     except (NotFound, NotADirectory):
         return None
-
-
-def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
-    return None if entry is None else identity(entry)
 
 
 def unified_diff(repo: Repository, changes: Iterable[Change], context: int = 3) -> str:

@@ -40,6 +40,7 @@ from helixfs.errors import MergeConflict, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import best_common, merge_bases
+from helixfs.vcs.attrs import change_key
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
 from helixfs.vcs.linkmerge import settle_groups, touched_groups
@@ -177,10 +178,6 @@ def _markers(mine: list[bytes], yours: list[bytes], labels: tuple[str, str]) -> 
 # -- tree merge --------------------------------------------------------------------------
 
 
-def _key(entry: TreeEntry | None) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
-    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
-
-
 def _folder_or_gone(entry: TreeEntry | None) -> bool:
     return entry is None or entry.is_dir()
 
@@ -246,14 +243,14 @@ class _TreeMerger:
     def _entry(
         self, b: TreeEntry | None, o: TreeEntry | None, t: TreeEntry | None, path: bytes
     ) -> TreeEntry | None:
-        if _key(o) == _key(t):
+        if change_key(o) == change_key(t):
             return o
         # Where the bases conflicted without markers the virtual base holds an arbitrary
         # pick: a side equal to it proves nothing, so only agreement is clean there.
         unsettled = self._unsettled(path)
-        if _key(b) == _key(o) and not unsettled:
+        if change_key(b) == change_key(o) and not unsettled:
             return t
-        if _key(b) == _key(t) and not unsettled:
+        if change_key(b) == change_key(t) and not unsettled:
             return o
         if o is not None and t is not None and o.is_dir() and t.is_dir():
             base = b.oid if b is not None and b.is_dir() else EMPTY_TREE_ID

@@ -14,6 +14,7 @@ from typing import Any
 
 from helixfs.errors import InvalidName, NameTooLong
 from helixfs.ids import ObjectId
+from helixfs.vcs import attrs
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.links import LinkGroup, with_link
 from helixfs.vcs.objects import TreeEntry, valid_name
@@ -37,6 +38,7 @@ class Node:
         "mtime_ns",
         "ctime_ns",
         "xattrs",
+        "subdirs",
         "oid",
         "children",
         "dirty",
@@ -67,10 +69,14 @@ class Node:
         self.mode = mode
         self.size = size
         self.mtime_ns = mtime_ns
-        # Not stored: a loaded node's last change is its mtime, unless that is in the
-        # future (`touch -d 2100`), where ctime, the time of a change, cannot be.
+        # A loaded node's ctime is its stored one (attrs.CTIME), else its mtime, unless
+        # that is in the future (`touch -d 2100`), where ctime, the time of a change,
+        # cannot be.
         self.ctime_ns = min(mtime_ns, time.time_ns())
+        # user xattrs and the hidden attribute keys but CTIME and SUBDIRS (ADR 0042),
+        # which live in ctime_ns and subdirs
         self.xattrs = xattrs
+        self.subdirs = 0  # a directory's subdirectories: st_nlink is 2 + this
         self.oid = oid  # content id; for a directory, its tree id when not dirty
         self.children: dict[bytes, Node] | None = None  # None: not loaded yet
         self.dirty = False  # directory whose listing must be re-encoded
@@ -103,7 +109,7 @@ class Node:
         its first by default)."""
         assert self.oid is not None, "a dirty directory has no entry until it is encoded"
         size = 0 if self.is_dir() else self.size
-        xattrs = tuple(sorted(self.xattrs.items()))
+        xattrs = stored_xattrs(self)
         group = self.group
         if group is not None:
             xattrs = with_link(xattrs, group.id, group.count)
@@ -138,10 +144,20 @@ class Listing:
         return zip(self.names, self.nodes, strict=True)
 
 
-def node_from_entry(entry: TreeEntry, parent: Node, raw: bytes | None) -> Node:
+def node_from_entry(
+    entry: TreeEntry, parent: Node, raw: bytes | None, oid: ObjectId | None = None
+) -> Node:
+    """A node of a stored entry (with `oid` for its id when given: a replayed folder's)."""
     node = Node(
-        entry.name, parent, entry.mode, entry.oid, entry.size, entry.mtime_ns, xattrs_of(entry)
+        entry.name,
+        parent,
+        entry.mode,
+        entry.oid if oid is None else oid,
+        entry.size,
+        entry.mtime_ns,
     )
+    if entry.xattrs:
+        load_xattrs(node, entry.xattrs)
     node.raw = raw
     node.pure = parent.pure
     return node
@@ -158,12 +174,44 @@ def take_entry(node: Node, entry: TreeEntry) -> None:
     node.mode, node.oid, node.size = entry.mode, entry.oid, entry.size
     node.mtime_ns = entry.mtime_ns
     node.ctime_ns = min(entry.mtime_ns, time.time_ns())
-    node.xattrs = xattrs_of(entry)
+    node.xattrs = NO_XATTRS
+    if entry.xattrs:
+        load_xattrs(node, entry.xattrs)
     node.raw = None
 
 
-def xattrs_of(entry: TreeEntry) -> Mapping[bytes, bytes]:
-    return dict(entry.xattrs) if entry.xattrs else NO_XATTRS
+def load_xattrs(node: Node, xattrs: attrs.Xattrs) -> None:
+    """A stored entry's xattrs onto its node: CTIME and SUBDIRS go to their fields."""
+    kept = dict(xattrs)
+    ctime = kept.pop(attrs.CTIME, None)
+    if ctime is not None:
+        node.ctime_ns = attrs.time_of(ctime, node.mtime_ns)
+    subdirs = kept.pop(attrs.SUBDIRS, None)
+    if subdirs is not None:
+        node.subdirs = attrs.count_of(subdirs)
+    node.xattrs = kept or NO_XATTRS
+
+
+def stored_xattrs(node: Node) -> attrs.Xattrs:
+    """A node's xattrs as its tree entry stores them: with CTIME unless it is the mtime,
+    and a directory's SUBDIRS unless it has none."""
+    items = sorted(node.xattrs.items()) if node.xattrs else []
+    ctime = attrs.pack_time(node.ctime_ns, node.mtime_ns)
+    if ctime is not None:
+        items.append((attrs.CTIME, ctime))
+    if node.subdirs and node.is_dir():
+        items.append((attrs.SUBDIRS, attrs.count_bytes(node.subdirs)))
+    if len(items) > 1 and (ctime is not None or node.subdirs):
+        items.sort()
+    return tuple(items)
+
+
+def stored_xattrs_bound(node: Node) -> int:
+    """Bytes the xattrs of a node's entry take, at most (CTIME counted when it is kept)."""
+    held = sum(4 + len(key) + 2 + len(value) for key, value in node.xattrs.items())
+    return held + (
+        2 * attrs.HIDDEN_ENTRY_MAX if node.ctime_ns != node.mtime_ns or node.subdirs else 0
+    )
 
 
 def mark_stale(directory: Node | None, name: bytes) -> None:
@@ -200,17 +248,12 @@ def check_entry_name(name: object) -> bytes:
     return name
 
 
-def bump(directory: Node, name: bytes) -> None:
-    """A directory's mtime follows its listing, except for editor temp files: their
-    coming and going must not make a commit of its own."""
+def bump(directory: Node, name: bytes) -> int:
+    """A directory's mtime and ctime follow its listing, except for editor temp files:
+    their coming and going must not make a commit of its own. Returns its ctime."""
     if not is_ephemeral(name):
-        directory.mtime_ns = time.time_ns()
-
-
-def entry_key(
-    entry: TreeEntry | None,
-) -> tuple[bytes, int, tuple[tuple[bytes, bytes], ...]] | None:
-    return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+        directory.mtime_ns = directory.ctime_ns = time.time_ns()
+    return directory.ctime_ns
 
 
 def leaf_paths(paths: list[bytes]) -> list[bytes]:

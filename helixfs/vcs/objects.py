@@ -94,9 +94,10 @@ XATTR_LIST_MAX = 65536
 # each save beside it store 6.4 MB. (ext4 allows 4 KiB in all without ea_inode.) The
 # mount refuses a set past it (ENOSPC); an import keeps what fits.
 XATTR_TOTAL_MAX = 128 << 10
-EMPTY_KINDS = (stat.S_IFIFO, stat.S_IFSOCK)
-"""Kinds stored with the empty blob: a pipe or a socket holds no content, only its name,
-mode and times (the kernel gives it its behaviour). Device nodes are not stored."""
+EMPTY_KINDS = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
+"""Kinds stored with the empty blob: a pipe, a socket or a device holds no content, only
+its name, mode and times (the kernel gives it its behaviour), and a device its number
+(attrs.RDEV)."""
 _USUAL_PERMS = (0o644, 0o664, 0o600, 0o755, 0o775, 0o700)
 
 

@@ -16,9 +16,9 @@ from typing import TypeVar, Union
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import ObjectStore
+from helixfs.vcs.attrs import change_key
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
-from helixfs.vcs.links import identity
 from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
@@ -397,7 +397,7 @@ class Trees:
         elif ea.is_dir() or eb.is_dir():
             yield from self._one_side("D", ea, prefix)
             yield from self._one_side("A", eb, prefix)
-        elif identity(ea) != identity(eb):
+        elif change_key(ea) != change_key(eb):
             yield Change("M", path, ea, eb)
 
     def _one_side(self, status: str, entry: TreeEntry, prefix: bytes) -> Iterator[Change]:

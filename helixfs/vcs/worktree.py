@@ -23,7 +23,7 @@ import itertools
 import stat
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, cast
 
 from helixfs.errors import (
     AlreadyExists,
@@ -41,7 +41,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history, journal
+from helixfs.vcs import attrs, history, journal
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
     EMPTY,
@@ -78,8 +78,9 @@ from helixfs.vcs.node import (
     mark_stale,
     node_from_entry,
     same_kind,
+    stored_xattrs,
+    stored_xattrs_bound,
     take_entry,
-    xattrs_of,
 )
 from helixfs.vcs.objects import (
     EMPTY_KINDS,
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
 
 Objects = dict[ObjectId, bytes]
 _PERM = 0o7777
+_V = TypeVar("_V")
 _CHANGED_LIMIT = 1000
 XATTR_NAME_MAX = 255
 XATTR_SIZE_MAX = 65536
@@ -187,15 +189,15 @@ class Worktree:
             if nested is None:
                 children[entry.name] = self._node_of(entry, node, None, newer=True)
                 continue
-            child = Node(
-                entry.name, node, entry.mode, nested.base, 0, entry.mtime_ns, xattrs_of(entry)
-            )
+            child = node_from_entry(entry, node, None, nested.base)
+            child.pure = False
             if nested.base is None:
                 child.children = {}
             children[entry.name] = child
             self._replay(child, nested)
         for name in itertools.chain(changes.gone, (entry.name for entry in changes.entries)):
             mark_stale(node, name)
+        node.subdirs = sum(1 for child in children.values() if child.is_dir())
 
     @property
     def dirty(self) -> bool:
@@ -219,6 +221,9 @@ class Worktree:
                 entry.name: self._node_of(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
             }
+            # counted again from the listing: a tree written without its count (an old
+            # store, a builder that left it out) heals at the first load
+            node.subdirs = sum(1 for entry in tree.entries if entry.is_dir())
             node.listing = Listing.of(node.children, ordered=True)  # trees are in name order
             node.pages = pages_of(tree, node.pure)
         return node.children
@@ -229,13 +234,14 @@ class Worktree:
         *paths: bytes,
         relisted: bytes | None = None,
         subject: Node | None = None,
+        ctime_ns: int | None = None,
     ) -> None:
         """Record a change to `node` (to its listing too if `relisted`, the name of a child
         added, removed or replaced: then `paths` are where `subject`, that child, came or
         went) and mark its ancestors for re-encoding. Editor temp files are not recorded:
         commits leave them out."""
         node.raw = None
-        node.ctime_ns = time.time_ns()
+        node.ctime_ns = time.time_ns() if ctime_ns is None else ctime_ns
         if relisted is not None:
             _relist(node, relisted)
             mark_stale(node, relisted)
@@ -366,16 +372,31 @@ class Worktree:
         if name in children:
             raise AlreadyExists(f"{show_path(self._join(parent, name))} already exists")
         children[name] = node
-        bump(parent, name)
-        self._touch(parent, self._join(parent, name), relisted=name, subject=node)
+        if node.is_dir():
+            parent.subdirs += 1
+        when = bump(parent, name)
+        self._touch(parent, self._join(parent, name), relisted=name, subject=node, ctime_ns=when)
         node.raw = None
         return node
 
-    def create(self, parent: Node, name: bytes, mode: int = 0o644) -> Node:
-        """An empty regular file, or a pipe or socket when `mode` says so (EMPTY_KINDS)."""
+    def create(
+        self,
+        parent: Node,
+        name: bytes,
+        mode: int = 0o644,
+        *,
+        rdev: int = 0,
+        hidden: Mapping[bytes, bytes] = NO_XATTRS,
+    ) -> Node:
+        """An empty regular file, or a pipe, socket or device when `mode` says so
+        (EMPTY_KINDS; `rdev` is a device's number). `hidden`: its attribute keys
+        (attrs.OWNER...), set before it is first saved."""
         kind = stat.S_IFMT(mode) or stat.S_IFREG
         if kind != stat.S_IFREG and kind not in EMPTY_KINDS:
-            raise NotPermitted("only files, directories, symlinks, pipes and sockets are stored")
+            raise NotPermitted("only files, directories, symlinks, pipes, sockets and devices")
+        device = attrs.pack_rdev(rdev) if kind in (stat.S_IFCHR, stat.S_IFBLK) else None
+        if device is not None:
+            hidden = {**hidden, attrs.RDEV: device}
         with self._lock:
             self._writable()
             node = Node(
@@ -385,10 +406,18 @@ class Worktree:
                 EMPTY.oid,
                 0,
                 time.time_ns(),
+                dict(_hidden_only(hidden)) or NO_XATTRS,
             )
             return self._new_child(parent, name, node)
 
-    def mkdir(self, parent: Node, name: bytes, mode: int = 0o755) -> Node:
+    def mkdir(
+        self,
+        parent: Node,
+        name: bytes,
+        mode: int = 0o755,
+        *,
+        hidden: Mapping[bytes, bytes] = NO_XATTRS,
+    ) -> Node:
         with self._lock:
             self._writable()
             node = Node(
@@ -398,13 +427,21 @@ class Worktree:
                 None,
                 0,
                 time.time_ns(),
+                dict(_hidden_only(hidden)) or NO_XATTRS,
             )
             node.children = {}
             node.dirty = True
             node.pure = True
             return self._new_child(parent, name, node)
 
-    def symlink(self, parent: Node, name: bytes, target: bytes) -> Node:
+    def symlink(
+        self,
+        parent: Node,
+        name: bytes,
+        target: bytes,
+        *,
+        hidden: Mapping[bytes, bytes] = NO_XATTRS,
+    ) -> Node:
         with self._lock:
             self._writable()
             if not isinstance(target, bytes) or not target or NUL in target:
@@ -417,6 +454,7 @@ class Worktree:
                 stored.oid,
                 len(target),
                 time.time_ns(),
+                dict(_hidden_only(hidden)) or NO_XATTRS,
             )
             return self._new_child(parent, name, node)
 
@@ -474,6 +512,8 @@ class Worktree:
     def _detach(self, parent: Node, name: bytes, *, moving: bool = False) -> Node:
         children = self._children(parent)
         node = children.pop(name)
+        if node.is_dir():
+            parent.subdirs -= 1
         parent.recheck = True
         path = self._join(parent, name)
         if node.group is None:
@@ -481,8 +521,8 @@ class Worktree:
         else:
             self._unname(node, parent, name, moving)
         self.mark_changed(node)  # its link count changed: an open descriptor sees it
-        bump(parent, name)
-        self._touch(parent, path, relisted=name, subject=node)
+        when = bump(parent, name)
+        self._touch(parent, path, relisted=name, subject=node, ctime_ns=when)
         return node
 
     def _unname(self, node: Node, parent: Node, name: bytes, moving: bool) -> None:
@@ -623,10 +663,14 @@ class Worktree:
         else:
             add_place(node, parent, name, self._link_folders)
         self._children(parent)[name] = node
-        bump(parent, name)
+        if node.is_dir():
+            parent.subdirs += 1
+        when = bump(parent, name)
         node.raw = None
         node.ctime_ns = time.time_ns()
-        self._touch(parent, old_path, self._join(parent, name), relisted=name, subject=node)
+        self._touch(
+            parent, old_path, self._join(parent, name), relisted=name, subject=node, ctime_ns=when
+        )
         if node.is_dir():
             self._renamed.add(self._join(parent, name))
         elif node.group is not None:
@@ -647,6 +691,11 @@ class Worktree:
         op.recheck = np.recheck = True
         _rehome(src, op, on, np, nn, self._link_folders)
         _rehome(dst, np, nn, op, on, self._link_folders)
+        if src.is_dir() != dst.is_dir():  # a folder changes places with a file
+            moved = 1 if src.is_dir() else -1
+            np.subdirs += moved
+            op.subdirs -= moved
+        src.name, src.parent, dst.name, dst.parent = nn, np, on, op
         src.raw = dst.raw = None
         self._touch(op, path_a, path_b, relisted=on, subject=src)
         self._touch(np, path_a, path_b, relisted=nn, subject=dst)
@@ -700,7 +749,7 @@ class Worktree:
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
             node.mtime_ns = time.time_ns()
-            self._touch(node)
+            self._touch(node, ctime_ns=node.mtime_ns)
 
     def _store_edited(
         self,
@@ -735,26 +784,49 @@ class Worktree:
         mode: int | None = None,
         mtime_ns: int | None = None,
         size: int | None = None,
+        ctime_ns: int | None = None,
     ) -> None:
+        """New attributes; ctime is now (a truncate's mtime) unless `ctime_ns` says."""
         with self._lock:
             self._writable()
-            if mtime_ns is not None and not -(2**63) <= mtime_ns < 2**63:
-                raise InvalidInput(f"mtime {mtime_ns} ns is out of range")
+            for what, value in (("mtime", mtime_ns), ("ctime", ctime_ns)):
+                if value is not None and not -(2**63) <= value < 2**63:
+                    raise InvalidInput(f"{what} {value} ns is out of range")
+            now = time.time_ns()
             if size is not None:
-                self._resize(node, size)
+                self._resize(node, size, now)
             if mode is not None:
                 node.mode = stat.S_IFMT(node.mode) | (mode & _PERM)
             if mtime_ns is not None:
                 node.mtime_ns = mtime_ns
-            self._touch(node)
+            self._touch(node, ctime_ns=now if ctime_ns is None else ctime_ns)
 
     def mark_changed(self, node: Node, when_ns: int | None = None) -> None:
         """Set ctime alone (now by default): a change that stores nothing (chmod to the
-        mode it has, chown: owners are not versioned) still sets it, as on Linux. ctime
-        is not stored: a node loaded again shows its mtime."""
+        mode it has) still sets it, as on Linux. It is stored with the node's next save
+        (attrs.CTIME), not made a save of its own."""
         node.ctime_ns = time.time_ns() if when_ns is None else when_ns
 
-    def _resize(self, node: Node, size: int) -> None:
+    def set_hidden(self, node: Node, changes: Mapping[bytes, bytes | None]) -> bool:
+        """Set (or with None remove) hidden attribute keys: an owner, an atime (ADR
+        0042). True when the entry changed (a save); ctime moves either way. A tree's
+        root has no entry to hold them: nothing is kept there (False)."""
+        with self._lock:
+            self._writable()
+            kept = dict(node.xattrs)
+            for key, value in _hidden_only(changes).items():
+                if value is None:
+                    kept.pop(key, None)
+                else:
+                    kept[key] = value
+            if kept == node.xattrs or node is self.root:
+                self.mark_changed(node)
+                return False
+            node.xattrs = kept or NO_XATTRS
+            self._touch(node)
+            return True
+
+    def _resize(self, node: Node, size: int, now: int) -> None:
         """A truncate is a write: it sets mtime even when the size stays (as Linux does for
         truncate(2), and ftruncate and O_TRUNC always did here)."""
         self._regular(node)
@@ -763,7 +835,7 @@ class Worktree:
             stored = self._reader.resize(node.oid, node.size, size)
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
-        node.mtime_ns = time.time_ns()
+        node.mtime_ns = now
 
     def set_xattr(self, node: Node, name: bytes, value: bytes) -> None:
         with self._lock:
@@ -1057,7 +1129,7 @@ class Worktree:
         if child is None:
             return None
         if child.is_dir() and child.dirty:
-            xattrs = tuple(sorted(child.xattrs.items()))
+            xattrs = stored_xattrs(child)
             entry = TreeEntry(name, child.mode, journal.NESTED, 0, child.mtime_ns, xattrs)
             return encode_entry(entry), child
         if child.group is not None:
@@ -1190,11 +1262,17 @@ def _rehome(
         add_place(node, parent, name, folders)
 
 
+def _hidden_only(changes: Mapping[bytes, _V]) -> Mapping[bytes, _V]:
+    """Attribute keys only: a user xattr name here is a caller's mistake."""
+    if any(not attrs.is_hidden(key) for key in changes):
+        raise InvalidInput("only hidden attribute keys (attrs.OWNER...) may be set this way")
+    return changes
+
+
 def _entry_bound(name: bytes, child: Node) -> int:
     """The size of a node's encoded tree entry (encode_entry), without encoding it."""
-    xattrs = sum(4 + len(key) + 2 + len(value) for key, value in child.xattrs.items())
     linked = LINK_ENTRY_BYTES if child.group is not None else 0
-    return ENTRY_FIXED_BYTES + len(name) + xattrs + linked
+    return ENTRY_FIXED_BYTES + len(name) + stored_xattrs_bound(child) + linked
 
 
 def _keeps_pure(name: bytes, child: Node) -> bool:

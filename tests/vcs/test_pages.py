@@ -16,6 +16,7 @@ from helixfs.vcs import Node, Repository, Worktree
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.maint import fsck
+from helixfs.vcs.node import stored_xattrs
 from helixfs.vcs.objects import (
     FLAT_MAX,
     KIND_PAGED,
@@ -55,7 +56,7 @@ def _live_files(tree: Worktree, node: Node, prefix: bytes = b"") -> dict[bytes, 
         if child.is_dir():
             found.update(_live_files(tree, child, prefix + name + b"/"))
         else:
-            found[prefix + name] = (child.oid, child.mode, tuple(sorted(child.xattrs.items())))
+            found[prefix + name] = (child.oid, child.mode, stored_xattrs(child))
     return found
 
 

@@ -21,7 +21,7 @@ from helixfs.errors import (
     RefConflict,
 )
 from helixfs.ids import CommitId
-from helixfs.vcs import Repository, Worktree, treeops
+from helixfs.vcs import Repository, Worktree, attrs, treeops
 from helixfs.vcs.content import CHUNK_THRESHOLD
 from helixfs.vcs.revisions import is_commit
 
@@ -234,12 +234,15 @@ def test_attrs_truncate_and_xattrs(repo: Repository, tree: Worktree) -> None:
     tree.set_xattr(f, b"user.note", b"\xffvalue")
     tree.commit()
     entry = repo.entry("HEAD", "f")
-    assert entry.xattrs == ((b"user.note", b"\xffvalue"),) and entry.mtime_ns == 123  # type: ignore[union-attr]
+    assert entry is not None and entry.mtime_ns == 123
+    assert attrs.user_xattrs(entry.xattrs) == ((b"user.note", b"\xffvalue"),)
+    # its ctime (the set_xattr's) is not its mtime: stored beside it (ADR 0042)
+    assert attrs.time_of(attrs.lookup(entry.xattrs, attrs.CTIME), 123) == f.ctime_ns
     tree.remove_xattr(f, b"user.note")
     with pytest.raises(NotFound):
         tree.remove_xattr(f, b"user.note")
     tree.commit()
-    assert repo.entry("HEAD", "f").xattrs == ()  # type: ignore[union-attr]
+    assert attrs.user_xattrs(repo.entry("HEAD", "f").xattrs) == ()  # type: ignore[union-attr]
 
 
 def test_a_page_edited_in_a_big_file_is_stored_as_deltas_on_the_old_chunks(

@@ -10,7 +10,7 @@ import pytest
 
 from helixfs.errors import HelixError
 from helixfs.store.memory import MemoryStore
-from helixfs.vcs import Node, Repository, Worktree
+from helixfs.vcs import Node, Repository, Worktree, attrs
 from helixfs.vcs.ephemeral import is_ephemeral
 
 SEEDS = int(os.environ.get("HELIX_MODEL_SEEDS", "12"))  # raise it to hunt for bugs
@@ -134,7 +134,7 @@ def _brute_last_commit(repo: Repository, path: bytes) -> bytes | None:
             entry = repo.trees.entry(tree, path)  # type: ignore[arg-type]
         except HelixError:
             return None
-        return None if entry is None else (entry.oid, entry.mode, entry.xattrs)
+        return attrs.change_key(entry)  # times are no change (ADR 0042)
 
     commits = list(repo.log())
     if key(commits[0].tree) is None:
