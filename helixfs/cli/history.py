@@ -16,6 +16,7 @@ from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
 from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
+from helixfs.vcs import attrs
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -219,7 +220,20 @@ def change_doc(change: Change) -> dict[str, Any]:
         if entry is not None:
             doc[f"{side}_id"] = hex_id(entry.oid)
             doc[f"{side}_mode"] = f"{entry.mode:o}"
+            doc[f"{side}_owner"] = attrs.owner_text(entry.xattrs)
+    if change.old is not None and change.new is not None:
+        doc["metadata"] = attrs.metadata_changes(change.old, change.new)
+        doc["content"] = change.old.oid != change.new.oid
     return doc
+
+
+def _status_text(doc: dict[str, Any]) -> str:
+    """A change's status column: `M` for new content, `M (owner, mode)` for a change of
+    only those (a chown or chmod is a change too: ADR 0042)."""
+    status = str(doc.get("status", "?"))
+    if doc.get("content", True) or not doc.get("metadata"):
+        return status
+    return f"{status} ({', '.join(doc['metadata'])})"
 
 
 def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -230,7 +244,7 @@ def cmd_diff(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         if out.as_json and not args.name_status:
             out.emit({"changes": changes, "text": repo.diff_text(args.a, args.b)})
         else:
-            rows = [(c.get("status", "?"), printable(c.get("path", ""))) for c in changes]
+            rows = [(_status_text(c), printable(c.get("path", ""))) for c in changes]
             out.emit({"changes": changes}, lambda: table(rows))
         return 0
     out.emit(None, repo.diff_text(args.a, args.b))
@@ -246,6 +260,10 @@ def _mode_text(mode: int) -> str:
         return "fifo"
     if stat.S_ISSOCK(mode):
         return "socket"
+    if stat.S_ISCHR(mode):
+        return "char device"
+    if stat.S_ISBLK(mode):
+        return "block device"
     return "exec" if mode & 0o111 else "file"
 
 

@@ -214,7 +214,7 @@ def _left_out(doc: dict[str, Any]) -> str:
 
     lines = []
     if doc["skipped"]:
-        lines.append(f"skipped {doc['skipped']} entries (.git, .helix, the store, devices)")
+        lines.append(f"skipped {doc['skipped']} entries (.git, .helix, the store)")
     if doc["xattrs_skipped"]:
         lines.append(
             f"left out {doc['xattrs_skipped']} xattr(s) past a file's bound of "
@@ -264,6 +264,23 @@ def cmd_export(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         summary = export(repo, rev, Path(args.dir), progress=bar.advance)
     doc = as_doc(summary)
     out.emit(
-        doc, lambda: f"exported {doc['files']} files ({human_bytes(doc['bytes'])}) to {args.dir}"
+        doc,
+        lambda: (
+            f"exported {doc['files']} files ({human_bytes(doc['bytes'])}) to {args.dir}"
+            + _not_exported(doc)
+        ),
     )
     return 0
+
+
+def _not_exported(doc: dict[str, Any]) -> str:
+    """What an export by a user other than root could not write as stored."""
+    lines = []
+    if doc["owners_unset"]:
+        lines.append(
+            f"could not set the stored owner of {doc['owners_unset']} file(s) "
+            "(only root may give files away): they belong to you"
+        )
+    if doc["devices_skipped"]:
+        lines.append(f"left out {doc['devices_skipped']} device file(s) (only root may make them)")
+    return "".join("\n" + line for line in lines)

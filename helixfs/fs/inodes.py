@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -86,6 +87,7 @@ class OpenRetries:
 RETRIES_KEPT = 256
 ROOT_INODE = 1
 SLOT_BITS = 32
+_LOW_MAX = (1 << SLOT_BITS) - 1
 VIRTUAL_FIRST = 2
 
 
@@ -158,7 +160,6 @@ class InodeTable:
     _by_node: dict[int, dict[Node, NodeInode]] = field(default_factory=dict)
     _numbers: dict[tuple[bytes, ...], int] = field(default_factory=dict)
     _slots: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-    _slot_next: dict[int, int] = field(default_factory=dict)
     _virtual_next: Iterator[int] = field(default_factory=lambda: itertools.count(VIRTUAL_FIRST))
     _buried: dict[int, NodeInode] = field(default_factory=dict)
 
@@ -177,11 +178,8 @@ class InodeTable:
         return found
 
     def new_slot(self, view: View) -> None:
-        """Give `view` a fresh number range (its old node numbers stay reserved). Its
-        counter is made by the first number handed out in it: a removed view takes a
-        fresh slot that nothing may ever number in, and a counter made for each would
-        live as long as the mount."""
-        self._slot_next.pop(view.slot, None)  # nothing is numbered in the old one again
+        """Give `view` a fresh number range (its old node numbers stay reserved: nothing
+        is numbered in the old one again)."""
         view.slot = next(self._slots)
 
     def number_for(self, path: tuple[bytes, ...]) -> int:
@@ -232,7 +230,10 @@ class InodeTable:
         if name == node.name:
             name = node.name  # the kernel's copy of the name need not be kept as well
         if found is None:
-            ino = view.root_ino if node is view.worktree.root else self._allocate(view.slot)
+            if node is view.worktree.root:
+                ino = view.root_ino
+            else:
+                ino = self._allocate(view.slot, view.worktree.path_of(node))
             found = NodeInode(ino, view, node, view.worktree, parent, name)
             in_slot[node] = found
             self._entries[ino] = found
@@ -255,7 +256,6 @@ class InodeTable:
     def drop_view(self, view: View) -> None:
         """Unmap a view nobody knows any more, its number range included."""
         self.drop_view_generation(view)
-        self._slot_next.pop(view.slot, None)
         self.renumber(view.root_ino)
 
     def drop_view_generation(self, view: View) -> list[NodeInode]:
@@ -323,12 +323,18 @@ class InodeTable:
                 if not in_slot:  # a slot nothing is numbered in keeps no table
                     del self._by_node[entry.view.slot]
 
-    def _allocate(self, slot: int) -> int:
-        ino = self._slot_next.get(slot, slot << SLOT_BITS)
-        self._slot_next[slot] = ino + 1
-        if ino == ROOT_INODE:  # slot 0 is virtual; never hand out the root's number
-            ino = self._allocate(slot)
-        return ino
+    def _allocate(self, slot: int, path: bytes) -> int:
+        """A number in `slot` made from the node's path, so that the same path has the
+        same number in the next mount of the branch: git's index compares st_ino (its
+        low 32 bits) and re-reads every file whose number moved (ADR 0042). A number
+        in use already goes on to the next free one."""
+        low = zlib.crc32(path) or 1
+        base = slot << SLOT_BITS
+        while True:
+            ino = base | low
+            if ino != ROOT_INODE and ino not in self._entries and ino not in self._buried:
+                return ino
+            low = low % _LOW_MAX + 1  # 1 .. 2**32 - 1, never 0 (a slot's own number)
 
     def __len__(self) -> int:
         return len(self._entries)

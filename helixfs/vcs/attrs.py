@@ -26,6 +26,7 @@ import struct
 from collections.abc import Iterable, Mapping
 
 from helixfs.errors import CorruptObject
+from helixfs.ids import ObjectId
 from helixfs.vcs.objects import TreeEntry
 
 HIDDEN = 0  # the first byte of every hidden key
@@ -167,8 +168,41 @@ def with_subdirs(xattrs: Xattrs, count: int) -> Xattrs:
     return with_key(xattrs, SUBDIRS, pack_count(count))
 
 
+def folder_entry(entry: TreeEntry, sub: ObjectId, listed: Iterable[TreeEntry]) -> TreeEntry:
+    """`entry` as a folder holding tree `sub`, whose entries are `listed`: its SUBDIRS
+    counted from them (every builder of a folder entry comes here, so st_nlink is right
+    without listing the folder)."""
+    count = sum(1 for child in listed if child.is_dir())
+    return TreeEntry(
+        entry.name, entry.mode, sub, 0, entry.mtime_ns, with_subdirs(entry.xattrs, count)
+    )
+
+
 def entry_owner(xattrs: Xattrs, default: tuple[int, int]) -> tuple[int, int]:
     return owner_of(lookup(xattrs, OWNER), default)
+
+
+def owner_text(xattrs: Xattrs) -> str:
+    """`uid:gid`, or `mounting user` where none is stored (what a mount shows then)."""
+    value = lookup(xattrs, OWNER)
+    if value is None:
+        return "mounting user"
+    uid, gid = owner_of(value, (0, 0))
+    return f"{uid}:{gid}"
+
+
+def metadata_changes(old: TreeEntry, new: TreeEntry) -> list[str]:
+    """What changed besides the content between two entries of a path: `mode`,
+    `owner`, `device`, `xattrs` (the times are not changes, as the mtime is not)."""
+    changed = []
+    if old.mode != new.mode:
+        changed.append("mode")
+    for key, what in ((OWNER, "owner"), (RDEV, "device")):
+        if lookup(old.xattrs, key) != lookup(new.xattrs, key):
+            changed.append(what)
+    if user_xattrs(old.xattrs) != user_xattrs(new.xattrs):
+        changed.append("xattrs")
+    return changed
 
 
 # Keys that are times or derived from the tree itself: like the mtime, a change of them

@@ -45,6 +45,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs.ancestry import GENERATION, generation
+from helixfs.vcs.attrs import folder_entry
 from helixfs.vcs.content import pack_bytes
 from helixfs.vcs.objects import (
     MODE_DIR,
@@ -323,7 +324,8 @@ class _Converter:
     ) -> TreeEntry | None:
         if mode == _DIR:
             sub = self.tree(sha, time_ns, old.oid if old is not None and old.is_dir() else None)
-            entry = TreeEntry(name, MODE_DIR, sub, 0, time_ns)
+            made = TreeEntry(name, MODE_DIR, sub, 0, time_ns)
+            entry = folder_entry(made, sub, self._listing(sub).entries)
         elif mode == _GITLINK:  # another repository's commit: an empty folder, as a
             # checkout without --recurse-submodules (and git archive) leaves it
             self.submodules += 1

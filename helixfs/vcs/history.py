@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
-from helixfs.vcs.attrs import change_key
+from helixfs.vcs.attrs import change_key, metadata_changes, owner_text
 from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.treeops import Change, show_path
@@ -136,9 +136,12 @@ def _mode_lines(change: Change) -> str:
         return f"new file mode {new.mode:o}\n"
     if new is None and old is not None:
         return f"deleted file mode {old.mode:o}\n"
+    lines = ""
     if old is not None and new is not None and old.mode != new.mode:
-        return f"old mode {old.mode:o}\nnew mode {new.mode:o}\n"
-    return ""
+        lines = f"old mode {old.mode:o}\nnew mode {new.mode:o}\n"
+    if old is not None and new is not None and "owner" in metadata_changes(old, new):
+        lines += f"old owner {owner_text(old.xattrs)}\nnew owner {owner_text(new.xattrs)}\n"
+    return lines
 
 
 def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:

@@ -40,7 +40,7 @@ from helixfs.errors import MergeConflict, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import best_common, merge_bases
-from helixfs.vcs.attrs import change_key
+from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
 from helixfs.vcs.linkmerge import settle_groups, touched_groups
@@ -255,7 +255,7 @@ class _TreeMerger:
         if o is not None and t is not None and o.is_dir() and t.is_dir():
             base = b.oid if b is not None and b.is_dir() else EMPTY_TREE_ID
             sub = self.merge(base, o.oid, t.oid, path + b"/")
-            return TreeEntry(o.name, o.mode, sub, 0, o.mtime_ns, o.xattrs)
+            return folder_entry(o, sub, self._tree(sub).entries)
         if o is not None and t is not None and o.is_file() and t.is_file() and not unsettled:
             return self._file(b, o, t, path)
         if b is not None and b.is_dir() and _folder_or_gone(o) and _folder_or_gone(t):
@@ -274,7 +274,7 @@ class _TreeMerger:
         sub = self.merge(b.oid, _tree_of(o), _tree_of(t), path + b"/")
         if sub == EMPTY_TREE_ID:
             return None
-        return TreeEntry(kept.name, kept.mode, sub, 0, kept.mtime_ns, kept.xattrs)
+        return folder_entry(kept, sub, self._tree(sub).entries)
 
     def follow_renames(self, base: ObjectId, sides: Sequence[_Side], merged: ObjectId) -> ObjectId:
         """A file one side renamed and the other edited was a modify/delete conflict:

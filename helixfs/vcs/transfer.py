@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
-from helixfs.vcs.attrs import user_xattrs
+from helixfs.vcs import attrs
+from helixfs.vcs.attrs import folder_entry
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
 from helixfs.vcs.linkcopy import ExportLinks, ImportLinks
 from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
@@ -65,6 +66,8 @@ class ExportSummary:
     files: int
     dirs: int
     bytes: int
+    owners_unset: int = 0  # entries whose stored owner lchown refused (not root)
+    devices_skipped: int = 0  # device files mknod refused (not root): left out
 
 
 class _Batch:
@@ -129,6 +132,8 @@ class _Counts:
     skipped: int = 0
     xattrs_skipped: int = 0
     xattrs_unlisted: int = 0
+    owners_unset: int = 0
+    devices_skipped: int = 0
     avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
     links: ImportLinks | None = None  # the names of each file inside an imported folder
     exported: ExportLinks = field(default_factory=ExportLinks)
@@ -246,7 +251,9 @@ def _import_entry(
             return None
         counts.dirs += 1
         sub = _import_tree(repo, item.path, batch, counts, progress)
-        return TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, _xattrs(item.path, counts))
+        xattrs = attrs.with_keys(_xattrs(item.path, counts), _posix_attrs(st))
+        made = TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, xattrs)
+        return folder_entry(made, sub, repo.trees.listed(sub, batch.objects))
     if stat.S_ISLNK(st.st_mode):
         stored = pack_bytes(os.readlink(item.path))
     elif stat.S_ISREG(st.st_mode):
@@ -266,9 +273,20 @@ def _import_entry(
     counts.bytes += stored.size if stat.S_ISREG(st.st_mode) else 0
     progress(1)
     xattrs = () if stat.S_ISLNK(st.st_mode) else _xattrs(item.path, counts)
+    xattrs = attrs.with_keys(xattrs, _posix_attrs(st))
     if counts.links is not None:
         xattrs = counts.links.xattrs(item.path, st, stored, xattrs)
     return TreeEntry(name, st.st_mode, stored.oid, stored.size, st.st_mtime_ns, xattrs)
+
+
+def _posix_attrs(st: os.stat_result) -> dict[bytes, bytes | None]:
+    """An imported entry's owner (none when it is the importing user's: the default a
+    mount shows) and a device's number (ADR 0042)."""
+    device = stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+    return {
+        attrs.OWNER: attrs.pack_owner((st.st_uid, st.st_gid), (os.getuid(), os.getgid())),
+        attrs.RDEV: attrs.pack_rdev(st.st_rdev) if device else None,
+    }
 
 
 MTIME_RANGE = range(-(2**63), 2**63)
@@ -365,7 +383,15 @@ def export(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return ExportSummary(hex_id(commit.id), str(target), counts.files, counts.dirs, counts.bytes)
+    return ExportSummary(
+        hex_id(commit.id),
+        str(target),
+        counts.files,
+        counts.dirs,
+        counts.bytes,
+        counts.owners_unset,
+        counts.devices_skipped,
+    )
 
 
 def _link_target(link: Path) -> Path:
@@ -395,20 +421,26 @@ def _export_tree(
             counts.dirs += 1
             os.mkdir(target, 0o700)
             _export_tree(repo, entry.oid, target, counts, progress)
-            _finish(target, entry)
+            _finish(target, entry, counts)
         elif entry.is_symlink():
             os.symlink(repo.contents.read(entry.oid), target)
+            _set_owner(target, entry, counts)
             os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
             counts.files += 1
             progress(1)  # counted as a file, as import counts it
         elif stat.S_IFMT(entry.mode) in EMPTY_KINDS:
-            os.mknod(target, entry.mode)
-            _finish(target, entry)
+            rdev = attrs.rdev_of(attrs.lookup(entry.xattrs, attrs.RDEV))
+            try:
+                os.mknod(target, entry.mode, rdev)
+            except PermissionError:  # a device, made by a user who may not
+                counts.devices_skipped += 1
+                continue
+            _finish(target, entry, counts)
             counts.files += 1
             progress(1)
         else:
             counts.bytes += _write_file(repo, entry.oid, target)
-            _finish(target, entry)
+            _finish(target, entry, counts)
             counts.files += 1
             progress(1)
         counts.exported.written(entry, target)
@@ -445,11 +477,26 @@ def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes | None]:
             yield repo.contents.read(oid, starts[i], starts[i + 1] - starts[i])
 
 
-def _finish(target: bytes, entry: TreeEntry) -> None:
-    for key, value in user_xattrs(entry.xattrs):
+def _finish(target: bytes, entry: TreeEntry, counts: _Counts) -> None:
+    for key, value in attrs.user_xattrs(entry.xattrs):
         try:
             os.setxattr(target, key, value)
         except OSError:  # the destination filesystem may refuse user xattrs
             continue
+    _set_owner(target, entry, counts)  # before the mode: a chown clears setuid
     os.chmod(target, stat.S_IMODE(entry.mode))  # 000 is a mode too, not "none recorded"
-    os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+    atime = attrs.time_of(attrs.lookup(entry.xattrs, attrs.ATIME), entry.mtime_ns)
+    os.utime(target, ns=(atime, entry.mtime_ns))
+
+
+def _set_owner(target: bytes, entry: TreeEntry, counts: _Counts) -> None:
+    """The stored owner, if any (none: the exporting user's, as a mount shows it). A
+    user who may not give files away gets the count of those it could not set."""
+    stored = attrs.lookup(entry.xattrs, attrs.OWNER)
+    if stored is None:
+        return
+    uid, gid = attrs.owner_of(stored, (-1, -1))
+    try:
+        os.lchown(target, uid, gid)
+    except PermissionError:
+        counts.owners_unset += 1

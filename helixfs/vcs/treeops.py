@@ -16,7 +16,7 @@ from typing import TypeVar, Union
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import ObjectId, object_id
 from helixfs.store import ObjectStore
-from helixfs.vcs.attrs import change_key
+from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.objects import (
@@ -204,6 +204,19 @@ class Trees:
         self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws), pages), flat_size)
         return oid
 
+    def listed(self, oid: ObjectId, objects: Mapping[ObjectId, bytes]) -> tuple[TreeEntry, ...]:
+        """The entries of a tree just built: cached, in `objects` (not written yet), or
+        in the store."""
+        tree = self._cache.get(oid)
+        if tree is not None:
+            return tree.entries
+        record = objects.get(oid)
+        if record is None:
+            return self.get(oid).entries
+        if kind_of(record) == KIND_PAGED:
+            return tuple(e for page, _ in decode_paged(record) for e in self.listed(page, objects))
+        return decode_tree(record).entries
+
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)
         return self.encode(entries, [encode_entry(e) for e in entries], objects)
@@ -335,7 +348,8 @@ class Trees:
             if old is not None and sub == old.oid:
                 return old
             mode = old.mode if old else MODE_DIR
-            return TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
+            made = TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
+            return folder_entry(made, sub, self.listed(sub, objects))
         if old is not None and old.is_dir():
             # the reverse is refused above; a filesystem says EISDIR too
             raise IsADirectory(f"{show_path(path)} is a directory, not a file")
@@ -493,10 +507,8 @@ class Trees:
                 was = before.oid if before is not None and before.is_dir() else None
                 sub = self._carry(entry.oid, was, there.oid if there else None, objects)
                 if sub is not None:
-                    shown = there or entry
-                    added[entry.name] = TreeEntry(
-                        entry.name, shown.mode, sub, 0, shown.mtime_ns, shown.xattrs
-                    )
+                    shown = (there or entry)._replace(name=entry.name)
+                    added[entry.name] = folder_entry(shown, sub, self.listed(sub, objects))
             elif is_ephemeral(entry.name) and before is None and there is None:
                 added[entry.name] = entry
         if not added:

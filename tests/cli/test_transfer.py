@@ -11,6 +11,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from .conftest import Helix, fails, make_tree, ok, store_state
 
 ODD_NAME = b"caf\xc3\xa9 \xff\xfe name\twith tab"
@@ -153,9 +155,9 @@ def test_import_of_a_file_dated_past_2262_is_one_clear_error(
     assert old["mtime_ns"] == year_1960
 
 
-def test_pipes_and_sockets_round_trip_and_devices_are_skipped(helix: Helix, tmp_path: Path) -> None:
-    """A FIFO or socket in an imported folder is kept with its kind, mode and mtime, and
-    export makes it again; a device node (root can make one here) is skipped."""
+def test_pipes_sockets_and_devices_round_trip(helix: Helix, tmp_path: Path) -> None:
+    """A FIFO, socket or device in an imported folder is kept with its kind, mode and
+    mtime (a device with its number), and export makes it again."""
     make_tree(tmp_path / "p", {"a": "a\n"})
     os.mkfifo(tmp_path / "p" / "pipe", 0o640)
     with socket.socket(socket.AF_UNIX) as listener:
@@ -163,16 +165,35 @@ def test_pipes_and_sockets_round_trip_and_devices_are_skipped(helix: Helix, tmp_
     device = os.geteuid() == 0  # CI runs as root; elsewhere mknod of a device is EPERM
     if device:
         os.mknod(tmp_path / "p" / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        os.chmod(tmp_path / "p" / "null", 0o666)
     os.utime(tmp_path / "p" / "pipe", ns=(10**18, 10**18))
     doc = ok(helix("import", "--json", "p")).json()
-    assert (doc["files"], doc["skipped"]) == (3, int(device))
+    assert (doc["files"], doc["skipped"]) == (3 + int(device), 0)
     kinds = {n["name"]: n["type"] for n in ok(helix("ls", "--json", "HEAD")).json()}
-    assert kinds == {"a": "file", "pipe": "fifo", "sock": "socket"}
+    assert kinds == {"a": "file", "pipe": "fifo", "sock": "socket"} | (
+        {"null": "char device"} if device else {}
+    )
     ok(helix("export", "HEAD", "out"))
     pipe, sock = os.lstat(tmp_path / "out" / "pipe"), os.lstat(tmp_path / "out" / "sock")
     assert pipe.st_mode == stat.S_IFIFO | 0o640 and pipe.st_mtime_ns == 10**18
     assert stat.S_ISSOCK(sock.st_mode)
-    assert sorted(os.listdir(tmp_path / "out")) == ["a", "pipe", "sock"]
+    if device:
+        null = os.lstat(tmp_path / "out" / "null")
+        assert (null.st_mode, null.st_rdev) == (stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    names = ["a", "pipe", "sock"] + (["null"] if device else [])
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(names)
+
+
+def test_import_as_root_keeps_owners_and_export_sets_them(helix: Helix, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root may give files away (CI runs as root)")
+    make_tree(tmp_path / "p", {"a": "a\n", "sub/b": "b\n"})
+    os.chown(tmp_path / "p" / "a", 123, 456)
+    os.chown(tmp_path / "p" / "sub", 7, 8)
+    ok(helix("import", "p"))
+    ok(helix("export", "HEAD", "out"))
+    owners = {name: os.lstat(tmp_path / "out" / name)[4:6] for name in ("a", "sub", "sub/b")}
+    assert owners == {"a": (123, 456), "sub": (7, 8), "sub/b": (0, 0)}
 
 
 def test_export_keeps_a_mode_without_permission_bits(helix: Helix, tmp_path: Path) -> None:
