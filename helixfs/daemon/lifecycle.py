@@ -96,6 +96,9 @@ FSTAB_ONLY = frozenset(
 )
 # Options that belong to HelixFS itself, given as -o NAME=VALUE (fstab has no other way).
 HELIX_OPTIONS = ("quiet_window", "gc_growth")
+# Read-driven atime, kept by HelixFS (the kernel leaves a FUSE file's atime to it): the
+# default noatime, or relatime in memory only (ADR 0042). Not FUSE options.
+ATIME_OPTIONS = {"noatime": 0.0, "relatime": 1.0}
 # One reader task: handlers never await, so a second task could never run a request
 # meanwhile; it only added a lock hand-over and task switch per request.
 READER_TASKS = 1
@@ -111,6 +114,7 @@ class MountConfig:
     fuse_options: frozenset[str] = field(default_factory=frozenset)
     gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
     remote: str | None = None  # a remote kept in step in the background (daemon/syncer.py)
+    relatime: bool = False  # reads set atime in memory (-o relatime); default noatime
 
     @classmethod
     def build(
@@ -141,7 +145,8 @@ class MountConfig:
         growth = DEFAULT_GROWTH if "gc_growth" not in helix else _growth(helix["gc_growth"])
         if remote is not None:
             remotes.get(store_path, remote)  # an unknown name fails here, before mounting
-        return cls(store_path, target, window, fuse, growth, remote)
+        relatime = bool(helix.get("relatime", 0.0))
+        return cls(store_path, target, window, fuse, growth, remote, relatime)
 
 
 def _check_mountpoint(target: Path) -> None:
@@ -178,6 +183,8 @@ def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, flo
             name, _, value = option.partition("=")
             if name in HELIX_OPTIONS:
                 helix[name] = _number(name, value or "1")
+            elif option in ATIME_OPTIONS:
+                helix["relatime"] = ATIME_OPTIONS[option]  # the last one given wins
             elif name == "comment" or name.startswith(("x-", "X-")):
                 continue  # fstab notes for other programs (systemd's x-systemd.*)
             elif name not in FSTAB_ONLY and option not in BASE_OPTIONS:
@@ -258,7 +265,7 @@ async def serve(
         stack.callback(memory_files.close)
         stack.callback(stop_web_views)  # before the store and memory they read close
         saver = Saver(config.quiet_window)
-        operations = _operations(repo, saver, memory_files)
+        operations = _operations(repo, saver, memory_files, config)
         _mount(operations, config)
         lock.note(SERVING)
         device = _device_of(config.mountpoint)
@@ -337,10 +344,14 @@ def _open_repository(store: Path) -> Repository:
     return Repository.open(store)  # recovery (a commit of pending state) happens here
 
 
-def _operations(repo: Repository, saver: Saver, memory_files: MemoryFiles) -> Operations:
+def _operations(
+    repo: Repository, saver: Saver, memory_files: MemoryFiles, config: MountConfig
+) -> Operations:
     from helixfs.fs.operations import Operations
 
-    return Operations(repo, saver=saver, helix_entries=memory_files.entries())
+    return Operations(
+        repo, saver=saver, helix_entries=memory_files.entries(), relatime=config.relatime
+    )
 
 
 def _mount(operations: Operations, config: MountConfig) -> None:

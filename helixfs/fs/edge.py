@@ -355,6 +355,10 @@ class Invalidator:
     def inode(self, ino: int) -> None:
         self._send(("inode", ino))
 
+    def attributes(self, ino: int) -> None:
+        """Only the attributes (a read's atime): the kernel's pages of it stay."""
+        self._send(("attrs", ino))
+
     def entry(self, parent: int, name: bytes, deleted: int = 0) -> None:
         self._send(("entry", parent, name, deleted))
 
@@ -371,6 +375,8 @@ class Invalidator:
             try:
                 if request[0] == "inode":
                     pyfuse3.invalidate_inode(request[1])
+                elif request[0] == "attrs":
+                    pyfuse3.invalidate_inode(request[1], attr_only=True)
                 else:
                     pyfuse3.invalidate_entry(request[1], request[2], request[3])
             except OSError as exc:

@@ -126,6 +126,7 @@ class NodeInode:
     # pages_key(node) when last opened or stored: unchanged means the kernel's cached
     # pages of this inode are still the content (FOPEN_KEEP_CACHE is safe)
     cache_key: tuple[int, int, int] | None = None
+    read_atime: int | None = None  # the atime reads set (`-o relatime`): never stored
 
 
 def pages_key(node: Node) -> tuple[int, int, int]:

@@ -19,6 +19,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HELIX = b".helix"
+RELATIME_AGE_NS = 24 * 3600 * 10**9  # relatime moves an atime at least once a day
 DOTS = 2  # `.` and `..` open every listing: readdir offsets 1 and 2
 RENAME_FLAGS_KEPT = pyfuse3.RENAME_NOREPLACE | pyfuse3.RENAME_EXCHANGE
 
@@ -118,7 +120,10 @@ class Operations(pyfuse3.Operations):
         saver: Saver | None = None,
         helix_entries: Mapping[bytes, Entry] | None = None,
         owner: tuple[int, int] | None = None,
+        relatime: bool = False,
     ) -> None:
+        """`relatime`: reads set atime as Linux's relatime does, in memory only (a
+        read never makes a commit); without it reads leave atime alone (noatime)."""
         super().__init__()
         if repo.path is None:
             raise InvalidInput("the filesystem needs a store on disk (its tmp/ holds spools)")
@@ -126,6 +131,7 @@ class Operations(pyfuse3.Operations):
         self.store_path = Path(repo.path)
         self.saver = saver if saver is not None else Saver()
         self.owner = owner if owner is not None else (os.getuid(), os.getgid())
+        self.relatime = relatime
         self.inodes = InodeTable()
         self.retries = OpenRetries()
         self.spools = SpoolTable(self.store_path / "tmp")
@@ -349,7 +355,8 @@ class Operations(pyfuse3.Operations):
     def _attrs(self, entry: NodeInode | VirtualInode) -> pyfuse3.EntryAttributes:
         if isinstance(entry, VirtualInode):
             return self._virtual_attrs(entry)
-        return edge.node_attributes(entry, self.spools.get(entry.node), self.owner)
+        spool = self.spools.get(entry.node)
+        return edge.node_attributes(entry, spool, self.owner, entry.read_atime)
 
     def _virtual_attrs(self, entry: VirtualInode) -> pyfuse3.EntryAttributes:
         return edge.virtual_attributes(entry, self.owner)
@@ -782,6 +789,8 @@ class Operations(pyfuse3.Operations):
         cache_key = pages_key(node)
         keep_cache = entry.view.readonly or entry.cache_key == cache_key
         entry.cache_key = cache_key
+        if self.relatime and flags & os.O_ACCMODE != os.O_WRONLY:
+            self._accessed(entry)  # at the open: the kernel serves cached pages itself
         self.spools.opened(node)
         entry.opens += 1
         fh = self._handles.add(handle)
@@ -791,6 +800,16 @@ class Operations(pyfuse3.Operations):
             self.writes.spool(handle.worktree, node).truncate(0)
             keep_cache = False
         return pyfuse3.FileInfo(fh=fh, direct_io=False, keep_cache=keep_cache)
+
+    def _accessed(self, entry: NodeInode) -> None:
+        """relatime: a read moves atime when it is not after the mtime and ctime, or is
+        a day old."""
+        shown = self._attrs(entry)
+        now = time.time_ns()
+        stale = now - shown.st_atime_ns >= RELATIME_AGE_NS
+        if stale or shown.st_atime_ns <= max(shown.st_mtime_ns, shown.st_ctime_ns):
+            entry.read_atime = now
+            self.invalidator.attributes(entry.ino)
 
     @request
     async def read(self, fh: int, off: int, size: int) -> bytes:

@@ -892,7 +892,7 @@ async def test_branch_and_snapshot_folders_made_and_removed_leave_no_slots(
 ) -> None:
     """An agent may make and remove `.helix/branches/X` and `.helix/snapshots/X`
     thousands of times in a mount's life: each removed view used to leave its number
-    range's counter behind (500 mkdir/rmdir: 500 entries), growing without bound."""
+    range's table behind (500 mkdir/rmdir: 500 entries), growing without bound."""
     await client.write_file("f", b"x")
     branches = await client.ino(".helix/branches")
     snapshots = await client.ino(".helix/snapshots")
@@ -901,7 +901,7 @@ async def test_branch_and_snapshot_folders_made_and_removed_leave_no_slots(
             await client.ops.mkdir(folder, b"x%d" % round_, 0o755, CTX)
             assert await client.read_file(f".helix/{prefix}/x{round_}/f") == b"x"
             await client.ops.rmdir(folder, b"x%d" % round_, CTX)
-    assert len(client.ops.inodes._slot_next) < 5
+    assert len(client.ops.inodes._by_node) < 5
 
 
 async def test_links_of_branches_once_current_are_dropped_when_forgotten(
