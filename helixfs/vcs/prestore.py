@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 FEED_BYTES = 8 << 20
 """Bytes written past the last stored cut before the worker is given them: a batch
 large enough that its RocksDB write and thread switch cost little per byte."""
-READ_LIMIT = 32 << 20
-"""Bytes read per step at most (the worker's memory)."""
+READ_LIMIT = 16 << 20
+"""Bytes read per step at most: the feeder holds about three times this (the bytes,
+their records, RocksDB's batch) while it stores them."""
 
 ReadSpool = Callable[[int, int], bytes]
 Chunks = list[tuple[ObjectId, int]]
@@ -73,6 +74,9 @@ class Prestore:
             except (HelixError, OSError) as err:
                 # the close stores the file whole and reports what still fails then
                 log.warning("storing a file ahead of its close failed: %s", err)
+                self.valid = False
+            except Exception:  # a bug here must cost the speed-up, never the file
+                log.exception("storing a file ahead of its close failed")
                 self.valid = False
 
     def _step(self, read: ReadSpool, end: int) -> bool:

@@ -76,3 +76,14 @@ def test_a_head_past_the_end_is_ignored() -> None:
         _stored_whole(data)
     )
     assert len(data) > content.CHUNK_THRESHOLD
+
+
+def test_an_unexpected_error_in_a_feed_voids_it_and_is_not_raised() -> None:
+    data = random.Random(5).randbytes(2 * FEED_BYTES)
+
+    def sink(objects: object) -> None:
+        raise RuntimeError("a bug in the sink")
+
+    prestore = Prestore(sink)
+    prestore.feed(lambda pos, n: data[pos : pos + n], lambda: len(data))
+    assert not prestore.valid and prestore.finish() is None
