@@ -115,6 +115,13 @@ def throughput(where: Path, pid: int, mb: int, reads: int, figures: dict[str, fl
     path.unlink()
 
 
+def still_mounted(where: Path) -> None:
+    """A round whose mount went away meanwhile measured the folder under it: refused.
+    (On a shared machine another process's cleanup once unmounted one mid-run.)"""
+    if not os.path.ismount(where):
+        raise RuntimeError(f"{where} was unmounted during the round: its figures are void")
+
+
 def write_synced(path: Path, size_mb: int) -> float:
     """MB/s of `size_mb` MiB written in 1 MiB writes, then fsync and close (all timed)."""
     blocks = [bench_fs.block(i) for i in range(min(size_mb, 64))]
@@ -180,6 +187,7 @@ def run_rounds(
         load = os.getloadavg()[0]
         with sides[name]() as (where, pid):
             figures = one_round(where, pid, archive, args.mb, args.random_reads, args.only)
+            still_mounted(where)
             shutil.rmtree(where / "t", ignore_errors=True)
         figures["load"] = load
         runs[name].append(figures)

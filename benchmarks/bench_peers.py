@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_fs
-from bench_ab import order, write_synced
+from bench_ab import order, still_mounted, write_synced
 from bench_floor import _archive, build_c_floor, c_floor_mounted
 from bench_fs import floor_mounted, mounted, timed
 from common import write_results
@@ -312,6 +312,8 @@ def one_round(side: Side, sizes: Sizes, archive: Path, project: Path) -> Figures
         figures |= build(where, project)
         figures |= throughput(where, sizes)
         figures |= branches(side, where, sizes)
+        if side.kind != "plain" or side.name == "bindfs":
+            still_mounted(where if side.name != "juicefs" else where.parent)
     return figures
 
 
