@@ -328,3 +328,21 @@ def test_a_link_in_a_paged_folder_is_written_under_every_name(repo: Repository) 
     tree.commit("edit")
     assert repo.read("HEAD", b"big/f0300") == b"through other"
     assert _stored(repo, b"big/f0300") == _stored(repo, b"other/x")
+
+
+def test_a_name_added_on_one_side_and_one_removed_on_the_other_merge_cleanly(
+    repo: Repository,
+) -> None:
+    """The count each name carries differs on the two sides: no conflict for it, and the
+    merged group counts its names again."""
+    tree, other = _linked_and_branched(repo)
+    other.unlink(other.root, b"b")
+    other.commit("unlink b")
+    _link(tree, b"a", b"c")
+    tree.commit("link c")
+    assert repo.merge("other").status == "merged"
+    assert [e.name for e in repo.ls("HEAD")] == [b"a", b"c"]
+    found = _stored(repo, b"a")
+    assert found is not None and found[1] == 2 and _stored(repo, b"c") == found
+    tree = repo.worktree("main")
+    assert _at(tree, b"a") is _at(tree, b"c")
