@@ -137,12 +137,6 @@ def _first_place(node: Node) -> None:
 # -- stored trees ----------------------------------------------------------------------
 
 
-def identity(entry: TreeEntry) -> tuple[bytes, int, Xattrs]:
-    """What a diff compares of a file: a new name for it (its link count, in each of
-    its entries) changes none of its names' files, so only the new name is added."""
-    return (entry.oid, entry.mode, attrs.compared(entry.xattrs))  # as attrs.change_key
-
-
 def once_per_group(
     paths: list[bytes], entry_at: Callable[[bytes], TreeEntry | None]
 ) -> list[bytes]:
