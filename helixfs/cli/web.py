@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,7 @@ def _serve_here(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.web.server import serve_foreground
     from helixfs.web.site import Site
 
+    store = Path(os.path.realpath(store))  # the control socket's commands chdir
     repo = open_repository(store)
     memory = KeptOpen(store / MEMORY_DB, process_embedder)
     control = ControlServer(
@@ -134,8 +136,6 @@ def _open_browser(args: argparse.Namespace, url: str, out: Output) -> None:
 
 def cmd_web_serve(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """In a mount's daemon: start (or find) its web server, print its URL."""
-    import os
-
     from helixfs.web.server import serve_in_thread
     from helixfs.web.site import Site
     from helixfs.web.sizes import FILE_NAME as SIZES_FILE

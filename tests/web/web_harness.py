@@ -70,12 +70,13 @@ class WebServer:
     def token(self) -> str:
         return self.url.split("token=")[1]
 
-    def start(self, *extra: str) -> WebServer:
+    def start(self, *extra: str, cwd: Path | None = None) -> WebServer:
         self.proc = subprocess.Popen(
             [*HELIX, "--store", str(self.store), "web", *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            cwd=cwd,
         )
         self.url = read_url(self.proc, START_TIMEOUT)
         return self
