@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from helixfs.web.html import e
 
 W, H = 720, 240  # the drawing, in px
-LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 40  # margins for the axes' labels
+LEFT, RIGHT, TOP, BOTTOM = 64, 32, 12, 40  # margins for the axes' labels
 
 Points = Sequence[tuple[float, float]]
 

@@ -162,8 +162,8 @@ def _diff_lines(text: str, cut: bool) -> str:
             files += 1
             continue
         cls = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "ctx")
-        if line.startswith(("+++", "---")):
-            cls = "dh"
+        if line.startswith(("+++ ", "--- ")):
+            cls = "fh"
         out.append(f'<span class="{cls}">{e(line)}</span>')
     note = message_box("The diff is cut here: it is too long to show.", "note") if cut else ""
     return f'<pre class="diff">{"".join(out)}</pre>{note}'

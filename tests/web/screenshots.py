@@ -50,7 +50,7 @@ def shoot(driver: object, server: WebServer, store: Path) -> None:
     d.set_window_size(1280, 1300)
     d.get(f"{server.base}/memory/{newest}")
     d.save_screenshot(str(DOCS / "memory.png"))
-    d.set_window_size(1280, 1700)
+    d.set_window_size(1280, 2000)
     d.get(server.base + "/stats")
     d.save_screenshot(str(DOCS / "stats.png"))
     print(f"screenshots in {DOCS}", file=sys.stderr)
