@@ -12,7 +12,9 @@ spawn to exit; a fresh session id per call, so no answer is cut short by the ses
 dedup. Sides, interleaved round by round (the machine's load printed with each round):
 - mounted: the store is mounted, the launcher hands the event to the daemon;
 - no daemon: the same store unmounted, the launcher runs the command itself;
-- baseline: `helix recall QUERY` as a process (the console script), in both states.
+- baseline: `helix recall QUERY` as a process (the console script), in both states;
+  and the floor: the interpreter alone, started the way a hook is (`sh -c 'python -P
+  -S -c pass'`).
 Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): embedding 10,000 memories
 for the bench would take longer than the bench. Bytecode is written
 (PYTHONDONTWRITEBYTECODE unset for the children), as in an installed package.
@@ -170,6 +172,12 @@ def recall_call(store: Path, cwd: Path) -> Callable[[], Any]:
     )
 
 
+def floor_call() -> Callable[[], Any]:
+    """The interpreter alone, started as a hook is: what no hook can go below."""
+    argv = ["/bin/sh", "-c", f"{sys.executable} -P -S -c pass"]
+    return lambda: subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
 def round_of(
     side: str,
     store: Path,
@@ -188,6 +196,7 @@ def round_of(
         samples[side].setdefault("helix recall (baseline)", []).append(
             timed(recall_call(store, root))
         )
+        samples[side].setdefault("python -P -S -c pass (floor)", []).append(timed(floor_call()))
 
 
 def main(argv: list[str] | None = None) -> int:
