@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -45,3 +46,18 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServe
 
     with serving(tmp_path_factory.mktemp("seaweed")) as server:
         yield server
+
+
+def _children_start_with_ctrl_c() -> None:
+    """A test run started as a background job of a script (`.ci/run &`, `nohup`-like
+    runners) inherits SIGINT ignored, and so does every process it starts: Python then
+    installs no KeyboardInterrupt handler, and a test that sends a `helix` child SIGINT
+    waited 30 s for a child that never saw it (TimeoutExpired, in two of three loaded
+    runs of the suite). A handler here is reset to the default by exec, so the children
+    start as from a terminal; it does nothing, so this process still ignores Ctrl-C as
+    its launcher asked."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+
+
+_children_start_with_ctrl_c()

@@ -275,7 +275,7 @@ def test_ctrl_c_under_json_is_one_document_too(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        _wait_for_fifo_reader(client.pid, fifo)
+        _wait_for_fifo_reader(client, fifo)
         client.send_signal(signal.SIGINT)
         out, err = client.communicate(timeout=30)
     finally:
@@ -287,16 +287,18 @@ def test_ctrl_c_under_json_is_one_document_too(tmp_path: Path) -> None:
     assert err == "helix: interrupted\n"
 
 
-def _wait_for_fifo_reader(pid: int, fifo: Path) -> None:
-    """Until process `pid` waits in the open of `fifo` (its stack says fifo_open)."""
-    for _ in range(600):
+def _wait_for_fifo_reader(client: subprocess.Popen[str], fifo: Path) -> None:
+    """Until the client waits in the open of `fifo` (its stack says fifo_open). A loaded
+    host may take many seconds to start it: the wait is long, and ends if it exits."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and client.poll() is None:
         try:
-            if "fifo_open" in Path(f"/proc/{pid}/stack").read_text():
+            if "fifo_open" in Path(f"/proc/{client.pid}/stack").read_text():
                 return
         except OSError:
             pass
         time.sleep(0.05)
-    raise AssertionError("the command never opened the FIFO")
+    raise AssertionError(f"the command never opened the FIFO (exit {client.poll()})")
 
 
 def test_the_daemon_runs_every_memory_command_on_a_worker_thread() -> None:

@@ -30,8 +30,8 @@ import pytest
 from helixfs.daemon.mountinfo import SELF, helix_mounts_in
 
 HELIX = [sys.executable, "-m", "helixfs.cli.main"]
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 30.0
+START_TIMEOUT = 90.0
+STOP_TIMEOUT = 90.0
 
 
 def fuse_problem() -> str | None:
@@ -101,7 +101,7 @@ def run_both(mnt: Mount, tmp_path: Path, session: str) -> tuple[Path, str, str]:
     return mnt.path / "work", outputs[0], outputs[1]
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
+def wait_until(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
     """Poll for an asynchronous effect (a quiet-window commit); never a timing assertion."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -320,7 +320,7 @@ class ServedStore:
 
     def __enter__(self) -> ServedStore:
         self._thread.start()
-        assert self._started.wait(10)
+        assert self._started.wait(60)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -458,7 +458,7 @@ def test_the_fuse_session_is_not_closed_under_a_running_invalidation(
     invalidator = edge.Invalidator()
     invalidator.start()
     invalidator.inode(2)
-    assert inside.wait(10)
+    assert inside.wait(60)
     try:
         assert not invalidator.stop()  # Operations.close() stops it first
         # the unmount asks again, within the same STOP_SECONDS: no second wait
