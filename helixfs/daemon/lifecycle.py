@@ -38,7 +38,7 @@ import trio
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.fuseloop import use_quick_wait
-from helixfs.daemon.lock import CLOSING, SERVING, MountLock
+from helixfs.daemon.lock import CLOSING, SERVING, MountLock, read_holder, same_path
 from helixfs.daemon.memoryfiles import MemoryFiles
 from helixfs.daemon.mounts import (
     abort_connection,
@@ -132,7 +132,7 @@ class MountConfig:
         target = Path(os.path.realpath(Path(mountpoint).expanduser()))
         if not store_path.is_dir():
             raise NotFound(f"no HelixFS store at {store_path} (create one with: helix init)")
-        _check_mountpoint(target)
+        _check_mountpoint(target, store_path)
         if target == store_path or store_path in target.parents:
             raise InvalidInput("the mount point cannot be inside the store folder")
         if target in store_path.parents:
@@ -149,7 +149,7 @@ class MountConfig:
         return cls(store_path, target, window, fuse, growth, remote, relatime)
 
 
-def _check_mountpoint(target: Path) -> None:
+def _check_mountpoint(target: Path, store: Path) -> None:
     try:
         mode = os.stat(target).st_mode
         # stat may be answered from attributes the kernel cached before the daemon died;
@@ -167,11 +167,20 @@ def _check_mountpoint(target: Path) -> None:
     if not stat.S_ISDIR(mode):
         raise NotADirectory(f"mount point {target} is not a directory")
     if target.resolve() in helix_mounts():
-        # mounted over, the other store would be hidden, and back only after two unmounts
-        raise Busy(
-            f"{target} is a HelixFS mount already (of another store);"
-            f" unmount it first with: helix umount {target}"
-        )
+        raise Busy(_mounted_already(target, store))
+
+
+def _mounted_already(target: Path, store: Path) -> str:
+    """Why `target`, a HelixFS mount, cannot take `store`: this store is there (its
+    daemon's lock names `target`), or another one, which the mount would hide until two
+    unmounts."""
+    holder = read_holder(store)
+    if holder is not None and holder.pid and same_path(holder.mountpoint, target):
+        return f"store {store} is already mounted there ({target}), daemon pid {holder.pid}"
+    return (
+        f"{target} is a HelixFS mount already (of another store);"
+        f" unmount it first with: helix umount {target}"
+    )
 
 
 def split_options(options: Sequence[str]) -> tuple[frozenset[str], dict[str, float]]:

@@ -93,7 +93,7 @@ def detached_holder(mountpoint: Path) -> tuple[Path, Holder] | None:
         if (
             holder is not None
             and holder.pid == pid
-            and _same_path(holder.mountpoint, mountpoint)
+            and same_path(holder.mountpoint, mountpoint)
             and not _still_mounted(holder, store)
         ):
             return store, holder
@@ -174,10 +174,10 @@ def _still_mounted(holder: Holder, store: Path) -> bool:
         except OSError:
             continue
         point = Path(holder.mountpoint)
-        return any(m.point == point and _same_path(m.source, store) for m in mounts)
+        return any(m.point == point and same_path(m.source, store) for m in mounts)
     return True
 
 
-def _same_path(recorded: str, path: Path) -> bool:
+def same_path(recorded: str, path: Path) -> bool:
     """Whether a path the lock file records (a store, a mount point) names `path`."""
     return os.path.realpath(recorded) == os.path.realpath(path)

@@ -170,6 +170,19 @@ def test_a_mount_over_another_stores_mount_is_refused(
     assert "still.txt" in helix("--store", first.store, "ls", "HEAD").stdout
 
 
+def test_mounting_a_store_where_it_is_mounted_says_so(make_mount: MountFactory) -> None:
+    """It said "a HelixFS mount already (of another store)" of its own mount."""
+    first = make_mount(0)
+    assert first.proc is not None
+    for extra in ([], ["--foreground"]):
+        done = helix("mount", *extra, first.store, first.path, check=False)
+        assert done.returncode == 1
+        assert f"already mounted there ({first.path}), daemon pid {first.proc.pid}" in done.stderr
+        assert "another store" not in done.stderr
+    (first.path / "still.txt").write_text("fine")  # the mount goes on, untouched
+    assert "still.txt" in helix("--store", first.store, "ls", "HEAD").stdout
+
+
 def test_mount_errors_are_reported_to_the_caller(store: Path, tmp_path: Path) -> None:
     require_fuse()
     missing = helix("mount", store, tmp_path / "nope", check=False)
