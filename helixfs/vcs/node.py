@@ -256,14 +256,8 @@ def bump(directory: Node, name: bytes) -> int:
     return directory.ctime_ns
 
 
-def leaf_paths(paths: list[bytes]) -> list[bytes]:
-    """Changed paths worth naming in a message: none that is a parent of another one."""
-    kept = sorted(paths)
-    parents = {p[:i] for p in kept for i in range(len(p)) if p[i : i + 1] == b"/"}
-    return [p for p in kept if p not in parents]
-
-
 def auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
+    """The subject of a save: it counts the paths its `meta.changed` lists."""
     what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
     names = list(dict.fromkeys(n for n, _ in _savers_of(meta) if n is not None))
     return f"{', '.join(names)}: save {what}" if names else f"save {what}"

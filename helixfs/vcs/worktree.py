@@ -74,7 +74,6 @@ from helixfs.vcs.node import (
     auto_message,
     bump,
     check_entry_name,
-    leaf_paths,
     mark_stale,
     node_from_entry,
     same_kind,
@@ -1039,11 +1038,28 @@ class Worktree:
         except (NotFound, NotADirectory):
             return False
 
+    def _standing(self, path: bytes, head_tree: ObjectId) -> bytes | None:
+        """The nearest folder of `path`, a name that came and went within one save (git's
+        index.lock), that is in the last commit or the live tree. Its listing, so its
+        mtime, changed: a commit made of that lists the folder, never nothing (a path
+        below it that changed implies it). None at the root, whose mtime is not
+        versioned (ADR 0030)."""
+        path = path.rpartition(b"/")[0]
+        while path:
+            if self._in_either(path, head_tree):
+                return path
+            path = path.rpartition(b"/")[0]
+        return None
+
     def _changed_paths(self, head_tree: ObjectId) -> list[bytes]:
         """The paths this commit changes: the recorded ones that exist on either side,
         plus the paths inside directories that were renamed (their files were recorded
         under the old names). A directory that is not loaded stands for all below it."""
         changed = {p for p in self._changed if self._in_either(p, head_tree)}
+        for gone in sorted(self._changed.difference(changed)):
+            folder = self._standing(gone, head_tree)
+            if folder is not None and not _has_below(changed, folder):
+                changed.add(folder)
         for path in sorted(self._renamed):
             node = self._live(path)
             if isinstance(node, Node) and node.is_dir():
@@ -1222,7 +1238,7 @@ class Worktree:
                 changed = self._changed_paths(head_tree)
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
-            text = message or self._next_message or auto_message(leaf_paths(changed), info)
+            text = message or self._next_message or auto_message(changed, info)
             try:
                 cid = self.repo._write_commit(
                     self.branch,
@@ -1267,6 +1283,11 @@ def _hidden_only(changes: Mapping[bytes, _V]) -> Mapping[bytes, _V]:
     if any(not attrs.is_hidden(key) for key in changes):
         raise InvalidInput("only hidden attribute keys (attrs.OWNER...) may be set this way")
     return changes
+
+
+def _has_below(paths: set[bytes], folder: bytes) -> bool:
+    prefix = folder + b"/"
+    return folder in paths or any(path.startswith(prefix) for path in paths)
 
 
 def _entry_bound(name: bytes, child: Node) -> int:

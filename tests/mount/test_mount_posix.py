@@ -577,7 +577,7 @@ def test_temp_named_files_survive_a_reset_and_renamed_dirs_list_their_paths(
     mnt.sh("mkdir cd1; echo x > cd1/f; mv cd1 cd2; sleep 0.6")
     newest = mnt.log(limit=1)[0]
     assert newest["meta"]["changed"] == ["cd2", "cd2/f"]
-    assert newest["message"].endswith("save cd2/f")
+    assert newest["message"].endswith("save 2 paths")
     mnt.sh("echo '<svg/>' > .logo.svg; echo keep > 'notes~'; echo 1 > 4913; sleep 0.6")
     listed = [line.split()[-1] for line in mnt.helix("ls", "HEAD").stdout.splitlines()]
     assert listed == [".logo.svg", "cd2/"]  # a hidden SVG is the user's file, not vim's

@@ -108,7 +108,7 @@ def test_create_write_read_commit(repo: Repository, tree: Worktree) -> None:
     cid = tree.commit(meta={"process": "vim", "pid": 42})
     assert cid is not None and not tree.dirty
     info = repo.commit_info("HEAD")
-    assert info.id == cid and info.message == "vim: save src/app.py"
+    assert info.id == cid and info.message == "vim: save 2 paths"  # src and src/app.py
     assert info.meta["pid"] == 42 and "src/app.py" in info.meta["changed"]
     assert repo.read("HEAD", "src/app.py") == b"print('hi')\n"
     assert tree.commit() is None  # nothing changed since
@@ -311,6 +311,53 @@ def test_ephemeral_files_live_in_the_work_tree_but_not_in_commits(
     tree.commit()
     assert repo.store.ref("work/main") is None  # the same again: nothing pending
     assert tree.root.pure
+
+
+def test_a_name_that_came_and_went_commits_its_folder_s_mtime(
+    repo: Repository, tree: Worktree
+) -> None:
+    """`git status` takes .git/index.lock and removes it: the tree then differs from the
+    head's only by the folder's mtime (as on a local disk, where it changes too). The
+    commit listed nothing ("save 0 paths"); it lists the folder now."""
+    _file(tree, b"r/.git/HEAD", b"ref")
+    tree.commit()
+    git = tree.lookup(tree.lookup(tree.root, b"r"), b".git")
+    before = repo.entry("HEAD", "r/.git")
+    tree.create(git, b"index.lock")
+    tree.unlink(git, b"index.lock")
+    cid = tree.commit(meta={"process": "git", "pid": 7})
+    assert cid is not None
+    info = repo.commit_info(cid)
+    assert info.meta["changed"] == ["r/.git"] and info.message == "git: save r/.git"
+    after = repo.entry("HEAD", "r/.git")
+    assert before is not None and after is not None
+    assert after._replace(mtime_ns=before.mtime_ns) == before  # the mtime, nothing else
+    parent_tree = repo.commit_info(info.parents[0]).tree
+    assert list(repo.trees.changed_paths(parent_tree, info.tree)) == [b"r/.git"]
+
+
+def test_a_save_that_ends_where_it_began_makes_no_commit(repo: Repository, tree: Worktree) -> None:
+    """Content and mtime put back (`cp -p` of a saved copy) leave the head's tree: no
+    commit. A name made and removed at the root changes nothing versioned (ADR 0030)."""
+    _file(tree, b"a.txt", b"v1")
+    head = tree.commit()
+    node = tree.lookup(tree.root, b"a.txt")
+    mtime = node.mtime_ns
+    tree.set_content(node, b"v2")
+    tree.set_content(node, b"v1")
+    tree.set_attrs(node, mtime_ns=mtime)
+    tree.create(tree.root, b"index.lock")
+    tree.unlink(tree.root, b"index.lock")
+    assert tree.dirty and tree.commit() is None
+    assert repo.resolve("HEAD") == head
+
+
+def test_a_subject_counts_the_paths_its_commit_lists(repo: Repository, tree: Worktree) -> None:
+    """It counted leaves ("save 1 path" of a new folder and its file listed as two)."""
+    _file(tree, b"new/a.txt", b"a")
+    info = repo.commit_info(tree.commit())  # type: ignore[arg-type]
+    assert info.message == f"save {len(info.meta['changed'])} paths"
+    assert info.meta["changed"] == ["new", "new/a.txt"]
 
 
 def test_readonly_views(repo: Repository, tree: Worktree) -> None:
@@ -640,7 +687,7 @@ def test_changed_names_the_paths_a_commit_changed_after_directory_renames(
     assert cid is not None
     info = repo.commit_info(cid)
     assert info.meta["changed"] == ["e2", "e2/f"]
-    assert info.message == "save e2/f"
+    assert info.message == "save 2 paths"  # as many as it lists
 
 
 def test_saves_and_commits_do_not_grow_the_tree_memos(
