@@ -31,12 +31,18 @@ def register(subparsers: Any) -> None:
         subparsers, "gc", help="drop objects no ref reaches", handler=cmd_gc, progress=True
     )
     gc.add_argument("--dry-run", "-n", action="store_true", help="only count what would go")
-    add_command(
+    fsck = add_command(
         subparsers,
         "fsck",
         help="verify every object and every ref",
         handler=cmd_fsck,
         progress=True,
+    )
+    fsck.add_argument(
+        "--salvage",
+        metavar="DEST",
+        help="then build a new store at DEST from every branch and snapshot head, the"
+        " entries that cannot be read left out (and listed)",
     )
 
 
@@ -146,9 +152,22 @@ def cmd_fsck(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     doc = as_doc(report)
     problems = list(doc.get("problems") or [])
     verified = f"{doc.get('objects', 0)} objects and {doc.get('refs', 0)} refs"
-    human = "\n".join([f"problem: {p}" for p in problems] or [f"ok: {verified} verified"])
-    out.emit(doc, human)
+    lines = [f"problem: {p}" for p in problems] or [f"ok: {verified} verified"]
+    if args.salvage:
+        lines += _salvaged(repo, Path(args.salvage), out, doc)
+    out.emit(doc, "\n".join(lines))
     if problems:
         out.note(f"helix: error: fsck found {len(problems)} problem(s) in {verified}")
         return 1
     return 0
+
+
+def _salvaged(repo: Repository, dest: Path, out: Output, doc: dict[str, Any]) -> list[str]:
+    """`--salvage DEST`: a clean store from what reads (ADR 0046); its lines."""
+    from helixfs.vcs.damage import salvage
+
+    with out.progress("salvaging"):
+        report = salvage(repo, dest)
+    doc["salvage"] = as_doc(report)
+    lines = [f"left out: {line}" for line in report.left_out + report.lost_refs]
+    return [*lines, f"salvaged {report.refs} refs ({report.objects} objects) into {dest}"]

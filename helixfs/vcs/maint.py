@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import REPACK_BATCH, Compaction
-from helixfs.vcs import journal
+from helixfs.vcs import damage, journal
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -423,10 +423,14 @@ def fsck(repo: Repository, progress: Progress = None) -> FsckReport:
 
 def _fsck(repo: Repository, progress: Progress) -> FsckReport:
     problems: list[str] = []
+    found: damage.Survey | None = None
     try:
         all_ids = list(repo.store.ids())
-    except HelixError as exc:  # RocksDB itself is damaged: nothing below would be true
-        return FsckReport(0, 0, [f"objects cannot be listed: {exc}"])
+    except HelixError as exc:  # a damaged table stops a cursor: check what refs reach
+        problems.append(f"objects cannot all be listed (checked those refs reach): {exc}")
+        found = damage.survey(repo)  # reads past the damage, by id
+        lost = {ObjectId(cid) for cid in found.lost_commits}
+        all_ids = sorted(found.readable | found.damaged.keys() | lost)
     kinds: dict[ObjectId, bytes] = {}
     sizes: dict[ObjectId, int] = {}  # content bytes of each blob and chunked file
     for done, oid in enumerate(all_ids, 1):
@@ -444,6 +448,8 @@ def _fsck(repo: Repository, progress: Progress) -> FsckReport:
             progress(done, len(all_ids))
     refs = _check_refs(repo, kinds, problems)
     _check_links(repo, kinds, sizes, problems)
+    if problems:  # which paths and commits the damage takes (a healthy store: no walk)
+        problems += (found or damage.survey(repo)).problems()
     return FsckReport(len(all_ids), refs, problems)
 
 

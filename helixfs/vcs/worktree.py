@@ -22,11 +22,12 @@ import io
 import itertools
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, cast
 
 from helixfs.errors import (
     AlreadyExists,
+    CorruptObject,
     DirectoryNotEmpty,
     HelixError,
     InvalidInput,
@@ -52,6 +53,7 @@ from helixfs.vcs.content import (
     store_edited,
     store_stream,
 )
+from helixfs.vcs.damage import DAMAGE_LOG
 from helixfs.vcs.ephemeral import is_ephemeral
 from helixfs.vcs.links import (
     LINK_ENTRY_BYTES,
@@ -102,6 +104,7 @@ if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 Objects = dict[ObjectId, bytes]
+T = TypeVar("T")
 _PERM = 0o7777
 _V = TypeVar("_V")
 _CHANGED_LIMIT = 1000
@@ -215,7 +218,7 @@ class Worktree:
             raise NotADirectory(f"{show_path(self.path_of(node))} is not a directory")
         if node.children is None:
             assert node.oid is not None
-            tree = self.repo.trees.get(node.oid)
+            tree = self._damage_noted(node, self.repo.trees.get, node.oid)
             node.children = {
                 entry.name: self._node_of(entry, node, raw)
                 for entry, raw in zip(tree.entries, tree.raw, strict=True)
@@ -310,13 +313,24 @@ class Worktree:
         if offset >= node.size or size == 0:
             return b""
         assert node.oid is not None
-        return self._reader.read(node.oid, offset, min(size, node.size - offset))
+        return self._damage_noted(
+            node, self._reader.read, node.oid, offset, min(size, node.size - offset)
+        )
+
+    def _damage_noted(self, node: Node, read: Callable[..., T], *args: Any) -> T:
+        """`read(*args)` of `node`'s object; unreadable (a damaged store), it is logged
+        once with the path, and the caller (a mount: EIO) sees the error (ADR 0046)."""
+        try:
+            return read(*args)
+        except CorruptObject as exc:
+            DAMAGE_LOG.note(self.branch, self.path_of(node), exc)
+            raise
 
     def readlink(self, node: Node) -> bytes:
         if not node.is_symlink():
             raise InvalidInput(f"{show_path(self.path_of(node))} is not a symlink")
         assert node.oid is not None
-        return self._reader.read(node.oid)
+        return self._damage_noted(node, self._reader.read, node.oid)
 
     def data_bytes(self, node: Node) -> int:
         """The bytes of a file the store holds as data, its holes left out (st_blocks).
