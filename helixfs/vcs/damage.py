@@ -33,6 +33,7 @@ from helixfs.vcs.objects import (
     kind_of,
 )
 from helixfs.vcs.refs import BRANCHES, SNAPSHOTS
+from helixfs.vcs.transfer import _Batch as Batch
 from helixfs.vcs.treeops import show_path
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NAMED = 20  # paths and commits a report names per damaged object (the rest are counted)
-COPY_BATCH = 32 << 20  # record bytes a salvage writes to the new store at a time
 
 
 @dataclass
@@ -221,8 +221,7 @@ class _Copier:
         self.old, self.new = old, new
         self.walker = _Walker(old, Survey())
         self._copied: set[ObjectId] = set()
-        self._batch: dict[ObjectId, bytes] = {}
-        self._batch_bytes = 0
+        self._batch = Batch(new)  # an import's: written in bulk, flushed by size
         self.objects = 0
 
     def tree(self, oid: ObjectId, ref: str, prefix: bytes, left_out: list[str]) -> ObjectId:
@@ -272,16 +271,14 @@ class _Copier:
 
     def _add(self, oid: ObjectId, record: bytes) -> None:
         self._copied.add(oid)
-        self._batch[oid] = record
-        self._batch_bytes += len(record)
-        if self._batch_bytes >= COPY_BATCH:
-            self.flush()
+        self.objects += 1
+        self._batch.add({oid: record})
 
     def flush(self) -> None:
-        if self._batch:
-            self.new.store.write(self._batch)
-            self.objects += len(self._batch)
-            self._batch, self._batch_bytes = {}, 0
+        self._batch.flush()
+
+    def close(self) -> None:
+        self._batch.close()
 
 
 def salvage(repo: Repository, dest: Path) -> SalvageReport:
@@ -302,6 +299,13 @@ def salvage(repo: Repository, dest: Path) -> SalvageReport:
 
 def _salvage_into(repo: Repository, new: Repository, dest: Path) -> SalvageReport:
     copier = _Copier(repo, new)
+    try:
+        return _copied(repo, new, dest, copier)
+    finally:
+        copier.close()
+
+
+def _copied(repo: Repository, new: Repository, dest: Path, copier: _Copier) -> SalvageReport:
     left_out: list[str] = []
     lost: list[str] = []
     root = new.resolve("main")
