@@ -336,18 +336,19 @@ def test_a_name_that_came_and_went_commits_its_folder_s_mtime(
     assert list(repo.trees.changed_paths(parent_tree, info.tree)) == [b"r/.git"]
 
 
-def test_a_save_that_ends_where_it_began_makes_no_commit(repo: Repository, tree: Worktree) -> None:
-    """Content and mtime put back (`cp -p` of a saved copy) leave the head's tree: no
-    commit. A name made and removed at the root changes nothing versioned (ADR 0030)."""
-    _file(tree, b"a.txt", b"v1")
+def test_a_save_that_changes_no_versioned_entry_makes_no_commit(
+    repo: Repository, tree: Worktree
+) -> None:
+    """A name made and removed at the root (whose times are not versioned, ADR 0030) and
+    an editor's temp file in a folder leave the head's tree as it was: no commit. (A
+    file written and put back is a change now: its ctime is kept.)"""
+    _file(tree, b"d/a.txt", b"v1")
     head = tree.commit()
-    node = tree.lookup(tree.root, b"a.txt")
-    mtime = node.mtime_ns
-    tree.set_content(node, b"v2")
-    tree.set_content(node, b"v1")
-    tree.set_attrs(node, mtime_ns=mtime)
     tree.create(tree.root, b"index.lock")
     tree.unlink(tree.root, b"index.lock")
+    folder = tree.lookup(tree.root, b"d")
+    tree.create(folder, b"4913")
+    tree.unlink(folder, b"4913")
     assert tree.dirty and tree.commit() is None
     assert repo.resolve("HEAD") == head
 
