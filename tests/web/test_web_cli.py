@@ -29,3 +29,17 @@ def test_commands_run_through_a_foreground_helix_web(tmp_path: Path) -> None:
     finally:
         assert web.stop() == 0
     assert "through the web process" in helix("--store", tmp_path / "store", "log").stdout
+
+
+def test_another_interface_is_warned_of_and_a_bad_port_refused(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    helix("init", store)
+    # 203.0.113.1 (TEST-NET-3) is no address of this machine: the bind fails, clearly
+    done = helix("--store", store, "web", "--host", "203.0.113.1", check=False)
+    assert done.returncode == 1
+    assert "warning: serving on 203.0.113.1, not only this machine" in done.stderr
+    assert "cannot listen on 203.0.113.1:0" in done.stderr
+    done = helix("--store", store, "web", "--port", "70000", check=False)
+    assert done.returncode == 1 and "--port 70000 is not a port" in done.stderr
+    assert "warning" not in done.stderr
+    assert len(helix("--store", store, "log", "--json").stdout.splitlines()) > 1  # store fine
