@@ -151,6 +151,29 @@ show "an empty folder" %h n/a
 show "a file" %h n/file
 """
 
+LINKS = """
+mkdir hl && cd hl
+echo one > f && chown 1001:1001 f && ln f g
+show "a file with two names" %h f
+check "both names are one file" test f -ef g
+chmod 600 g && chown 1001:1003 g
+show "mode and owner through the other name" %a:%u:%g f
+mkdir own && chown 1002:1002 own
+check "1002 links a file it cannot write (protected_hardlinks)" as 1002 ln f own/h
+check "1001 links its file into 1002's 755 folder" as 1001 ln f own/h
+as 1002 sh -c 'echo x > own/mine && ln own/mine own/mine2'
+show "a link its owner made" %h:%u:%g own/mine2
+as 1002 rm own/mine
+show "after one name went" %h own/mine2
+check "a folder gets a hard link" ln own own2
+check "a link onto a name taken" ln f own/mine2
+mv g moved
+show "after a rename" %h moved
+echo "find -links 2: $(find . -type f -links 2 | sort | tr '\\n' ' ')"
+rm f
+show "after the first name went" %h moved
+"""
+
 
 def _run(folder: Path, script: str) -> list[str]:
     done = subprocess.run(
@@ -165,7 +188,9 @@ def _run(folder: Path, script: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "script", [OWNERS, DEVICES, TIMES, NLINK], ids=["owners", "devices", "times", "nlink"]
+    "script",
+    [OWNERS, DEVICES, TIMES, NLINK, LINKS],
+    ids=["owners", "devices", "times", "nlink", "links"],
 )
 def test_the_mount_answers_as_tmpfs(mnt: Mount, tmpfs: Path, script: str) -> None:
     expected = _run(tmpfs, script)
@@ -185,7 +210,7 @@ def test_a_device_cannot_be_opened_on_the_nodev_mount(mnt: Mount) -> None:
 def test_the_tmpfs_answers_are_the_posix_ones(tmpfs: Path) -> None:
     """The reference itself, pinned where POSIX (and ext4) are clear, so a kernel that
     changed would not make both sides agree on something wrong."""
-    lines = dict(line.split(": ", 1) for line in _run(tmpfs, OWNERS + NLINK + DEVICES))
+    lines = dict(line.split(": ", 1) for line in _run(tmpfs, OWNERS + NLINK + DEVICES + LINKS))
     assert lines["1001 creates in a folder chowned to it"] == "yes"
     assert lines["1001 creates in root's 755 folder"] == "no"
     assert lines["1001 reads 1002's 0600 file"] == "no"
@@ -196,6 +221,9 @@ def test_the_tmpfs_answers_are_the_posix_ones(tmpfs: Path) -> None:
     assert lines["setuid after a write by its owner"] == "755"
     assert lines["a folder with three subfolders"] == "5"
     assert lines["char device"] == "character special file 1:3 666 0:0"
+    assert lines["1002 links a file it cannot write (protected_hardlinks)"] == "no"
+    assert lines["mode and owner through the other name"] == "600:1001:1003"
+    assert lines["after one name went"] == "1"
 
 
 def _stat(path: Path) -> tuple[int, ...]:
