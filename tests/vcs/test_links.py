@@ -156,25 +156,16 @@ def test_folders_are_not_linked_and_the_count_is_bounded(
 
 
 def test_a_branch_has_the_same_links_independent_of_the_original(repo: Repository) -> None:
-    tree = repo.worktree("main")
-    _write(tree, b"a", b"base")
-    _link(tree, b"a", b"b")
-    tree.commit("link")
-    repo.create_branch("other")
-    other = repo.worktree("other")
+    tree, other = _linked_and_branched(repo)
     assert _at(other, b"a") is _at(other, b"b")
-    other.set_content(_at(other, b"b"), b"theirs")
-    other.commit("edit on other")
-    assert _read(tree, b"a") == b"base" and _read(other, b"a") == b"theirs"
+    _edit(other, b"b", b"theirs")
+    assert _read(tree, b"a") == b"base\n" and _read(other, b"a") == b"theirs"
     tree.set_content(_at(tree, b"a"), b"ours")
     assert _read(other, b"b") == b"theirs"
 
 
 def test_a_snapshot_keeps_the_links(repo: Repository) -> None:
-    tree = repo.worktree("main")
-    _write(tree, b"a", b"1")
-    _link(tree, b"a", b"b")
-    tree.commit("link")
+    _linked_and_branched(repo)
     repo.create_snapshot("snap")
     view = repo.snapshot_view("snap")
     assert _at(view, b"b") is _at(view, b"a")
