@@ -361,10 +361,10 @@ def save_path(server: SeaweedServer, work: Path, count: int, rounds: int) -> Any
     return raw
 
 
-def attempt(section: Any, *args: Any) -> Any:
+def attempt(section: Any) -> Any:
     """A section's figures, or the error that stopped it (printed, and kept in the JSON)."""
     try:
-        return section(*args)
+        return section()
     except Exception as exc:  # a failed section must not hide the others' figures
         import traceback
 
@@ -375,6 +375,9 @@ def attempt(section: Any, *args: Any) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only", choices=["transfer", "machines", "save_path"], help="run one section"
+    )
     args = parser.parse_args()
     files, commits = (1_000, 100) if args.quick else (10_000, 1_000)
     counts = [1, 2] if args.quick else [1, 2, 4, 8]
@@ -385,14 +388,22 @@ def main() -> None:
     os.environ.update(server.env())
     server.start()
     try:
+        sections = {
+            "transfer": lambda: transfer(server, work, files, commits, 1 if args.quick else 2),
+            "machines": lambda: machines(server, work, counts, seconds),
+            "save_path": lambda: save_path(server, work, 200 if args.quick else 500, 2),
+        }
         doc = {
-            "transfer": attempt(transfer, server, work, files, commits, 1 if args.quick else 2),
-            "machines": attempt(machines, server, work, counts, seconds),
-            "save_path": attempt(save_path, server, work, 200 if args.quick else 500, 2),
+            name: attempt(run)
+            for name, run in sections.items()
+            if args.only is None or args.only == name
         }
     finally:
         server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if any(isinstance(v, dict) and "error" in v for v in locals().get("doc", {}).values()):
+            print(f"kept {work} (the server's log is in seaweed/weed.log)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     path = write_results(
         "bench_remote", {"files": files, "commits": commits, **doc}, quick=args.quick
     )

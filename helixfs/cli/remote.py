@@ -104,6 +104,9 @@ def cmd_remote(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return 0
     if args.action in ("remove", "rm"):
         gone = remotes.remove(folder, args.name)
+        from helixfs.vcs.sync import forget_tracking
+
+        forget_tracking(repo, gone.name)
         out.emit({"removed": gone.as_json()}, f"removed remote {gone.name} ({gone.location})")
         return 0
     return _remote_key(args, folder, out)

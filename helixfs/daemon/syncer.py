@@ -61,7 +61,8 @@ class RemoteSyncer:
         """One round: push what is new here, then fetch. Whether the remote answered."""
         try:
             sync = self._sync()
-            pushed = [self._push(sync, b) for b in self._outgoing(sync)]
+            outgoing = self._outgoing(sync)
+            pushed = sync.push(outgoing, merge=True, keep=True) if outgoing else []
             fetched = sync.fetch()
         except RemoteUnavailable as exc:
             if not self._offline:
@@ -77,7 +78,7 @@ class RemoteSyncer:
             log.warning("remote %s answers again: caught up", self._remote.name)
         self._offline = False
         self.rounds += 1
-        self._report([r for r in pushed + fetched if r is not None])
+        self._report(pushed + fetched)
         return True
 
     def _sync(self) -> Sync:
@@ -90,9 +91,6 @@ class RemoteSyncer:
         return [
             info.name for info in self._repo.branches() if tracked.get(info.name) != info.commit
         ]
-
-    def _push(self, sync: Sync, branch: str) -> BranchSync | None:
-        return sync.push_branch(branch, merge=True, keep=True)
 
     def _report(self, results: list[BranchSync]) -> None:
         for result in results:

@@ -147,8 +147,12 @@ class Sync:
         return ancestor in merge_bases(self.repo, tip, ancestor)
 
     def _known_commits(self) -> set[CommitId]:
-        """Every local commit some tracking ref reaches: all of it is on the remote."""
+        """Every local commit some tracking ref reaches: all of it is on the remote.
+        A remote with no HEAD was never pushed to (or was emptied since): then what
+        tracking says is about another remote of that name, and nothing is known."""
         known: set[CommitId] = set()
+        if self.remote.ref(HEAD) is None:
+            return known
         stack = list(self.tracked().values())
         while stack:
             cid = stack.pop()
@@ -205,7 +209,7 @@ class Sync:
         self, branches: Sequence[str], *, merge: bool = False, keep: bool = False
     ) -> list[BranchSync]:
         results = [self.push_branch(b, merge=merge, keep=keep) for b in branches]
-        self._offer_head()
+        self._offer_head(branches)
         return results
 
     def push_branch(self, branch: str, *, merge: bool = False, keep: bool = False) -> BranchSync:
@@ -288,10 +292,13 @@ class Sync:
         result.bytes += inner.bytes
         return result
 
-    def _offer_head(self) -> None:
-        """The remote's HEAD (the branch a clone shows) is set by the first push."""
+    def _offer_head(self, pushed: Sequence[str]) -> None:
+        """The remote's HEAD (the branch a clone shows) is set by the first push: this
+        store's HEAD branch if the remote has it, else the first branch pushed."""
         if self.remote.ref(HEAD) is None:
             head = self.repo.head_branch()
+            if self.remote.ref(BRANCHES + head) is None and pushed:
+                head = pushed[0]
             if self.remote.ref(BRANCHES + head) is not None:
                 with contextlib.suppress(RefConflict):  # another machine's came first
                     self.remote.write({}, [RefUpdate(HEAD, head.encode(), expected=None)])
@@ -388,6 +395,13 @@ class Sync:
             return
         result.status = "merged"
         result.commit = hex_id(merged.commit) if merged.commit else result.commit
+
+
+def forget_tracking(repo: Repository, name: str) -> None:
+    """Drop every tracking ref of remote `name` (removed: a later one may be another)."""
+    gone = [RefUpdate(ref, None) for ref, _ in repo.store.refs(f"{TRACKING}{name}/")]
+    if gone:
+        repo.store.write({}, gone)
 
 
 def _back_off(lost: int) -> None:

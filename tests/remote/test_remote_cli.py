@@ -85,6 +85,20 @@ def test_a_second_push_sends_only_new_objects(tmp_path: Path, place: Place) -> N
     assert third["status"] == "pushed" and third["objects"] == 3
 
 
+def test_a_remote_added_again_elsewhere_gets_every_object(tmp_path: Path, place: Place) -> None:
+    """Tracking refs speak of the remote that was removed, never of its successor."""
+    helix = new_store(tmp_path / "a", place)
+    commit(helix, tmp_path, "a.txt", "a\n")
+    ok(helix("push"))
+    ok(helix("remote", "remove", "origin"))
+    elsewhere = Place(place.server, place.prefix + "-again")
+    ok(helix("remote", "add", "origin", elsewhere.url, "--endpoint", elsewhere.endpoint))
+    assert ok(helix("push", "--json")).json()["branches"][0]["objects"] >= 3
+    clone = tmp_path / "b"
+    ok(run_helix("clone", elsewhere.url, clone, "--endpoint", elsewhere.endpoint, store=None))
+    assert ok(helix_on(clone)("cat", "main", "a.txt")).out == "a\n"
+
+
 def test_a_push_over_a_moved_ref_is_refused_then_merged(tmp_path: Path, place: Place) -> None:
     alpha = new_store(tmp_path / "a", place, host="alpha")
     commit(alpha, tmp_path, "shared.txt", "base\n")
