@@ -61,6 +61,7 @@ BUSY_NOTE = "# lexical search while the memory is busy (a long write): search ag
 # How long a read waits for the memory another thread uses (a forwarded command) before
 # it answers lexically from a connection of its own: the whole mount waits with it.
 BUSY_WAIT = 0.05
+RECENT_COMMITS = 20  # whose changed files a first index embeds first
 INDEX_PENDING_NOTE = (
     "helix: note: the workspace index is being built: passages of its files join the "
     "results in a moment"
@@ -191,7 +192,8 @@ class MemoryFiles:
         base, self._index_base = self._index_base, None  # stays None if this pass fails
         if base is None:
             texts = CommitTexts(self.repo, hex_id(commit))
-            report = self.memory().index_workspace(texts, hex_id(commit))
+            first = recently_changed(self.repo, commit)
+            report = self.memory().index_workspace(texts, hex_id(commit), first=first)
             # a walk cut short by the budget is no base for diffs: walk again next time
             self._index_base = commit if len(texts) < MAX_INDEXED_FILES else None
         else:
@@ -274,6 +276,24 @@ def workspace_changes(repo: Repository, old: str, new: str) -> tuple[dict[str, b
         else:
             files[name] = data
     return files, removed
+
+
+def recently_changed(repo: Repository, commit: CommitId, depth: int = RECENT_COMMITS) -> list[str]:
+    """The paths changed by the last `depth` commits before `commit` (fewer when history
+    is shorter), newest change first: every save is a commit, so these are the files the
+    agent works on, which a first index embeds before the rest."""
+    seen: dict[str, None] = {}
+    newer = hex_id(commit)
+    for _ in range(depth):
+        try:
+            older = hex_id(repo.resolve(f"{newer}~1"))
+        except (NotFound, InvalidInput):
+            break
+        for change in repo.diff(older, newer):
+            if change.new is not None:
+                seen.setdefault(change.path.decode("utf-8", "surrogateescape"), None)
+        newer = older
+    return list(seen)
 
 
 def _indexable(entry: TreeEntry) -> bool:

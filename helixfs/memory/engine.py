@@ -820,17 +820,21 @@ class Memory:
         commit_id: str,
         *,
         removed: Sequence[str] | None = None,
+        first: Sequence[str] = (),
     ) -> IndexReport:
         """Make the chunk index hold exactly `files` (the text files of a head commit);
         with `removed` given, `files` are only those changed or added since the last
         index and `removed` those gone (a diff of two commits: no re-read of the rest).
 
         Unchanged files are skipped by hash; chunk vectors come from the BLAKE3-keyed
-        cache, so switching branches back and forth never embeds a text twice.
+        cache, so switching branches back and forth never embeds a text twice. `first`:
+        paths indexed (and searchable) before the rest, e.g. the files last edited.
         """
         if not isinstance(commit_id, str) or not commit_id:
             raise InvalidInput("commit id is empty")
-        return workspace.index(self._conn, self._lock, files, commit_id, self._vectors, removed)
+        return workspace.index(
+            self._conn, self._lock, files, commit_id, self._vectors, removed, first
+        )
 
     def workspace_progress(self) -> tuple[int, int] | None:
         """(passages indexed, passages in all) of the last workspace index pass, the one

@@ -8,6 +8,7 @@ Embedding runs outside transactions, so the CLI is never locked out for a model 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,9 +92,11 @@ def index(
     commit_id: str,
     vectors: EmbedderRunner | None,
     removed: Sequence[str] | None = None,
+    first: Sequence[str] = (),
 ) -> IndexReport:
     """Index `files` as the workspace of `commit_id`: all of it, or with `removed` given,
-    only what changed since the last index (`files` changed or added, `removed` gone)."""
+    only what changed since the last index (`files` changed or added, `removed` gone).
+    `first`: paths indexed before the others (the files an agent works on)."""
     if not isinstance(files, Mapping):
         raise InvalidInput("files must map path -> bytes")
     for path, data in files.items():
@@ -113,7 +116,7 @@ def index(
         removed = [*removed, *(p for p, d in files.items() if as_text(bytes(d)) is None)]
         removed = [p for p in dict.fromkeys(removed) if p in known]
     chunks_removed = 0
-    changed = _Changed(files, known)
+    changed = _Changed(files, known, first)
     total = changed.passages()
     with lock, writing(conn):
         set_meta(conn, PASS_COMMIT, commit_id)  # the chunks this pass writes carry it
@@ -149,9 +152,12 @@ class _Changed:
     lazy `files` (the daemon's) a pass then holds one batch of texts, not the workspace:
     indexing 100 MB of sources took +196 MB."""
 
-    def __init__(self, files: Mapping[str, bytes], known: Mapping[str, str]) -> None:
+    def __init__(
+        self, files: Mapping[str, bytes], known: Mapping[str, str], first: Sequence[str] = ()
+    ) -> None:
         self._files = files
         self._known = known
+        self._first = [p for p in dict.fromkeys(first) if isinstance(p, str) and p in files]
         self.seen = 0  # text files, changed or not
 
     def passages(self) -> int:
@@ -172,7 +178,10 @@ class _Changed:
             yield batch
 
     def _changed(self, count: bool) -> Iterator[tuple[str, str, str]]:
-        for path, data in self._files.items():
+        ahead = set(self._first)
+        ordered = [(path, self._files[path]) for path in self._first]
+        rest = ((p, d) for p, d in self._files.items() if p not in ahead)
+        for path, data in itertools.chain(ordered, rest):
             text = as_text(bytes(data))
             if text is None:
                 continue

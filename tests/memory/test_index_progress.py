@@ -68,3 +68,21 @@ def test_helix_search_starts_with_the_progress_of_a_pass_under_way(tmp_path: Pat
         files.close()
     assert answer.splitlines()[0] == "# workspace index: 1,200 of 3,480 passages"
     assert "port 8080" in answer
+
+
+def test_the_files_named_first_are_indexed_first(mem: Memory) -> None:
+    files = _files(ws.FILES_PER_BATCH * 2 + 3)
+    wanted = ["src/mod_130.py", "src/mod_7.py", "no/such/file.py"]
+    batches: list[list[str]] = []
+    index_batch = ws._index_batch
+
+    def watching(conn: object, lock: object, batch: list[tuple[str, str, str]], *rest: object):  # type: ignore[no-untyped-def]
+        batches.append([path for path, _, _ in batch])
+        return index_batch(conn, lock, batch, *rest)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ws, "_index_batch", watching)
+        report = mem.index_workspace(files, "c1", first=wanted)
+    assert batches[0][:2] == ["src/mod_130.py", "src/mod_7.py"]
+    assert sorted(p for b in batches for p in b) == sorted(files)
+    assert report.files_indexed == len(files)

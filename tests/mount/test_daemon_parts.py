@@ -49,6 +49,7 @@ from helixfs.daemon.memoryfiles import (
     MEMORY_DB,
     CommitTexts,
     MemoryFiles,
+    recently_changed,
 )
 from helixfs.daemon.mounts import unmount
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
@@ -569,6 +570,19 @@ def test_the_workspace_index_follows_a_diff_as_a_full_pass_would(
         full_side.index_commit(repo.resolve())
         full_side.close()
     assert _index_rows(tmp_path / "store" / MEMORY_DB) == _index_rows(tmp_path / "full" / MEMORY_DB)
+
+
+def test_a_first_index_starts_with_the_files_of_the_last_commits(tmp_path: Path) -> None:
+    """Issue 30: the files an agent works on (every save is a commit) are embedded before
+    the rest of the workspace, so a search finds them first."""
+    with Repository.init(tmp_path / "store") as repo:
+        repo.commit({f"src/m{i}.py": b"x = %d\n" % i for i in range(30)}, "many")
+        repo.commit({"src/m3.py": b"x = 33\n"}, "edit m3")
+        repo.commit({"docs/new.md": b"# new\n", "src/m5.py": None}, "add a doc")
+        assert recently_changed(repo, repo.resolve()) == ["docs/new.md", "src/m3.py"] + [
+            p for p in sorted(f"src/m{i}.py" for i in range(30)) if p != "src/m3.py"
+        ]
+        assert recently_changed(repo, repo.resolve(), depth=1) == ["docs/new.md"]
 
 
 def test_the_quick_request_wait_applies_only_where_it_was_read() -> None:
