@@ -149,8 +149,8 @@ class _Walker:
         try:
             record = self.repo.store.get(oid, keep=False)
             chunks = [c for c, _ in decode_chunked(record).chunks] if _chunked(record) else []
-            for chunk in chunks:
-                self.repo.store.get(chunk, keep=False)
+            for _ in chunk_records(self.repo, chunks):
+                pass
         except HelixError as exc:
             self.unreadable(oid, exc)
             return False
@@ -174,6 +174,17 @@ class _Walker:
             for path, oid in self.bad_below(commit.tree):
                 self.survey.damaged[oid].held(path, cid)
             stack.extend(CommitId(p) for p in commit.parents)
+
+
+RUN = 256  # chunks read per run (~16 MiB)
+
+
+def chunk_records(repo: Repository, chunks: list[ObjectId]) -> Iterator[bytes]:
+    """A file's chunk records, read in runs as the mount reads them (`get_run`): a run
+    over `bodies` still finds a chunk whose row in `objects` sits in a damaged block,
+    which a `get` by id does not."""
+    for start in range(0, len(chunks), RUN):
+        yield from repo.store.get_run(chunks[start : start + RUN])
 
 
 def _chunked(record: bytes) -> bool:
@@ -264,10 +275,10 @@ class _Copier:
             return
         record = self.old.store.get(oid, keep=False)
         self._add(oid, record)
-        if kind_of(record) == KIND_CHUNKED:
-            for chunk, _ in decode_chunked(record).chunks:
-                if chunk not in self._copied:
-                    self._add(chunk, self.old.store.get(chunk, keep=False))
+        if _chunked(record):
+            chunks = [c for c, _ in decode_chunked(record).chunks if c not in self._copied]
+            for chunk, body in zip(chunks, chunk_records(self.old, chunks), strict=True):
+                self._add(chunk, body)
 
     def _add(self, oid: ObjectId, record: bytes) -> None:
         self._copied.add(oid)
