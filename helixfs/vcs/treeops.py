@@ -349,6 +349,10 @@ class Trees:
                 return old
             mode = old.mode if old else MODE_DIR
             made = TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
+            if old is not None and not any(
+                v is None or isinstance(v, dict) for v in change.values()
+            ):
+                return made  # only files written in it: its subfolders are the same
             return folder_entry(made, sub, self.listed(sub, objects))
         if old is not None and old.is_dir():
             # the reverse is refused above; a filesystem says EISDIR too

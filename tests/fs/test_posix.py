@@ -158,3 +158,27 @@ async def test_a_folders_nlink_counts_its_subfolders(repo: Repository, client: C
         assert entry is not None and attrs.subdirs_of(entry.xattrs) == 1
     finally:
         again.ops.close()
+
+
+async def test_relatime_reads_move_atime_in_memory_only(repo: Repository) -> None:
+    client = Client(make_ops(repo, relatime=True))
+    try:
+        ino = await client.write_file("f", b"x")
+        times = _attrs(st_atime_ns=1_000_000_000)
+        await client.ops.setattr(ino, times, Fields(update_atime=True), None, CTX)
+        head = repo.resolve("HEAD")
+        assert await client.read_file("f") == b"x"
+        assert (await client.ops.getattr(ino, CTX)).st_atime_ns > 1_000_000_000
+        assert repo.resolve("HEAD") == head
+        entry = repo.entry("HEAD", "f")
+        assert entry is not None
+        assert attrs.time_of(attrs.lookup(entry.xattrs, attrs.ATIME), 0) == 1_000_000_000
+    finally:
+        client.ops.close()
+
+
+async def test_without_relatime_reads_leave_atime_alone(client: Client) -> None:
+    ino = await client.write_file("f", b"x")
+    before = (await client.ops.getattr(ino, CTX)).st_atime_ns
+    assert await client.read_file("f") == b"x"
+    assert (await client.ops.getattr(ino, CTX)).st_atime_ns == before

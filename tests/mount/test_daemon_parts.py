@@ -76,6 +76,12 @@ def test_split_options_keeps_fuse_drops_fstab_and_reads_helix_ones() -> None:
         split_options(["quiet_window=soon"])
 
 
+def test_atime_options_are_helixfs_own_and_the_last_one_wins() -> None:
+    """libfuse refuses `relatime`: it is kept by HelixFS (ADR 0042), noatime the default."""
+    assert split_options(["relatime,ro"]) == (frozenset({"ro"}), {"relatime": 1.0})
+    assert split_options(["relatime", "noatime"]) == (frozenset(), {"relatime": 0.0})
+
+
 def test_split_options_drops_fstab_notes_for_other_programs() -> None:
     """mount(8) hands the helper every fstab option: systemd's x-systemd.automount,
     comment=..., owner/group were passed on to libfuse, which refused the mount."""

@@ -355,3 +355,17 @@ def test_git_status_after_a_remount_rereads_nothing(make_mount: MountFactory) ->
     assert again.stop() == 0
     third = make_mount(0, store=mnt.store)
     assert third.sh("cd repo && git diff-files --name-only").stdout == ""
+
+
+def test_relatime_moves_atime_in_memory_and_never_commits(make_mount: MountFactory) -> None:
+    mnt = make_mount(0, "-o", "relatime")
+    mnt.sh("echo x > f && touch -a -d '2001-01-01 UTC' f")
+    stored = (mnt.path / "f").stat().st_atime_ns
+    head = mnt.head()
+    mnt.sh("cat f >/dev/null")
+    assert (mnt.path / "f").stat().st_atime_ns > stored  # relatime: older than the mtime
+    assert mnt.head() == head
+    assert mnt.stop() == 0
+    again = make_mount(0, store=mnt.store)  # noatime, the default: the stored one
+    again.sh("cat f >/dev/null")
+    assert (again.path / "f").stat().st_atime_ns == stored

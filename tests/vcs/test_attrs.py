@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +76,21 @@ def test_hidden_keys_survive_a_tree_round_trip() -> None:
     (back,) = decode_tree(encode_tree([entry])).entries
     assert back == entry
     assert attrs.time_of(attrs.lookup(back.xattrs, attrs.CTIME), back.mtime_ns) == 20
+
+
+def test_api_commits_keep_a_folders_subfolder_count(tmp_path: Path) -> None:
+    from helixfs.vcs.repo import Repository
+
+    with Repository.init(tmp_path / "store") as repo:
+        repo.commit({"a/b/f": b"1", "a/c/g": b"2", "a/h": b"3"}, "two subfolders")
+        entry = repo.entry("HEAD", "a")
+        assert entry is not None and attrs.subdirs_of(entry.xattrs) == 2
+        repo.commit({"a/h": b"4"}, "a file only")
+        entry = repo.entry("HEAD", "a")
+        assert entry is not None and attrs.subdirs_of(entry.xattrs) == 2
+        repo.commit({"a/d/i": b"5", "a/e/j": b"6"}, "two new")
+        entry = repo.entry("HEAD", "a")
+        assert entry is not None and attrs.subdirs_of(entry.xattrs) == 4
+        repo.commit({"a/b": None}, "one gone")
+        entry = repo.entry("HEAD", "a")
+        assert entry is not None and attrs.subdirs_of(entry.xattrs) == 3
