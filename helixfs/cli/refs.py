@@ -175,18 +175,7 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     try:
         result = repo.merge(args.branch, allow_conflicts=args.allow_conflicts)
     except MergeConflict as err:
-        conflicts: list[bytes] = getattr(err, "conflicts", [])
-        reasons: dict[bytes, str] = getattr(err, "reasons", {})
-        paths = [os.fsdecode(p) for p in conflicts]
-        doc = {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False}
-        out.emit(
-            _with_reasons(doc, reasons),
-            lambda: "\n".join(
-                f"conflict: {printable(os.fsdecode(p))}{_why(p, reasons)}" for p in conflicts
-            ),
-        )
-        out.note(f"helix: error: {err}")
-        return 1
+        return refused_with_conflicts(err, out)
     paths = [os.fsdecode(p) for p in result.conflicts]
     commit = hex_id(result.commit) if result.commit else None
     committed = result.status in ("merged", "conflicts")  # not up-to-date, fast-forward
@@ -200,6 +189,23 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return 1
     out.emit(doc, _merge_line(result.status, args.branch, repo.current_branch(), commit))
     return 0
+
+
+def refused_with_conflicts(err: MergeConflict, out: Output) -> int:
+    """A merge (revert, cherry-pick) refused for its conflicts, which changed nothing:
+    the paths on stdout (or in the --json document), the message on stderr, exit 1."""
+    conflicts: list[bytes] = getattr(err, "conflicts", [])
+    reasons: dict[bytes, str] = getattr(err, "reasons", {})
+    paths = [os.fsdecode(p) for p in conflicts]
+    doc = {"status": "conflicts", "commit": None, "conflicts": paths, "committed": False}
+    out.emit(
+        _with_reasons(doc, reasons),
+        lambda: "\n".join(
+            f"conflict: {printable(os.fsdecode(p))}{_why(p, reasons)}" for p in conflicts
+        ),
+    )
+    out.note(f"helix: error: {err}")
+    return 1
 
 
 def _conflict_line(path: bytes, result: MergeResult) -> str:

@@ -491,27 +491,12 @@ def merge_branches(
         return MergeResult("fast-forward", theirs)
     scratch = _Scratch(repo)
     base_tree = _base_tree(repo, bases, scratch)
-    merger = _TreeMerger(repo, (target, branch), scratch)
     ours_tree, theirs_tree = repo.commit_info(ours).tree, repo.commit_info(theirs).tree
-    tree = merger.merge(base_tree, ours_tree, theirs_tree, b"")
-    if repo.store.contains(base_tree):  # not a virtual base
-        sides = [_Side(t, list(repo.trees.diff(base_tree, t))) for t in (ours_tree, theirs_tree)]
-        if merger.conflicts:
-            tree = merger.follow_renames(base_tree, sides, tree)
-        merger.rename_clashes(sides)
-        merger.added_in_moved_folders(base_tree, sides)
-        touched = touched_groups(c for side in sides for c in side.changes)
-        tree = settle_groups(repo.trees, tree, touched, merger.objects)
-    merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
+    merger, tree = merge_trees(repo, (base_tree, ours_tree, theirs_tree), (target, branch), scratch)
     if merger.conflicts and not allow_conflicts:
-        shown = ", ".join(
-            show_path(p) + (f" ({merger.reasons[p]})" if p in merger.reasons else "")
-            for p in merger.conflicts[:10]
-        )
         raise MergeConflictError(
-            f"merging {branch!r} into {target!r} conflicts in {len(merger.conflicts)} "
-            f"path(s): {shown}; nothing was changed (resolve, or merge with conflicts allowed "
-            "to commit the marked files)",
+            f"merging {branch!r} into {target!r} conflicts in {conflict_list(merger)}; nothing"
+            " was changed (resolve, or merge with conflicts allowed to commit the marked files)",
             merger.conflicts,
             merger.marked,
             merger.reasons,
@@ -523,3 +508,35 @@ def merge_branches(
     cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
     status = "conflicts" if merger.conflicts else "merged"
     return MergeResult(status, cid, merger.conflicts, list(merger.marked), merger.reasons)
+
+
+def merge_trees(
+    repo: Repository,
+    trees: tuple[ObjectId, ObjectId, ObjectId],
+    labels: tuple[str, str],
+    scratch: _Scratch | None = None,
+) -> tuple[_TreeMerger, ObjectId]:
+    """The three-way merge of (base, ours, theirs) trees: the merger (its conflicts, the
+    records to write) and the merged tree. Shared by merge, revert and cherry-pick."""
+    base_tree, ours_tree, theirs_tree = trees
+    merger = _TreeMerger(repo, labels, scratch if scratch is not None else _Scratch(repo))
+    tree = merger.merge(base_tree, ours_tree, theirs_tree, b"")
+    if repo.store.contains(base_tree):  # not a virtual base
+        sides = [_Side(t, list(repo.trees.diff(base_tree, t))) for t in (ours_tree, theirs_tree)]
+        if merger.conflicts:
+            tree = merger.follow_renames(base_tree, sides, tree)
+        merger.rename_clashes(sides)
+        merger.added_in_moved_folders(base_tree, sides)
+        touched = touched_groups(c for side in sides for c in side.changes)
+        tree = settle_groups(repo.trees, tree, touched, merger.objects)
+    merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
+    return merger, tree
+
+
+def conflict_list(merger: _TreeMerger) -> str:
+    """`N path(s): a, b (why)`: the first ten conflicts of a merge, for its message."""
+    shown = ", ".join(
+        show_path(p) + (f" ({merger.reasons[p]})" if p in merger.reasons else "")
+        for p in merger.conflicts[:10]
+    )
+    return f"{len(merger.conflicts)} path(s): {shown}"

@@ -259,7 +259,7 @@ def bump(directory: Node, name: bytes) -> int:
 def auto_message(changed: list[bytes], meta: Mapping[str, Any]) -> str:
     """The subject of a save: it counts the paths its `meta.changed` lists."""
     what = show_path(changed[0]) if len(changed) == 1 else f"{len(changed)} paths"
-    names = list(dict.fromkeys(n for n, _ in _savers_of(meta) if n is not None))
+    names = list(dict.fromkeys(n for n, _ in savers_of(meta) if n is not None))
     return f"{', '.join(names)}: save {what}" if names else f"save {what}"
 
 
@@ -301,14 +301,14 @@ def saved_by(meta: Mapping[str, Any]) -> str:
         f"{show_path(name.encode('utf-8', 'replace'))} {pid}".rstrip()
         if name is not None
         else f"pid {pid}"
-        for name, pid in _savers_of(meta)
+        for name, pid in savers_of(meta)
     ]
     more = meta.get("savers_more")
     tail = f" +{more}" if isinstance(more, int) and not isinstance(more, bool) and more > 0 else ""
     return f" [{', '.join(shown)}{tail}]" if shown else ""
 
 
-def _savers_of(meta: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+def savers_of(meta: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     """(name, pid text) of each process named, from `savers` or else `process`/`pid`;
     a value of the wrong type (metadata from the API is free-form) is left out."""
     listed = meta.get("savers")

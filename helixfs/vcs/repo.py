@@ -35,7 +35,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history, journal, linkmerge, maint, merge, revisions
+from helixfs.vcs import blame, history, journal, linkmerge, maint, merge, pick, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.objects import (
@@ -77,6 +77,8 @@ log = logging.getLogger(__name__)
 COMMIT_CACHE_BYTES = 16 << 20
 
 if TYPE_CHECKING:
+    from helixfs.vcs.blame import BlameLine
+    from helixfs.vcs.pick import PickResult
     from helixfs.vcs.worktree import Worktree
 
 # The folder of a mount a command runs in (`Repository.heading`). Per context: the
@@ -499,6 +501,22 @@ class Repository:
     def diff(self, a: str, b: str) -> list[Change]:
         return list(self.trees.diff(self.commit_info(a).tree, self.commit_info(b).tree))
 
+    def changes_of(self, rev: str) -> list[Change]:
+        """What commit `rev` changed: against its first parent (a root: the empty tree)."""
+        commit = self.commit_info(rev)
+        parent = self.commit_info(commit.parents[0]).tree if commit.parents else EMPTY_TREE_ID
+        return list(self.trees.diff(parent, commit.tree))
+
+    def patch_of(self, rev: str, context: int = 3) -> str:
+        """`changes_of` as a unified diff (what `helix show` prints)."""
+        _check_count(context, "context")
+        return history.unified_diff(self, self.changes_of(rev), context)
+
+    def blame(self, path: bytes | str, rev: str = "HEAD") -> list[BlameLine]:
+        """For each line of file `path` at `rev`, the first-parent commit that last
+        changed it (blame.py)."""
+        return blame.blame(self, self.resolve(rev), b"/".join(split_path(path)))
+
     def diff_text(self, a: str, b: str, context: int = 3) -> str:
         """A unified diff; files that are not UTF-8 text show as `Binary files ... differ`."""
         _check_count(context, "context")
@@ -871,6 +889,30 @@ class Repository:
             self._settle(branch)
             result = merge.merge_branches(self, branch, target, message, allow_conflicts)
             if result.status != "up-to-date":
+                self._moved(target)
+            return result
+
+    def revert(
+        self, rev: str, into: str | None = None, *, message: str | None = None
+    ) -> PickResult:
+        """A new commit on `into` (default: HEAD's branch) undoing commit `rev`: a
+        three-way merge with `rev` as the base. Conflicts raise and change nothing."""
+        return self._apply(rev, into, undo=True, message=message)
+
+    def cherry_pick(
+        self, rev: str, into: str | None = None, *, message: str | None = None
+    ) -> PickResult:
+        """A new commit on `into` (default: HEAD's branch) with the change commit `rev`
+        made: a three-way merge with its parent as the base. Conflicts raise, as above."""
+        return self._apply(rev, into, undo=False, message=message)
+
+    def _apply(self, rev: str, into: str | None, *, undo: bool, message: str | None) -> PickResult:
+        with self.lock:
+            target = into if into is not None else self.current_branch()
+            self._settle(target)
+            self._settle_source(rev)
+            result = pick.apply_commit(self, rev, target, undo=undo, message=message)
+            if result.status == "applied":
                 self._moved(target)
             return result
 
