@@ -217,6 +217,15 @@ class Trees:
             return tuple(e for page, _ in decode_paged(record) for e in self.listed(page, objects))
         return decode_tree(record).entries
 
+    def _reshapes(self, oid: ObjectId, change: Nested) -> bool:
+        """Whether applying `change` to tree `oid` may change its count of subfolders: a
+        delete, or a change inside a folder it does not hold yet."""
+        tree = self.get(oid)  # cached: _apply just read it
+        return any(
+            value is None or (isinstance(value, dict) and find(tree, name) is None)
+            for name, value in change.items()
+        )
+
     def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)
         return self.encode(entries, [encode_entry(e) for e in entries], objects)
@@ -349,10 +358,8 @@ class Trees:
                 return old
             mode = old.mode if old else MODE_DIR
             made = TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
-            if old is not None and not any(
-                v is None or isinstance(v, dict) for v in change.values()
-            ):
-                return made  # only files written in it: its subfolders are the same
+            if old is not None and not self._reshapes(old.oid, change):
+                return made  # files written, folders it had changed: the same count
             return folder_entry(made, sub, self.listed(sub, objects))
         if old is not None and old.is_dir():
             # the reverse is refused above; a filesystem says EISDIR too
