@@ -1,7 +1,9 @@
 """The commands git users reach for: show, revert, cherry-pick, blame, status.
 
 Thin: each is one Repository call (`changes_of`/`patch_of`, `revert`, `cherry_pick`,
-`blame`) and its two renderings, sharing `log`'s and `diff`'s documents.
+`blame`, `pending_saves`) and its two renderings, sharing `log`'s and `diff`'s documents.
+`status` runs in the mount's daemon when one owns the store (ADR 0002): only there are
+saves pending (without a mount every write is a commit already).
 """
 
 from __future__ import annotations
@@ -53,6 +55,12 @@ def register(subparsers: Any) -> None:
     blame.add_argument("path", metavar="PATH")
     blame.add_argument("--rev", default="HEAD", help="blame the file as of REV (default HEAD)")
     add_path_b64(blame)
+    add_command(
+        subparsers,
+        "status",
+        help="the branch, its commit and a mount's saves not committed yet",
+        handler=cmd_status,
+    )
 
 
 # -- show ------------------------------------------------------------------------------
@@ -175,3 +183,47 @@ def _blame_text(lines: list[Any], texts: list[str], commits: Mapping[Any, Commit
         f"{labels[b.commit]:<{width}} {b.number:>{digits}}) {text}"
         for b, text in zip(lines, texts, strict=True)
     )
+
+
+# -- status ----------------------------------------------------------------------------
+
+STATUS_PATHS = 20
+"""Pending paths listed by the human `helix status`; --json carries them all."""
+
+
+def status_doc(repo: Repository, mounted: bool) -> dict[str, Any]:
+    """The document of `helix status` (and of the mount's `.helix/status`)."""
+    branch = repo.current_branch()
+    head = repo.commit_info("HEAD")
+    pending = repo.pending_saves(branch)
+    return {
+        "branch": branch,
+        "commit": hex_id(head.id),
+        "subject": head.message.splitlines()[0] if head.message else "",
+        "mounted": mounted,
+        "pending": bool(pending) or pending is None,
+        "pending_paths": None if pending is None else [name_text(p) for p in pending],
+    }
+
+
+def status_text(doc: Mapping[str, Any]) -> str:
+    lines = [f"on branch {doc['branch']} at {doc['commit'][:12]}  {doc['subject']}"]
+    paths = doc["pending_paths"]
+    if not doc["mounted"]:
+        lines.append("no mount of this store runs: every change is committed")
+    elif not doc["pending"]:
+        lines.append("no saves pending: the mount's files are the commit's")
+    elif paths is None:
+        lines.append("saves pending, not committed yet (more than a list holds)")
+    else:
+        lines.append(f"saves pending, not committed yet ({len(paths)}):")
+        lines += [f"    {printable(p)}" for p in paths[:STATUS_PATHS]]
+        if len(paths) > STATUS_PATHS:
+            lines.append(f"    ... and {len(paths) - STATUS_PATHS} more")
+    return "\n".join(lines)
+
+
+def cmd_status(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    doc = status_doc(repo, mounted=bool(getattr(args, "in_daemon", False)))
+    out.emit(doc, lambda: status_text(doc))
+    return 0

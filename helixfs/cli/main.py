@@ -34,7 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.repo",  # init, stats, gc, fsck
     "helixfs.cli.history",  # log, diff, ls, cat, rev-parse
     "helixfs.cli.refs",  # branch, snapshot, checkout, reset, merge
-    "helixfs.cli.commits",  # show, revert, cherry-pick, blame
+    "helixfs.cli.commits",  # show, revert, cherry-pick, blame, status
     "helixfs.cli.transfer",  # import, export, commit
     "helixfs.cli.demo",  # demo
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
@@ -54,7 +54,7 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("init", "stats", "gc", "fsck"), "helixfs.cli.repo"),
     **dict.fromkeys(("log", "diff", "ls", "cat", "rev-parse"), "helixfs.cli.history"),
     **dict.fromkeys(("branch", "snapshot", "checkout", "reset", "merge"), "helixfs.cli.refs"),
-    **dict.fromkeys(("show", "revert", "cherry-pick", "blame"), "helixfs.cli.commits"),
+    **dict.fromkeys(("show", "revert", "cherry-pick", "blame", "status"), "helixfs.cli.commits"),
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
     **dict.fromkeys(

@@ -349,6 +349,12 @@ class Repository:
         if base is not None:
             self._settle(base)
 
+    def pending_saves(self, branch: str) -> list[bytes] | None:
+        """What a live worktree of `branch` (a mount's, in its daemon) saved and has not
+        committed yet (Worktree.pending_paths); [] without one."""
+        tree = self._worktrees.get(branch)
+        return tree.pending_paths() if tree is not None else []
+
     def settle_rev(self, rev: str) -> None:
         """Before a read of `rev` (a log, cat, ls): commit the pending saves of the live
         branch it names, as the quiet window would a moment later (the same commit,

@@ -1217,6 +1217,18 @@ class Worktree:
         message = 4 * len(self._next_message or "")
         return COMMIT_RECORD_BYTES + paths + message
 
+    def pending_paths(self) -> list[bytes] | None:
+        """The paths saved since the last commit, which the next one will take (`helix
+        status`); [] when there are none; None when there are some but no list says
+        which (state from before a reload, or more than the commit lists): only that
+        commit's diff would tell."""
+        with self._lock:
+            if not self.dirty:
+                return []
+            if self._pending or len(self._changed) >= _CHANGED_LIMIT:
+                return None
+            return self._changed_paths(self.repo.commit_info(self._head).tree)
+
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
     ) -> CommitId | None:

@@ -162,3 +162,22 @@ def test_blame_follows_many_random_edits(store: Path) -> None:
         got = blame(repo, repo.resolve("HEAD"), b"f")
     assert [b.text for b in got] == lines
     assert [b.commit for b in got] == owners
+
+
+def test_status_without_a_mount_names_the_branch_and_commit(helix: Helix, store: Path) -> None:
+    with _repo(store) as repo:
+        cid = repo.commit({"f": b"x\n"}, "the subject\n\nbody")
+        repo.create_branch("feat")
+    doc = ok(helix("status", "--json")).json()
+    assert doc == {
+        "branch": "main",
+        "commit": cid.hex(),
+        "subject": "the subject",
+        "mounted": False,
+        "pending": False,
+        "pending_paths": [],
+    }
+    human = ok(helix("status")).out
+    assert f"on branch main at {cid.hex()[:12]}" in human and "no mount" in human
+    ok(helix("checkout", "feat"))
+    assert ok(helix("status", "--json")).json()["branch"] == "feat"
