@@ -71,6 +71,7 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
     ("We deploy with Terraform 1.5.7.", "We deploy with Terraform 1.6.2.", SUPERSEDE),
     ("The API schema is at version v2.", "The API schema is at version v3.", SUPERSEDE),
     ("pixelforge is on React 17.", "pixelforge is on React 18.", SUPERSEDE),
+    ("quarry runs dbt 1.5.", "quarry upgraded to dbt 1.7.", SUPERSEDE),
     # -- dates ---------------------------------------------------------------------------
     ("The launch is planned for March 3.", "The launch is planned for March 17.", SUPERSEDE),
     ("The contract renews on 2024-06-01.", "The contract renews on 2024-09-01.", SUPERSEDE),

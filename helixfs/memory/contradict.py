@@ -46,6 +46,14 @@ _CORRECTION = re.compile(
 _UPDATE_WORDS = frozenset(
     str.split("now currently actually today anymore instead still already again newly")
 )
+# Verbs that say a value changed: "quarry runs dbt 1.5" -> "quarry upgraded to dbt 1.7"
+# (the old sentence's one verb gives way to one of these).
+_UPDATE_VERBS = frozenset(
+    str.split(
+        "upgraded downgraded moved switched migrated changed bumped raised lowered "
+        "increased reduced updated"
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,9 @@ def contradicts(old: str, new: str) -> str:
         if op == "equal":
             continue
         gone, came = a.words[i1:i2], b.words[j1:j2]
-        plain = [w for w in gone if w not in a.values] + [w for w in came if w not in b.values]
-        if any(w not in _UPDATE_WORDS for w in plain):
+        if not _only_update_words(
+            [w for w in gone if w not in a.values], [w for w in came if w not in b.values]
+        ):
             return ""
         if op == "replace" and (set(gone) & a.values or set(came) & b.values):
             changed_values.append(f"{' '.join(gone)} -> {' '.join(came)}")
@@ -128,6 +137,15 @@ def contradicts(old: str, new: str) -> str:
     if len(changed_values) == 1 and not _names_the_subject(matcher):
         return f"new value ({changed_values[0]})"
     return ""
+
+
+def _only_update_words(gone: list[str], came: list[str]) -> bool:
+    """The plain words a change drops and adds say no more than "it changed"."""
+    if all(w in _UPDATE_WORDS for w in gone + came):
+        return True
+    verbs = [w for w in came if w in _UPDATE_VERBS]
+    others = [w for w in came if w not in _UPDATE_VERBS and w not in _UPDATE_WORDS]
+    return len(verbs) == 1 and not others and len(gone) <= 1
 
 
 def _names_the_subject(matcher: SequenceMatcher[str]) -> bool:
