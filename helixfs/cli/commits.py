@@ -187,43 +187,18 @@ def _blame_text(lines: list[Any], texts: list[str], commits: Mapping[Any, Commit
 
 # -- status ----------------------------------------------------------------------------
 
-STATUS_PATHS = 20
-"""Pending paths listed by the human `helix status`; --json carries them all."""
-
-
-def status_doc(repo: Repository, mounted: bool) -> dict[str, Any]:
-    """The document of `helix status` (and of the mount's `.helix/status`)."""
-    branch = repo.current_branch()
-    head = repo.commit_info("HEAD")
-    pending = repo.pending_saves(branch)
-    return {
-        "branch": branch,
-        "commit": hex_id(head.id),
-        "subject": head.message.splitlines()[0] if head.message else "",
-        "mounted": mounted,
-        "pending": bool(pending) or pending is None,
-        "pending_paths": None if pending is None else [name_text(p) for p in pending],
-    }
-
-
-def status_text(doc: Mapping[str, Any]) -> str:
-    lines = [f"on branch {doc['branch']} at {doc['commit'][:12]}  {doc['subject']}"]
-    paths = doc["pending_paths"]
-    if not doc["mounted"]:
-        lines.append("no mount of this store runs: every change is committed")
-    elif not doc["pending"]:
-        lines.append("no saves pending: the mount's files are the commit's")
-    elif paths is None:
-        lines.append("saves pending, not committed yet (more than a list holds)")
-    else:
-        lines.append(f"saves pending, not committed yet ({len(paths)}):")
-        lines += [f"    {printable(p)}" for p in paths[:STATUS_PATHS]]
-        if len(paths) > STATUS_PATHS:
-            lines.append(f"    ... and {len(paths) - STATUS_PATHS} more")
-    return "\n".join(lines)
-
 
 def cmd_status(args: argparse.Namespace, repo: Repository, out: Output) -> int:
-    doc = status_doc(repo, mounted=bool(getattr(args, "in_daemon", False)))
-    out.emit(doc, lambda: status_text(doc))
+    from helixfs.vcs.status import status, status_lines
+
+    state = status(repo, mounted=bool(getattr(args, "in_daemon", False)))
+    doc = {
+        "branch": state.branch,
+        "commit": hex_id(state.commit),
+        "subject": state.subject,
+        "mounted": state.mounted,
+        "pending": state.has_pending,
+        "pending_paths": None if state.pending is None else [name_text(p) for p in state.pending],
+    }
+    out.emit(doc, lambda: "\n".join(status_lines(state, lambda p: printable(name_text(p)))))
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from helixfs.errors import Busy, InvalidName, NotFound, NotPermitted, StoreFull
 from helixfs.vcs.dates import shown_time
 from helixfs.vcs.node import saved_by
+from helixfs.vcs.status import status, status_lines
 from helixfs.vcs.sync import notices
 
 if TYPE_CHECKING:
@@ -274,6 +276,19 @@ class LogFile(VirtualFile):
         return "".join(line + "\n" for line in lines).encode()
 
 
+class StatusFile(VirtualFile):
+    """`helix status` as a file: the branch, its commit and the saves not committed
+    yet (vcs/status.py). Reading it commits nothing."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def render(self) -> bytes:
+        state = status(self._host.repo, mounted=True)
+        text = "".join(line + "\n" for line in status_lines(state, os.fsdecode))
+        return text.encode("utf-8", "surrogateescape")
+
+
 class StatsFile(VirtualFile):
     """`helix stats`: it walks every branch's tree, so it is rendered once per open."""
 
@@ -406,6 +421,7 @@ def helix_root(host: Host, store_path: Path, extra: Mapping[bytes, Entry] = {}) 
         b"store": StoreFile(store_path),
         b"log": LogFile(host),
         b"stats": StatsFile(host),
+        b"status": StatusFile(host),
         b"branches": BranchesDir(host),
         b"snapshots": SnapshotsDir(host),
         b"commits": CommitsDir(host),

@@ -42,7 +42,7 @@ async def write_virtual(client: Client, path: str, data: bytes) -> None:
 async def test_listing_and_static_files(client: Client, store: Path) -> None:
     names = await client.names(".helix")
     assert names == sorted(
-        [b"HEAD", b"branches", b"commits", b"log", b"snapshots", b"stats", b"store"]
+        [b"HEAD", b"branches", b"commits", b"log", b"snapshots", b"stats", b"status", b"store"]
     )
     assert await read_virtual(client, ".helix/HEAD") == b"main\n"
     assert await read_virtual(client, ".helix/store") == str(store.resolve()).encode() + b"\n"

@@ -521,6 +521,7 @@ def test_rm_rf_of_helix_leaves_the_workspace_and_the_current_branch(mnt: Mount) 
         ".helix/snapshots/s/a.txt",
         ".helix/snapshots/s/src/b.txt",
         ".helix/stats",
+        ".helix/status",
         ".helix/store",
     ], done.stderr
     assert (mnt.path / "a.txt").read_text() == "a\n"

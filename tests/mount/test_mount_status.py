@@ -32,6 +32,17 @@ def test_status_lists_pending_saves_without_committing_them(make_mount: MountFac
     assert _status(mount)["pending"] is False
 
 
+def test_helix_status_file_shows_the_same(make_mount: MountFactory) -> None:
+    mount = make_mount(60_000)
+    status_file = mount.path / ".helix" / "status"
+    assert "no saves pending" in status_file.read_text()
+    (mount.path / "new.txt").write_text("x\n")
+    text = status_file.read_text()
+    assert text.startswith("on branch main at ") and "    new.txt\n" in text
+    assert text == mount.helix("status").stdout  # one text, two surfaces
+    assert "    new.txt\n" in status_file.read_text()  # reading committed nothing
+
+
 def test_revert_in_a_mount_changes_its_files(make_mount: MountFactory) -> None:
     mount = make_mount(60_000)  # each read of the log cuts one commit of the saves
     (mount.path / "f.txt").write_text("good\n")
