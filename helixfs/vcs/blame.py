@@ -5,7 +5,9 @@ the path (`history.touching`, which mostly reads commit records alone). At each 
 file is line-diffed against its parent's version (`linediff.py`): the lines that commit
 added are its, the others map to their place in the parent's version and the walk goes
 on with them. It stops as soon as every line has its commit, so the cost is one diff
-per commit that touched the file, not one per commit of the branch.
+per commit that touched the file, not one per commit of the branch. Neighbouring
+versions mostly differ by a few lines: their diff is a Myers walk (linediff's
+`few_changes`, about one pass over the lines); a bigger one takes the merge's diff.
 
 A line brought in by a merge is the merge commit's (first parents only, as `log PATH`).
 """
@@ -18,13 +20,16 @@ from typing import TYPE_CHECKING
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.history import touching
-from helixfs.vcs.linediff import changed_ranges
+from helixfs.vcs.linediff import Range, changed_ranges, few_changes
 from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.treeops import show_path
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
+
+
+Run = tuple[int, int, int]  # lines [start, end) of a version, from line `final` of the file
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,31 +47,22 @@ def blame(repo: Repository, head: CommitId, path: bytes) -> list[BlameLine]:
         raise IsADirectory(f"{show_path(path)} is a folder: blame takes a file")
     lines = _text_lines(repo, entry.oid, path)
     owners: list[CommitId | None] = [None] * len(lines)
-    pending = list(range(len(lines)))  # lines without a commit yet...
-    places = list(range(len(lines)))  # ...and where each is in the version walked to
+    # the lines without a commit yet, as runs: (start, end) in the version walked to,
+    # and the line of the blamed file the run starts at; edits split runs, so few
+    pending: list[Run] = [(0, len(lines), 0)] if lines else []
     current, last = lines, head
     for commit in touching(repo, head, path):
         last = commit.id
-        parent = (
-            _file_at(repo, repo.commit_info(commit.parents[0]).tree, path)
-            if (commit.parents)
-            else None
-        )
-        older = _older_lines(repo, parent)
-        kept = _carried(older, current, places) if older is not None else [None] * len(places)
-        still, still_at = [], []
-        for line, place in zip(pending, kept, strict=True):
-            if place is None:
-                owners[line] = commit.id
-            else:
-                still.append(line)
-                still_at.append(place)
-        pending, places = still, still_at
-        if not pending or older is None:
+        tree = repo.commit_info(commit.parents[0]).tree if commit.parents else None
+        older = _older_lines(repo, _file_at(repo, tree, path) if tree is not None else None)
+        if older is None:  # the commit made the file (or made it text): the rest is its
+            break
+        pending = _carried(_line_diff(older, current), pending, owners, commit.id)
+        if not pending:
             break
         current = older
-    for line in pending:  # history ran out (a root that held it): the oldest commit seen
-        owners[line] = last
+    for start, end, final in pending:  # the commit that made it (or the oldest seen)
+        owners[final : final + end - start] = [last] * (end - start)
     return [
         BlameLine(i + 1, owner or last, text)
         for i, (owner, text) in enumerate(zip(owners, lines, strict=True))
@@ -96,19 +92,35 @@ def _older_lines(repo: Repository, entry: TreeEntry | None) -> list[bytes] | Non
     return data.splitlines(keepends=True) if as_text(data) is not None else None
 
 
-def _carried(older: list[bytes], newer: list[bytes], places: list[int]) -> list[int | None]:
-    """For each place in `newer` (ascending), its place in `older`, or None when the
-    change from `older` to `newer` wrote that line."""
-    out: list[int | None] = []
-    ranges = changed_ranges(older, newer)
+NEAR = 32
+"""Lines inserted plus deleted up to which a version's diff takes Myers' walk."""
+
+
+def _line_diff(older: list[bytes], newer: list[bytes]) -> list[Range]:
+    near = few_changes(older, newer, NEAR)
+    return near if near is not None else changed_ranges(older, newer)
+
+
+def _carried(
+    ranges: list[Range], runs: list[Run], owners: list[CommitId | None], commit: CommitId
+) -> list[Run]:
+    """The parts of `runs` (places in the newer version) that the change `ranges`
+    (older -> newer) left alone, at their places in the older version; the lines it
+    wrote become `commit`'s in `owners`."""
+    out: list[Run] = []
     k, shift = 0, 0  # ranges passed so far, and older minus newer line count over them
-    for place in places:
-        while k < len(ranges) and ranges[k][3] <= place:
-            i1, i2, j1, j2 = ranges[k]
-            shift += (i2 - i1) - (j2 - j1)
-            k += 1
-        if k < len(ranges) and ranges[k][2] <= place:
-            out.append(None)  # inside range k's new lines
-        else:
-            out.append(place + shift)
+    for start, end, final in runs:
+        pos = start
+        while pos < end:
+            while k < len(ranges) and ranges[k][3] <= pos:
+                i1, i2, j1, j2 = ranges[k]
+                shift += (i2 - i1) - (j2 - j1)
+                k += 1
+            if k < len(ranges) and ranges[k][2] <= pos:  # inside range k's new lines
+                stop = min(end, ranges[k][3])
+                owners[final + pos - start : final + stop - start] = [commit] * (stop - pos)
+            else:
+                stop = min(end, ranges[k][2]) if k < len(ranges) else end
+                out.append((pos + shift, stop + shift, final + pos - start))
+            pos = stop
     return out

@@ -86,3 +86,61 @@ def _anchors(
         chain.append(pairs[index])
         index = before[index]
     return chain[::-1]
+
+
+def few_changes(a: Sequence[bytes], b: Sequence[bytes], limit: int) -> list[Range] | None:
+    """The ranges where `a` and `b` differ when at most `limit` lines are inserted or
+    deleted (Myers' O((N+M)D) walk, a shortest edit), else None. For blame, whose
+    neighbouring versions differ by a few lines: then this costs about one pass over
+    the lines, where the anchors above cost a count of every line between the edits."""
+    lo, a_hi, b_hi = 0, len(a), len(b)
+    while lo < a_hi and lo < b_hi and a[lo] == b[lo]:
+        lo += 1
+    while a_hi > lo and b_hi > lo and a[a_hi - 1] == b[b_hi - 1]:
+        a_hi, b_hi = a_hi - 1, b_hi - 1
+    if lo in (a_hi, b_hi):  # only inserted or only deleted lines
+        if a_hi + b_hi - 2 * lo > limit:
+            return None
+        return [(lo, a_hi, lo, b_hi)] if lo < a_hi or lo < b_hi else []
+    trace = _walk(a[lo:a_hi], b[lo:b_hi], limit)
+    if trace is None:
+        return None
+    return [(i1 + lo, i2 + lo, j1 + lo, j2 + lo) for i1, i2, j1, j2 in trace]
+
+
+def _walk(a: Sequence[bytes], b: Sequence[bytes], limit: int) -> list[Range] | None:
+    n, m = len(a), len(b)
+    v = {1: 0}  # diagonal k = x - y -> the furthest x reached on it
+    rounds: list[dict[int, int]] = []
+    for d in range(limit + 1):
+        rounds.append(dict(v))
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x, y = x + 1, y + 1
+            v[k] = x
+            if x >= n and y >= m:
+                return _edits(rounds, n, m)
+    return None
+
+
+def _edits(rounds: list[dict[int, int]], x: int, y: int) -> list[Range]:
+    """The shortest edit found, walked back from the end, as merged ranges."""
+    steps: list[Range] = []
+    for d in range(len(rounds) - 1, 0, -1):
+        v, k = rounds[d], x - y
+        prev_k = k + 1 if k == -d or (k != d and v[k - 1] < v[k + 1]) else k - 1
+        prev_x = v[prev_k]
+        prev_y = prev_x - prev_k
+        while x > prev_x and y > prev_y:
+            x, y = x - 1, y - 1
+        steps.append((prev_x, x, prev_y, y))  # one line deleted or inserted
+        x, y = prev_x, prev_y
+    out: list[Range] = []
+    for i1, i2, j1, j2 in reversed(steps):
+        if out and out[-1][1] == i1 and out[-1][3] == j1:
+            out[-1] = (out[-1][0], i2, out[-1][2], j2)
+        else:
+            out.append((i1, i2, j1, j2))
+    return out

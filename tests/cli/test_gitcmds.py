@@ -181,3 +181,17 @@ def test_status_without_a_mount_names_the_branch_and_commit(helix: Helix, store:
     assert f"on branch main at {cid.hex()[:12]}" in human and "no mount" in human
     ok(helix("checkout", "feat"))
     assert ok(helix("status", "--json")).json()["branch"] == "feat"
+
+
+def test_blame_after_a_big_rewrite_takes_the_merges_diff(store: Path) -> None:
+    """More changed lines than the Myers walk takes (blame.NEAR): the anchored diff."""
+    from helixfs.vcs.blame import NEAR, blame
+
+    old = [f"old {n}\n".encode() for n in range(100)]
+    new = old[:10] + [f"new {n}\n".encode() for n in range(NEAR + 8)] + old[60:]
+    with _repo(store) as repo:
+        first = repo.commit({"f": b"".join(old)}, "first")
+        second = repo.commit({"f": b"".join(new)}, "rewrite")
+        got = blame(repo, second, b"f")
+    expected = [first] * 10 + [second] * (NEAR + 8) + [first] * 40
+    assert [b.commit for b in got] == expected and [b.text for b in got] == new

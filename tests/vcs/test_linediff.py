@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from helixfs.vcs.linediff import changed_ranges
+from helixfs.vcs.linediff import changed_ranges, few_changes
 from helixfs.vcs.merge import merge_lines
 
 
@@ -41,6 +41,22 @@ def test_ranges_turn_a_into_b_on_random_texts_full_of_repeats(seed: int) -> None
         elif b[at:]:
             b[at] = f"edit {rng.random()}\n".encode()
     assert _apply(a, b, changed_ranges(a, b)) == b
+    near = few_changes(a, b, 64)  # blame's diff: a shortest edit, never longer
+    assert near is not None and _apply(a, b, near) == b
+    assert _cost(near) <= _cost(changed_ranges(a, b))
+
+
+def _cost(ranges: list[tuple[int, int, int, int]]) -> int:
+    return sum(i2 - i1 + j2 - j1 for i1, i2, j1, j2 in ranges)
+
+
+def test_few_changes_gives_up_past_its_limit() -> None:
+    a = [f"{n}\n".encode() for n in range(100)]
+    b = a[:10] + [b"x\n"] * 5 + a[20:]  # 10 deleted, 5 inserted: 15 edits
+    assert few_changes(a, b, 14) is None
+    assert _cost(few_changes(a, b, 15) or []) == 15
+    assert few_changes(a, a, 0) == [] and few_changes([], a[:2], 1) is None
+    assert few_changes([], a[:2], 2) == [(0, 0, 0, 2)]
 
 
 def test_one_edited_line_in_a_big_file_is_one_range() -> None:
