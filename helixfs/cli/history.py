@@ -16,7 +16,6 @@ from helixfs.cli.graph import graph_lines
 from helixfs.cli.output import Output, printable, table
 from helixfs.errors import HelixError, NotFound, StoreFull
 from helixfs.ids import hex_id
-from helixfs.vcs import attrs
 
 if TYPE_CHECKING:
     from helixfs.vcs.objects import Commit
@@ -215,6 +214,8 @@ def _path_log(repo: Repository, rev: str, path: bytes, limit: int | None) -> lis
 def change_doc(change: Change) -> dict[str, Any]:
     """One diff entry: status, path, and each side's id and mode (absent on the side
     where the path does not exist), so a mode-only change can be told from an edit."""
+    from helixfs.vcs import attrs  # here: a forwarded command's parse imports no vcs
+
     doc: dict[str, Any] = {"status": change.status, "path": name_text(change.path)}
     for side, entry in (("old", change.old), ("new", change.new)):
         if entry is not None:

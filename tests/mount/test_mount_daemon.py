@@ -818,8 +818,9 @@ edge.STOP_SECONDS = 1.0
 store, mnt = Path(sys.argv[1]), Path(sys.argv[2])
 repo = Repository.init(store)
 saver, files = Saver(0), MemoryFiles(store, repo)
-ops = _operations(repo, saver, files)
-_mount(ops, MountConfig.build(store, mnt))
+config = MountConfig.build(store, mnt)
+ops = _operations(repo, saver, files, config)
+_mount(ops, config)
 device = _device_of(mnt)
 print("device", device, flush=True)
 big = mnt / "big"
