@@ -29,6 +29,7 @@ def in_ci() -> bool:
 ACCESS_KEY = "helixtestkey"
 SECRET_KEY = "helixtestsecret-0123456789"
 READY_SECONDS = 60
+PROBE_KEY = "_ready/probe"  # no test prefix starts with "_"
 # `weed mini` flags naming a port; each gets a free one (grpc ports default to +10000,
 # which may not be free, or past 65535)
 PORT_FLAGS = (
@@ -84,6 +85,7 @@ class SeaweedServer:
         self.bucket = bucket
         self.ports = dict(zip(PORT_FLAGS, free_ports(len(PORT_FLAGS)), strict=True))
         self.process: subprocess.Popen[bytes] | None = None
+        self._probe_written = False
         folder.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -140,8 +142,11 @@ class SeaweedServer:
         raise RuntimeError(f"weed did not answer within {READY_SECONDS}s: {self.log()}")
 
     def _bucket_answers(self) -> bool:
-        """A signed HEAD of the bucket: 200 once the S3 gateway, its credentials and the
-        bucket are up; refused, 404 or 5xx before."""
+        """A signed HEAD of the bucket, then a read of a probe object: 200 once the S3
+        gateway, its credentials, the bucket and the volumes are up. After a restart the
+        gateway and filer answer before the volume server has registered its volumes
+        again, and a read of an object stored before then is a 500 (InternalError), so
+        the probe is written at the first start and read back at every start."""
         import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError, ClientError
@@ -156,7 +161,10 @@ class SeaweedServer:
         )
         try:
             client.head_bucket(Bucket=self.bucket)
-            return True
+            if not self._probe_written:
+                client.put_object(Bucket=self.bucket, Key=PROBE_KEY, Body=b"ready")
+                self._probe_written = True
+            return client.get_object(Bucket=self.bucket, Key=PROBE_KEY)["Body"].read() == b"ready"
         except (BotoCoreError, ClientError):
             return False
 
