@@ -6,14 +6,12 @@ writes), so code tested against it behaves the same on disk.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import Compaction, RefUpdate, StoreStats
+from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
@@ -23,9 +21,10 @@ from helixfs.store.validate import (
     check_ref_prefix,
     plan_refs,
 )
+from helixfs.store.whole import WholeRecords
 
 
-class MemoryStore:
+class MemoryStore(WholeRecords):
     """Objects and refs in two dicts, guarded by one lock so a write is atomic."""
 
     def __init__(self) -> None:
@@ -93,33 +92,6 @@ class MemoryStore:
             for oid in oids:
                 self._objects.pop(check_oid(oid), None)
 
-    def delta_base(self, oid: ObjectId) -> ObjectId | None:
-        return None  # no deltas here
-
-    def scanning(self) -> AbstractContextManager[None]:
-        """Nothing to share: records are kept whole here."""
-        return contextlib.nullcontext()
-
-    def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
-        """Nothing to do: records are kept whole here."""
-        return 0
-
-    def prepare_delete(self) -> None:
-        """Nothing to do: no deltas here."""
-
-    def sync(self) -> None:
-        """Nothing to do: memory never survives power loss, and says so in its name."""
-
-    def compact(self) -> Compaction:
-        """Nothing to do: a deleted object's memory is freed with it."""
-        return Compaction(dead_bytes_kept=0, free_needed=0)
-
-    def garbage_waiting(self) -> bool:
-        return False
-
-    def disk_bytes(self) -> int:
-        return 0
-
     def stats(self) -> StoreStats:
         with self._lock:
             logical = sum(len(r) for r in self._objects.values())
@@ -135,9 +107,3 @@ class MemoryStore:
 
     def close(self) -> None:
         self._closed = True
-
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -20,13 +20,11 @@ roles) and are never part of a location, a message or anything stored.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,7 +36,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id
-from helixfs.store import Compaction, RefUpdate, StoreStats
+from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.frame import codec_of, decode_plain, encode_plain, verify
 from helixfs.store.s3client import S3Client, S3Location
 from helixfs.store.validate import (
@@ -50,6 +48,7 @@ from helixfs.store.validate import (
     check_ref_prefix,
     plan_refs,
 )
+from helixfs.store.whole import WholeRecords
 
 LAYOUT_KEY = "helix-remote.json"  # {"format", "version", "sealed"}: what the remote is
 LAYOUT_FORMAT, LAYOUT_VERSION = "helix-remote", 1
@@ -75,7 +74,7 @@ class _RefState:
     etag: str | None  # None: no S3 object under the ref's key
 
 
-class S3Store:
+class S3Store(WholeRecords):
     """The ObjectStore protocol over one bucket and prefix (tests/store/test_contract.py)."""
 
     def __init__(self, location: S3Location, *, sealer: Sealer | None = None) -> None:
@@ -292,30 +291,6 @@ class S3Store:
     def delete(self, oids: Iterable[ObjectId]) -> None:
         self._client.delete([self._key(check_oid(oid)) for oid in oids])
 
-    def delta_base(self, oid: ObjectId) -> ObjectId | None:
-        return None  # objects are stored whole: a remote read is one GET
-
-    def scanning(self) -> AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-    def repack(self, pairs: Iterable[tuple[ObjectId, ObjectId]]) -> int:
-        return 0
-
-    def prepare_delete(self) -> None:
-        """Nothing to scan first: objects are whole."""
-
-    def sync(self) -> None:
-        """A PUT that returned is durable on the object store."""
-
-    def compact(self) -> Compaction:
-        return Compaction(dead_bytes_kept=0, free_needed=0)
-
-    def garbage_waiting(self) -> bool:
-        return False
-
-    def disk_bytes(self) -> int:
-        return 0
-
     def stats(self) -> StoreStats:
         listed = list(self._client.listing("objects/"))
         sizes = self._pool.map(lambda item: self._client.logical_size(item[0]), listed)
@@ -333,9 +308,3 @@ class S3Store:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._client.close()
-
-    def __enter__(self) -> S3Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
