@@ -1,12 +1,15 @@
 """The body of `helix demo`: a first look at the main job, through the core API only.
 
 It never touches an existing store: when the resolved store already exists, the demo
-makes a fresh one in a temporary folder and says where. The default project is
+makes a fresh one in a temporary folder (marked as the demo's), says where, and `helix
+demo --clean` removes those. The default project is
 generated on the fly (a tiny Python service), so the demo needs no network and no data.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,12 +61,48 @@ def write_sample(folder: Path) -> Path:
     return folder
 
 
+DEMO_PREFIX = "helix-demo-"
+MARKER = "made-by-helix-demo"  # in the folder holding a demo store: --clean's proof
+
+
 def _choose_store(store: Path, out: Output) -> Path:
     if not store.exists() or (store.is_dir() and not any(store.iterdir())):
         return store
-    fresh = Path(tempfile.mkdtemp(prefix="helix-demo-")) / "store"
-    out.note(f"{store} already exists: the demo uses a fresh store in {fresh}")
+    folder = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX))
+    (folder / MARKER).write_text("a store made by `helix demo`; `helix demo --clean` removes it\n")
+    fresh = folder / "store"
+    out.note(
+        f"{store} already exists: the demo uses a fresh store in {fresh}"
+        " (remove it with: helix demo --clean)"
+    )
     return fresh
+
+
+def demo_stores() -> list[Path]:
+    """The demo stores made in the temp folder by this user, oldest first."""
+    found = [
+        folder / "store"
+        for folder in Path(tempfile.gettempdir()).glob(DEMO_PREFIX + "*")
+        if (folder / MARKER).is_file() and folder.stat().st_uid == os.getuid()
+    ]
+    return sorted(found, key=lambda p: p.parent.stat().st_mtime)
+
+
+def clean_demos(out: Output) -> int:
+    """Remove every demo store `demo_stores` finds, except one mounted now."""
+    from helixfs.daemon.lock import is_locked
+
+    removed, kept = [], []
+    for store in demo_stores():
+        if is_locked(store):
+            kept.append(str(store))
+            out.note(f"kept {store}: it is mounted (helix umount it first)")
+            continue
+        shutil.rmtree(store.parent)
+        removed.append(str(store))
+    human = "\n".join(f"removed {p}" for p in removed) or "no demo store to remove"
+    out.emit({"removed": removed, "kept": kept}, human)
+    return 0
 
 
 def run_demo(store: Path, folder: Path | None, out: Output) -> int:

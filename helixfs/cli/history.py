@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
+import json
 import os
 import stat
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command, add_path_b64, repo_path
@@ -35,6 +37,16 @@ def register(subparsers: Any) -> None:
         help="the tips of history no ref reaches any more (after a reset --hard or a"
         " branch delete), newest first; `helix branch NAME ID` brings one back",
     )
+    log.add_argument(
+        "--meta",
+        metavar="KEY=VALUE",
+        nargs="?",
+        action="append",
+        const="",
+        help="show each commit's meta; with KEY=VALUE, only the commits whose meta holds"
+        " it (of every ancestor, not first parents only), e.g. --meta experiment=A",
+    )
+    log.add_argument("-v", "--verbose", action="store_true", help="show each commit's meta")
     add_path_b64(log)
     diff = add_command(subparsers, "diff", help="changes from A to B", handler=cmd_diff)
     diff.add_argument("a", metavar="A")
@@ -74,14 +86,14 @@ def commit_doc(commit: Commit) -> dict[str, Any]:
         "tree": hex_id(commit.tree),
         "parents": [hex_id(p) for p in commit.parents],
         "time_ns": commit.time_ns,
-        "time": _iso(commit.time_ns),
+        "time": iso_time(commit.time_ns),
         "author": commit.author,
         "message": commit.message,
         "meta": dict(commit.meta),
     }
 
 
-def _iso(time_ns: int) -> str:
+def iso_time(time_ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time_ns / 1e9))
 
 
@@ -154,33 +166,86 @@ def cmd_log(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         raise UsageError("--lost lists commits no ref reaches: it takes no REV and no --graph")
     if args.path is not None and args.graph:
         raise UsageError("a log of one PATH follows first parents: it takes no --graph")
+    wanted = _meta_filter(args.meta)
     if args.lost:
-        commits = repo.lost()[: args.limit]
+        commits = _kept(repo.lost(), wanted, args.limit)
     elif args.path is not None:
         rev = settled(repo, args.rev, out)
-        commits = _path_log(repo, rev, repo_path(args.path, args), args.limit)
+        commits = _path_log(repo, rev, repo_path(args.path, args), args.limit, wanted)
     else:
         rev = settled(repo, "HEAD" if args.rev is None else args.rev, out)
-        commits = _log(repo, rev, args)
+        commits = _log(repo, rev, args, wanted)
     if args.graph:
         commits = children_first(commits)
     if out.as_json:
         out.emit([commit_doc(c) for c in commits])
         return 0
+    with_meta = args.verbose or args.meta is not None
     if args.graph:
-        lines = graph_lines(
-            [(c.id, tuple(c.parents)) for c in commits], [_log_line(c) for c in commits]
-        )
+        texts = [_log_line(c) + (f"  [{_meta_text(c.meta)}]" if with_meta else "") for c in commits]
+        lines = graph_lines([(c.id, tuple(c.parents)) for c in commits], texts)
     else:
-        lines = [line for c in commits for line in (_log_line(c), *_changed_lines(c.meta))]
+        lines = [
+            line
+            for c in commits
+            for line in (_log_line(c), *_changed_lines(c.meta), *_meta_lines(c, with_meta))
+        ]
     out.emit(None, "\n".join(lines))
     return 0
 
 
-def _log(repo: Repository, rev: str, args: argparse.Namespace) -> list[Commit]:
-    """The log of `rev`; as git does, of the path `rev` names if it names no commit."""
+def _meta_filter(values: list[str] | None) -> dict[str, str]:
+    """The KEY=VALUE pairs of `--meta` (a bare `--meta` only shows meta)."""
+    wanted: dict[str, str] = {}
+    for text in values or ():
+        if not text:
+            continue
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise UsageError(
+                f"--meta {text!r}: give KEY=VALUE (a bare --meta, which shows meta, goes"
+                " after REV and PATH)"
+            )
+        if wanted.get(key, value) != value:
+            raise UsageError(f"--meta {key}=...: given twice with two values")
+        wanted[key] = value
+    return wanted
+
+
+def _kept(commits: Iterable[Commit], wanted: Mapping[str, str], limit: int | None) -> list[Commit]:
+    from helixfs.vcs.history import meta_matches  # here: a forwarded command never loads vcs
+
+    if wanted:
+        commits = (c for c in commits if meta_matches(c.meta, wanted))
+    return list(itertools.islice(commits, limit))
+
+
+HIDDEN_META = ("changed",)  # listed under the commit already
+
+
+def _meta_text(meta: Mapping[str, Any]) -> str:
+    shown = (
+        f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in sorted(meta.items())
+        if key not in HIDDEN_META
+    )
+    return printable(" ".join(shown))
+
+
+def _meta_lines(commit: Commit, with_meta: bool) -> list[str]:
+    text = _meta_text(commit.meta) if with_meta else ""
+    return [f"    meta: {text}"] if text else []
+
+
+def _log(
+    repo: Repository, rev: str, args: argparse.Namespace, wanted: Mapping[str, str]
+) -> list[Commit]:
+    """The log of `rev`; as git does, of the path `rev` names if it names no commit.
+    A filter by meta walks every ancestor: an experiment's commits merged into a branch
+    are off its first parents."""
+    every = args.graph or bool(wanted)
     try:
-        return list(repo.log(rev, limit=args.limit, first_parent=not args.graph))
+        return _kept(repo.log(rev, first_parent=not every), wanted, args.limit)
     except NotFound as err:
         path = _named_path(repo, rev, args)
         if path is None:
@@ -189,7 +254,7 @@ def _log(repo: Repository, rev: str, args: argparse.Namespace) -> list[Commit]:
             raise NotFound(
                 f"{err}; for the commits that changed a path: helix log HEAD {rev}"
             ) from None
-        return _path_log(repo, "HEAD", path, args.limit)
+        return _path_log(repo, "HEAD", path, args.limit, wanted)
 
 
 def _named_path(repo: Repository, text: str, args: argparse.Namespace) -> bytes | None:
@@ -202,13 +267,16 @@ def _named_path(repo: Repository, text: str, args: argparse.Namespace) -> bytes 
         return None
 
 
-def _path_log(repo: Repository, rev: str, path: bytes, limit: int | None) -> list[Commit]:
+def _path_log(
+    repo: Repository, rev: str, path: bytes, limit: int | None, wanted: Mapping[str, str]
+) -> list[Commit]:
     """The commits that changed `path`; none at all is a typo more often than a fact."""
-    commits = list(repo.log(rev, limit=limit, path=path))
-    if not commits:
+    commits = iter(repo.log(rev, path=path))
+    first = next(commits, None)
+    if first is None:
         shown = printable(path.decode("utf-8", "surrogateescape"))
         raise NotFound(f"{shown} is in no commit of the history of {rev!r}")
-    return commits
+    return _kept(itertools.chain([first], commits), wanted, limit)
 
 
 def change_doc(change: Change) -> dict[str, Any]:

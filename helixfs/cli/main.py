@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.history",  # log, diff, ls, cat, rev-parse
     "helixfs.cli.refs",  # branch, snapshot, checkout, reset, merge
     "helixfs.cli.commits",  # show, revert, cherry-pick, blame, status
+    "helixfs.cli.experiments",  # experiment
     "helixfs.cli.transfer",  # import, export, commit
     "helixfs.cli.demo",  # demo
     "helixfs.cli.memory",  # remember, recall, context, forget, memories, relate, ...
@@ -57,6 +58,7 @@ COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("show", "revert", "cherry-pick", "blame", "status"), "helixfs.cli.commits"),
     **dict.fromkeys(("import", "export", "commit"), "helixfs.cli.transfer"),
     "demo": "helixfs.cli.demo",
+    "experiment": "helixfs.cli.experiments",
     **dict.fromkeys(
         ("remember", "relate", "recall", "context", "memories", "history", "forget", "edit")
         + ("confirm",)

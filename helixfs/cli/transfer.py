@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
         subparsers,
         "commit",
         handler=cmd_commit,
-        help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin)",
+        help="commit path changes: PATH=FILE writes FILE's bytes (PATH=- reads stdin);"
+        " in a mount, without them: its pending saves, now",
     )
     commit.add_argument(
         "changes", metavar="PATH=FILE", nargs="*", help="write FILE at PATH (split at the first =)"
@@ -231,7 +232,7 @@ def _left_out(doc: dict[str, Any]) -> str:
 def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     """A commit through the core API: what an agent or a script does without a mount."""
     if not args.changes and not args.write and not args.delete:
-        raise UsageError("give at least one PATH=FILE, --write PATH FILE or --delete PATH")
+        return _commit_pending(args, repo, out)
     stdin_used: list[bool] = []
     changes: dict[bytes | str, bytes | None] = {}
     in_daemon = getattr(args, "in_daemon", False)
@@ -239,10 +240,7 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         _add_change(changes, repo_path(path, args), _content(source, stdin_used, in_daemon))
     for path in args.delete:
         _add_change(changes, repo_path(path, args), None)
-    meta = _meta(args.meta)
-    reserved = sorted(OWN_META.intersection(meta))
-    if reserved:
-        raise InvalidInput(f"--meta {reserved[0]}=...: helix records {reserved[0]!r} itself")
+    meta = _own_meta(args.meta)
     with repo.lock:  # a mount's pending saves are committed first, under their own name:
         # the head to compare with is the one after them, or a commit that changed
         # nothing reported theirs as "committed" (and the -m message was nowhere)
@@ -253,6 +251,40 @@ def cmd_commit(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     made = cid != head
     doc = {"commit": hex_id(cid), "changed": made, "paths": len(changes)}
     out.emit(doc, f"{'committed' if made else 'nothing changed:'} {hex_id(cid)[:12]}")
+    return 0
+
+
+def _own_meta(texts: list[str]) -> dict[str, str]:
+    meta = _meta(texts)
+    reserved = sorted(OWN_META.intersection(meta))
+    if reserved:
+        raise InvalidInput(f"--meta {reserved[0]}=...: helix records {reserved[0]!r} itself")
+    return meta
+
+
+def _commit_pending(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    """No path changes: in a mount, the saves its quiet window has not committed yet
+    become one commit now, with this message and meta (run in its daemon: only there
+    are saves pending)."""
+    if not getattr(args, "in_daemon", False):
+        raise UsageError(
+            "give at least one PATH=FILE, --write PATH FILE or --delete PATH (without"
+            " them, commit takes a mount's pending saves, and no mount of this store runs)"
+        )
+    if args.author is not None:
+        raise UsageError("--author applies to PATH changes: a mount's saves are the saver's")
+    meta = _own_meta(args.meta)
+    branch = args.branch or repo.current_branch()
+    repo.branch_head(branch)  # an unknown branch is named as such
+    cid = repo.commit_pending(args.message, meta, branch)
+    if cid is None:
+        raise InvalidInput(
+            f"nothing to commit: no saves are pending on {branch} (its quiet window has"
+            " committed them: helix log -n 1)"
+        )
+    paths = len(repo.commit_info(cid).meta.get("changed", []))
+    doc = {"commit": hex_id(cid), "changed": True, "paths": paths}
+    out.emit(doc, f"committed {hex_id(cid)[:12]} ({doc['paths']} saved path(s))")
     return 0
 
 

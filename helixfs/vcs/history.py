@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import heapq
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
@@ -165,3 +166,13 @@ def _file_diff(repo: Repository, change: Change, context: int) -> list[str]:
         header,
         *(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines),
     ]
+
+
+def meta_matches(meta: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+    """Whether a commit's meta holds each KEY=VALUE of `wanted`, a value compared as
+    text (a list or a number as its JSON): `helix log --meta K=V`."""
+    return all(key in meta and _meta_text(meta[key]) == value for key, value in wanted.items())
+
+
+def _meta_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)

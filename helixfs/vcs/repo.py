@@ -38,6 +38,7 @@ from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import blame, history, journal, linkmerge, maint, merge, pick, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
+from helixfs.vcs.experiments import Experiments, tag_experiment
 from helixfs.vcs.objects import (
     Commit,
     TreeEntry,
@@ -355,6 +356,20 @@ class Repository:
         tree = self._worktrees.get(branch)
         return tree.pending_paths() if tree is not None else []
 
+    def commit_pending(
+        self, message: str, meta: Mapping[str, Any] | None = None, branch: str | None = None
+    ) -> CommitId | None:
+        """Commit a live worktree's pending saves now, with this message and meta (`helix
+        commit -m` in a mount); None when none are pending (or they change nothing)."""
+        with self.lock:
+            tree = self._worktrees.get(branch if branch is not None else self.current_branch())
+            return tree.commit(message, meta) if tree is not None and tree.dirty else None
+
+    @property
+    def experiments(self) -> Experiments:
+        """Named experiments on branches (vcs/experiments.py)."""
+        return Experiments(self)
+
     def settle_rev(self, rev: str) -> None:
         """Before a read of `rev` (a log, cat, ls): commit the pending saves of the live
         branch it names, as the quiet window would a moment later (the same commit,
@@ -665,6 +680,7 @@ class Repository:
         `work` is the full work tree the commit came from (it may hold editor temp files
         the commit tree leaves out); the work ref is dropped when it adds nothing.
         """
+        tag_experiment(self.store, branch, meta)
         try:
             meta[GENERATION] = next_generation(self, parents)
         except HelixError:  # an unreadable old commit below: saving must not fail for it
