@@ -44,6 +44,8 @@ memory_context); remember what the next session should know (memory_remember); s
 checkpoint before you stop (memory_checkpoint) and read it back when you start
 (memory_resume). Branch before a risky change (workspace_branch_create) and restore any
 state with workspace_reset_hard: nothing saved is ever lost (workspace_log with lost).
+Try variants as experiments (experiment_start, experiment_score, experiment_compare,
+experiment_pick): each one's commits carry its name.
 """
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
@@ -151,6 +153,9 @@ def build_server(run: CommandRunner) -> MCPServer:
     _memory_writes(server, helix)
     _workspace_reads(server, helix)
     _workspace_moves(server, helix)
+    from helixfs.mcp import experiments  # its own module: it imports this one's helpers
+
+    experiments.register(server, helix)
     _resources(server, helix)
     _prompts(server, helix)
     return server
@@ -345,14 +350,17 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         limit: Annotated[int, Field(ge=1)] = 20,
         path: str | None = None,
         lost: bool = False,
+        meta: Sequence[str] = (),
     ) -> ToolResult:
         """Commits from `rev` back, newest first (only those that changed `path`, from
-        the workspace root, if given). With `lost`: the tips no ref reaches any more,
-        to bring one back."""
+        the workspace root, if given; with `meta` KEY=VALUE pairs, only those whose
+        meta holds them, e.g. experiment=NAME). With `lost`: the tips no ref reaches
+        any more, to bring one back."""
+        filters = [f"--meta={pair}" for pair in meta]
         if lost:
-            return await helix("log", "--lost", "-n", str(limit), key="commits")
+            return await helix("log", "--lost", "-n", str(limit), *filters, key="commits")
         tail = ["--", rev] + ([_from_root(path)] if path is not None else [])
-        return await helix("log", "-n", str(limit), *tail, key="commits")
+        return await helix("log", "-n", str(limit), *filters, *tail, key="commits")
 
     @server.tool(annotations=READ_ONLY)
     async def workspace_diff(a: str, b: str | None = None, name_status: bool = False) -> ToolResult:

@@ -173,3 +173,36 @@ def test_a_missing_store_is_refused_before_serving(tmp_path: Path) -> None:
     done = helix_cli(tmp_path / "nowhere", "mcp")
     assert done.returncode == 1
     assert "no HelixFS store" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_experiment_tools_run_the_loop(store: Path) -> None:
+    async def start(client: Any) -> None:
+        started = await call(client, "experiment_start", name="try", from_rev="HEAD~1")
+        assert started["branch"] == "try" and started["running"]
+        assert "exists" in await call_error(client, "experiment_start", name="try")
+
+    run(start, store)
+    (store.parent / "fix.py").write_text("fixed = True\n")
+    done = helix_cli(
+        store, "commit", "-m", "fix", "--branch", "try", f"fix.py={store.parent}/fix.py"
+    )
+    assert done.returncode == 0, done.stderr
+
+    async def finish(client: Any) -> None:
+        scored = await call(client, "experiment_score", name="try", value=0.75, metric="pass")
+        assert scored["value"] == 0.75 and scored["metric"] == "pass"
+        assert "finite" in await call_error(client, "experiment_score", name="try", value="inf")
+        assert "no experiment" in await call_error(client, "experiment_score", name="no", value=1)
+        (listed,) = (await call(client, "experiment_list"))["experiments"]
+        assert listed["commits"] == 1 and listed["scores"]["pass"]["value"] == 0.75
+        (entry,) = (await call(client, "experiment_compare", names=["try"]))["experiments"]
+        assert [c["path"] for c in entry["changes"]] == ["fix.py"] and entry["added"] == 1
+        tagged = await call(client, "workspace_log", rev="try", meta=["experiment=try"])
+        assert [c["message"] for c in tagged["commits"]] == ["fix"]
+        picked = await call(client, "experiment_pick", name="try")
+        assert picked["status"] == "merged" and picked["into"] == "main"
+        assert "stopped already" in await call_error(client, "experiment_stop", name="try")
+        main = await call(client, "workspace_read", path="fix.py")
+        assert "fixed" in main["content"]
+
+    run(finish, store)
