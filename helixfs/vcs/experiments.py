@@ -59,6 +59,18 @@ def tag_experiment(store: ObjectStore, branch: str, meta: dict[str, Any]) -> Non
         meta.setdefault(META_KEY, name.decode("utf-8", "replace"))
 
 
+def refuse_if_running(store: ObjectStore, branch: str, doing: str) -> None:
+    """A branch in an experiment keeps its name: its `experiment-on/` ref would tag
+    the commits of the next branch of that name."""
+    name = store.ref(RUNNING_ON + branch)
+    if name is not None:
+        running = name.decode("utf-8", "replace")
+        raise InvalidInput(
+            f"cannot {doing} branch {shown_name(branch)}: experiment {shown_name(running)}"
+            f" runs on it (helix experiment stop {running} first)"
+        )
+
+
 @dataclass(frozen=True)
 class Score:
     metric: str

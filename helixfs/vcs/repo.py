@@ -38,7 +38,7 @@ from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import blame, history, journal, linkmerge, maint, merge, pick, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
-from helixfs.vcs.experiments import Experiments, tag_experiment
+from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
 from helixfs.vcs.objects import (
     Commit,
     TreeEntry,
@@ -767,6 +767,7 @@ class Repository:
             cid = self._branch_head(check_name(name))
             if name == self.head_branch():
                 raise InvalidInput(f"cannot delete {name!r}: it is the current branch (HEAD)")
+            refuse_if_running(self.store, name, "delete")
             self._settle(name)
             cid = self._branch_head(name)
             self.store.write(
@@ -790,6 +791,7 @@ class Repository:
                 return  # as rename(2) of a name onto itself, and as for snapshots
             if self.store.ref(branch_ref(new)) is not None:
                 raise AlreadyExists(f"branch {new!r} already exists")
+            refuse_if_running(self.store, old, "rename")
             self._settle(old)
             cid = self._branch_head(old)
             work = self.store.ref(work_ref(old))

@@ -157,3 +157,16 @@ def test_an_explicit_experiment_meta_wins(repo: Repository) -> None:
     cid = repo.commit({"f": b"1"}, "m", meta={"experiment": "mine"}, branch="a")
     assert repo.commit_info(cid).meta["experiment"] == "mine"
     assert hex_id(cid)
+
+
+def test_a_running_experiments_branch_keeps_its_name(repo: Repository) -> None:
+    repo.experiments.start("a")
+    before = _refs(repo)
+    with pytest.raises(InvalidInput, match="experiment 'a' runs on it"):
+        repo.rename_branch("a", "b")
+    with pytest.raises(InvalidInput, match="experiment 'a' runs on it"):
+        repo.delete_branch("a")
+    assert _refs(repo) == before
+    repo.experiments.stop("a")
+    repo.delete_branch("a")
+    assert repo.experiments.summaries()[0].head is not None  # its tip, kept in the record
