@@ -46,9 +46,18 @@ def _ci_step(line: str) -> str:
 def test_ci_runs_readme_command_b_after_its_system_packages() -> None:
     ci_steps = {_ci_step(line) for line in _ci_script().splitlines()}
     for step in _readme_command_b():
-        if step[0] == "apt-get" or step[:3] == ["python3", "-m", "venv"] or step[0] == ".":
-            continue  # apt (checked above), and the venv .ci/run builds the same way
+        if step[0] in ("apt-get", ".", "{") or step[:3] == ["python3", "-m", "venv"]:
+            continue  # apt (checked above and below), and the venv .ci/run builds the same way
         assert " ".join(step) in ci_steps, step
+
+
+def test_ci_installs_npm_when_it_is_missing_as_readme_does() -> None:
+    step = next(step for step in _readme_command_b() if step[0] == "{")
+    assert step[1:4] == ["command", "-v", "npm"] and step[-3:] == ["nodejs", "npm;", "}"]
+    assert any(
+        line.startswith("command -v npm >/dev/null || $SUDO apt-get install -y -qq nodejs npm")
+        for line in _ci_script().splitlines()
+    )
 
 
 def test_every_cited_adr_exists() -> None:
