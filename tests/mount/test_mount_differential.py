@@ -19,6 +19,7 @@ from mount_harness import Background, Mount, MountFactory
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
 OPERATIONS = 400
+OUTSIDE_EVERY = 8  # operations between two outside commits
 CHECK_EVERY = 50
 Outcome = object  # what an operation returned, or the errno it raised
 
@@ -271,7 +272,7 @@ def test_the_mount_stays_a_local_disk_under_readers_and_outside_commits(
     with Readers(mnt.path) as readers:
         for n in range(1, OPERATIONS + 1):
             work.step()
-            if n % 4 == 0:
+            if n % OUTSIDE_EVERY == 0:  # a `helix` process each: ~0.4 s
                 mnt.helix("commit", "-m", "outside", f"{OUTSIDE}{n}={source}")
             if n % CHECK_EVERY == 0:
                 work.check_trees(f"the mount after {n} operations")
@@ -279,7 +280,7 @@ def test_the_mount_stays_a_local_disk_under_readers_and_outside_commits(
     exported = tmp_path / "exported"
     mnt.helix("export", "HEAD", exported)
     work.check_trees("the committed HEAD", exported)
-    assert len(list(exported.glob(f"{OUTSIDE}*"))) == OPERATIONS // 4
+    assert len(list(exported.glob(f"{OUTSIDE}*"))) == OPERATIONS // OUTSIDE_EVERY
 
 
 class Branches:
