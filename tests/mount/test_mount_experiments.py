@@ -50,3 +50,14 @@ def test_saves_in_a_mount_are_tagged_while_an_experiment_runs(make_mount: MountF
     (mount.path / "x.txt").write_text("on e2\n")
     assert mount.log("e2")[0]["meta"]["experiment"] == "e2"
     assert "x.txt" not in {e["name"] for e in doc("ls", "main")}
+    # a fleet: another experiment at once, on its own branch; each save keeps its own
+    doc("experiment", "start", "e3", "--from", "main")
+    (mount.path / ".helix" / "branches" / "e3" / "y.txt").write_text("on e3\n")
+    (mount.path / "z.txt").write_text("on e2 again\n")
+    assert mount.log("e3")[0]["meta"]["experiment"] == "e3"
+    assert mount.log("e2")[0]["meta"]["experiment"] == "e2"
+    assert {e["name"]: e["commits"] for e in doc("experiment", "list")["experiments"]} == {
+        "e1": 3,
+        "e2": 2,
+        "e3": 1,
+    }
