@@ -26,11 +26,15 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.objects import (
     KIND_CHUNKED,
     KIND_PAGED,
+    KIND_ROOT,
+    KIND_TREE,
     TreeEntry,
     decode_chunked,
     decode_commit,
     decode_paged,
+    decode_root,
     kind_of,
+    references,
 )
 from helixfs.vcs.refs import BRANCHES, SNAPSHOTS
 from helixfs.vcs.transfer import _Batch as Batch
@@ -113,14 +117,18 @@ class _Walker:
 
     def entries(self, tree: ObjectId) -> list[TreeEntry] | None:
         try:
+            read = [tree]
             record = self.repo.store.get(tree, keep=False)
-            paged = kind_of(record) == KIND_PAGED
-            pages = [page for page, _ in decode_paged(record)] if paged else []
+            if kind_of(record) == KIND_ROOT:  # a root's mode and owner, then its listing
+                read.append(decode_root(record).oid)
+                record = self.repo.store.get(read[-1], keep=False)
+            if kind_of(record) == KIND_PAGED:
+                read += [page for page, _ in decode_paged(record)]
             entries = list(self.repo.trees.get(tree).entries)
         except HelixError as exc:
-            self.unreadable(tree, exc)
+            self.unreadable(read[-1], exc)
             return None
-        self.survey.readable.update([tree, *pages])
+        self.survey.readable.update(read)
         return entries
 
     def bad_below(self, tree: ObjectId) -> list[tuple[bytes, ObjectId]]:
@@ -255,7 +263,7 @@ class _Copier:
             else:
                 left_out.append(f"{ref}: {show_path(path)}")
         objects: dict[ObjectId, bytes] = {}
-        new_oid = self.new.trees.build(kept, objects)
+        new_oid = self.new.trees.build(kept, objects, self.old.trees.get(oid).own)
         for key, record in objects.items():
             self._add(key, record)
         return new_oid
@@ -263,7 +271,12 @@ class _Copier:
     def _copy_whole(self, tree: ObjectId) -> None:
         if tree in self._copied:
             return
-        self._add(tree, self.old.store.get(tree, keep=False))
+        record = self.old.store.get(tree, keep=False)
+        self._add(tree, record)
+        if kind_of(record) != KIND_TREE:  # a root record's listing, a paged tree's pages
+            for held in references(record):
+                self._copy_whole(held)
+            return
         for entry in self.old.trees.get(tree).entries:
             if entry.is_dir():
                 self._copy_whole(entry.oid)

@@ -28,13 +28,16 @@ from helixfs.vcs.objects import (
     KIND_COMMIT,
     KIND_NAMES,
     KIND_PAGED,
+    KIND_ROOT,
     KIND_TREE,
+    ROOT_KINDS,
     ChunkedFile,
     Commit,
     decode_any,
     decode_chunked,
     decode_commit,
     decode_paged,
+    decode_root,
     decode_tree,
     kind_of,
     references,
@@ -372,6 +375,10 @@ def _replaced_trees(
     except HelixError:
         return  # unreadable: fsck's to report, not repack's
     pairs.append((new, old))
+    if before.listing is not None or after.listing is not None:
+        listed = (after.listing or new, before.listing or old)
+        if listed[0] != listed[1]:
+            pairs.append(listed)
     # a page that did not move keeps its place in the list
     pairs += [(n, o) for n, o in zip(after.pages, before.pages, strict=False) if n != o]
     for name, oid in after.dirs.items():
@@ -383,6 +390,7 @@ def _replaced_trees(
 class _Listing:
     dirs: dict[bytes, ObjectId]  # the folders a tree lists, by name
     pages: tuple[ObjectId, ...]  # a paged tree's pages, in order
+    listing: ObjectId | None = None  # a root record's listing (ADR 0044)
 
 
 def _listing(repo: Repository, oid: ObjectId, listings: dict[ObjectId, _Listing]) -> _Listing:
@@ -390,7 +398,10 @@ def _listing(repo: Repository, oid: ObjectId, listings: dict[ObjectId, _Listing]
     found = listings.get(oid)
     if found is None:
         record = repo.store.get(oid, keep=False)
-        if kind_of(record) != KIND_PAGED:
+        if kind_of(record) == KIND_ROOT:
+            inner = decode_root(record).oid
+            found = replace(_listing(repo, inner, listings), listing=inner)
+        elif kind_of(record) != KIND_PAGED:
             found = _Listing(tree_dirs(record), ())
         else:
             pages = tuple(page for page, _ in decode_paged(record))
@@ -457,7 +468,7 @@ def _check_refs(repo: Repository, kinds: dict[ObjectId, bytes], problems: list[s
     count = 0
     for name, oid in _roots(repo):
         count += 1
-        want = DIRECTORY_KINDS if name.startswith(WORK) else (KIND_COMMIT,)
+        want = ROOT_KINDS if name.startswith(WORK) else (KIND_COMMIT,)
         if kinds.get(oid) not in want:
             what = "missing or corrupt" if oid not in kinds else "of the wrong kind"
             problems.append(f"ref {name} -> {hex_id(oid)}: object {what}")
@@ -529,7 +540,9 @@ def _typed_links(record: bytes) -> list[_Link]:
     if kind == KIND_COMMIT:
         commit = decode_commit(record)
         parents: list[_Link] = [(ObjectId(p), (KIND_COMMIT,), None) for p in commit.parents]
-        return [(commit.tree, DIRECTORY_KINDS, None), *parents]
+        return [(commit.tree, ROOT_KINDS, None), *parents]
+    if kind == KIND_ROOT:
+        return [(decode_root(record).oid, DIRECTORY_KINDS, None)]
     if kind == KIND_CHUNKED:
         return [(c, (KIND_BLOB,), length) for c, length in decode_chunked(record).chunks]
     return []

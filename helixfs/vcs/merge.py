@@ -48,6 +48,7 @@ from helixfs.vcs.links import once_per_group
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
+from helixfs.vcs.rootown import ROOT_PATH, merge_own
 from helixfs.vcs.treeops import EMPTY_TREE_ID, Change, Trees, find, show_path
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ class _TreeMerger:
         self.conflicts: list[bytes] = []
         self.marked: dict[bytes, bytes] = {}
         self.reasons: dict[bytes, str] = {}  # why a conflict with no markers is one
+        self.root_conflict = False  # the root's own mode or owner (reported as ".")
         self.now = time.time_ns()
 
     def _tree(self, oid: ObjectId) -> Tree:
@@ -230,11 +232,21 @@ class _TreeMerger:
             merged = self._entry(find(tb, name), find(to, name), find(tt, name), prefix + name)
             if merged is not None:
                 entries.append(merged)
+        own = None if prefix else self._own(tb, to, tt)
         trees = self.repo.trees
-        oid = trees.encode(entries, [encode_entry(e) for e in entries], self.objects)
+        oid = trees.encode(entries, [encode_entry(e) for e in entries], self.objects, own=own)
         # encode just cached it; kept here too, as a virtual base tree is in no store
         self.scratch.trees[oid] = trees.get(oid)
         return oid
+
+    def _own(self, tb: Tree, to: Tree, tt: Tree) -> TreeEntry | None:
+        """The root's own mode and owner, merged; changed apart on both sides, the root
+        (".") is a conflict, and ours is kept."""
+        own, clean = merge_own(tb.own, to.own, tt.own)
+        if not clean:
+            self.root_conflict = True
+            self.reasons[ROOT_PATH] = "the root's mode or owner changed on both sides"
+        return own
 
     def _unsettled(self, path: bytes) -> bool:
         """Whether the bases conflict (without markers) at or below `path`."""
@@ -530,6 +542,8 @@ def merge_trees(
         touched = touched_groups(c for side in sides for c in side.changes)
         tree = settle_groups(repo.trees, tree, touched, merger.objects)
     merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
+    if merger.root_conflict:
+        merger.conflicts.insert(0, ROOT_PATH)
     return merger, tree
 
 

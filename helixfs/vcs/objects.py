@@ -19,6 +19,10 @@ Body layouts, version 1:
   count u32, then per page: the id of a tree record (`T`) holding a run of the entries,
   and its entry count u32. Pages are in name order; where they end is a function of the
   names alone (`page_lengths`), so one listing has one encoding.
+- root (`R`): a root listing with the root folder's own attributes, which no entry
+  holds (ADR 0044): listing id (32, a `T` or `P` record), mode u32, xattr count u16,
+  then the xattrs as a tree entry's. Only a commit's tree (or a work ref) names one,
+  and only when the root's mode or owner is not the default (0755, the mounting user).
 - commit (`M`): tree id (32), parent count u8, parents (32 each), time_ns i64, author
   (u16 length + UTF-8), message (u32 length + UTF-8), metadata (u32 length + canonical
   JSON: sorted keys, no spaces).
@@ -44,19 +48,22 @@ KIND_CHUNKED = b"C"
 KIND_TREE = b"T"
 KIND_COMMIT = b"M"
 KIND_PAGED = b"P"
+KIND_ROOT = b"R"
 KIND_NAMES = {
     KIND_BLOB: "blob",
     KIND_CHUNKED: "chunked file",
     KIND_TREE: "tree",
     KIND_PAGED: "paged tree",
     KIND_COMMIT: "commit",
+    KIND_ROOT: "root",
 }
-KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT, KIND_PAGED)
+KINDS = (KIND_BLOB, KIND_CHUNKED, KIND_TREE, KIND_COMMIT, KIND_PAGED, KIND_ROOT)
 DIRECTORY_KINDS = (KIND_TREE, KIND_PAGED)
+ROOT_KINDS = (*DIRECTORY_KINDS, KIND_ROOT)  # what a commit's tree (a work ref) may be
 HEADER_SIZE = len(MAGIC) + 2
 
 _HEADERS = {kind: MAGIC + kind + bytes([VERSION]) for kind in KINDS}
-_UNCOMPRESSED = (KIND_TREE, KIND_COMMIT, KIND_PAGED)
+_UNCOMPRESSED = (KIND_TREE, KIND_COMMIT, KIND_PAGED, KIND_ROOT)
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _CHUNKED_HEAD = struct.Struct("<QI")
@@ -68,6 +75,7 @@ _XATTR_KEY = struct.Struct("<H")
 _ENTRY_ID_XATTRS = struct.Struct(f"<4x{ID_SIZE}s16xH")  # _ENTRY_FIXED's id and xattr count
 _ENTRY_MODE_ID_XATTRS = struct.Struct(f"<I{ID_SIZE}s16xH")  # ... and its mode
 _COMMIT_TIME = struct.Struct("<q")
+_ROOT_HEAD = struct.Struct(f"<{ID_SIZE}sIH")
 _PAGE_REF = struct.Struct(f"<{ID_SIZE}sI")
 
 # Pages: a directory above FLAT_MAX entries is paged. A page ends after a name whose
@@ -128,6 +136,7 @@ class TreeEntry(NamedTuple):
 class Tree(NamedTuple):
     """A directory listing. `raw` keeps each entry's encoding so path copying can splice
     one changed entry into an otherwise identical listing without re-encoding the rest.
+    `own`: a root's own mode and xattrs (a `R` record's: name b"", oid its listing's).
 
     A NamedTuple like TreeEntry: a commit builds one per directory on its path. (So
     `==` compares names, raw and pages too; nothing compares listings, only their ids.)
@@ -137,6 +146,7 @@ class Tree(NamedTuple):
     names: tuple[bytes, ...] = ()
     raw: tuple[bytes, ...] = ()
     pages: tuple[tuple[ObjectId, int], ...] = ()
+    own: TreeEntry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +445,35 @@ def join_pages(pages: tuple[tuple[ObjectId, int], ...], trees: Sequence[Tree]) -
     return Tree(entries, names, raws, pages)
 
 
+# -- roots --------------------------------------------------------------------------------
+
+
+def root_record(listing: ObjectId, mode: int, xattrs: tuple[tuple[bytes, bytes], ...]) -> bytes:
+    """A root's record: its listing with the mode and xattrs the root folder has."""
+    parts = [_HEADERS[KIND_ROOT], _ROOT_HEAD.pack(listing, mode, len(xattrs))]
+    for key, value in xattrs:
+        parts.append(_XATTR_KEY.pack(len(key)) + key + _U32.pack(len(value)) + value)
+    return b"".join(parts)
+
+
+def decode_root(record: bytes) -> TreeEntry:
+    """A root record as an entry named b"" whose oid is the listing's."""
+    body = bytes(_body(record, KIND_ROOT))
+    try:
+        listing, mode, count = _ROOT_HEAD.unpack_from(body, 0)
+        pos, xattrs = _ROOT_HEAD.size, []
+        for _ in range(count):
+            key, pos = _take(body, pos, _XATTR_KEY)
+            value, pos = _take(body, pos, _U32)
+            xattrs.append((key, value))
+    except struct.error as exc:
+        raise CorruptObject(f"truncated root record: {exc}") from None
+    keys = [key for key, _ in xattrs]
+    if pos != len(body) or not stat.S_ISDIR(mode) or keys != sorted(set(keys)):
+        raise CorruptObject("malformed root record")
+    return TreeEntry(b"", mode, ObjectId(listing), 0, 0, tuple(xattrs))
+
+
 # -- commits --------------------------------------------------------------------------------
 
 
@@ -552,6 +591,8 @@ def references(record: bytes) -> list[ObjectId]:
         return _tree_ids(_body(record, KIND_TREE))
     if kind == KIND_PAGED:
         return [oid for oid, _ in decode_paged(record)]
+    if kind == KIND_ROOT:
+        return [decode_root(record).oid]
     if kind == KIND_CHUNKED:
         return [oid for oid, _ in decode_chunked(record).chunks]
     if kind == KIND_COMMIT:
@@ -571,6 +612,8 @@ def decode_any(record: bytes) -> object:
         return decode_tree(record)
     if kind == KIND_PAGED:
         return decode_paged(record)
+    if kind == KIND_ROOT:
+        return decode_root(record)
     return decode_commit(record)
 
 

@@ -168,6 +168,7 @@ def import_dir(
     counts.links = ImportLinks(os.fsencode(root), lambda item: _skipped(item, avoid))
     with _Batch(repo) as batch:
         tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
+        tree = _keep_root(repo, name, tree, batch)
         info = dict(meta or {})
         info.setdefault("imported_from", str(root.resolve()))
         cid, changed = commit_tree(
@@ -184,6 +185,16 @@ def import_dir(
         counts.xattrs_skipped,
         counts.xattrs_unlisted,
     )
+
+
+def _keep_root(repo: Repository, branch: str, tree: ObjectId, batch: _Batch) -> ObjectId:
+    """The imported listing under the branch root's own mode and owner (ADR 0044): an
+    import replaces what the root holds, not who owns it."""
+    own = repo.trees.get(repo.commit_info(repo.branch_head(branch)).tree).own
+    objects: dict[ObjectId, bytes] = {}
+    tree = repo.trees.rooted(tree, own, objects)
+    batch.add(objects)
+    return tree
 
 
 def _ignore(_: int) -> None:
@@ -376,6 +387,10 @@ def export(
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
+        own = repo.trees.get(commit.tree).own  # the root's stored mode and owner
+        if own is not None:
+            mode = stat.S_IMODE(own.mode)
+            _set_owner(os.fsencode(staging), own, counts)
         staging.chmod(mode)
         if target.exists():
             target.rmdir()

@@ -23,6 +23,7 @@ from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
     KIND_PAGED,
+    KIND_ROOT,
     MODE_DIR,
     MODE_FILE,
     NUL,
@@ -30,12 +31,14 @@ from helixfs.vcs.objects import (
     Tree,
     TreeEntry,
     decode_paged,
+    decode_root,
     decode_tree,
     encode_entry,
     encode_paged,
     encode_tree_raw,
     join_pages,
     kind_of,
+    root_record,
 )
 from helixfs.vcs.pages import pages_of, repage, write_pages
 
@@ -124,7 +127,12 @@ class Trees:
         tree = self._cache.get(oid)
         if tree is None:
             record = self.store.get(oid)
-            if kind_of(record) == KIND_PAGED:
+            kind = kind_of(record)
+            if kind == KIND_ROOT:
+                own = decode_root(record)
+                tree = self.get(own.oid)._replace(own=own)
+                self.remember(oid, tree)
+            elif kind == KIND_PAGED:
                 pages = decode_paged(record)
                 tree = join_pages(pages, [decode_tree(self.store.get(p)) for p, _ in pages])
                 self.remember(oid, tree)
@@ -174,11 +182,13 @@ class Trees:
         *,
         previous: Tree | None = None,
         changed: Iterable[bytes] = (),
+        own: TreeEntry | None = None,
     ) -> ObjectId:
         """Store a tree (into `objects`) from entries already sorted by name.
 
         A big one is paged. Given the `previous` tree and the names it `changed`, only
         the pages holding those names are rewritten; others are not even re-encoded.
+        `own`: a root's own attributes (`Tree.own`), wrapped around the listing.
         """
         if names is None:
             names = [e.name for e in entries]
@@ -201,7 +211,22 @@ class Trees:
         oid = object_id(record)
         objects[oid] = record
         flat_size = None if pages else len(record)
-        self.remember(oid, Tree(tuple(entries), tuple(names), tuple(raws), pages), flat_size)
+        tree = Tree(tuple(entries), tuple(names), tuple(raws), pages)
+        self.remember(oid, tree, flat_size)
+        return oid if own is None else self.rooted(oid, own, objects, tree)
+
+    def rooted(
+        self, listing: ObjectId, own: TreeEntry | None, objects: Objects, tree: Tree | None = None
+    ) -> ObjectId:
+        """A root's id: its listing's, or a root record holding `own` as well (ADR 0044)."""
+        if own is None:
+            return listing
+        record = root_record(listing, own.mode, own.xattrs)
+        oid = object_id(record)
+        objects[oid] = record
+        listed = tree or self._cache.get(listing)
+        if listed is not None:
+            self.remember(oid, listed._replace(own=own))
         return oid
 
     def listed(self, oid: ObjectId, objects: Mapping[ObjectId, bytes]) -> tuple[TreeEntry, ...]:
@@ -213,6 +238,8 @@ class Trees:
         record = objects.get(oid)
         if record is None:
             return self.get(oid).entries
+        if kind_of(record) == KIND_ROOT:
+            return self.listed(decode_root(record).oid, objects)
         if kind_of(record) == KIND_PAGED:
             return tuple(e for page, _ in decode_paged(record) for e in self.listed(page, objects))
         return decode_tree(record).entries
@@ -226,9 +253,11 @@ class Trees:
             for name, value in change.items()
         )
 
-    def build(self, entries: list[TreeEntry], objects: Objects) -> ObjectId:
+    def build(
+        self, entries: list[TreeEntry], objects: Objects, own: TreeEntry | None = None
+    ) -> ObjectId:
         entries = sorted(entries, key=lambda e: e.name)
-        return self.encode(entries, [encode_entry(e) for e in entries], objects)
+        return self.encode(entries, [encode_entry(e) for e in entries], objects, own=own)
 
     # -- lookup ---------------------------------------------------------------------
 
@@ -335,7 +364,9 @@ class Trees:
             else:
                 entries[i] = new
                 raws[i] = encode_entry(new)
-        return self.encode(entries, raws, objects, names, previous=tree, changed=nested)
+        return self.encode(
+            entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
+        )
 
     def _new_entry(
         self,
@@ -480,7 +511,9 @@ class Trees:
             entries.append(entry)
             raws.append(raw)
         result = (
-            self.encode(entries, raws, objects, previous=tree, changed=changed) if changed else oid
+            self.encode(entries, raws, objects, previous=tree, changed=changed, own=tree.own)
+            if changed
+            else oid
         )
         _keep(self._filtered, (oid, tracked), result, MEMO_KEPT)
         return result
@@ -537,6 +570,7 @@ class Trees:
             objects,
             previous=new_tree if new is not None else None,
             changed=added,
+            own=new_tree.own,
         )
 
 

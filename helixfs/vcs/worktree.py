@@ -87,6 +87,7 @@ from helixfs.vcs.objects import (
     EMPTY_KINDS,
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
+    MODE_DIR,
     NUL,
     TREE_HEAD_BYTES,
     TreeEntry,
@@ -98,6 +99,7 @@ from helixfs.vcs.objects import (
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
+from helixfs.vcs.rootown import ROOT_KEYS, own_key, own_of
 from helixfs.vcs.treeops import holds_file, show_path, subtree
 
 if TYPE_CHECKING:
@@ -154,8 +156,13 @@ class Worktree:
             self._work_value = work  # the saved state: a tree id, maybe with a journal
             saved, changes = journal.split(work) if work is not None else (None, None)
             root_tree = saved or head_tree
-            # a tree records no time for its root: show the head commit's
-            self.root = Node(b"", None, stat.S_IFDIR | 0o755, root_tree, mtime_ns=head_info.time_ns)
+            # a tree records no time for its root: show the head commit's; its mode and
+            # owner are in its root record, if any (ADR 0044)
+            own = self.repo.trees.get(root_tree).own
+            self._stored_own = own_key(own)
+            mode, xattrs = (own.mode, dict(own.xattrs)) if own is not None else (MODE_DIR, {})
+            self.root = Node(b"", None, mode, root_tree, mtime_ns=head_info.time_ns)
+            self.root.xattrs = xattrs or NO_XATTRS
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()  # recorded up to _CHANGED_LIMIT paths
             self._renamed: set[bytes] = set()  # where directories moved since the commit
@@ -247,7 +254,9 @@ class Worktree:
         if relisted is not None:
             _relist(node, relisted)
             mark_stale(node, relisted)
-        if node is not self.root and node.parent is None:
+        if node is self.root:
+            node.dirty = True  # its mode or owner may have changed: its record holds them
+        elif node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
         self._unsaved = True
         if len(self._changed) < _CHANGED_LIMIT:
@@ -823,7 +832,7 @@ class Worktree:
     def set_hidden(self, node: Node, changes: Mapping[bytes, bytes | None]) -> bool:
         """Set (or with None remove) hidden attribute keys: an owner, an atime (ADR
         0042). True when the entry changed (a save); ctime moves either way. A tree's
-        root has no entry to hold them: nothing is kept there (False)."""
+        root keeps only its owner (in its root record, ADR 0044)."""
         with self._lock:
             self._writable()
             kept = dict(node.xattrs)
@@ -832,7 +841,9 @@ class Worktree:
                     kept.pop(key, None)
                 else:
                     kept[key] = value
-            if kept == node.xattrs or node is self.root:
+            if node is self.root:
+                kept = {key: value for key, value in kept.items() if key in ROOT_KEYS}
+            if kept == node.xattrs:
                 self.mark_changed(node)
                 return False
             node.xattrs = kept or NO_XATTRS
@@ -915,6 +926,10 @@ class Worktree:
         node.stale = node.journal = node.pieces = node.redo = None
         node.oid = object_id(record)
         objects[node.oid] = record
+        if node is self.root:
+            own = self._own()
+            node.oid = self.repo.trees.rooted(node.oid, own, objects)
+            self._stored_own = own_key(own)
         node.dirty = False
         node.recheck = False
         node.pure = pure
@@ -1023,7 +1038,11 @@ class Worktree:
                 sub = self._commit_tree(child, objects, subtree(head, name))
                 entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
             entries.append(entry)
-        return trees.build(entries, objects)
+        return trees.build(entries, objects, self._own() if node is self.root else None)
+
+    def _own(self) -> TreeEntry | None:
+        """The root's mode and owner as its root record holds them (None: the defaults)."""
+        return own_of(self.root.mode, self.root.xattrs)
 
     def _live(self, path: bytes) -> Node | bool | None:
         """The live node at `path`, None if there is none, True if a directory on the way
@@ -1108,7 +1127,10 @@ class Worktree:
                 if sync:
                     self.repo.store.sync()
                 return
-            value = self._journaled() if self.root.dirty else None
+            # a journal sits on the root's stored record: one whose mode or owner
+            # changed since is written whole
+            kept = own_key(self._own()) == self._stored_own
+            value = self._journaled() if self.root.dirty and kept else None
             if value is None:
                 value = self._encode(self.root, self._unwritten)
             self._persist(value, sync)

@@ -363,10 +363,9 @@ async def test_chmod_and_utimens(client: Client) -> None:
 async def test_the_root_takes_a_mode_and_time_for_the_life_of_the_mount(
     repo: Repository,
 ) -> None:
-    """A tree has no entry for its root (ADR 0030): chmod and touch of the mount root or
-    of a branch folder are accepted and shown, so `tar x` of an archive holding "./"
-    and `rsync -a SRC/ MNT/` succeed as on a disk. They are not versioned: a reload
-    shows the root as every tree does."""
+    """chmod and touch of the mount root or of a branch folder are accepted and shown,
+    so `tar x` of an archive holding "./" and `rsync -a SRC/ MNT/` succeed as on a disk
+    (ADR 0030). The mode is versioned in the root's record (ADR 0044), the time not."""
     ops = Operations(repo, saver=Saver(0))
     client = Client(ops)
     await client.mkdir(".helix/branches/b")

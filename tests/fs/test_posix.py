@@ -86,9 +86,38 @@ async def test_new_nodes_get_the_callers_owner_or_the_setgid_folders_group(
     assert (pipe.st_uid, pipe.st_gid) == (1001, 1002)
 
 
-async def test_the_tree_root_keeps_no_owner(client: Client) -> None:
+async def test_the_roots_owner_and_mode_are_stored_and_versioned(
+    repo: Repository, client: Client
+) -> None:
+    """The root has no entry: a root record holds its owner and mode (ADR 0044). They
+    survive a remount, go with a branch made from it, and a reset takes them back."""
+    before = repo.resolve("HEAD")
     got = await _chown(client, ROOT, 123, 456)
-    assert (got.st_uid, got.st_gid) == ME
+    assert (got.st_uid, got.st_gid) == (123, 456)
+    mode = _attrs(st_mode=stat.S_IFDIR | 0o2770)
+    await client.ops.setattr(ROOT, mode, Fields(update_mode=True), None, CTX)
+    client.ops.saver.flush_now()
+    chowned = repo.resolve("HEAD")
+    assert chowned != before  # a chown of the root is a save like any other
+    await client.mkdir(".helix/branches/copy")
+    client.ops.close()
+    again = Client(make_ops(repo))
+    try:
+        for ino in (ROOT, await again.ino(".helix/branches/copy")):
+            got = await again.ops.getattr(ino, CTX)
+            assert (got.st_uid, got.st_gid, got.st_mode) == (123, 456, stat.S_IFDIR | 0o2770)
+        await again.write_file("f", b"x")  # a save on top keeps the root's record
+        again.ops.saver.flush_now()
+    finally:
+        again.ops.close()
+    repo.reset_hard(before.hex())
+    back = Client(make_ops(repo))
+    try:
+        got = await back.ops.getattr(ROOT, CTX)
+        assert (got.st_uid, got.st_gid, got.st_mode) == (*ME, stat.S_IFDIR | 0o755)
+    finally:
+        back.ops.close()
+    assert repo.commit_info(before).tree == repo.commit_info(repo.resolve("HEAD")).tree
 
 
 async def test_a_devices_number_is_stored(repo: Repository, client: Client) -> None:

@@ -276,6 +276,29 @@ def test_owners_devices_times_survive_remount_branches_snapshots_and_export(
     assert {name: values[:-1] for name, values in _kept(imported.path).items()} == without_atime
 
 
+def test_the_roots_owner_and_mode_survive_a_remount_and_an_export(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """The mount root's owner and mode are stored in its root record (ADR 0044): the
+    kernel checks a second user against them, after a remount too, and export sets them."""
+    mnt = make_mount(0)
+    mnt.sh("chown 1001:1002 . && chmod 2770 .")
+    mnt.helix("snapshot", "rooted")
+    assert mnt.stop() == 0
+    again = make_mount(0, store=mnt.store)
+    for shown in (again.path, again.path / ".helix" / "snapshots" / "rooted"):
+        st = shown.stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1001, 1002, 0o2770)
+    user = "setpriv --reuid=1001 --regid=1001 --clear-groups"
+    again.sh(f"{user} sh -c 'echo x > mine'")  # its folder: the kernel lets it in
+    assert (again.path / "mine").stat().st_gid == 1002  # the setgid root's group
+    assert again.sh("setpriv --reuid=1003 --regid=1003 --clear-groups ls", check=False).returncode
+    exported = tmp_path / "out"
+    again.helix("export", "HEAD", str(exported))
+    st = exported.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1001, 1002, 0o2770)
+
+
 def test_a_chown_is_a_commit_that_diff_and_log_show(mnt: Mount) -> None:
     mnt.sh("echo x > f")
     old = mnt.head()

@@ -506,3 +506,25 @@ def test_only_exact_renames_are_found_for_big_files(repo: Repository) -> None:
     with pytest.raises(MergeConflict) as err:
         repo.merge("feat")
     assert err.value.conflicts == [b"edited.log"]  # type: ignore[attr-defined]
+
+
+def _chmod_root(repo: Repository, branch: str, mode: int) -> None:
+    work = repo.worktree(branch)
+    work.set_attrs(work.root, mode=mode)
+    work.commit("chmod .")
+
+
+def test_the_roots_mode_merges_three_ways(repo: Repository) -> None:
+    """A root record (ADR 0044) merges like an entry: one side's change is taken, with
+    the other side's files; changed apart on both sides, "." is a conflict."""
+    _fork(repo, {"a": b"1"})
+    _chmod_root(repo, "feat", 0o700)
+    repo.commit({"b": b"2"}, "main")
+    assert repo.merge("feat").status == "merged"
+    assert repo.trees.get(repo.commit_info("HEAD").tree).own.mode & 0o7777 == 0o700
+    assert repo.read("HEAD", "b") == b"2"
+    _chmod_root(repo, "feat", 0o750)
+    _chmod_root(repo, "main", 0o770)
+    with pytest.raises(MergeConflict) as raised:
+        repo.merge("feat")
+    assert raised.value.conflicts == [b"."]
