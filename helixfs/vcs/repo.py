@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from helixfs.errors import (
     AlreadyExists,
+    CorruptObject,
     HelixError,
     InvalidInput,
     NotFound,
@@ -248,7 +249,11 @@ class Repository:
                 head = self.store.ref(branch_ref(branch))
                 if head is None:
                     continue
-                cid = self._commit_work(branch, self._folded(branch, value), CommitId(head))
+                try:
+                    cid = self._commit_work(branch, self._folded(branch, value), CommitId(head))
+                except (CorruptObject, NotFound) as exc:  # a damaged head: kept, not lost
+                    log.error("branch %s: its saved changes stay uncommitted: %s", branch, exc)
+                    continue
                 if cid is not None:
                     made.append(cid)
         return made

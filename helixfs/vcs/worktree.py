@@ -42,7 +42,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import attrs, history, journal
+from helixfs.vcs import attrs, fallback, history, journal
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
     EMPTY,
@@ -149,8 +149,8 @@ class Worktree:
         with self._lock:
             store = self.repo.store
             head = self._fixed if self._fixed is not None else self.repo._branch_head(self.branch)
-            head_info = self.repo.commit_info(head)
-            head_tree = head_info.tree
+            shown = self._shown(head)
+            head_tree = shown.tree
             work = None if self.readonly else store.ref(work_ref(self.branch))
             self._head = head
             self._work_value = work  # the saved state: a tree id, maybe with a journal
@@ -161,7 +161,7 @@ class Worktree:
             own = self.repo.trees.get(root_tree).own
             self._stored_own = own_key(own)
             mode, xattrs = (own.mode, dict(own.xattrs)) if own is not None else (MODE_DIR, {})
-            self.root = Node(b"", None, mode, root_tree, mtime_ns=head_info.time_ns)
+            self.root = Node(b"", None, mode, root_tree, mtime_ns=shown.time_ns)
             self.root.xattrs = xattrs or NO_XATTRS
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()  # recorded up to _CHANGED_LIMIT paths
@@ -182,6 +182,15 @@ class Worktree:
             self._links_whole = False  # every name of every group is loaded
             if changes is not None:
                 self._replay(self.root, changes)
+
+    def _shown(self, head: CommitId) -> fallback.Shown:
+        """What the head shows; a head that cannot be read shows an ancestor, read-only
+        (vcs/fallback.py) until a reload finds it readable again."""
+        commit = fallback.readable(self.repo, head)
+        self.readonly = self._fixed is not None or commit is None
+        if commit is not None:
+            return fallback.Shown(head, commit.tree, commit.time_ns)
+        return fallback.fallback(self.repo, self.branch, head)
 
     def _replay(self, node: Node, changes: journal.DirChanges) -> None:
         """Rebuild a directory changed since its stored tree from the saved journal: it

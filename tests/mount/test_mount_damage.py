@@ -137,3 +137,50 @@ def test_a_damaged_store_serves_what_is_intact(make_mount: MountFactory, tmp_pat
                     clean.entry("main", path)
             else:
                 assert clean.read("main", path) == data
+
+
+def _spoil(store: Path, oid: bytes) -> None:
+    """One record's stored bytes changed (its last byte flipped): it reads as a damaged
+    block's records do, CorruptObject (ADR 0036), wherever in the table it is."""
+    db = rocksdb_open.open_db(store / OBJECTS_DIR)
+    try:
+        objects = db.get_column_family("objects")
+        value = bytearray(objects[oid])
+        value[-1] ^= 0xFF
+        objects[oid] = bytes(value)
+    finally:
+        db.close()
+
+
+def test_a_damaged_head_is_served_from_its_newest_readable_ancestor(
+    make_mount: MountFactory, tmp_path: Path
+) -> None:
+    """The head's root tree unreadable: the mount starts and shows the newest ancestor
+    that reads, read-only, and says so once; other branches are served as usual. The
+    head commit itself unreadable (its parents are named only in it): an empty folder."""
+    store = tmp_path / "store"
+    with Repository.init(store) as repo:
+        repo.commit({"kept/a": b"a", "b": b"b"}, "first")
+        repo.create_branch("other")
+        repo.commit({"kept/c": b"c"}, "second")
+        head = repo.resolve("HEAD")
+        older = hex_id(repo.commit_info(head).parents[0])[:12]
+        tree = repo.commit_info(head).tree
+    _spoil(store, tree)
+    mount = make_mount(0, store=store)
+    assert (mount.path / "kept" / "a").read_bytes() == b"a"
+    assert not (mount.path / "kept" / "c").exists()  # only in the head that cannot be read
+    with pytest.raises(OSError) as refused:
+        (mount.path / "new").write_bytes(b"x")
+    assert refused.value.errno == errno.EROFS
+    (mount.path / ".helix" / "branches" / "other" / "more").write_bytes(b"m")  # served
+    mount.stop()
+    log = "".join(mount.output)
+    assert log.count(f"head {hex_id(head)[:12]} cannot be read; showing its ancestor {older}") == 1
+
+    _spoil(store, head)
+    mount = make_mount(0, store=store)
+    assert os.listdir(mount.path) == []
+    assert (mount.path / ".helix" / "branches" / "other" / "more").read_bytes() == b"m"
+    mount.stop()
+    assert "showing an empty folder (no ancestor can be read)" in "".join(mount.output)
