@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import ObjectId
+from helixfs.vcs.attrs import change_key
 from helixfs.vcs.links import import_link_id, link_id_of, with_link, without_link
 
 if TYPE_CHECKING:
@@ -41,6 +42,71 @@ def groups_at(trees: Trees, root: ObjectId, paths: Iterable[bytes]) -> set[int]:
         if link_id is not None:
             found.add(link_id)
     return found
+
+
+def spread_edits(
+    trees: Trees,
+    sides: Iterable[tuple[ObjectId, list[Change]]],
+    merged: ObjectId,
+    objects: dict[ObjectId, bytes],
+) -> tuple[ObjectId, list[bytes]]:
+    """A link one side made or changed, whose file the other side edited under one of
+    its names: merged by path, that name holds the edit and the others do not. The edit
+    then reaches every name (the link is kept, as `ln f g` then an edit of f would on a
+    disk). Two different edits of one group are a conflict, reported once under its
+    first name (the names are left as merged: settle_groups splits them). Returns the
+    merged tree and those conflicts."""
+    fixed: dict[bytes, TreeEntry] = {}
+    conflicts: list[bytes] = []
+    for side, changes in sides:
+        touched = touched_groups(changes)
+        for link_id, group in _names(trees, side, touched).items():
+            edits = _edits(trees, merged, group)
+            if len(edits) > 1:
+                conflicts.append(group[0][0])
+            elif edits:
+                (edit,) = edits.values()
+                xattrs = with_link(without_link(edit.xattrs), link_id, len(group))
+                for path, _ in group:  # a name the other side removed stays removed
+                    if _entry(trees, merged, path) is not None:
+                        fixed[path] = edit._replace(xattrs=xattrs)
+    tree = trees.apply(merged, fixed, objects) if fixed else merged
+    return tree, conflicts
+
+
+def _names(
+    trees: Trees, root: ObjectId, link_ids: set[int]
+) -> dict[int, list[tuple[bytes, TreeEntry]]]:
+    """Each group's names (path, entry) in `root`, for the groups among `link_ids`."""
+    names: dict[int, list[tuple[bytes, TreeEntry]]] = {}
+    if not link_ids:
+        return names
+    for path, entry in trees.walk(root):
+        link_id = None if entry.is_dir() else link_id_of(entry.xattrs)
+        if link_id in link_ids:
+            names.setdefault(link_id, []).append((path, entry))
+    return names
+
+
+def _edits(
+    trees: Trees, merged: ObjectId, group: list[tuple[bytes, TreeEntry]]
+) -> dict[object, TreeEntry]:
+    """The files the merge put under a group's names other than the group's own, by
+    what they hold."""
+    mine = change_key(group[0][1])
+    found: dict[object, TreeEntry] = {}
+    for path, _ in group:
+        entry = _entry(trees, merged, path)
+        if entry is not None and entry.is_file() and change_key(entry) != mine:
+            found.setdefault(change_key(entry), entry)
+    return found
+
+
+def _entry(trees: Trees, root: ObjectId, path: bytes) -> TreeEntry | None:
+    try:
+        return trees.entry(root, path)
+    except (NotFound, NotADirectory):
+        return None
 
 
 def settle_groups(

@@ -43,7 +43,7 @@ from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
-from helixfs.vcs.linkmerge import settle_groups, touched_groups
+from helixfs.vcs.linkmerge import settle_groups, spread_edits, touched_groups
 from helixfs.vcs.links import once_per_group
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
@@ -539,6 +539,9 @@ def merge_trees(
             tree = merger.follow_renames(base_tree, sides, tree)
         merger.rename_clashes(sides)
         merger.added_in_moved_folders(base_tree, sides)
+        pairs = [(side.tree, side.changes) for side in sides]
+        tree, linked = spread_edits(repo.trees, pairs, tree, merger.objects)
+        merger.conflicts += [path for path in linked if path not in merger.conflicts]
         touched = touched_groups(c for side in sides for c in side.changes)
         tree = settle_groups(repo.trees, tree, touched, merger.objects)
     merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helixfs.errors import IsADirectory, NotPermitted, TooManyLinks
+from helixfs.errors import IsADirectory, MergeConflict, NotPermitted, TooManyLinks
 from helixfs.vcs import Repository, Worktree, transfer
 from helixfs.vcs import links as links_module
 from helixfs.vcs.links import link_of
@@ -262,23 +262,39 @@ def test_import_keeps_the_links_inside_the_folder_and_export_writes_them(
     assert (tmp_path / "out" / "pkg" / "blob").read_text() == "shared\n"
 
 
-def test_a_link_made_on_one_side_and_an_edit_on_the_other_split_the_names(
-    repo: Repository,
+@pytest.mark.parametrize("linker", ["main", "other"])
+def test_a_link_made_on_one_side_keeps_the_edit_of_the_other_under_every_name(
+    repo: Repository, linker: str
 ) -> None:
-    """Merged name by name, the names would hold two files under one id: they are split
-    (no content is hidden) and each is a plain file."""
+    """Merged name by name, `a` would hold the edit and its new link `b` the old file:
+    the edit reaches every name and the link is kept, as on a disk (either side)."""
     tree = repo.worktree("main")
     _write(tree, b"a", b"base\n")
     tree.commit("base")
     repo.create_branch("other")
-    _edit(repo.worktree("other"), b"a", b"theirs\n")
-    _link(tree, b"a", b"b")
-    tree.commit("link")
+    editor = "other" if linker == "main" else "main"
+    _edit(repo.worktree(editor), b"a", b"theirs\n")
+    linking = repo.worktree(linker)
+    _link(linking, b"a", b"b")
+    linking.commit("link")
     assert repo.merge("other").status == "merged"
-    assert repo.read("HEAD", b"a") == b"theirs\n" and repo.read("HEAD", b"b") == b"base\n"
-    assert _stored(repo, b"a") is None and _stored(repo, b"b") is None
+    assert repo.read("HEAD", b"a") == repo.read("HEAD", b"b") == b"theirs\n"
+    assert _stored(repo, b"a") == _stored(repo, b"b") is not None
     tree = repo.worktree("main")
-    assert _at(tree, b"a") is not _at(tree, b"b")
+    assert _at(tree, b"a") is _at(tree, b"b") and tree.lookup(tree.root, b"a").group is not None
+
+
+def test_two_edits_under_two_names_of_a_link_are_one_conflict(repo: Repository) -> None:
+    """A name added to a link on one side; on the other, two of its names written apart
+    (a commit of paths splits them): one file cannot hold both edits, so the group is
+    a conflict, reported once."""
+    tree, _ = _linked_and_branched(repo)
+    _link(tree, b"a", b"c")
+    tree.commit("link")
+    repo.commit({"a": b"one\n", "b": b"two\n"}, "apart", branch="other")
+    with pytest.raises(MergeConflict) as raised:
+        repo.merge("other")
+    assert raised.value.conflicts == [b"a"]
 
 
 def test_links_merge_whole_when_one_side_edits_them(repo: Repository) -> None:
