@@ -24,6 +24,7 @@ from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.extract import Candidate
 from helixfs.memory.retrieval import Filters, cosine, lexical_memories, load_vectors
 from helixfs.memory.tokens import jaccard, normalize, word_set
+from helixfs.memory.tree import Visibility
 
 NOOP_COSINE = 0.97
 UPDATE_COSINE = 0.85
@@ -42,17 +43,19 @@ class Decision:
 
 
 def decide_without_vector(
-    conn: apsw.Connection, cand: Candidate, scope: str, flagged: bool
+    conn: apsw.Connection, cand: Candidate, scope: str, flagged: bool, branch: str | None = None
 ) -> Decision | None:
     """What the stored rows alone decide (the same text, a flag, the subject's slot);
-    None when it takes the nearest neighbours (`by_neighbours`)."""
-    twin = identical(conn, cand, scope)
+    None when it takes the nearest neighbours (`by_neighbours`). Only memories of the
+    same scope and branch take part: a branch never retires what its trunk knows, its
+    merge does (ADR 0063)."""
+    twin = identical(conn, cand, scope, branch)
     if twin:
         return Decision("noop", target=twin, reason="identical fact")
     if flagged:
         return Decision("add", reason="flagged content never rewrites other memories")
     if cand.subject and cand.subject not in _NOT_A_SLOT:
-        return _by_slot(conn, cand, scope)
+        return _by_slot(conn, cand, scope, branch)
     return None
 
 
@@ -66,22 +69,27 @@ _NOT_A_SLOT = frozenset(
 )
 
 
-def identical(conn: apsw.Connection, cand: Candidate, scope: str) -> str | None:
+def identical(
+    conn: apsw.Connection, cand: Candidate, scope: str, branch: str | None = None
+) -> str | None:
     """The active memory of `scope` with the same normalised text (a NOOP), if any."""
     row = fetch_one(
         conn,
-        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' LIMIT 1",
-        (normalize(cand.content), scope),
+        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' "
+        "AND +branch IS ? LIMIT 1",
+        (normalize(cand.content), scope, branch),
     )
     return str(row[0]) if row else None
 
 
-def _by_slot(conn: apsw.Connection, cand: Candidate, scope: str) -> Decision | None:
+def _by_slot(
+    conn: apsw.Connection, cand: Candidate, scope: str, branch: str | None
+) -> Decision | None:
     rows = fetch_all(
         conn,
         "SELECT id, value, status FROM memories WHERE scope=? AND subject=? "
-        "AND status IN ('active', 'superseded') ORDER BY id",
-        (scope, cand.subject),
+        "AND status IN ('active', 'superseded') AND +branch IS ? ORDER BY id",
+        (scope, cand.subject, branch),
     )
     active = [(str(r[0]), str(r[1])) for r in rows if r[2] == "active"]
     if not active:
@@ -145,9 +153,10 @@ def by_neighbours(
     vector: Sequence[float] | None,
     scope: str,
     index: VectorIndex | None,
+    branch: str | None = None,
 ) -> Decision:
     new_words = word_set(cand.content)
-    neighbours = _neighbours(conn, cand, vector, scope, index)
+    neighbours = _neighbours(conn, cand, vector, scope, index, branch)
     # A changed number, name, version, date or negation first: such a neighbour is as
     # similar as an equivalent one, and a NOOP would drop the new value.
     changed = [(m, contradict.contradicts(c, cand.content)) for m, c, _ in neighbours]
@@ -181,6 +190,7 @@ def _neighbours(
     vector: Sequence[float] | None,
     scope: str,
     index: VectorIndex | None,
+    branch: str | None = None,
 ) -> list[tuple[str, str, float]]:
     """Nearest active memories of the scope: by vector when we have one, else by BM25."""
     if vector is not None and index is not None:
@@ -194,7 +204,12 @@ def _neighbours(
         )
         sims = {int(r[0]): 1.0 - float(r[1]) for r in found}
     else:
-        rowids = [r for r, _ in lexical_memories(conn, cand.content, Filters(), NEIGHBOURS)]
+        rowids = [
+            r
+            for r, _ in lexical_memories(
+                conn, cand.content, Filters(visible=Visibility(branch)), NEIGHBOURS
+            )
+        ]
         vectors = load_vectors(conn, "memory_vec", rowids) if vector is not None else {}
         sims = {r: cosine(vector, vectors[r]) if r in vectors and vector else 0.0 for r in rowids}
     if not sims:
@@ -203,8 +218,8 @@ def _neighbours(
     rows = fetch_all(
         conn,
         f"SELECT rowid, id, content FROM memories WHERE rowid IN ({placeholders}) "
-        "AND +scope=? AND +status='active'",  # `+`: rowids drive, not the scope index
-        [*sims, scope],
+        "AND +scope=? AND +status='active' AND +branch IS ?",  # `+`: rowids drive
+        [*sims, scope, branch],
     )
     found_rows = [(str(r[1]), str(r[2]), sims[int(r[0])]) for r in rows]
     return sorted(found_rows, key=lambda item: item[2], reverse=True)[:NEIGHBOURS]

@@ -56,8 +56,15 @@ def edit(
     return records.update(conn, memory_id, changes, "edit", now, note or "edited by hand")
 
 
-def confirm(conn: apsw.Connection, memory_id: str, now: float, note: str) -> dict[str, Any]:
-    """Salience up and full confidence: the memory is right, a person said so."""
+def confirm(
+    conn: apsw.Connection,
+    memory_id: str,
+    now: float,
+    note: str,
+    fresh: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Salience up and full confidence: the memory is right, a person said so. `fresh`:
+    the source fields that make it true for the file's current content (tree.py)."""
     row = records.fetch(conn, memory_id)
     if row["status"] != "active":
         raise InvalidInput(
@@ -68,6 +75,7 @@ def confirm(conn: apsw.Connection, memory_id: str, now: float, note: str) -> dic
         "salience": min(1.0, salience + CONFIRMED_BOOST),
         "confidence": 1.0,
         "last_seen": now,
+        **(fresh or {}),
     }
     return records.update(conn, memory_id, changes, "confirm", now, note or "confirmed by hand")
 

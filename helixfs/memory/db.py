@@ -77,6 +77,13 @@ CREATE TABLE IF NOT EXISTS meta (
 --                 contradicting fact competes for (e.g. 'database')
 --   value         normalised value for that subject ('' if none)
 --   norm          normalised content, to detect identical facts cheaply
+--   branch        the branch it was written in, NULL for the trunk (the store's HEAD
+--                 branch) or outside any branch: who sees it (memory/tree.py, ADR 0063)
+--   base_commit   that branch's head commit (hex) when it was written, NULL if unscoped
+--   source_blob   the blob id (hex) of source_file in that tree when written or last
+--                 confirmed, NULL if unknown: a different blob now means stale
+--   moved_from    the path source_file had before a rename was followed, NULL if none
+-- (the last four were added in place: a database from before them gains them on open)
 CREATE TABLE IF NOT EXISTS memories (
     rowid        INTEGER PRIMARY KEY,
     id           TEXT NOT NULL UNIQUE,
@@ -98,13 +105,19 @@ CREATE TABLE IF NOT EXISTS memories (
     status       TEXT NOT NULL DEFAULT 'active',
     subject      TEXT NOT NULL DEFAULT '',
     value        TEXT NOT NULL DEFAULT '',
-    norm         TEXT NOT NULL DEFAULT ''
+    norm         TEXT NOT NULL DEFAULT '',
+    branch       TEXT,
+    base_commit  TEXT,
+    source_blob  TEXT,
+    moved_from   TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_slot ON memories(scope, subject, status);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
 CREATE INDEX IF NOT EXISTS memories_status ON memories(status, type);
 -- newest first by status without sorting every row (`memories`, the web view's lists)
 CREATE INDEX IF NOT EXISTS memories_status_id ON memories(status, id);
+-- a branch's memories (a merge, a deletion, the web view's filter)
+CREATE INDEX IF NOT EXISTS memories_branch ON memories(branch, status);
 
 -- memories_fts: BM25 index over content plus its identifiers split (CamelCase,
 -- snake_case; see tokens.fts_text). Contentless: the text lives only in memories.
@@ -270,6 +283,13 @@ def reported_errors() -> Iterator[None]:
 # How long a statement waits for another connection's write lock before "locked".
 BUSY_TIMEOUT_MS = 10_000
 _SCHEMA_NAMES = frozenset(re.findall(r"IF NOT EXISTS (\w+)", SCHEMA))
+# Columns added to `memories` after its first release, each NULL for the rows before.
+ADDED_COLUMNS = (
+    ("branch", "TEXT"),
+    ("base_commit", "TEXT"),
+    ("source_blob", "TEXT"),
+    ("moved_from", "TEXT"),
+)
 
 
 def connect(path: str | os.PathLike[str]) -> apsw.Connection:
@@ -293,6 +313,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     _check_version(conn, db_path)
     if not _schema_complete(conn):
         with writing(conn):
+            _add_columns(conn)
             conn.execute(SCHEMA)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
@@ -342,12 +363,29 @@ def writing(conn: apsw.Connection) -> Iterator[None]:
 
 
 def _schema_complete(conn: apsw.Connection) -> bool:
-    """Every table and index of SCHEMA exists: opening the database then writes nothing,
-    so a reader never waits for (or fails on) another connection's write."""
+    """Every table, index and column of SCHEMA exists: opening the database then writes
+    nothing, so a reader never waits for (or fails on) another connection's write."""
     have = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-    return have >= _SCHEMA_NAMES and bool(
-        conn.execute("SELECT 1 FROM meta WHERE key='schema_version'").fetchone()
+    return (
+        have >= _SCHEMA_NAMES
+        and not _missing_columns(conn)
+        and bool(conn.execute("SELECT 1 FROM meta WHERE key='schema_version'").fetchone())
     )
+
+
+def _missing_columns(conn: apsw.Connection) -> list[tuple[str, str]]:
+    have = {str(r[1]) for r in conn.execute("PRAGMA table_info(memories)")}
+    if not have:  # a new database: SCHEMA creates the table whole
+        return []
+    return [(name, kind) for name, kind in ADDED_COLUMNS if name not in have]
+
+
+def _add_columns(conn: apsw.Connection) -> None:
+    """A database from before ADDED_COLUMNS gains them (NULL in every row), before
+    SCHEMA's indexes on them are made. Older HelixFS still reads and writes it: it
+    names its columns."""
+    for name, kind in _missing_columns(conn):
+        conn.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
 
 
 def _check_version(conn: apsw.Connection, db_path: Path) -> None:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
+    branches,
     consolidate,
     corrections,
     models,
@@ -33,6 +34,7 @@ from helixfs.memory import (
     ranking,
     records,
     retrieval,
+    tree,
     validate,
     when,
     workspace,
@@ -52,6 +54,7 @@ from helixfs.memory.db import (
 from helixfs.memory.embed import MODEL_INSTALL
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
+from helixfs.memory.tree import TreeView
 from helixfs.memory.types import (
     MEMORY_TYPES,
     SEARCH_MODES,
@@ -194,8 +197,11 @@ class Memory:
         source: Source | None = None,
         confidence: float = 1.0,
         salience: float = 0.5,
+        view: TreeView | None = None,
     ) -> WriteResult:
-        """An explicit write: always passes the gate; still redacted and consolidated."""
+        """An explicit write: always passes the gate; still redacted and consolidated.
+        `view`: the branch it is written in (its memory, ADR 0063) and the tree its
+        source file's blob is read from."""
         validate.check_text("memory content", content)
         if type is not None and type not in MEMORY_TYPES:
             raise InvalidInput(
@@ -211,11 +217,12 @@ class Memory:
             cand,
             tag_tuple,
             scope,
-            source or Source(agent="unknown"),
+            _placed(source or Source(agent="unknown"), view),
             min(confidence, cand.confidence),
             salience,
             scrubbed.count,
             None,
+            view,
         )
 
     def ingest(
@@ -225,6 +232,7 @@ class Memory:
         scope: str = "global",
         source: Source | None = None,
         tags: Sequence[str] = (),
+        view: TreeView | None = None,
     ) -> list[WriteResult]:
         """Non-explicit text (transcript, notes): only slices that pass the gate are kept."""
         validate.check_text("text", text, limit=10 * validate.MAX_CONTENT)
@@ -239,11 +247,12 @@ class Memory:
                 cand,
                 tag_tuple,
                 scope,
-                source or Source(agent="ingest"),
+                _placed(source or Source(agent="ingest"), view),
                 cand.confidence,
                 0.4,
                 scrubbed.count,
                 vector,
+                view,
             )
             for cand, vector in zip(cands, vectors, strict=True)
         ]
@@ -320,23 +329,35 @@ class Memory:
         salience: float,
         redactions: int,
         vector: list[float] | None,
+        view: TreeView | None = None,
     ) -> WriteResult:
         """`vector` None: embedded here, before the transaction, unless the fact is already
         stored word for word (a NOOP needs no vector: re-asserting a fact costs no model
         call)."""
         flagged = INJECTION_TAG in cand.tags
         all_tags = tuple(dict.fromkeys((*tags, *cand.tags)))
+        branch = view.branch if view is not None else None
         early = None
-        if vector is None and self._vectors is not None and not self._stored(cand, scope):
-            vector, early = self._embed_and_predecide(cand, scope, flagged)
+        if vector is None and self._vectors is not None and not self._stored(cand, scope, branch):
+            vector, early = self._embed_and_predecide(cand, scope, flagged, branch)
         now = self._clock()
         with self._lock, writing(self._conn):
-            decision = self._decide(cand, vector, scope, flagged, early)
+            decision = self._decide(cand, vector, scope, branch, flagged, early)
             if vector is None and self._vectors is not None and decision.action != "noop":
                 # The identical memory went away meanwhile (another process): embed now.
                 vector = self._vectors.embed_memories([cand.content])[0]
-                decision = self._decide(cand, vector, scope, flagged)
-            fact = writer.NewFact(cand, all_tags, scope, source, confidence, salience, vector)
+                decision = self._decide(cand, vector, scope, branch, flagged)
+            fact = writer.NewFact(
+                cand,
+                all_tags,
+                scope,
+                source,
+                confidence,
+                salience,
+                vector,
+                branch,
+                view.head if view is not None and branch is not None else None,
+            )
             memory_id = writer.apply(self._conn, decision, fact, now)
             if vector is not None and decision.action != "noop":
                 rowid = records.rowid_of(self._conn, memory_id)
@@ -352,12 +373,12 @@ class Memory:
             reason=decision.reason,
         )
 
-    def _stored(self, cand: Candidate, scope: str) -> bool:
+    def _stored(self, cand: Candidate, scope: str, branch: str | None) -> bool:
         with self._lock:
-            return consolidate.identical(self._conn, cand, scope) is not None
+            return consolidate.identical(self._conn, cand, scope, branch) is not None
 
     def _embed_and_predecide(
-        self, cand: Candidate, scope: str, flagged: bool
+        self, cand: Candidate, scope: str, flagged: bool, branch: str | None
     ) -> tuple[list[float], _Early]:
         """The fact is embedded on a worker thread (ONNX runs off the GIL) while this one
         takes what the stored rows alone decide (slot checks cost up to a few ms at
@@ -367,7 +388,7 @@ class Memory:
         with self._lock:
             early = _Early(
                 self._db_state(),
-                consolidate.decide_without_vector(self._conn, cand, scope, flagged),
+                consolidate.decide_without_vector(self._conn, cand, scope, flagged, branch),
             )
         return embedding.result()[0], early
 
@@ -382,6 +403,7 @@ class Memory:
         cand: Candidate,
         vector: list[float] | None,
         scope: str,
+        branch: str | None,
         flagged: bool,
         early: _Early | None = None,
     ) -> consolidate.Decision:
@@ -389,11 +411,13 @@ class Memory:
         if early is not None and early.state == self._db_state():
             decision = early.decision
         else:
-            decision = consolidate.decide_without_vector(self._conn, cand, scope, flagged)
+            decision = consolidate.decide_without_vector(
+                self._conn, cand, scope, flagged, branch
+            )
         if decision is not None:
             return decision
         index = self._current_indexes().memories if vector is not None else None
-        return consolidate.by_neighbours(self._conn, cand, vector, scope, index)
+        return consolidate.by_neighbours(self._conn, cand, vector, scope, index, branch)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -417,42 +441,73 @@ class Memory:
         status: str | None = "active",
         tag: str | None = None,
         limit: int = 100,
+        branch: str | None = None,
+        view: TreeView | None = None,
     ) -> list[MemoryRecord]:
-        """Newest first, filtered; status None lists every status."""
+        """Newest first, filtered; status None lists every status. Every branch's unless
+        `branch` names one; `view`: marked stale where their file moved on in it."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
         if type is not None and type not in MEMORY_TYPES:
             raise InvalidInput(f"unknown memory type {type!r}")
         validate.check_limit(limit)
+        if branch is not None:
+            validate.check_name("branch", branch)
         clauses, params = [], []
         for column, value in (("status", status), ("type", type), ("scope", scope)):
             if value is not None:
                 clauses.append(f"{column}=?")
                 params.append(value)
+        if branch is not None:
+            clauses.append("branch=?")
+            params.append(branch)
         if tag is not None:
             clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value=?)")
             params.append(tag)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         sql = f"SELECT {records.COLUMNS} FROM memories {where} ORDER BY id DESC LIMIT ?"
         with self._lock:
-            rows = fetch_all(self._conn, sql, [*params, limit])
-        return [records.to_record(records.row_dict(r)) for r in rows]
+            rows = [records.row_dict(r) for r in fetch_all(self._conn, sql, [*params, limit])]
+            return self._marked(rows, view)
 
-    def about_files(self, paths: Sequence[str], *, limit: int = 20) -> list[MemoryRecord]:
+    def _marked(self, rows: list[dict[str, Any]], view: TreeView | None) -> list[MemoryRecord]:
+        """Records of `rows`, each marked with its staleness in `view` (if given)."""
+        found = [records.to_record(row) for row in rows]
+        if view is None:
+            return found
+        return tree.with_staleness(found, tree.check_rows(self._conn, rows, view, self._clock()))
+
+    def stale(self, view: TreeView, *, limit: int = 100) -> list[MemoryRecord]:
+        """Active memories visible in `view` whose file changed, went or was renamed
+        since they were written or confirmed, newest first."""
+        validate.check_limit(limit)
+        with self._lock:
+            visible = tree.visible_sql(tree.visibility(self._conn, view))
+            rows = tree.stale_rows(self._conn, view, visible, limit)
+            return [r for r in self._marked(rows, view) if r.stale is not None][:limit]
+
+    def about_files(
+        self, paths: Sequence[str], *, limit: int = 20, view: TreeView | None = None
+    ) -> list[MemoryRecord]:
         """Active memories whose source is one of `paths` (relative to any folder: a
-        source `auth/login.py` is about `src/auth/login.py`), newest first."""
+        source `auth/login.py` is about `src/auth/login.py`), newest first; those
+        visible in `view` (default: the trunk's), marked stale in it."""
         wanted = {p.strip("/").removeprefix("./") for p in paths if p.strip("/")}
         names = {p.rsplit("/", 1)[-1] for p in wanted}
-        found: dict[str, MemoryRecord] = {}
+        found: dict[str, dict[str, Any]] = {}
         with self._lock:
+            visible = tree.visible_sql(tree.visibility(self._conn, view), alias="")
             for name in sorted(names):
-                for row in records.about_file(self._conn, name, limit * 4):
+                for row in records.about_file(self._conn, name, limit * 4, visible):
                     source = str(row["source_file"]).strip("/").removeprefix("./")
                     if any(_same_file(source, path) for path in wanted):
-                        found.setdefault(row["id"], records.to_record(row))
-        return sorted(found.values(), key=lambda r: r.updated, reverse=True)[:limit]
+                        found.setdefault(row["id"], row)
+            rows = sorted(found.values(), key=lambda r: r["updated"], reverse=True)[:limit]
+            return self._marked(rows, view)
 
-    def mentioning(self, words: Sequence[str], *, limit: int = 16) -> list[MemoryRecord]:
+    def mentioning(
+        self, words: Sequence[str], *, limit: int = 16, view: TreeView | None = None
+    ) -> list[MemoryRecord]:
         """Active memories whose text holds any of `words`, best BM25 first: no vector,
         graph or diversity pass (a hook's ambient lookup on every tool call)."""
         query = " ".join(w for w in words if w.strip())
@@ -460,9 +515,10 @@ class Memory:
             return []
         validate.check_text("words", query, limit=4000)
         with self._lock:
-            found = retrieval.lexical_memories(self._conn, query, retrieval.Filters(), limit)
-            rows = ranking.memory_rows(self._conn, [rowid for rowid, _ in found])
-        return [records.to_record(rows[rowid]) for rowid, _ in found if rowid in rows]
+            filters = retrieval.Filters(visible=tree.visibility(self._conn, view))
+            found = retrieval.lexical_memories(self._conn, query, filters, limit)
+            rows = ranking.memory_rows(self._conn, [rowid for rowid, _ in found], filters)
+            return self._marked([rows[rowid] for rowid, _ in found if rowid in rows], view)
 
     def recall(
         self,
@@ -475,15 +531,20 @@ class Memory:
         include_forgotten: bool = False,
         reinforce: bool = True,
         mode: SearchMode = "hybrid",
+        view: TreeView | None = None,
     ) -> list[Hit]:
-        """Memories only, best first. Returned memories are reinforced (salience up)."""
+        """Memories only, best first. Returned memories are reinforced (salience up).
+        `view`: the branch read from (its memories are seen, ADR 0063), where memories
+        about a file that changed since are marked stale and weigh less."""
         statuses = ["active"]
         if include_superseded:
             statuses += ["superseded", "archived"]
         if include_forgotten:
             statuses.append("forgotten")
         filters = retrieval.Filters(tuple(statuses), scope, validate.check_types(types))
-        return self._retrieve(query, k, filters, chunks=False, reinforce=reinforce, mode=mode)
+        return self._retrieve(
+            query, k, filters, chunks=False, reinforce=reinforce, mode=mode, view=view
+        )
 
     def search(
         self,
@@ -494,12 +555,15 @@ class Memory:
         scope: str | None = None,
         reinforce: bool = True,
         mode: SearchMode = "hybrid",
+        view: TreeView | None = None,
     ) -> list[Hit]:
         """Memories and workspace passages together, best first.
 
         `mode` is hybrid (default), or lexical / vector alone (for evaluation)."""
         filters = retrieval.Filters(("active",), scope, validate.check_types(types))
-        return self._retrieve(query, k, filters, chunks=True, reinforce=reinforce, mode=mode)
+        return self._retrieve(
+            query, k, filters, chunks=True, reinforce=reinforce, mode=mode, view=view
+        )
 
     def _retrieve(
         self,
@@ -510,6 +574,7 @@ class Memory:
         chunks: bool,
         reinforce: bool,
         mode: SearchMode = "hybrid",
+        view: TreeView | None = None,
     ) -> list[Hit]:
         validate.check_text("query", query, limit=4000)
         if mode not in SEARCH_MODES:
@@ -525,6 +590,9 @@ class Memory:
             else None
         )
         with self._lock:
+            if view is not None:
+                visible = tree.visibility(self._conn, view)
+                filters = dataclasses.replace(filters, visible=visible)
             lexical = ranking.lexical(self._conn, query, k, filters, chunks, mode)
         qvec = embedding.result() if embedding is not None else None
         with self._lock:
@@ -534,6 +602,8 @@ class Memory:
             hits = ranking.rank(
                 self._conn, lexical, qvec, k, filters, chunks, now, indexes, mode, period
             )
+            if view is not None:
+                hits = tree.reweighed(self._conn, hits, view, now)
             if reinforce:
                 with self._index_cache.untracked():
                     self._reinforce([h.id for h in hits if h.kind == "memory"])
@@ -561,7 +631,12 @@ class Memory:
             self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
     def context(
-        self, budget_tokens: int = 2000, *, query: str | None = None, scope: str | None = None
+        self,
+        budget_tokens: int = 2000,
+        *,
+        query: str | None = None,
+        scope: str | None = None,
+        view: TreeView | None = None,
     ) -> ContextBlock:
         """The best memories (and passages, with a query) packed greedily under the budget."""
         if not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= 1_000_000:
@@ -569,13 +644,19 @@ class Memory:
                 f"budget must be a whole number of tokens in 1..1000000, got {budget_tokens!r}"
             )
         if query is not None:
-            hits = self.search(query, k=50, scope=scope)
+            hits = self.search(query, k=50, scope=scope, view=view)
         else:
             if scope is not None:
                 validate.check_name("scope", scope)
-            with self._lock:
-                hits = ranking.top_memories(self._conn, scope, 200, self._clock())
+            hits = self._top(scope, view)
         return ranking.pack(hits, budget_tokens)
+
+    def _top(self, scope: str | None, view: TreeView | None) -> list[Hit]:
+        with self._lock:
+            now = self._clock()
+            visible = tree.visibility(self._conn, view)
+            hits = ranking.top_memories(self._conn, scope, 200, now, visible)
+            return tree.reweighed(self._conn, hits, view, now) if view is not None else hits
 
     # -- lifecycle of memories -----------------------------------------------------------
 
@@ -726,12 +807,49 @@ class Memory:
                 self._index_cache.vector_written(rowid, vector)
         return self.get(resolved)
 
-    def confirm(self, memory_id: str, *, note: str = "") -> MemoryRecord:
-        """A person says the memory is right: full confidence, salience up (op `confirm`)."""
+    def confirm(
+        self, memory_id: str, *, note: str = "", view: TreeView | None = None
+    ) -> MemoryRecord:
+        """A person says the memory is right: full confidence, salience up (op `confirm`);
+        with `view`, right for its file's content there now (no longer stale)."""
         with self._lock, writing(self._conn):
             resolved = self._resolve(memory_id)
-            corrections.confirm(self._conn, resolved, self._clock(), note)
+            row = records.fetch(self._conn, resolved)
+            fresh = tree.fresh_changes(view, row["source_file"]) if row["source_blob"] else {}
+            corrections.confirm(self._conn, resolved, self._clock(), note, fresh)
         return self.get(resolved)
+
+    # -- branches (ADR 0063) --------------------------------------------------------------
+
+    def merge_branch(self, branch: str, into: str | None = None) -> branches.MergeReport:
+        """Bring `branch`'s memories into `into` (None: the trunk) through consolidation:
+        a duplicate is a NOOP, a contradiction supersedes. In one transaction."""
+        validate.check_name("branch", branch)
+        if into is not None:
+            validate.check_name("branch", into)
+        if into == branch:
+            raise InvalidInput(f"cannot merge the memories of branch {branch!r} into itself")
+        with self._lock, writing(self._conn):
+            report = branches.merge(self._conn, branch, into, self._merge_decision, self._clock())
+            for rowid, vector in report.vectors.items():
+                self._index_cache.vector_written(rowid, vector)
+        return report
+
+    def _merge_decision(
+        self,
+        cand: Candidate,
+        vector: list[float] | None,
+        scope: str,
+        into: str | None,
+        flagged: bool,
+    ) -> consolidate.Decision:
+        return self._decide(cand, vector, scope, into, flagged)
+
+    def archive_branch(self, branch: str) -> list[str]:
+        """A deleted branch's active memories are archived (kept, not searched)."""
+        validate.check_name("branch", branch)
+        with self._lock, writing(self._conn):
+            return branches.archive(self._conn, branch, self._clock())
 
     def counts(self) -> dict[str, dict[str, int]]:
         """type -> status -> number of memories."""
@@ -802,14 +920,18 @@ class Memory:
             return notes.resume_markdown(self._conn, cp, self._clock())
 
     def brief(
-        self, topic: str | None = None, *, budget_tokens: int = 800, scope: str | None = None
+        self,
+        topic: str | None = None,
+        *,
+        budget_tokens: int = 800,
+        scope: str | None = None,
+        view: TreeView | None = None,
     ) -> str:
         """A compressed markdown summary of a topic (or of the whole memory)."""
         if topic is not None:
-            hits = self.recall(topic, k=40, scope=scope, reinforce=False)
+            hits = self.recall(topic, k=40, scope=scope, reinforce=False, view=view)
         else:
-            with self._lock:
-                hits = ranking.top_memories(self._conn, scope, 200, self._clock())
+            hits = self._top(scope, view)
         return notes.brief_markdown(topic, hits, budget_tokens)
 
     # -- workspace -----------------------------------------------------------------------
@@ -860,6 +982,15 @@ class Memory:
             "embed_model": model or None,
             "lexical_only": self.lexical_only,
         }
+
+
+def _placed(source: Source, view: TreeView | None) -> Source:
+    """A source file as a path of the view's tree, with the blob it holds there now."""
+    if view is None or not source.file:
+        return source
+    path = tree.tree_path(source.file)
+    blob = view.blob(path) if path else None
+    return dataclasses.replace(source, file=path, blob=blob) if blob is not None else source
 
 
 def _same_file(a: str, b: str) -> bool:

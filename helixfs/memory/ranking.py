@@ -12,6 +12,7 @@ from helixfs.memory import records, retrieval, workspace
 from helixfs.memory.annindex import Indexes
 from helixfs.memory.retrieval import Candidate, Filters
 from helixfs.memory.tokens import estimate_tokens
+from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 from helixfs.memory.types import ContextBlock, Hit
 from helixfs.memory.when import Period, within
 
@@ -185,13 +186,21 @@ def memory_hit(row: dict[str, Any], score: float) -> Hit:
         tags=tuple(json.loads(row["tags"])),
         confidence=row["confidence"],
         created=row["created"],
+        source_file=row.get("source_file"),
+        branch=row.get("branch"),
     )
 
 
-def top_memories(conn: apsw.Connection, scope: str | None, limit: int, now: float) -> list[Hit]:
+def top_memories(
+    conn: apsw.Connection,
+    scope: str | None,
+    limit: int,
+    now: float,
+    visible: Visibility = TRUNK,
+) -> list[Hit]:
     """Without a query: active memories ordered by weight (salience, recency, confidence)."""
-    sql = f"SELECT {records.COLUMNS} FROM memories WHERE status='active'"
-    params: list[Any] = []
+    where, params = visible_sql(visible, alias="")
+    sql = f"SELECT {records.COLUMNS} FROM memories WHERE status='active' AND {where}"
     if scope is not None:
         sql += " AND scope IN ('global', ?)"
         params.append(scope)
@@ -207,7 +216,17 @@ def top_memories(conn: apsw.Connection, scope: str | None, limit: int, now: floa
 def render(hit: Hit) -> str:
     if hit.kind == "chunk":
         return f"- {hit.path}:{hit.start_line}-{hit.end_line}\n```\n{hit.content}\n```\n"
-    return f"- [{hit.type}] {hit.content} ({hit.id})\n"
+    return f"- [{hit.type}]{stale_mark(hit)} {hit.content} ({hit.id})\n"
+
+
+def stale_mark(hit: Hit) -> str:
+    """` (stale: FILE changed in COMMIT)` for a memory whose file moved on, else ''."""
+    stale = hit.stale
+    if stale is None:
+        return ""
+    where = f"{stale.moved_from} -> {stale.path}" if stale.how == "renamed" else stale.path
+    commit = f" in {stale.commit[:12]}" if stale.commit else ""
+    return f" (stale: {where} {stale.how}{commit})"
 
 
 HEADER = "# Memory context\n"

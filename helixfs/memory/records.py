@@ -23,14 +23,21 @@ from helixfs.memory.types import MemoryRecord, Source
 COLUMNS = (
     "id, type, content, scope, tags, source_agent, source_file, source_line, source_time, "
     "confidence, salience, valid_from, valid_to, created, updated, last_seen, status, "
-    "subject, value, norm"
+    "subject, value, norm, branch, base_commit, source_blob, moved_from"
 )
-_NAMES = [c.strip() for c in COLUMNS.split(",")]
+NAMES = tuple(c.strip() for c in COLUMNS.split(","))
+_NAMES = list(NAMES)
 MUTABLE = frozenset(_NAMES) - {"id"}
 
 
 def row_dict(row: Sequence[Any]) -> dict[str, Any]:
     return dict(zip(_NAMES, row, strict=True))
+
+
+def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """A row as history kept it: one from before the later columns has none of them
+    (a rollback to it leaves them as they are)."""
+    return {name: data.get(name) for name in _NAMES}
 
 
 def to_record(data: dict[str, Any]) -> MemoryRecord:
@@ -45,6 +52,8 @@ def to_record(data: dict[str, Any]) -> MemoryRecord:
             file=data["source_file"],
             line=data["source_line"],
             when=data["source_time"],
+            blob=data.get("source_blob"),
+            moved_from=data.get("moved_from"),
         ),
         confidence=data["confidence"],
         salience=data["salience"],
@@ -54,6 +63,7 @@ def to_record(data: dict[str, Any]) -> MemoryRecord:
         updated=data["updated"],
         last_seen=data["last_seen"],
         status=data["status"],
+        branch=data.get("branch"),
     )
 
 
@@ -268,12 +278,21 @@ def purge(conn: apsw.Connection, memory_id: str, at: float) -> None:
     log_op(conn, memory_id, "purge", at, None, None, "content erased")
 
 
-def about_file(conn: apsw.Connection, name: str, limit: int) -> list[dict[str, Any]]:
+def about_file(
+    conn: apsw.Connection,
+    name: str,
+    limit: int,
+    visible: tuple[str, Sequence[Any]] = ("1", ()),
+) -> list[dict[str, Any]]:
     """Active memory rows whose source file is named `name` (any folder), newest first:
-    the caller matches folders (the file's path is known only relative to some root)."""
+    the caller matches folders (the file's path is known only relative to some root).
+    `visible`: an SQL condition and its parameters (tree.visible_sql: whose branch)."""
     escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    where, params = visible
     sql = (
         f"SELECT {COLUMNS} FROM memories WHERE status='active' AND "
-        "(source_file = ? OR source_file LIKE ? ESCAPE '\\') ORDER BY updated DESC LIMIT ?"
+        "(source_file = ? OR source_file LIKE ? ESCAPE '\\') "
+        f"AND {where} ORDER BY updated DESC LIMIT ?"
     )
-    return [row_dict(r) for r in fetch_all(conn, sql, (name, "%/" + escaped, limit))]
+    found = fetch_all(conn, sql, (name, "%/" + escaped, *params, limit))
+    return [row_dict(r) for r in found]

@@ -25,6 +25,7 @@ from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
 from helixfs.memory.extract import GATE_THRESHOLD, gate_score
 from helixfs.memory.tokens import fts_query, jaccard, word_set
+from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 
 RRF_K = 60
 SALIENCE_HALF_LIFE_DAYS = 30.0
@@ -66,6 +67,7 @@ class Filters:
     statuses: tuple[str, ...] = ("active",)
     scope: str | None = None
     types: tuple[str, ...] | None = None
+    visible: Visibility = TRUNK  # which branches' memories (tree.visibility)
 
 
 def effective_salience(salience: float, last_seen: float, now: float) -> float:
@@ -85,6 +87,9 @@ def _memory_filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.types:
         clauses.append(f"+m.type IN ({','.join('?' * len(filters.types))})")
         params.extend(filters.types)
+    branch_clause, branch_params = visible_sql(filters.visible)
+    clauses.append(branch_clause)
+    params.extend(branch_params)
     return " AND ".join(clauses), params
 
 

@@ -62,6 +62,23 @@ class Source:
     file: str | None = None
     line: int | None = None
     when: float | None = None
+    blob: str | None = None  # the file's blob id when written or confirmed (ADR 0063)
+    moved_from: str | None = None  # its path before a rename that the memory followed
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """Why a memory about a file may no longer hold: `how` is changed, deleted or
+    renamed; `commit` the commit that did it; `path` where the file is now (renamed),
+    `moved_from` where it was."""
+
+    how: str
+    commit: str | None = None
+    path: str | None = None
+    moved_from: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -80,10 +97,13 @@ class MemoryRecord:
     updated: float
     last_seen: float
     status: Status
+    branch: str | None = None  # None: unscoped (the trunk's, or written outside a branch)
+    stale: Staleness | None = None  # set by a read given a tree view (memory/tree.py)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["tags"] = list(self.tags)
+        data["stale"] = self.stale.to_json() if self.stale else None
         return data
 
 
@@ -105,10 +125,15 @@ class Hit:
     start_line: int | None = None
     end_line: int | None = None
     commit_id: str | None = None
+    source_file: str | None = None  # a memory's file, if it is about one
+    branch: str | None = None  # a memory's branch (None: unscoped)
+    stale: Staleness | None = None  # a memory about a file that changed since
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if v is not None}
         data["tags"] = list(self.tags)
+        if self.stale is not None:
+            data["stale"] = self.stale.to_json()
         return data
 
 

@@ -35,6 +35,8 @@ class NewFact:
     confidence: float
     salience: float
     vector: Vector | None
+    branch: str | None = None  # the branch it is written in (None: unscoped)
+    base_commit: str | None = None  # that branch's head when written
 
 
 def apply(conn: apsw.Connection, decision: Decision, fact: NewFact, now: float) -> str:
@@ -78,6 +80,10 @@ def add(conn: apsw.Connection, fact: NewFact, now: float) -> str:
         "subject": cand.subject,
         "value": cand.value,
         "norm": normalize(cand.content),
+        "branch": fact.branch,
+        "base_commit": fact.base_commit if fact.branch is not None else None,
+        "source_blob": source.blob if source.file else None,
+        "moved_from": None,
     }
     rowid = records.insert(conn, data, now)
     if fact.vector is not None:
@@ -98,6 +104,14 @@ def retire(conn: apsw.Connection, new: str, decision: Decision, now: float) -> N
     records.add_edges(conn, new, edges, now)
 
 
+def _fresh(source: Source) -> dict[str, object]:
+    """A fact asserted again from a file whose blob is known is about that content now:
+    the memory it confirms or refines is fresh for it (ADR 0063)."""
+    if not source.file or not source.blob:
+        return {}
+    return {"source_file": source.file, "source_blob": source.blob, "moved_from": None}
+
+
 def confirm(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) -> str:
     row = records.fetch(conn, memory_id)
     salience = effective_salience(row["salience"], row["last_seen"], now)
@@ -105,6 +119,7 @@ def confirm(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) ->
         "salience": min(1.0, salience + CONFIRM_BOOST),
         "last_seen": now,
         "tags": _merged_tags(row["tags"], fact.tags),
+        **_fresh(fact.source),
     }
     records.update(conn, memory_id, changes, "confirm", now, "equivalent fact asserted again")
     records.add_provenance(conn, memory_id, "noop", fact.source, now, fact.cand.content)
@@ -124,6 +139,7 @@ def refine(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) -> 
         "updated": now,
         "last_seen": now,
         "salience": min(1.0, salience + CONFIRM_BOOST),
+        **_fresh(fact.source),
     }
     records.update(conn, memory_id, changes, "update", now, "refined")
     if fact.vector is not None:

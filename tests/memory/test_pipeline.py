@@ -288,7 +288,7 @@ def test_a_twin_gone_before_the_write_still_gets_a_vector(
 ) -> None:
     """The twin check runs before the lock; if the twin is gone by the write, the fact is
     embedded in the transaction and stored with its vector."""
-    monkeypatch.setattr(vmem, "_stored", lambda cand, scope: True)
+    monkeypatch.setattr(vmem, "_stored", lambda cand, scope, branch: True)
     result = vmem.remember("Feature flags are served by Unleash.")
     assert result.action == "add"
     rowid = vmem._conn.execute("SELECT rowid FROM memories WHERE id=?", (result.id,)).fetchone()
