@@ -61,7 +61,7 @@ COMMAND_INDEX: dict[str, str] = {
     "experiment": "helixfs.cli.experiments",
     **dict.fromkeys(
         ("remember", "relate", "recall", "context", "memories", "history", "forget", "edit")
-        + ("confirm",)
+        + ("confirm", "memory")
         + ("rollback", "purge", "archive", "checkpoint", "resume", "brief"),
         "helixfs.cli.memory",
     ),

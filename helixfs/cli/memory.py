@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import StoreHandler, add_command
 from helixfs.cli.memory_held import held_memory
+from helixfs.cli.memory_view import add_branch_option, tree_view
 from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, MemoryRecord, Source
+from helixfs.memory.types import Staleness
 
 if TYPE_CHECKING:  # the engine loads with the first command that runs here, not to
     from helixfs.memory import Memory  # parse one that a mount's daemon will run
@@ -60,6 +62,7 @@ def _register_writes(subparsers: Any) -> None:
     p.add_argument("--scope", default="global", help="'global' or a project name")
     p.add_argument("--source", help="where it comes from: AGENT or FILE[:LINE]")
     p.add_argument("--agent", help="who writes it (default: cli; helix mcp: the client's name)")
+    add_branch_option(p, "the branch whose memory it is")
     p = add_command(subparsers, "relate", help="link two memories", store_handler=cmd_relate)
     p.add_argument("a", help="memory id")
     p.add_argument("b", help="memory id")
@@ -76,12 +79,14 @@ def _register_reads(subparsers: Any) -> None:
     p.add_argument("--scope", help="a project scope (global memories are included)")
     p.add_argument("--workspace", action="store_true", help="also search workspace files")
     p.add_argument("--all", action="store_true", help="include superseded and archived")
+    add_branch_option(p, "search as from this branch")
     p = add_command(
         subparsers, "context", help="a token-budgeted block of memories", store_handler=cmd_context
     )
     p.add_argument("query", nargs="*", help="focus on this topic (default: most salient)")
     p.add_argument("--budget", type=int, default=2000, help="token budget (default 2000)")
     p.add_argument("--scope", help="a project scope")
+    add_branch_option(p, "as from this branch")
     p = add_command(subparsers, "memories", help="list memories", store_handler=cmd_memories)
     p.add_argument("--type", choices=MEMORY_TYPES)
     p.add_argument("--scope")
@@ -91,7 +96,18 @@ def _register_reads(subparsers: Any) -> None:
     p.add_argument(
         "--archive-candidates",
         action="store_true",
-        help="list stale memories proposed for archival (nothing is changed)",
+        help="list idle memories proposed for archival (nothing is changed)",
+    )
+    p.add_argument(
+        "--stale",
+        action="store_true",
+        help="memories whose file changed, went or was renamed since (in the branch)",
+    )
+    p.add_argument(
+        "--archived", action="store_true", help="archived ones (a deleted branch's: --branch)"
+    )
+    p.add_argument(
+        "--branch", metavar="NAME", help="that branch's own memories (--stale: as from it)"
     )
     p = add_command(
         subparsers, "history", help="every change to a memory", store_handler=cmd_history
@@ -117,6 +133,15 @@ def _register_lifecycle(subparsers: Any) -> None:
     p.add_argument("--tags", help="the new comma-separated tags (replacing the old)")
     p = add_command(subparsers, "confirm", help="say a memory is right", store_handler=cmd_confirm)
     p.add_argument("id")
+    add_branch_option(p, "right for that branch's version of its file")
+    group = add_command(
+        subparsers, "memory", help="memory commands: memory confirm ID", store_handler=cmd_confirm
+    )
+    verbs = group.add_subparsers(dest="memory_verb", metavar="VERB", required=True)
+    p = verbs.add_parser("confirm", help="say a memory is right for its file's content now")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true", dest="json_verb", help=argparse.SUPPRESS)
+    add_branch_option(p, "right for that branch's version of its file")
     p = add_command(
         subparsers, "rollback", help="undo the last change to a memory", store_handler=cmd_rollback
     )
@@ -160,6 +185,7 @@ def _register_notes(subparsers: Any) -> None:
     p.add_argument("topic", nargs="*")
     p.add_argument("--budget", type=int, default=800, help="token budget (default 800)")
     p.add_argument("--scope")
+    add_branch_option(p, "as from this branch")
 
 
 # -- opening ------------------------------------------------------------------------------
@@ -234,8 +260,16 @@ def _hit_lines(hits: Sequence[Hit]) -> str:
             lines.append(f"{hit.path}:{hit.start_line}-{hit.end_line}  {_first_line(hit.content)}")
         else:
             status = "" if hit.status == "active" else f" ({hit.status})"
-            lines.append(f"{hit.id}  [{hit.type}]{status} {hit.content}")
+            lines.append(f"{hit.id}  [{hit.type}]{status}{_stale(hit.stale)} {hit.content}")
     return "\n".join(lines)
+
+
+def _stale(stale: Staleness | None) -> str:
+    if stale is None:
+        return ""
+    where = f"{stale.moved_from} -> {stale.path}" if stale.how == "renamed" else stale.path
+    commit = f" in {stale.commit[:12]}" if stale.commit else ""
+    return f" (stale: {where} {stale.how}{commit})"
 
 
 def _first_line(text: str) -> str:
@@ -247,9 +281,18 @@ def _record_table(recs: Sequence[MemoryRecord]) -> str:
     if not recs:
         return "no memories"
     rows = [
-        (r.id, r.type, r.status, r.scope, _when(r.updated), _first_line(r.content)) for r in recs
+        (
+            r.id,
+            r.type,
+            r.status + (f" ({r.stale.how})" if r.stale else ""),
+            r.scope,
+            r.branch or "-",
+            _when(r.updated),
+            _first_line(r.content),
+        )
+        for r in recs
     ]
-    return table(rows, ("ID", "TYPE", "STATUS", "SCOPE", "UPDATED", "CONTENT"))
+    return table(rows, ("ID", "TYPE", "STATUS", "SCOPE", "BRANCH", "UPDATED", "CONTENT"))
 
 
 # -- handlers -----------------------------------------------------------------------------
@@ -281,13 +324,14 @@ def _memory_command(handler: StoreHandler) -> StoreHandler:
 def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
     text = _text(args.text, "memory text")
     tags = split_tags(args.tags)
-    with open_memory(store) as mem:
+    with open_memory(store) as mem, tree_view(args, store) as view:
         result = mem.remember(
             text,
             type=args.type,
             tags=tags,
             scope=args.scope,
             source=_source(args.source, args.agent),
+            view=view,
         )
     human = f"{result.action} {result.id}"
     if result.superseded:
@@ -311,12 +355,17 @@ def cmd_relate(args: argparse.Namespace, store: Path, out: Output) -> int:
 @_memory_command
 def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = _text(args.query, "query")
-    with open_memory(store) as mem:
+    with open_memory(store) as mem, tree_view(args, store) as view:
         if args.workspace:
-            hits = mem.search(query, k=args.k, types=args.type, scope=args.scope)
+            hits = mem.search(query, k=args.k, types=args.type, scope=args.scope, view=view)
         else:
             hits = mem.recall(
-                query, k=args.k, types=args.type, scope=args.scope, include_superseded=args.all
+                query,
+                k=args.k,
+                types=args.type,
+                scope=args.scope,
+                include_superseded=args.all,
+                view=view,
             )
         _say_if_lexical(args, mem, out)
     out.emit([h.to_json() for h in hits], lambda: _hit_lines(hits))
@@ -326,8 +375,8 @@ def cmd_recall(args: argparse.Namespace, store: Path, out: Output) -> int:
 @_memory_command
 def cmd_context(args: argparse.Namespace, store: Path, out: Output) -> int:
     query = " ".join(args.query).strip() or None
-    with open_memory(store) as mem:
-        block = mem.context(args.budget, query=query, scope=args.scope)
+    with open_memory(store) as mem, tree_view(args, store) as view:
+        block = mem.context(args.budget, query=query, scope=args.scope, view=view)
         if query:
             _say_if_lexical(args, mem, out)
     out.emit(block.to_json(), block.text or "(nothing fits in the budget)")
@@ -349,12 +398,33 @@ def cmd_memories(args: argparse.Namespace, store: Path, out: Output) -> int:
             ]
             out.emit(doc, lambda: _record_table([c.memory for c in found]))
             return 0
-        status = None if args.status == "any" else args.status
-        recs = mem.memories(
-            type=args.type, scope=args.scope, status=status, tag=args.tag, limit=args.limit
-        )
+        recs = _listed(args, store, mem)
     out.emit([r.to_json() for r in recs], lambda: _record_table(recs))
     return 0
+
+
+def _listed(args: argparse.Namespace, store: Path, mem: Memory) -> list[MemoryRecord]:
+    """`memories`: the filtered list, or with --stale those whose file moved on. With
+    --stale, --branch is the branch looked from; otherwise whose memories to list (a
+    deleted branch's too)."""
+    if args.stale and args.archived:
+        raise InvalidInput("--stale lists active memories: it does not go with --archived")
+    if args.stale:
+        with tree_view(args, store) as view:
+            if view is None:
+                raise NotFound(f"--stale needs the store's repository: none at {store}")
+            return mem.stale(view, limit=args.limit)
+    status = "archived" if args.archived else None if args.status == "any" else args.status
+    with tree_view(argparse.Namespace(**{**vars(args), "branch": None}), store) as view:
+        return mem.memories(
+            type=args.type,
+            scope=args.scope,
+            status=status,
+            tag=args.tag,
+            limit=args.limit,
+            branch=args.branch,
+            view=view,
+        )
 
 
 @_memory_command
@@ -403,8 +473,10 @@ def cmd_edit(args: argparse.Namespace, store: Path, out: Output) -> int:
 
 @_memory_command
 def cmd_confirm(args: argparse.Namespace, store: Path, out: Output) -> int:
-    with open_memory(store) as mem:
-        rec = mem.confirm(args.id)
+    args.json = args.json or getattr(args, "json_verb", False)
+    out.as_json = out.as_json or args.json
+    with open_memory(store) as mem, tree_view(args, store) as view:
+        rec = mem.confirm(args.id, view=view)
     out.emit(rec.to_json(), f"confirmed {rec.id}: {rec.content}")
     return 0
 
@@ -464,8 +536,8 @@ def cmd_resume(args: argparse.Namespace, store: Path, out: Output) -> int:
 @_memory_command
 def cmd_brief(args: argparse.Namespace, store: Path, out: Output) -> int:
     topic = " ".join(args.topic).strip() or None
-    with open_memory(store) as mem:
-        text = mem.brief(topic, budget_tokens=args.budget, scope=args.scope)
+    with open_memory(store) as mem, tree_view(args, store) as view:
+        text = mem.brief(topic, budget_tokens=args.budget, scope=args.scope, view=view)
         if topic:
             _say_if_lexical(args, mem, out)
     out.emit({"topic": topic, "markdown": text}, text)

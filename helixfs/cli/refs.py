@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command
+from helixfs.cli.memory_view import archive_memories, merge_memories
 from helixfs.cli.output import Output, printable, table
 from helixfs.errors import MergeConflict
 from helixfs.ids import hex_id
@@ -105,7 +106,12 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     if args.delete:
         _one_name(args, "branch")
         repo.delete_branch(args.name)
-        out.emit({"deleted": args.name}, f"deleted branch {args.name}")
+        archived = archive_memories(repo, args.name)
+        human = f"deleted branch {args.name}"
+        if archived:
+            human += f" ({len(archived)} of its memories archived: helix memories --archived"
+            human += f" --branch {args.name})"
+        out.emit({"deleted": args.name, "archived_memories": archived}, human)
     elif args.rename:
         _rename(args, "branch", repo.rename_branch, out)
     else:
@@ -179,7 +185,15 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     paths = [os.fsdecode(p) for p in result.conflicts]
     commit = hex_id(result.commit) if result.commit else None
     committed = result.status in ("merged", "conflicts")  # not up-to-date, fast-forward
-    doc = {"status": result.status, "commit": commit, "conflicts": paths, "committed": committed}
+    doc: dict[str, Any] = {
+        "status": result.status,
+        "commit": commit,
+        "conflicts": paths,
+        "committed": committed,
+    }
+    memories = merge_memories(repo, args.branch, repo.current_branch())
+    if memories is not None:
+        doc["memories"] = memories
     if paths:
         out.emit(
             _with_reasons(doc, result.reasons),
@@ -187,8 +201,21 @@ def cmd_merge(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         )
         out.note(f"helix: error: merge of {args.branch}: {len(paths)} conflicting path(s)")
         return 1
-    out.emit(doc, _merge_line(result.status, args.branch, repo.current_branch(), commit))
+    human = _merge_line(result.status, args.branch, repo.current_branch(), commit)
+    out.emit(doc, human + _memories_line(memories))
     return 0
+
+
+def _memories_line(report: dict[str, Any] | None) -> str:
+    """What the merge did to the branch's memories, if it had any."""
+    if not report:
+        return ""
+    if "error" in report:
+        return f"\nits memories were not merged: {report['error']}"
+    counts = {k: len(report[k]) for k in ("moved", "duplicates", "refined", "superseded")}
+    if not any(counts.values()):
+        return ""
+    return "\nmemories: " + ", ".join(f"{n} {what}" for what, n in counts.items() if n)
 
 
 def refused_with_conflicts(err: MergeConflict, out: Output) -> int:

@@ -40,6 +40,7 @@ class Decision:
     retire: tuple[str, ...] = ()  # memories a supersede retires
     reasserts: tuple[str, ...] = ()  # superseded memories holding the same value again
     reason: str = ""
+    shadows: tuple[str, ...] = ()  # trunk memories a branch's new value hides in it
 
 
 def decide_without_vector(

@@ -347,6 +347,8 @@ class Memory:
                 # The identical memory went away meanwhile (another process): embed now.
                 vector = self._vectors.embed_memories([cand.content])[0]
                 decision = self._decide(cand, vector, scope, branch, flagged)
+            if branch is not None and decision.action == "add":
+                decision = self._shadowing(decision, cand, vector, scope, flagged)
             fact = writer.NewFact(
                 cand,
                 all_tags,
@@ -372,6 +374,22 @@ class Memory:
             flagged=flagged,
             reason=decision.reason,
         )
+
+    def _shadowing(
+        self,
+        decision: consolidate.Decision,
+        cand: Candidate,
+        vector: list[float] | None,
+        scope: str,
+        flagged: bool,
+    ) -> consolidate.Decision:
+        """A branch's new value for what the trunk states hides the trunk's memory in
+        that branch (a `shadows` edge), leaving it as it is for everyone else: the
+        branch's merge supersedes it (ADR 0063)."""
+        trunk = self._decide(cand, vector, scope, None, flagged)
+        if trunk.action != "supersede":
+            return decision
+        return dataclasses.replace(decision, shadows=trunk.retire)
 
     def _stored(self, cand: Candidate, scope: str, branch: str | None) -> bool:
         with self._lock:
@@ -411,9 +429,7 @@ class Memory:
         if early is not None and early.state == self._db_state():
             decision = early.decision
         else:
-            decision = consolidate.decide_without_vector(
-                self._conn, cand, scope, flagged, branch
-            )
+            decision = consolidate.decide_without_vector(self._conn, cand, scope, flagged, branch)
         if decision is not None:
             return decision
         index = self._current_indexes().memories if vector is not None else None

@@ -244,7 +244,7 @@ def _neighbours(conn: apsw.Connection, memory_id: str) -> list[int]:
     sql = (
         "SELECT m.rowid FROM edges e JOIN memories m ON m.id = "
         "CASE WHEN e.src = ? THEN e.dst ELSE e.src END "
-        "WHERE (e.src = ? OR e.dst = ?) AND e.rel != 'supersedes'"
+        "WHERE (e.src = ? OR e.dst = ?) AND e.rel NOT IN ('supersedes', 'shadows')"
     )
     return [int(r[0]) for r in conn.execute(sql, (memory_id, memory_id, memory_id))]
 

@@ -34,8 +34,11 @@ STALE_SCAN = 5000  # memories with a recorded blob checked by `helix memories --
 
 
 class Moved(Protocol):
-    path: str | None  # the new name; None: deleted
-    commit: str | None  # the commit that renamed or deleted it
+    @property
+    def path(self) -> str | None: ...  # the new name; None: deleted
+
+    @property
+    def commit(self) -> str | None: ...  # the commit that renamed or deleted it
 
 
 class TreeView(Protocol):
@@ -173,11 +176,22 @@ def visible_sql(vis: Visibility, alias: str = "m.") -> tuple[str, list[Any]]:
     if vis.branch is not None:
         clause += f" OR +{alias}branch = ?"
         params.append(vis.branch)
+    owned = ""
     if vis.owned:
         marks = ",".join("?" * len(vis.owned))
+        owned = f"(s.branch || '|' || s.base_commit) IN ({marks})"
         clause += f" OR ({alias}branch || '|' || {alias}base_commit) IN ({marks})"
         params.extend(vis.owned)
-    return f"({clause})", params
+    if vis.branch is None:
+        return f"({clause})", params
+    # a memory the branch (or one it sees) stated a new value of is hidden in it
+    shadowing = f"s.branch = ?{' OR ' + owned if owned else ''}"
+    hidden = (
+        "EXISTS (SELECT 1 FROM edges e JOIN memories s ON s.id = e.src "
+        f"WHERE e.dst = {alias or 'memories.'}id AND e.rel = 'shadows' AND s.status = 'active' "
+        f"AND ({shadowing}))"
+    )
+    return f"(({clause}) AND NOT {hidden})", [*params, vis.branch, *vis.owned]
 
 
 def branch_rows(conn: apsw.Connection, branch: str, status: str = "active") -> list[dict[str, Any]]:

@@ -101,6 +101,7 @@ def retire(conn: apsw.Connection, new: str, decision: Decision, now: float) -> N
         )
     edges = [(old, "supersedes") for old in decision.retire]
     edges += [(old, "reasserts") for old in decision.reasserts]
+    edges += [(old, "shadows") for old in decision.shadows]
     records.add_edges(conn, new, edges, now)
 
 

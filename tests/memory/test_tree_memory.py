@@ -148,6 +148,10 @@ def test_a_branch_write_never_retires_what_the_trunk_knows(repo: Repository, mem
     on_feat = mem.remember("the api listens on port 9090", view=BranchView(repo, "feat"))
     assert on_feat.action == "add" and on_feat.superseded == ()
     assert mem.get(trunk).status == "active"
+    # in the branch its new value hides the trunk's; the trunk still reads its own
+    from_feat = [h.id for h in mem.recall("api port", view=BranchView(repo, "feat"))]
+    assert from_feat == [on_feat.id]
+    assert [h.id for h in mem.recall("api port", view=BranchView(repo, None))] == [trunk]
 
 
 def test_a_merge_brings_the_branch_memories_over_through_consolidation(

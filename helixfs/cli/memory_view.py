@@ -1,0 +1,100 @@
+"""The branch a memory command works in, as the tree view the memory engine is given.
+
+A memory written in a branch belongs to it, and a memory about a file is checked against
+that branch's tree (ADR 0063). The branch is `--branch NAME`, else the folder the command
+runs in (`.helix/branches/NAME/` of a mount: the daemon runs it there), else the trunk.
+In the daemon the view reads the daemon's repository; without one, the command opens the
+repository itself (no daemon holds it), and works without a view if there is none.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs.errors import HelixError, NotFound, StoreLocked
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+    from helixfs.vcs.sourceview import BranchView
+
+
+def add_branch_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--branch",
+        metavar="NAME",
+        help=f"{what} (default: the branch folder it runs in, else the trunk)",
+    )
+
+
+@contextmanager
+def tree_view(args: argparse.Namespace, store: Path) -> Iterator[BranchView | None]:
+    """The view of the command's branch, for its length; None without a repository."""
+    daemon_repo = getattr(args, "daemon_repo", None)
+    if daemon_repo is not None:
+        yield view_of(daemon_repo, getattr(args, "branch", None))
+        return
+    repo = _open(store)
+    if repo is None:
+        if getattr(args, "branch", None):
+            raise NotFound(f"--branch {args.branch}: no repository at {store} to find it in")
+        yield None
+        return
+    try:
+        yield view_of(repo, getattr(args, "branch", None))
+    finally:
+        repo.close()
+
+
+def view_of(repo: Repository, branch: str | None) -> BranchView:
+    """`branch`'s view; None: the folder's branch (a `.helix/branches/NAME/` cwd), else
+    the trunk. A snapshot's or a commit's folder reads as the trunk."""
+    from helixfs.vcs.sourceview import BranchView
+
+    if branch is None:
+        head = repo.folder_head()
+        branch = head.name if head is not None and head.kind == "branch" else None
+    elif not any(ref.name == branch for ref in repo.branches()):
+        raise NotFound(f"no branch named {branch!r}")
+    return BranchView(repo, branch)
+
+
+def _open(store: Path) -> Repository | None:
+    from helixfs.vcs.repo import Repository
+
+    if not (store / "objects").exists():
+        return None
+    try:
+        return Repository.open(store)
+    except StoreLocked:
+        return None  # a process holding it without serving its commands: no view
+
+
+def merge_memories(repo: Repository, branch: str, into: str) -> dict[str, Any] | None:
+    """After `helix merge BRANCH`: the branch's memories consolidated into `into`'s
+    (the trunk's when `into` is the store's HEAD branch). None if there is no memory."""
+    store = repo.path
+    if store is None or not (store / "memory.db").exists():
+        return None
+    from helixfs.cli.memory import open_memory
+
+    target = None if into == repo.head_branch() else into
+    try:
+        with open_memory(store) as mem:
+            return mem.merge_branch(branch, target).to_json()
+    except HelixError as err:  # the merge of the files stands: say what memory could not
+        return {"branch": branch, "into": target, "error": str(err)}
+
+
+def archive_memories(repo: Repository, branch: str) -> list[str]:
+    """After a branch is deleted: its memories archived (`helix memories --archived`)."""
+    store = repo.path
+    if store is None or not (store / "memory.db").exists():
+        return []
+    from helixfs.cli.memory import open_memory
+
+    with open_memory(store) as mem:
+        return mem.archive_branch(branch)
