@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import StoreHandler, add_command
 from helixfs.cli.memory_held import held_memory
-from helixfs.cli.memory_view import add_branch_option, tree_view
+from helixfs.cli.memory_view import add_branch_option, in_tree, tree_view
 from helixfs.cli.output import Output, is_utf8, printable, table
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import MEMORY_TYPES, STATUSES, Embedder, Hit, MemoryRecord, Source
@@ -330,7 +330,7 @@ def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
             type=args.type,
             tags=tags,
             scope=args.scope,
-            source=_source(args.source, args.agent),
+            source=in_tree(_source(args.source, args.agent), args, view),
             view=view,
         )
     human = f"{result.action} {result.id}"

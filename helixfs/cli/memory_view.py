@@ -10,14 +10,18 @@ repository itself (no daemon holds it), and works without a view if there is non
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from helixfs.cli.command import tree_path
 from helixfs.errors import HelixError, NotFound, StoreLocked
 
 if TYPE_CHECKING:
+    from helixfs.memory import Source
     from helixfs.vcs.repo import Repository
     from helixfs.vcs.sourceview import BranchView
 
@@ -47,6 +51,16 @@ def tree_view(args: argparse.Namespace, store: Path) -> Iterator[BranchView | No
         yield view_of(repo, getattr(args, "branch", None))
     finally:
         repo.close()
+
+
+def in_tree(source: Source, args: argparse.Namespace, view: BranchView | None) -> Source:
+    """A source file named from the mount folder the command runs in (`auth.py` in
+    `src/`) as the tree path it is (`src/auth.py`), if the tree holds that file."""
+    folder = getattr(args, "tree_folder", b"")
+    if view is None or not source.file or not folder or source.file.startswith("/"):
+        return source
+    path = os.fsdecode(tree_path(os.fsencode(source.file), folder))
+    return dataclasses.replace(source, file=path) if view.blob(path) is not None else source
 
 
 def view_of(repo: Repository, branch: str | None) -> BranchView:

@@ -30,12 +30,13 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from helixfs import __version__
+from helixfs.mcp import schemas
 from helixfs.memory.types import MemoryType, Status
 
 # argv -> (exit status, stdout, stderr), as `helix` itself would end
 CommandRunner = Callable[[Sequence[str]], tuple[int, str, str]]
 Result = dict[str, Any]
-ToolResult = Annotated[CallToolResult, Result]  # a CallToolResult, its schema an object
+
 
 INSTRUCTIONS = """\
 HelixFS keeps every save of this workspace as a commit, and a long-term memory of facts,
@@ -227,7 +228,7 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         scope: str | None = None,
         workspace: bool = True,
         include_superseded: bool = False,
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.SearchOut]:
         """Find memories (and, with workspace, passages of the workspace's files) by
         meaning and keyword, best first."""
         return await helix(
@@ -243,7 +244,7 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         query: str = "",
         budget: Annotated[int, Field(ge=1)] = 2000,
         scope: str | None = None,
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.ContextOut]:
         """The best memories for `query` (or the most salient ones), packed into a text
         block of at most `budget` tokens."""
         topic = ["--", query] if query else []
@@ -256,25 +257,32 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         tag: str | None = None,
         status: Status | Literal["any"] = "active",
         limit: Annotated[int, Field(ge=1)] | None = None,
-    ) -> ToolResult:
-        """Memories, newest first, filtered by type, scope, tag and status."""
+        stale: bool = False,
+    ) -> Annotated[CallToolResult, schemas.MemoriesOut]:
+        """Memories, newest first, filtered by type, scope, tag and status. With `stale`:
+        the active ones whose file changed, went or was renamed since they were written
+        (each says how, and in which commit); memory_confirm makes one fresh again."""
+        if stale:
+            return await helix("memories", "--stale", *_options(limit=limit), key="memories")
         options = _options(type=type, scope=scope, tag=tag, status=status, limit=limit)
         return await helix("memories", *options, key="memories")
 
     @server.tool(annotations=READ_ONLY)
-    async def memory_history(id: str) -> ToolResult:
+    async def memory_history(id: str) -> Annotated[CallToolResult, schemas.HistoryOut]:
         """Every change made to one memory, oldest first."""
         return await helix("history", "--", id, key="changes")
 
     @server.tool(annotations=READ_ONLY)
-    async def memory_resume(scope: str | None = None) -> ToolResult:
+    async def memory_resume(
+        scope: str | None = None,
+    ) -> Annotated[CallToolResult, schemas.ResumeOut]:
         """The last checkpoint (task, done, next, hypotheses, blocked, files)."""
         return await helix("resume", *_options(scope=scope), key="checkpoint")
 
     @server.tool(annotations=READ_ONLY)
     async def memory_brief(
         topic: str = "", budget: Annotated[int, Field(ge=1)] = 800, scope: str | None = None
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.BriefOut]:
         """A compressed summary of a topic, or of the whole memory."""
         subject = ["--", topic] if topic else []
         return await helix("brief", *_options(budget=budget, scope=scope), *subject)
@@ -289,7 +297,7 @@ def _memory_writes(server: MCPServer, helix: Helix) -> None:
         tags: Sequence[str] = (),
         scope: str | None = None,
         source: str | None = None,
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.WriteOut]:
         """Remember a durable fact, decision, convention or gotcha. An equivalent fact is
         not stored twice; a contradicting one supersedes the old, which keeps its history.
         `source` is where it comes from: FILE[:LINE] (the memory is written as the MCP
@@ -304,19 +312,29 @@ def _memory_writes(server: MCPServer, helix: Helix) -> None:
         return await helix("remember", *options, "--", text)
 
     @server.tool(annotations=DESTROYS)
-    async def memory_forget(target: str, reason: str | None = None) -> ToolResult:
+    async def memory_forget(
+        target: str, reason: str | None = None
+    ) -> Annotated[CallToolResult, schemas.ForgetOut]:
         """Soft-delete a memory (by id, or a query matching exactly one): it leaves
         search results, and its history keeps it."""
         return await helix("forget", *_options(reason=reason), "--", target)
 
+    @server.tool(annotations=WRITES)
+    async def memory_confirm(id: str) -> Annotated[CallToolResult, schemas.ConfirmOut]:
+        """Say a memory is right: full confidence and, for a memory about a file, right
+        for the file as it is now (no longer stale)."""
+        return await helix("confirm", "--", id)
+
     @server.tool(annotations=DESTROYS)
-    async def memory_purge(id: str) -> ToolResult:
+    async def memory_purge(id: str) -> Annotated[CallToolResult, schemas.PurgeOut]:
         """Erase a memory for good: its content and its whole history. It cannot be
         undone; memory_forget is the soft delete."""
         return await helix("purge", "--yes", "--", id)
 
     @server.tool(annotations=WRITES)
-    async def memory_relate(a: str, b: str, relation: str) -> ToolResult:
+    async def memory_relate(
+        a: str, b: str, relation: str
+    ) -> Annotated[CallToolResult, schemas.EdgeOut]:
         """Link memory `a` to memory `b` (e.g. depends_on, explains): search then finds
         one through the other."""
         return await helix("relate", "--", a, b, relation)
@@ -330,7 +348,7 @@ def _memory_writes(server: MCPServer, helix: Helix) -> None:
         blocked: Sequence[str] = (),
         files: Sequence[str] = (),
         scope: str | None = None,
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.CheckpointOut]:
         """Save where the work stands, for memory_resume in the next session."""
         argv = [
             *_repeated("--done", done),
@@ -351,7 +369,7 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         path: str | None = None,
         lost: bool = False,
         meta: Sequence[str] = (),
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.LogOut]:
         """Commits from `rev` back, newest first (only those that changed `path`, from
         the workspace root, if given; with `meta` KEY=VALUE pairs, only those whose
         meta holds them, e.g. experiment=NAME). With `lost`: the tips no ref reaches
@@ -363,13 +381,17 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
         return await helix("log", "-n", str(limit), *filters, *tail, key="commits")
 
     @server.tool(annotations=READ_ONLY)
-    async def workspace_diff(a: str, b: str | None = None, name_status: bool = False) -> ToolResult:
+    async def workspace_diff(
+        a: str, b: str | None = None, name_status: bool = False
+    ) -> Annotated[CallToolResult, schemas.DiffOut]:
         """Changes from revision `a` to `b` (default: the current state)."""
         revs = [a] if b is None else [a, b]
         return await helix("diff", *_options(name_status=name_status), "--", *revs)
 
     @server.tool(annotations=READ_ONLY)
-    async def workspace_ls(rev: str = "HEAD", path: str = "") -> ToolResult:
+    async def workspace_ls(
+        rev: str = "HEAD", path: str = ""
+    ) -> Annotated[CallToolResult, schemas.LsOut]:
         """A folder's entries at a revision (a file's own entry for a file); `path`
         from the workspace root, "" for the root itself."""
         return await helix("ls", "--", rev, _from_root(path), key="entries")
@@ -377,14 +399,14 @@ def _workspace_reads(server: MCPServer, helix: Helix) -> None:
     @server.tool(annotations=READ_ONLY)
     async def workspace_read(
         path: str, rev: str = "HEAD", max_chars: Annotated[int, Field(ge=1)] = READ_CHARS
-    ) -> ToolResult:
+    ) -> Annotated[CallToolResult, schemas.ReadOut]:
         """A file as it was at any revision (commit id or prefix, branch, snapshot,
         HEAD~N), `path` from the workspace root: its first `max_chars` characters
         (`truncated` says if there is more)."""
         return _cut(await helix("cat", "--", rev, _from_root(path)), max_chars)
 
     @server.tool(annotations=READ_ONLY)
-    async def workspace_refs() -> ToolResult:
+    async def workspace_refs() -> Annotated[CallToolResult, schemas.RefsOut]:
         """Branches and snapshots, with the commit each points at."""
         branches, snapshots = await helix("branch"), await helix("snapshot")
         for result in (branches, snapshots):
@@ -403,29 +425,37 @@ def _from_root(path: str) -> str:
 
 def _workspace_moves(server: MCPServer, helix: Helix) -> None:
     @server.tool(annotations=WRITES)
-    async def workspace_branch_create(name: str, rev: str = "HEAD") -> ToolResult:
+    async def workspace_branch_create(
+        name: str, rev: str = "HEAD"
+    ) -> Annotated[CallToolResult, schemas.BranchOut]:
         """A copy-on-write branch of `rev`, made in O(1). It does not switch to it."""
         return await helix("branch", "--", name, rev)
 
     @server.tool(annotations=WRITES)
-    async def workspace_snapshot_create(name: str, rev: str = "HEAD") -> ToolResult:
+    async def workspace_snapshot_create(
+        name: str, rev: str = "HEAD"
+    ) -> Annotated[CallToolResult, schemas.SnapshotOut]:
         """A named, read-only snapshot of `rev`."""
         return await helix("snapshot", "--", name, rev)
 
     @server.tool(annotations=MOVES_STATE)
-    async def workspace_checkout(branch: str) -> ToolResult:
+    async def workspace_checkout(branch: str) -> Annotated[CallToolResult, schemas.BranchOut]:
         """Make `branch` the one the workspace shows (saves pending on the current one
         are committed first)."""
         return await helix("checkout", "--", branch)
 
     @server.tool(annotations=MOVES_STATE)
-    async def workspace_reset_hard(rev: str, branch: str | None = None) -> ToolResult:
+    async def workspace_reset_hard(
+        rev: str, branch: str | None = None
+    ) -> Annotated[CallToolResult, schemas.BranchOut]:
         """Move the current branch (or `branch`) to `rev` and show that state. The
         state left behind stays restorable (workspace_log with lost)."""
         return await helix("reset", "--hard", *_options(branch=branch), "--", rev)
 
     @server.tool(annotations=MOVES_STATE)
-    async def workspace_merge(branch: str, allow_conflicts: bool = False) -> ToolResult:
+    async def workspace_merge(
+        branch: str, allow_conflicts: bool = False
+    ) -> Annotated[CallToolResult, schemas.MergeOut]:
         """Three-way merge of `branch` into the current branch. A conflict is refused
         and reported, unless `allow_conflicts` commits the files with markers."""
         options = _options(allow_conflicts=allow_conflicts)
