@@ -251,3 +251,58 @@ class MergeOut(Doc):
     conflicts: list[Text]
     committed: bool
     memories: MemoryMergeDoc | None = None
+
+
+# -- experiments --------------------------------------------------------------------------
+
+
+class ScoreDoc(_Open):
+    metric: str
+    value: float
+    commit: str
+    time: str
+
+
+class ExperimentDoc(_Open):
+    name: str
+    branch: str
+    running: bool
+    base: str | None
+    head: str | None
+    commits: int
+    first_time: str | None
+    last_time: str | None
+    started_time: str | None
+    stopped_time: str | None
+    score: float | None
+    scores: dict[str, ScoreDoc]
+    picked: Any = None
+
+
+class ExperimentOut(ExperimentDoc):
+    notes: list[str] | None = None
+
+
+class ExperimentsOut(Doc):
+    experiments: list[ExperimentDoc]
+
+
+class ScoreOut(Doc):
+    experiment: str
+    metric: str
+    value: float
+    commit: str
+    time: str
+
+
+class CompareOut(Doc):
+    base: str | None
+    experiments: list[ExperimentDoc]
+    shared_paths: list[Text]
+
+
+class PickOut(Doc):
+    experiment: str
+    status: str
+    commit: str | None
+    into: str

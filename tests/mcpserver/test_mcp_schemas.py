@@ -55,6 +55,12 @@ def calls(memory_id: str, other_id: str) -> list[tuple[str, dict[str, Any]]]:
         ("workspace_checkout", {"branch": "side"}),
         ("workspace_checkout", {"branch": "main"}),
         ("workspace_reset_hard", {"rev": "HEAD"}),
+        ("experiment_start", {"name": "try"}),
+        ("experiment_score", {"name": "try", "value": 0.5}),
+        ("experiment_list", {}),
+        ("experiment_compare", {"names": ["try"]}),
+        ("experiment_stop", {"name": "try"}),
+        ("experiment_pick", {"name": "try"}),
         ("memory_forget", {"target": other_id}),
         ("memory_purge", {"id": other_id}),
     ]
