@@ -99,7 +99,7 @@ from helixfs.vcs.objects import (
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
-from helixfs.vcs.rootown import ROOT_KEYS, own_key, own_of
+from helixfs.vcs.rootown import ROOT_KEYS, ROOT_PATH, own_key, own_of
 from helixfs.vcs.treeops import holds_file, show_path, subtree
 
 if TYPE_CHECKING:
@@ -1049,6 +1049,12 @@ class Worktree:
             entries.append(entry)
         return trees.build(entries, objects, self._own() if node is self.root else None)
 
+    def _root_changed(self, head_tree: ObjectId) -> list[bytes]:
+        """["."] when the root's own mode or owner differs from the head's: a commit
+        lists what it changes, and no path of the tree names the root."""
+        head_own = self.repo.trees.get(head_tree).own
+        return [ROOT_PATH] if own_key(self._own()) != own_key(head_own) else []
+
     def _own(self) -> TreeEntry | None:
         """The root's mode and owner as its root record holds them (None: the defaults)."""
         return own_of(self.root.mode, self.root.xattrs)
@@ -1258,7 +1264,8 @@ class Worktree:
                 return []
             if self._pending or len(self._changed) >= _CHANGED_LIMIT:
                 return None
-            return self._changed_paths(self.repo.commit_info(self._head).tree)
+            head_tree = self.repo.commit_info(self._head).tree
+            return self._root_changed(head_tree) + self._changed_paths(head_tree)
 
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
@@ -1293,6 +1300,7 @@ class Worktree:
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:
                 changed = self._changed_paths(head_tree)
+            changed = self._root_changed(head_tree) + changed
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(changed, info)

@@ -99,6 +99,7 @@ async def test_the_roots_owner_and_mode_are_stored_and_versioned(
     client.ops.saver.flush_now()
     chowned = repo.resolve("HEAD")
     assert chowned != before  # a chown of the root is a save like any other
+    assert repo.commit_info(chowned).meta["changed"] == ["."]
     await client.mkdir(".helix/branches/copy")
     client.ops.close()
     again = Client(make_ops(repo))
