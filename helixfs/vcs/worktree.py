@@ -99,7 +99,7 @@ from helixfs.vcs.objects import (
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
-from helixfs.vcs.rootown import ROOT_KEYS, ROOT_PATH, own_key, own_of
+from helixfs.vcs.rootown import ROOT_KEYS, ROOT_PATH, OwnKey, own_key, own_of
 from helixfs.vcs.treeops import holds_file, show_path, subtree
 
 if TYPE_CHECKING:
@@ -159,7 +159,8 @@ class Worktree:
             # a tree records no time for its root: show the head commit's; its mode and
             # owner are in its root record, if any (ADR 0044)
             own = self.repo.trees.get(root_tree).own
-            self._stored_own = own_key(own)
+            self._stored_own = own_key(own)  # the root's as its stored record holds them
+            self._head_own = own_key(self.repo.trees.get(head_tree).own)  # the head's
             mode, xattrs = (own.mode, dict(own.xattrs)) if own is not None else (MODE_DIR, {})
             self.root = Node(b"", None, mode, root_tree, mtime_ns=shown.time_ns)
             self.root.xattrs = xattrs or NO_XATTRS
@@ -1049,11 +1050,10 @@ class Worktree:
             entries.append(entry)
         return trees.build(entries, objects, self._own() if node is self.root else None)
 
-    def _root_changed(self, head_tree: ObjectId) -> list[bytes]:
-        """["."] when the root's own mode or owner differs from the head's: a commit
-        lists what it changes, and no path of the tree names the root."""
-        head_own = self.repo.trees.get(head_tree).own
-        return [ROOT_PATH] if own_key(self._own()) != own_key(head_own) else []
+    def _root_changed(self, own: OwnKey) -> list[bytes]:
+        """["."] when the root's own mode or owner (`own`) differs from the head's: a
+        commit lists what it changes, and no path of the tree names the root."""
+        return [ROOT_PATH] if own != self._head_own else []
 
     def _own(self) -> TreeEntry | None:
         """The root's mode and owner as its root record holds them (None: the defaults)."""
@@ -1144,8 +1144,8 @@ class Worktree:
                 return
             # a journal sits on the root's stored record: one whose mode or owner
             # changed since is written whole
-            kept = own_key(self._own()) == self._stored_own
-            value = self._journaled() if self.root.dirty and kept else None
+            journaled = self.root.dirty and own_key(self._own()) == self._stored_own
+            value = self._journaled() if journaled else None
             if value is None:
                 value = self._encode(self.root, self._unwritten)
             self._persist(value, sync)
@@ -1265,7 +1265,7 @@ class Worktree:
             if self._pending or len(self._changed) >= _CHANGED_LIMIT:
                 return None
             head_tree = self.repo.commit_info(self._head).tree
-            return self._root_changed(head_tree) + self._changed_paths(head_tree)
+            return self._root_changed(own_key(self._own())) + self._changed_paths(head_tree)
 
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
@@ -1300,7 +1300,7 @@ class Worktree:
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:
                 changed = self._changed_paths(head_tree)
-            changed = self._root_changed(head_tree) + changed
+            changed = self._root_changed(self._stored_own) + changed  # encoded above
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(changed, info)
@@ -1322,6 +1322,7 @@ class Worktree:
                 self._persist(root)
                 raise
             self._head = cid
+            self._head_own = self._stored_own
             self._written()
             self._work_value = root if root != tree else None
             self._changed.clear()
