@@ -26,6 +26,11 @@ What is measured, and how:
   `helix gc`, against the unique versions LZ4-compressed and git after `git gc`.
 - reset: `Repository.reset_hard` to the commit 1,000 commits back (and forth again, by
   full id), in process. Baseline: `git reset --hard` between the same two commits.
+- blame: `Repository.blame` of a 2,000-line file with 1,000 commits of history (each
+  replacing or inserting one to three lines, as an agent's edits), on a store opened
+  afresh each round (the CLI's cold caches) and again at once (warm), and `helix blame`
+  as a command. Baseline: `git blame` of the same history (fast-import), in turns.
+  Target: 200 ms (issue 33).
 - host: the micro-costs the brief gives for the project machine (BLAKE3 and LZ4 of
   10 KB, a rocksdict WriteBatch of 3 puts), measured here, beside the brief's figures:
   hosts differ by 3-4x for the same code, and these tell which kind this one is.
@@ -402,12 +407,53 @@ def bench_reset(repo: Repository, back: int) -> dict[str, float]:
 # -- report ---------------------------------------------------------------------------------
 
 
+def bench_blame(work: Path, quick: bool) -> dict[str, Any]:
+    """Blame of a long-edited file, cold and warm in process and as a command, beside git."""
+    rng = random.Random(33)
+    lines, commits = (500, 200) if quick else (2000, 1000)
+    text = b"".join(code_line(rng, n).encode() for n in range(lines))
+    history = [{"big.py": text}]
+    for n in range(commits):
+        text = edit_lines(rng, text, rng.randrange(1, 4))
+        history.append({"big.py": text, f"other/f{n % 20}.py": b"v%d\n" % n})
+    store = work / "blame-store"
+    with Repository.init(store) as repo:
+        for n, changes in enumerate(history):
+            repo.commit(as_changes(changes), f"edit {n}")
+    gitdir = work / "blame-git"
+    fast_import(gitdir, history)
+    cold, warm, command, git_blame = [], [], [], []
+    for _ in range(3 if quick else 10):  # interleaved: helix cold, warm, command, git
+        with Repository.open(store) as repo:
+            cold.append(timed_us(partial(repo.blame, "big.py")))
+            warm.append(timed_us(partial(repo.blame, "big.py")))
+        argv = [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "blame"]
+        command.append(
+            timed_us(partial(subprocess.run, [*argv, "big.py"], check=True, capture_output=True))
+        )
+        git_blame.append(shell_timed("git blame main -- big.py", gitdir))
+    return {
+        "lines": lines,
+        "commits": commits,
+        "helix_cold_us": summary(cold),
+        "helix_warm_us": summary(warm),
+        "helix_command_us": summary(command),
+        "git_blame_us": summary(git_blame),
+    }
+
+
 def report(doc: dict[str, Any]) -> None:
     print_table(
         "this host's micro-costs, beside the brief's for the project machine (µs, p50)",
         ["", "here", "brief"],
         [[name, row["here"], row["brief"]] for name, row in doc["host"].items()],
     )
+    for part, show in _REPORTS.items():
+        if part in doc:
+            show(doc)
+
+
+def _report_commit(doc: dict[str, Any]) -> None:
     c = doc["commit"]
     print_table(
         f"commit of one changed 10 KB file, tree of {c['files']:,} files (µs)",
@@ -429,6 +475,9 @@ def report(doc: dict[str, Any]) -> None:
             ],
         ],
     )
+
+
+def _report_branch(doc: dict[str, Any]) -> None:
     print_table(
         "branch creation (µs)",
         ["files", "helix p50", "helix p95", "git branch p50", "target"],
@@ -443,6 +492,9 @@ def report(doc: dict[str, Any]) -> None:
             for r in doc["branch"]
         ],
     )
+
+
+def _report_storage(doc: dict[str, Any]) -> None:
     s = doc["storage"]
     print_table(
         f"storage of {s['variants']:,} variants of a 200-file project (bytes)",
@@ -466,6 +518,9 @@ def report(doc: dict[str, Any]) -> None:
         ],
     )
     print(f"  target: <= {STORAGE_TARGET_RATIO}x LZ4 unique, and smaller than git")
+
+
+def _report_saves(doc: dict[str, Any]) -> None:
     v = doc["saves"]
     print_table(
         f"storage of {v['saves']:,} saves in a folder of {v['folder_files']} files (bytes)",
@@ -487,6 +542,9 @@ def report(doc: dict[str, Any]) -> None:
             ["git .git/objects after gc", v["git_objects_bytes_after_gc"], None, 1.0],
         ],
     )
+
+
+def _report_reset(doc: dict[str, Any]) -> None:
     r = doc["reset"]
     print_table(
         f"reset --hard to the commit {r['back']:,} back (ms)",
@@ -503,20 +561,63 @@ def report(doc: dict[str, Any]) -> None:
     )
 
 
+def _report_blame(doc: dict[str, Any]) -> None:
+    b = doc["blame"]
+    print_table(
+        f"blame of a {b['lines']:,}-line file with {b['commits']:,} commits (ms)",
+        ["", "p50", "p95", "target"],
+        [
+            [
+                "helix, store opened cold (in process)",
+                b["helix_cold_us"]["p50"] / 1000,
+                b["helix_cold_us"]["p95"] / 1000,
+                "200",
+            ],
+            ["helix, warm", b["helix_warm_us"]["p50"] / 1000, b["helix_warm_us"]["p95"] / 1000, ""],
+            [
+                "`helix blame` (a process)",
+                b["helix_command_us"]["p50"] / 1000,
+                b["helix_command_us"]["p95"] / 1000,
+                "",
+            ],
+            ["`git blame`", b["git_blame_us"]["p50"] / 1000, b["git_blame_us"]["p95"] / 1000, ""],
+        ],
+    )
+
+
+_REPORTS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "commit": _report_commit,
+    "branch": _report_branch,
+    "storage": _report_storage,
+    "saves": _report_saves,
+    "reset": _report_reset,
+    "blame": _report_blame,
+}
+PARTS = ("commit", "branch", "storage", "saves", "blame")  # storage includes reset
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--work-dir", help="where stores and git repos go (default: a tmp dir)")
+    parser.add_argument("--only", nargs="+", choices=PARTS, help="these parts alone")
     args = parser.parse_args(argv)
+    only = set(args.only or PARTS)
     if shutil.which("git") is None:
         parser.error("git is needed for the baselines")
     started = time.time()
     with scratch(args.work_dir) as work:
         doc: dict[str, Any] = {"host": bench_host(work)}
-        doc["commit"] = bench_commit(work, args.quick)
-        doc["branch"] = bench_branch(work, args.quick)
-        doc.update(bench_storage_and_reset(work, args.quick))
-        doc["saves"] = bench_saves(work, args.quick)
+        if "commit" in only:
+            doc["commit"] = bench_commit(work, args.quick)
+        if "branch" in only:
+            doc["branch"] = bench_branch(work, args.quick)
+        if "storage" in only:
+            doc.update(bench_storage_and_reset(work, args.quick))
+        if "saves" in only:
+            doc["saves"] = bench_saves(work, args.quick)
+        if "blame" in only:
+            doc["blame"] = bench_blame(work, args.quick)
     doc["seconds"] = round(time.time() - started, 1)
     report(doc)
     path = write_results("bench_vcs", doc, quick=args.quick)

@@ -109,6 +109,7 @@ REF_CACHE_LIMIT = 4096  # refs cached, present or absent
 REF_WRITE_BYTES = 128  # a ref update's share of a write, for the space guard
 CLEARLY_SMALL = 8  # a delta under 1/8 of the record beats LZ4: skip trying LZ4 at all
 CACHED_WRITE_LIMIT = 64  # a write of more new records than this is a load: none cached
+LAST_CHAIN_BYTES = 8 << 20  # a longer chain's links are not kept (see _last_chain)
 ANCHOR_CACHE_BYTES = 4 << 20  # decoded skip-back targets: one per hot file's chain
 RUN_FROM = 8  # a shorter run reads one get each: a cursor's seek costs a few gets' worth
 
@@ -166,6 +167,10 @@ class RocksStore:
         # The records full chains skip back to: kept apart, as the hot files' versions
         # churn the record cache long before their chains fill up again.
         self._anchors: ByteLRU[Known] = ByteLRU(ANCHOR_CACHE_BYTES)
+        # The links of the last delta chain walked, decoded (epoch, id -> record; see
+        # _load): the next read of an older version of the file (blame, log -p walk
+        # back) finds it there instead of walking the same chain again.
+        self._last_chain: tuple[int, dict[ObjectId, bytes]] = (-1, {})
         self._lock = threading.RLock()
         # Verified records that keep=False reads decoded while a scan runs (see scanning):
         # a tree's chain shares its prefix with a dozen others, decoded once per scan.
@@ -222,6 +227,10 @@ class RocksStore:
         if known is not None:  # decoded a moment ago: skip the chain, not the check
             self._hits += 1
             return verify(oid, known.record)
+        walked = self._walked(oid, epoch)
+        if walked is not None:  # a link of the last chain: unverified until now
+            self._hits += 1
+            return verify(oid, walked)
         if oid in self._frames:
             self._hits += 1
         else:
@@ -868,6 +877,7 @@ class RocksStore:
         current, current_frame = oid, frame
         record: bytes | None = None
         shared = None if keep else self._scan_records  # (read once: a scan may end)
+        epoch = self._epoch  # before reading: see _remember
         while codec_of(current, current_frame) is Codec.DELTA:
             delta = parse_delta(current, current_frame)
             chain.append((current, delta))
@@ -875,6 +885,8 @@ class RocksStore:
                 raise CorruptObject(f"object {hex_id(oid)} is corrupt: its delta chain loops")
             cached = self._bases.get(delta.base)
             record = cached.record if cached is not None else None
+            if record is None and not strict:  # the final hash proves a walked link
+                record = self._walked(delta.base, epoch)
             if record is None and shared is not None:
                 record = shared.get(delta.base)
             if record is not None:
@@ -886,17 +898,29 @@ class RocksStore:
                 verify(current, record)
             elif shared is not None:
                 _share(shared, current, record)
+        walked = {current: record} if keep and len(chain) > 1 else None
         for link, delta in reversed(chain):
             record = apply_delta(link, delta, record)
             if strict:
                 verify(link, record)
             elif shared is not None:
                 _share(shared, link, record)
+            if walked is not None and link != oid:
+                walked[link] = record
+        settled = not epoch & 1 and self._epoch == epoch  # as _remember's check
+        if walked is not None and settled and sum(map(len, walked.values())) <= LAST_CHAIN_BYTES:
+            self._last_chain = (epoch, walked)
         if chain and object_id(record) != oid:
             if not strict:
                 return self._load(oid, frame, strict=True, keep=keep)  # raises, naming the culprit
             verify(oid, record)  # the chain changed under us: still, never return bad bytes
         return Known(record, chain[0][1].depth if chain else 0)
+
+    def _walked(self, oid: ObjectId, epoch: int) -> bytes | None:
+        """`oid`'s record if the last chain walked had it, in this epoch (a gc since
+        may have deleted it)."""
+        walked_in, records = self._last_chain
+        return records.get(oid) if walked_in == epoch and not epoch & 1 else None
 
     def _frame_of_base(self, dependent: ObjectId, base: ObjectId, keep: bool) -> bytes:
         try:

@@ -14,6 +14,7 @@ A line brought in by a merge is the merge commit's (first parents only, as `log 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,23 +105,36 @@ def _line_diff(older: list[bytes], newer: list[bytes]) -> list[Range]:
 def _carried(
     ranges: list[Range], runs: list[Run], owners: list[CommitId | None], commit: CommitId
 ) -> list[Run]:
-    """The parts of `runs` (places in the newer version) that the change `ranges`
-    (older -> newer) left alone, at their places in the older version; the lines it
-    wrote become `commit`'s in `owners`."""
+    """The parts of `runs` (places in the newer version, in order) that the change
+    `ranges` (older -> newer, in order) left alone, at their places in the older
+    version; the lines it wrote become `commit`'s in `owners`. Only the runs a range
+    meets are looked at one by one: the others are copied (and shifted) in bulk, since a
+    version mostly differs from its parent by a few lines and hundreds of runs wait."""
     out: list[Run] = []
-    k, shift = 0, 0  # ranges passed so far, and older minus newer line count over them
-    for start, end, final in runs:
-        pos = start
-        while pos < end:
-            while k < len(ranges) and ranges[k][3] <= pos:
-                i1, i2, j1, j2 = ranges[k]
-                shift += (i2 - i1) - (j2 - j1)
-                k += 1
-            if k < len(ranges) and ranges[k][2] <= pos:  # inside range k's new lines
-                stop = min(end, ranges[k][3])
-                owners[final + pos - start : final + stop - start] = [commit] * (stop - pos)
-            else:
-                stop = min(end, ranges[k][2]) if k < len(ranges) else end
-                out.append((pos + shift, stop + shift, final + pos - start))
-            pos = stop
+    runs = list(runs)  # its first waiting run may be cut below
+    shift, r = 0, 0  # older minus newer line count over the ranges passed; next run
+    for i1, i2, j1, j2 in ranges:
+        k = bisect_right(runs, j1, lo=r, key=_run_end)  # runs[r:k] end before j1
+        out.extend(_shifted(runs[r:k], shift))
+        r = k
+        while r < len(runs) and runs[r][0] < j2:  # runs[r] meets the range
+            start, end, final = runs[r]
+            if start < j1:  # its head is before the range
+                out.append((start + shift, j1 + shift, final))
+            low, high = max(start, j1), min(end, j2)
+            owners[final + low - start : final + high - start] = [commit] * (high - low)
+            if end > j2:  # its tail is after the range: left for the next ranges
+                runs[r] = (j2, end, final + j2 - start)
+                break
+            r += 1
+        shift += (i2 - i1) - (j2 - j1)
+    out.extend(_shifted(runs[r:], shift))
     return out
+
+
+def _run_end(run: Run) -> int:
+    return run[1]
+
+
+def _shifted(runs: list[Run], shift: int) -> list[Run]:
+    return runs if shift == 0 else [(start + shift, end + shift, f) for start, end, f in runs]

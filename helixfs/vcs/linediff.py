@@ -15,6 +15,8 @@ import bisect
 import difflib
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress, count
+from operator import ne
 
 Range = tuple[int, int, int, int]  # a[i1:i2] became b[j1:j2]; never both empty
 _MAX_DEPTH = 64  # pieces within pieces: past this, difflib takes the piece whole
@@ -93,11 +95,9 @@ def few_changes(a: Sequence[bytes], b: Sequence[bytes], limit: int) -> list[Rang
     deleted (Myers' O((N+M)D) walk, a shortest edit), else None. For blame, whose
     neighbouring versions differ by a few lines: then this costs about one pass over
     the lines, where the anchors above cost a count of every line between the edits."""
-    lo, a_hi, b_hi = 0, len(a), len(b)
-    while lo < a_hi and lo < b_hi and a[lo] == b[lo]:
-        lo += 1
-    while a_hi > lo and b_hi > lo and a[a_hi - 1] == b[b_hi - 1]:
-        a_hi, b_hi = a_hi - 1, b_hi - 1
+    lo = _same_run(a, 0, b, 0)
+    tail = min(_same_run(a[::-1], 0, b[::-1], 0), len(a) - lo, len(b) - lo)
+    a_hi, b_hi = len(a) - tail, len(b) - tail
     if lo in (a_hi, b_hi):  # only inserted or only deleted lines
         if a_hi + b_hi - 2 * lo > limit:
             return None
@@ -117,12 +117,20 @@ def _walk(a: Sequence[bytes], b: Sequence[bytes], limit: int) -> list[Range] | N
         for k in range(-d, d + 1, 2):
             x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
             y = x - k
-            while x < n and y < m and a[x] == b[y]:
-                x, y = x + 1, y + 1
+            x += _same_run(a, x, b, y)
             v[k] = x
             if x >= n and y >= m:
                 return _edits(rounds, n, m)
     return None
+
+
+def _same_run(a: Sequence[bytes], x: int, b: Sequence[bytes], y: int) -> int:
+    """How many lines are equal from a[x] and b[y] on: the comparisons run in C
+    (map, compress, count), not one Python step per line, which was blame's cost."""
+    if x >= len(a) or y >= len(b) or a[x] != b[y]:
+        return 0  # most of Myers' snakes: no slices made for them
+    unequal = compress(count(), map(ne, a[x:], b[y:]))
+    return next(unequal, min(len(a) - x, len(b) - y))
 
 
 def _edits(rounds: list[dict[int, int]], x: int, y: int) -> list[Range]:
@@ -133,8 +141,8 @@ def _edits(rounds: list[dict[int, int]], x: int, y: int) -> list[Range]:
         prev_k = k + 1 if k == -d or (k != d and v[k - 1] < v[k + 1]) else k - 1
         prev_x = v[prev_k]
         prev_y = prev_x - prev_k
-        while x > prev_x and y > prev_y:
-            x, y = x - 1, y - 1
+        back = min(x - prev_x, y - prev_y)  # down the snake, to just after the edit
+        x, y = x - back, y - back
         steps.append((prev_x, x, prev_y, y))  # one line deleted or inserted
         x, y = prev_x, prev_y
     out: list[Range] = []

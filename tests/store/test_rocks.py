@@ -433,6 +433,39 @@ def test_cache_counters_move(store: RocksStore, path: Path) -> None:
         assert stats.cache_misses >= 1 and stats.cache_hits >= 1
 
 
+def test_reading_back_a_chain_decodes_each_link_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """blame walks a file's versions newest first: each older version is a link of the
+    chain the newer one's read walked, kept decoded (and verified when returned), so the
+    walk back applies each delta once, not once per version read."""
+    versions = source_versions(16)
+    with RocksStore(path) as store:
+        ids = write_chain(store, versions)
+    applied: list[ObjectId] = []
+    real = rocks_module.apply_delta
+
+    def counting(oid: ObjectId, delta: Any, base: bytes) -> bytes:
+        applied.append(oid)
+        return real(oid, delta, base)
+
+    monkeypatch.setattr(rocks_module, "apply_delta", counting)
+    with RocksStore(path, record_cache_bytes=0) as fresh:  # no record cache to help
+        assert [fresh.get(oid) for oid in reversed(ids)] == versions[::-1]
+    assert len(applied) == len(set(applied)) > 0
+
+
+def test_a_walked_link_deleted_by_gc_is_gone(store: RocksStore) -> None:
+    versions = source_versions(6)
+    ids = write_chain(store, versions)
+    store._bases = type(store._bases)(0)  # reads walk the chain: its links are kept
+    assert store.get(ids[-1]) == versions[-1]
+    store.delete([ids[2]])
+    with pytest.raises(NotFound):
+        store.get(ids[2])
+    assert store.get(ids[1]) == versions[1]
+
+
 def test_closed_store_refuses_work(store: RocksStore) -> None:
     store.close()
     store.close()  # idempotent
