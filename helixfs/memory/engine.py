@@ -861,6 +861,11 @@ class Memory:
     ) -> consolidate.Decision:
         return self._decide(cand, vector, scope, into, flagged)
 
+    def branch_names(self) -> list[str]:
+        """The branches that have memories (a deleted one's archived ones too)."""
+        with self._lock:
+            return tree.branch_names(self._conn)
+
     def archive_branch(self, branch: str) -> list[str]:
         """A deleted branch's active memories are archived (kept, not searched)."""
         validate.check_name("branch", branch)

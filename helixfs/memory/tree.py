@@ -200,6 +200,11 @@ def branch_rows(conn: apsw.Connection, branch: str, status: str = "active") -> l
     return [records.row_dict(r) for r in fetch_all(conn, sql, (branch, status))]
 
 
+def branch_names(conn: apsw.Connection) -> list[str]:
+    rows = fetch_all(conn, "SELECT DISTINCT branch FROM memories WHERE branch IS NOT NULL")
+    return sorted(str(r[0]) for r in rows)
+
+
 def with_staleness(items: Sequence[Any], stale: dict[str, Staleness]) -> list[Any]:
     """Records or hits (frozen dataclasses with `id` and `stale`) marked stale."""
     return [dataclasses.replace(i, stale=stale[i.id]) if i.id in stale else i for i in items]

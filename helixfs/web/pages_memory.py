@@ -1,7 +1,8 @@
 """Memory pages: search (the very `Memory.recall` of `helix recall`), lists filtered by
-type, tag, scope and status, one memory with its history and supersession chain, and
-the corrections a person makes (forget, restore, edit, confirm), each one call of the
-Memory API, so each is in the memory's history exactly as from the CLI."""
+type, tag, scope, status and branch (a search then reads as from that branch: ADR
+0063), one memory with its history and supersession chain, and the corrections a
+person makes (forget, restore, edit, confirm), each one call of the Memory API, so
+each is in the memory's history exactly as from the CLI."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 
 from helixfs.errors import InvalidInput
 from helixfs.memory import MEMORY_TYPES, STATUSES, HistoryEntry, Hit, MemoryRecord
+from helixfs.vcs.sourceview import BranchView
 from helixfs.web.html import e, form, link, message_box, page, select, table, url, when
 from helixfs.web.pages_vcs import Query, text_of
 from helixfs.web.site import Site
@@ -32,26 +34,53 @@ def memory_list_page(site: Site, query: Query) -> str:
     tag = text_of(query, "tag") or None
     scope = text_of(query, "scope") or None
     status = text_of(query, "status", "active") or "active"
+    branch = text_of(query, "branch") or None
     if kind is not None and kind not in MEMORY_TYPES:
         raise InvalidInput(f"unknown memory type {kind!r}; use one of {', '.join(MEMORY_TYPES)}")
     if status not in STATUS_CHOICES:
         raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(STATUS_CHOICES)}")
     mem = site.memory()
+    branches = _branches(site)
+    if branch is not None and branch not in branches:
+        raise InvalidInput(f"no branch named {branch!r} has memories or a ref")
     if q:
-        hits = mem.recall(
-            q, k=RECALL_K, types=[kind] if kind else None, scope=scope,
-            include_superseded=status != "active",
-        )  # fmt: skip
+        with site.repo.lock:  # the branch's view reads its tree (ADR 0063)
+            view = _view(site, branch)
+            hits = mem.recall(
+                q, k=RECALL_K, types=[kind] if kind else None, scope=scope,
+                include_superseded=status != "active", view=view,
+            )  # fmt: skip
+        if branch is not None and view is None:  # a deleted branch: its archived ones
+            hits = [h for h in hits if h.branch == branch]
         note = "lexical (BM25) only: no embedding model is loaded" if mem.lexical_only else ""
         results = _hits_table([h for h in hits if tag is None or tag in h.tags], note)
     else:
-        results = _records_table(_listed(site, kind, scope, status, tag))
-    filters = _filter_form(q, kind, tag, scope, status)
+        results = _records_table(_listed(site, kind, scope, status, tag, branch))
+    filters = _filter_form(q, kind, tag, scope, status, branch, branches)
     return page("Memory", filters + results, active="memory")
 
 
+def _branches(site: Site) -> list[str]:
+    """Every branch a person may filter by: the repository's and those with memories."""
+    with site.repo.lock:
+        refs = {ref.name for ref in site.repo.branches()}
+    return sorted(refs | set(site.memory().branch_names()))
+
+
+def _view(site: Site, branch: str | None) -> BranchView | None:
+    """The branch's view (None: the trunk's; a deleted branch has none)."""
+    if branch is not None and not any(ref.name == branch for ref in site.repo.branches()):
+        return None
+    return BranchView(site.repo, branch)
+
+
 def _listed(
-    site: Site, kind: str | None, scope: str | None, status: str, tag: str | None
+    site: Site,
+    kind: str | None,
+    scope: str | None,
+    status: str,
+    tag: str | None,
+    branch: str | None = None,
 ) -> list[MemoryRecord]:
     mem = site.memory()
     if status == STALE:
@@ -59,15 +88,23 @@ def _listed(
         return [
             r for r in stale
             if (kind is None or r.type == kind) and (scope is None or r.scope == scope)
-            and (tag is None or tag in r.tags)
+            and (tag is None or tag in r.tags) and (branch is None or r.branch == branch)
         ][:LIST_LIMIT]  # fmt: skip
     return mem.memories(
         type=kind, scope=scope, status=None if status == "any" else status, tag=tag,
-        limit=LIST_LIMIT,
+        limit=LIST_LIMIT, branch=branch,
     )  # fmt: skip
 
 
-def _filter_form(q: str, kind: str | None, tag: str | None, scope: str | None, status: str) -> str:
+def _filter_form(
+    q: str,
+    kind: str | None,
+    tag: str | None,
+    scope: str | None,
+    status: str,
+    branch: str | None = None,
+    branches: list[str] | tuple[str, ...] = (),
+) -> str:
     return (
         '<form method="get" action="/memory" class="filters">'
         f'<input type="search" name="q" id="f-q" value="{e(q)}"'
@@ -76,6 +113,7 @@ def _filter_form(q: str, kind: str | None, tag: str | None, scope: str | None, s
         f'<input name="tag" id="f-tag" value="{e(tag or "")}" placeholder="tag">'
         f'<input name="scope" id="f-scope" value="{e(scope or "")}" placeholder="scope">'
         f"{select('status', STATUS_CHOICES, status)}"
+        f"{select('branch', branches, branch, 'every branch')}"
         '<button type="submit" id="f-go">search</button></form>'
     )
 
@@ -85,7 +123,8 @@ def _hits_table(hits: list[Hit], note: str) -> str:
         (
             link(f"/memory/{h.id}", h.id, "id"),
             e(h.type or ""),
-            e(h.status or ""),
+            e((h.status or "") + (f" ({h.stale.how})" if h.stale else "")),
+            e(h.branch or ""),
             e(f"{h.score:.3f}"),
             e(h.content),
         )
@@ -94,7 +133,8 @@ def _hits_table(hits: list[Hit], note: str) -> str:
     head = f'<p class="note">{e(note)}</p>' if note else ""
     if not rows:
         return head + '<p class="empty">No memory matches.</p>'
-    return head + table(("id", "type", "status", "score", "memory"), rows, "memories hits")
+    columns = ("id", "type", "status", "branch", "score", "memory")
+    return head + table(columns, rows, "memories hits")
 
 
 def _records_table(recs: list[MemoryRecord]) -> str:
@@ -104,6 +144,7 @@ def _records_table(recs: list[MemoryRecord]) -> str:
             e(r.type),
             e(r.status),
             e(r.scope),
+            e(r.branch or ""),
             e(", ".join(r.tags)),
             e(when(r.updated)),
             e(r.content),
@@ -112,7 +153,8 @@ def _records_table(recs: list[MemoryRecord]) -> str:
     ]
     if not rows:
         return '<p class="empty">No memories.</p>'
-    return table(("id", "type", "status", "scope", "tags", "updated", "memory"), rows, "memories")
+    columns = ("id", "type", "status", "scope", "branch", "tags", "updated", "memory")
+    return table(columns, rows, "memories")
 
 
 # -- one memory ---------------------------------------------------------------------------
@@ -130,6 +172,7 @@ def memory_page(site: Site, memory_id: str, query: Query) -> str:
             ("type", e(rec.type)),
             ("status", f'<span class="status" id="status">{e(rec.status)}</span>'),
             ("scope", e(rec.scope)),
+            ("branch", e(rec.branch or "- (every branch)")),
             ("tags", e(", ".join(rec.tags))),
             ("source", e(_source(rec))),
             ("confidence", e(f"{rec.confidence:.2f}")),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 from web_harness import WebServer, get, helix_json, post, supersede_database
 
 pytestmark = pytest.mark.timeout(300)
@@ -160,6 +160,22 @@ def test_edit_and_confirm_are_in_history(page: Any, server: WebServer, store: An
     assert "edit" in texts(page, "table.ops .op")
 
 
+def test_filter_by_branch_and_search_as_from_it(page: Any, server: WebServer, store: Any) -> None:
+    helix_json("--store", store, "branch", "webfeat")
+    text = "the webfeat banner hides behind a flag"
+    made = helix_json("--store", store, "remember", "--branch", "webfeat", "--type", "fact", text)
+    page.get(server.base + "/memory")
+    Select(page.find_element(By.ID, "f-branch")).select_by_value("webfeat")
+    page.find_element(By.ID, "f-go").click()
+    wait(page).until(ec.url_contains("branch=webfeat"))
+    assert texts(page, "table.memories td:last-child") == [text]
+    assert made["id"] in texts(page, "table.memories a.id")
+    page.get(server.base + "/memory?q=webfeat+banner&branch=webfeat")
+    assert texts(page, "table.hits td:last-child")[0] == text
+    page.get(server.base + "/memory?q=webfeat+banner")  # the trunk does not see it
+    assert text not in texts(page, "table.hits td:last-child")
+
+
 def test_supersession_chain_is_shown(page: Any, server: WebServer, store: Any) -> None:
     supersede_database(store)
     page.get(server.base + "/memory?q=main+database")
@@ -201,6 +217,7 @@ def test_stats_draws_four_charts(page: Any, server: WebServer) -> None:
         ("/?after=damaged", 400, "the page link is damaged"),
         ("/memory?status=sleepy", 400, "unknown status 'sleepy'"),
         ("/memory?type=poem", 400, "unknown memory type 'poem'"),
+        ("/memory?branch=nosuch", 400, "no branch named 'nosuch'"),
         ("/compare?a=main", 400, "give both sides"),
     ],
 )
