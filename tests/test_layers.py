@@ -11,7 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "helixfs"
 
-# layer -> helixfs subpackages it may import (errors/ids/__init__ are open to all)
+# layer -> helixfs subpackages it may import (errors/ids/config/__init__ are open to all)
 ALLOWED: dict[str, set[str]] = {
     "store": set(),
     "vcs": {"store"},
@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"vcs", "memory", "store", "daemon"},
     "cli": {"daemon", "fs", "vcs", "store", "memory", "mcp", "web", "agents"},
 }
-SHARED = {"errors", "ids", "__init__"}
+SHARED = {"errors", "ids", "config", "__init__"}  # config: ADR 0062
 
 
 def _helix_imports(path: Path) -> set[str]:

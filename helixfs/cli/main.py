@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # One line per command group. Memory and daemon engineers: add yours here.
 COMMAND_MODULES: tuple[str, ...] = (
     "helixfs.cli.repo",  # init, stats, gc, fsck
+    "helixfs.cli.config",  # config
     "helixfs.cli.history",  # log, diff, ls, cat, rev-parse
     "helixfs.cli.refs",  # branch, snapshot, checkout, reset, merge
     "helixfs.cli.commits",  # show, revert, cherry-pick, blame, status
@@ -53,6 +54,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 # tests/cli/test_main.py checks that every entry names the module that registers it.
 COMMAND_INDEX: dict[str, str] = {
     **dict.fromkeys(("init", "stats", "gc", "fsck"), "helixfs.cli.repo"),
+    "config": "helixfs.cli.config",
     **dict.fromkeys(("log", "diff", "ls", "cat", "rev-parse"), "helixfs.cli.history"),
     **dict.fromkeys(("branch", "snapshot", "checkout", "reset", "merge"), "helixfs.cli.refs"),
     **dict.fromkeys(("show", "revert", "cherry-pick", "blame", "status"), "helixfs.cli.commits"),

@@ -38,7 +38,7 @@ def cmd_mcp(args: argparse.Namespace, store: Path, out: Output) -> int:
     if not store.is_dir():
         raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
     store = store.resolve()  # the tools' command lines hold on to it, whatever the cwd
-    memory = KeptOpen(store / MEMORY_DB, process_embedder)
+    memory = KeptOpen(store / MEMORY_DB, lambda: process_embedder(store))
     if not socket_path(store).exists():  # no daemon to forward to: load while the
         memory.open_in_background()  # client initializes (answered at once meanwhile)
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 import threading
 import time
@@ -32,7 +31,6 @@ if TYPE_CHECKING:  # the engine loads with the first command that runs here, not
     from helixfs.memory import Memory  # parse one that a mount's daemon will run
 
 MEMORY_DB = "memory.db"
-ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
 _embedder_lock = threading.Lock()
 _embedder: list[Embedder | None] = []  # loaded at most once per process
 LEXICAL_NOTE = (
@@ -41,7 +39,7 @@ LEXICAL_NOTE = (
 )
 LEXICAL_HERE = (
     "helix: warning: search is lexical (BM25) only: no embedding model is loaded "
-    "(HELIX_MEMORY_LEXICAL is set, or the model is not installed: see README)"
+    "(memory.lexical / HELIX_MEMORY_LEXICAL is set, or the model is not installed: see README)"
 )
 
 
@@ -191,16 +189,15 @@ def _register_notes(subparsers: Any) -> None:
 # -- opening ------------------------------------------------------------------------------
 
 
-def process_embedder() -> Embedder | None:
-    """The process-wide embedder (None when lexical); loaded on first use only."""
+def process_embedder(store: Path | None = None) -> Embedder | None:
+    """The process-wide embedder (None when lexical); loaded on first use only, as the
+    settings of the first store that asks say (`memory.lexical`, `memory.model_dir`...)."""
     with _embedder_lock:
         if not _embedder:
-            if os.environ.get(ENV_LEXICAL, "") not in ("", "0"):
-                _embedder.append(None)
-            else:
-                from helixfs.memory.embed import load_embedder
+            from helixfs import config
+            from helixfs.memory.embed import load_configured
 
-                _embedder.append(load_embedder())
+            _embedder.append(load_configured(config.load(store)))
         return _embedder[0]
 
 
@@ -216,7 +213,7 @@ def open_memory(store: Path) -> Iterator[Memory]:
         raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
     from helixfs.memory import Memory
 
-    with Memory.open(store / MEMORY_DB, process_embedder()) as memory:
+    with Memory.open(store / MEMORY_DB, process_embedder(store)) as memory:
         yield memory
 
 

@@ -32,6 +32,9 @@ def register(subparsers: Any) -> None:
         help="list snapshots; NAME [REV] creates an immutable one; -d deletes; -m renames",
     )
     _ref_arguments(snapshot, rename=True)
+    pins = snapshot.add_mutually_exclusive_group()
+    pins.add_argument("--pin", action="store_true", help="keep NAME whatever gc's age limits")
+    pins.add_argument("--unpin", action="store_true", help="let gc's age limits take NAME")
     checkout = add_command(
         subparsers,
         "checkout",
@@ -154,11 +157,25 @@ def cmd_snapshot(args: argparse.Namespace, repo: Repository, out: Output) -> int
     if args.rename:
         _rename(args, "snapshot", repo.rename_snapshot, out)
         return 0
+    if args.pin or args.unpin:
+        return _pin(args, repo, out)
     cid = repo.create_snapshot(args.name, args.rev or "HEAD")
     if not isinstance(cid, bytes):
         cid = dict(_named_ids(repo.snapshots())).get(args.name)
         cid = bytes.fromhex(cid) if cid else None
     _created(out, "snapshot", args.name, cid, repo)
+    return 0
+
+
+def _pin(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    """`--pin` / `--unpin` NAME: an existing snapshot's mark (vcs/retention.py)."""
+    from helixfs.vcs import retention
+
+    if args.delete or args.rev is not None:
+        raise UsageError("--pin and --unpin take only the NAME of an existing snapshot")
+    age = retention.pin(repo, args.name, pinned=args.pin)
+    verb = "pinned" if age.pinned else "unpinned"
+    out.emit({"snapshot": age.name, "pinned": age.pinned}, f"{verb} snapshot {age.name}")
     return 0
 
 

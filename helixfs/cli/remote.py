@@ -164,7 +164,7 @@ def _sync(repo: Repository, remote: Remote) -> Sync:
     from helixfs.vcs.sync import Sync, host_name
 
     store = remotes.open_store(_store_folder(repo), remote)
-    return Sync(repo, store, remote.name, host_name())
+    return Sync(repo, store, remote.name, host_name(repo.settings))
 
 
 def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:

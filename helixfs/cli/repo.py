@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +34,19 @@ def register(subparsers: Any) -> None:
         subparsers, "gc", help="drop objects no ref reaches", handler=cmd_gc, progress=True
     )
     gc.add_argument("--dry-run", "-n", action="store_true", help="only count what would go")
+    gc.add_argument(
+        "--before",
+        metavar="AGE",
+        type=_duration,
+        help="remove snapshots made longer ago than AGE (48h, 7d; unless pinned) and keep"
+        " unreachable commits younger than AGE (default: gc.snapshot_ttl; all go)",
+    )
+    gc.add_argument(
+        "--keep-last",
+        metavar="N",
+        type=_count,
+        help="keep the N newest snapshots that are not pinned, whatever their age",
+    )
     fsck = add_command(
         subparsers,
         "fsck",
@@ -77,13 +93,15 @@ def cmd_init(args: argparse.Namespace, store: Path, out: Output) -> int:
 
 
 def _key_values(doc: dict[str, Any]) -> str:
-    rows: list[tuple[str, str]] = []
+    return table(list(_rows(doc, "")))
+
+
+def _rows(doc: dict[str, Any], prefix: str) -> Iterator[tuple[str, str]]:
     for key, value in doc.items():
         if isinstance(value, dict):
-            rows.extend((f"{key}.{k}", _fmt(k, v)) for k, v in value.items())
+            yield from _rows(value, f"{prefix}{key}.")
         else:
-            rows.append((key, _fmt(key, value)))
-    return table(rows)
+            yield f"{prefix}{key}", _fmt(key, value)
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -98,8 +116,16 @@ def _fmt(key: str, value: Any) -> str:
 
 def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     from helixfs.memory import workspace  # not at startup: apsw, blake3
+    from helixfs.vcs import activity
 
     doc = as_doc(repo.stats())
+    doc["activity"] = activity.summary(repo)
+    doc["caches"] = activity.caches(repo)
+    engine = getattr(repo.store, "engine_figures", None)  # RocksDB's own: RocksStore only
+    if engine is not None:
+        doc["rocksdb"] = engine()
+    if getattr(args, "in_daemon", False):  # run by the mount's daemon: its own memory
+        doc["daemon"] = _process_memory()
     indexed = workspace.progress_in(Path(repo.path) / "memory.db") if repo.path else None
     if indexed is not None:  # "workspace index: 1,200 of 3,480 passages"
         doc["workspace_index"] = f"{indexed[0]:,} of {indexed[1]:,} passages"
@@ -109,21 +135,65 @@ def cmd_stats(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return 0
 
 
+def _process_memory() -> dict[str, int]:
+    """This process's resident memory now and at its peak (/proc/self/status)."""
+    figures = {"pid": os.getpid()}
+    names = {"VmRSS:": "rss_bytes", "VmHWM:": "peak_rss_bytes"}
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            field, *rest = line.split()
+            if field in names and rest:
+                figures[names[field]] = int(rest[0]) * 1024  # kB
+    return figures
+
+
+def _duration(text: str) -> float:
+    from helixfs.config import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number, 0 or more")
+    return int(text)
+
+
 def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
+    from helixfs.vcs import retention
+
+    ttl = args.before if args.before is not None else repo.settings["gc.snapshot_ttl"]
+    gone = retention.expire_snapshots(repo, ttl, args.keep_last, dry_run=args.dry_run)
     with out.progress("gc") as bar:
-        result = repo.gc(dry_run=args.dry_run, progress=bar.update)
+        result = repo.gc(dry_run=args.dry_run, progress=bar.update, grace_seconds=args.before or 0)
     doc = as_doc(result)
     if isinstance(doc, dict):
         doc.setdefault("dry_run", bool(args.dry_run))
+        doc["snapshots_removed"] = [age.name for age in gone]
     out.emit(
         doc,
         lambda: (
-            _key_values(doc) + _space_kept(doc) + _not_repacked(doc)
+            _key_values({k: v for k, v in doc.items() if k != "snapshots_removed"})
+            + _space_kept(doc)
+            + _not_repacked(doc)
+            + _removed(doc)
             if isinstance(doc, dict)
             else str(doc)
         ),
     )
     return 0
+
+
+def _removed(doc: dict[str, Any]) -> str:
+    names = doc.get("snapshots_removed") or []
+    if not names:
+        return ""
+    verb = "would remove" if doc.get("dry_run") else "removed"
+    note = " (the counts above still hold what they keep)" if doc.get("dry_run") else ""
+    return f"\n{verb} {len(names)} snapshot(s): {', '.join(names)}{note}"
 
 
 def _space_kept(doc: dict[str, Any]) -> str:

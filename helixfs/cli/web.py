@@ -102,7 +102,7 @@ def _serve_here(args: argparse.Namespace, store: Path, out: Output) -> int:
 
     store = Path(os.path.realpath(store))  # the control socket's commands chdir
     repo = open_repository(store)
-    memory = KeptOpen(store / MEMORY_DB, process_embedder)
+    memory = KeptOpen(store / MEMORY_DB, lambda: process_embedder(store))
     control = ControlServer(
         store, lambda argv, stdout, stderr: run_in_process(argv, repo, stdout, stderr, memory)
     )

@@ -18,32 +18,35 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from helixfs import config
 from helixfs.errors import HelixError, is_failure
+from helixfs.vcs import retention
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GROWTH = 256 << 20  # bytes; mount option gc_growth=MIB, 0 = never on its own
-# An abandoned commit (a reset, a deleted branch) survives the automatic gc this long,
-# restorable by its id: only `helix gc`, asked for by hand, drops it sooner.
-GRACE_SECONDS = 14 * 24 * 3600
+DEFAULT_GROWTH = int(config.default("gc.growth"))  # bytes; -o gc_growth=MIB; 0 = never
+# An abandoned commit (a reset, a deleted branch) survives the automatic gc this long
+# (`gc.retention`), restorable by its id: only `helix gc`, asked for by hand, drops it
+# sooner.
+GRACE_SECONDS = float(config.default("gc.retention"))
 CHECK_SECONDS = 10.0  # a check is one scandir of the store folder
 
 
 class Collector:
     def __init__(self, repo: Repository, growth: int, check_seconds: float = CHECK_SECONDS):
         self._repo = repo
-        self._growth = growth
+        self.growth = growth  # changed live by `helix config set gc.growth`
         self._check_seconds = check_seconds
         self._base = repo.store.disk_bytes()  # after the last gc, or at mount
 
     async def run(self) -> None:
-        if self._growth <= 0:
-            return
         while True:
             await trio.sleep(self._check_seconds)
+            if self.growth <= 0:
+                continue
             try:
                 # not abandoned on cancel: unmounting waits for a running gc to finish, so
                 # the store is never closed under it
@@ -57,7 +60,7 @@ class Collector:
 
     def due(self) -> bool:
         grown = self._repo.store.disk_bytes() - self._base
-        return grown >= max(self._growth, self._base)
+        return grown >= max(self.growth, self._base)
 
     def collect_if_due(self) -> None:
         """Run gc if due. A failure is logged, never raised: this runs in the mount's
@@ -66,7 +69,9 @@ class Collector:
         try:
             if not self.due():
                 return
-            report = self._repo.gc(grace_seconds=GRACE_SECONDS)
+            settings = self._repo.settings
+            retention.expire_snapshots(self._repo, settings["gc.snapshot_ttl"])
+            report = self._repo.gc(grace_seconds=settings["gc.retention"])
         except HelixError as exc:  # a full disk, say: `helix gc` by hand may still help
             log.error("automatic gc failed (next try after as much growth again): %s", exc)
             report = None

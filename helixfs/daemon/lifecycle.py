@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, TextIO
 import pyfuse3
 import trio
 
+from helixfs import config
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.fuseloop import use_quick_wait
@@ -115,6 +116,9 @@ class MountConfig:
     gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
     remote: str | None = None  # a remote kept in step in the background (daemon/syncer.py)
     relatime: bool = False  # reads set atime in memory (-o relatime); default noatime
+    # config keys the command line set (--quiet-window, -o gc_growth): they win over the
+    # config files, also when `helix config set` changes those on the running mount
+    flags: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def build(
@@ -141,12 +145,17 @@ class MountConfig:
             raise InvalidInput(f"the store {store_path} cannot be inside the mount point {target}")
         fuse, helix = split_options(options)
         window_ms = quiet_window_ms if quiet_window_ms is not None else helix.get("quiet_window")
-        window = DEFAULT_WINDOW if window_ms is None else _window(window_ms)
-        growth = DEFAULT_GROWTH if "gc_growth" not in helix else _growth(helix["gc_growth"])
+        flags: dict[str, float] = {}
+        if window_ms is not None:
+            flags["mount.quiet_window"] = _window(window_ms)
+        if "gc_growth" in helix:
+            flags["gc.growth"] = _growth(helix["gc_growth"])
+        settings = config.load(store_path).with_flags(flags)  # a bad config file: here
         if remote is not None:
             remotes.get(store_path, remote)  # an unknown name fails here, before mounting
         relatime = bool(helix.get("relatime", 0.0))
-        return cls(store_path, target, window, fuse, growth, remote, relatime)
+        window, growth = settings["mount.quiet_window"], settings["gc.growth"]
+        return cls(store_path, target, window, fuse, growth, remote, relatime, tuple(flags.items()))
 
 
 def _check_mountpoint(target: Path, store: Path) -> None:
@@ -269,6 +278,7 @@ async def serve(
 
         repo = await trio.to_thread.run_sync(_open_repository, config.store)
         stack.callback(repo.close)
+        repo.reconfigure(repo.settings.with_flags(dict(config.flags)))
 
         memory_files = MemoryFiles(config.store, repo)
         stack.callback(memory_files.close)
@@ -293,7 +303,9 @@ async def serve(
         await nursery.start(control.serve)
         nursery.start_soon(side_job, "read-ahead tuning", _tune_once_answering, config.mountpoint)
         nursery.start_soon(side_job, "the workspace index", memory_files.index_forever)
-        nursery.start_soon(side_job, "automatic gc", Collector(repo, config.gc_growth).run)
+        collector = Collector(repo, config.gc_growth)
+        stack.callback(repo.subscribe_settings(_live_settings(saver, collector)))
+        nursery.start_soon(side_job, "automatic gc", collector.run)
         if config.remote is not None:
             syncer = RemoteSyncer(repo, config.store, config.remote)
             nursery.start_soon(side_job, "the remote sync", syncer.run)
@@ -338,6 +350,18 @@ def _command_runner(
         return runner(argv, repo, out, err, memory_files.memory)
 
     return run
+
+
+def _live_settings(saver: Saver, collector: Collector) -> Callable[[config.Settings], None]:
+    """What `helix config set` changes in a running mount besides the store (whose
+    caches and codec `Repository.reconfigure` sets): the quiet window, gc's growth.
+    gc's retention and snapshot_ttl are read from the settings at each gc."""
+
+    def apply(settings: config.Settings) -> None:
+        saver.window = settings["mount.quiet_window"]
+        collector.growth = settings["gc.growth"]
+
+    return apply
 
 
 def stop_web_views() -> None:

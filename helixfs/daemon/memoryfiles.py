@@ -10,7 +10,7 @@ not spent on the FUSE loop, which every process using the mount waits on: the fi
 read opens the memory on a thread of its own, and reads until it is ready are answered
 lexically, from a connection of their own, and say so; so are reads that come while a
 forwarded command holds the memory for long (an import).
-`HELIX_MEMORY_LEXICAL=1` keeps search lexical (no model), as in the CLI.
+`memory.lexical` (`HELIX_MEMORY_LEXICAL=1`) keeps search lexical (no model), as in the CLI.
 
 Workspace search needs the text files of the HEAD commit in the memory's chunk index.
 After the first search, `index_forever` (a daemon nursery task) keeps that index on the
@@ -25,7 +25,6 @@ thread-safe, so the thread only ever reads.
 from __future__ import annotations
 
 import logging
-import os
 import stat
 import threading
 from collections.abc import Iterator, Mapping
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from helixfs import config
 from helixfs.errors import HelixError, InvalidInput, NotFound
 from helixfs.fs.helixdir import Entry, QueryDir, TextFile
 from helixfs.ids import CommitId, hex_id
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MEMORY_DB = "memory.db"
-ENV_LEXICAL = "HELIX_MEMORY_LEXICAL"
 SEARCH_RESULTS = 10
 MAX_INDEXED_FILES = 20_000
 MAX_INDEXED_BYTES = 512 * 1024
@@ -101,7 +100,7 @@ class MemoryFiles:
             if self._memory is None:
                 from helixfs.memory import KeptOpen
 
-                self._memory = KeptOpen(self.store / MEMORY_DB, _embedder)
+                self._memory = KeptOpen(self.store / MEMORY_DB, lambda: _embedder(self.store))
             return self._memory
 
     @contextmanager
@@ -300,12 +299,10 @@ def _indexable(entry: TreeEntry) -> bool:
     return stat.S_ISREG(entry.mode) and 0 < entry.size <= MAX_INDEXED_BYTES
 
 
-def _embedder() -> Embedder | None:
-    if os.environ.get(ENV_LEXICAL, "") not in ("", "0"):
-        return None
-    from helixfs.memory.embed import load_embedder
+def _embedder(store: Path) -> Embedder | None:
+    from helixfs.memory.embed import load_configured
 
-    return load_embedder()
+    return load_configured(config.load(store))  # memory.lexical, memory.model_dir...
 
 
 def _format_hit(rank: int, hit: Hit) -> str:

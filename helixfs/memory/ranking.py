@@ -44,11 +44,12 @@ def rank(
     indexes: Indexes = retrieval.NO_INDEXES,
     mode: str = "hybrid",
     period: Period | None = None,
+    half_life_days: float = retrieval.RECENCY_HALF_LIFE_DAYS,
 ) -> list[Hit]:
     """Fused, weighted, diversified hits from `lexical(...)`'s keys and the vector
     retriever. `mode` lexical/vector drops the other retriever (for evaluation: hybrid
     must beat both). `period`: the time the query names (when.period_of); memories
-    whose event time is in it are boosted."""
+    whose event time is in it are boosted. `half_life_days`: `memory.half_life`."""
     pool = _pool(k)
     lists = [lexical_keys] if mode != "vector" else []
     if qvec is not None and mode != "lexical":
@@ -56,7 +57,7 @@ def rank(
         vector = retrieval.vector_memories(conn, qvec, filters, pool, indexes.memories)
         lists.append(retrieval.merged(vector, vector_chunks, pool))
     fused = retrieval.expand_graph(conn, retrieval.fuse(lists), hops=2)
-    candidates = _weighted(conn, fused, filters, now, period)
+    candidates = _weighted(conn, fused, filters, now, period, half_life_days)
     candidates.sort(key=lambda c: c.score, reverse=True)
     shortlist = _with_substance(candidates[: 4 * k])
     _attach_vectors(conn, shortlist, indexes)
@@ -85,13 +86,14 @@ def _weighted(
     filters: Filters,
     now: float,
     period: Period | None = None,
+    half_life_days: float = retrieval.RECENCY_HALF_LIFE_DAYS,
 ) -> list[Candidate]:
     memory_rowids = [int(k[2:]) for k in fused if k.startswith("m:")]
     chunk_rowids = [int(k[2:]) for k in fused if k.startswith("c:")]
     out: list[Candidate] = []
     for rowid, row in memory_rows(conn, memory_rowids, filters).items():
         key = f"m:{rowid}"
-        weight = retrieval.memory_weight(row, now)
+        weight = retrieval.memory_weight(row, now, half_life_days)
         if within(period, row["source_time"]):
             weight *= 1.0 + DATE_BOOST
         out.append(Candidate(key, fused[key] * weight, row))
@@ -197,6 +199,7 @@ def top_memories(
     limit: int,
     now: float,
     visible: Visibility = TRUNK,
+    half_life_days: float = retrieval.RECENCY_HALF_LIFE_DAYS,
 ) -> list[Hit]:
     """Without a query: active memories ordered by weight (salience, recency, confidence)."""
     where, params = visible_sql(visible, alias="")
@@ -206,7 +209,7 @@ def top_memories(
         params.append(scope)
     sql += " ORDER BY last_seen DESC LIMIT 5000"
     scored = [
-        (retrieval.memory_weight(row, now), row)
+        (retrieval.memory_weight(row, now, half_life_days), row)
         for row in (records.row_dict(r) for r in conn.execute(sql, params))
     ]
     scored.sort(key=lambda item: item[0], reverse=True)

@@ -21,6 +21,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from helixfs import config
 from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
 from helixfs.memory.extract import GATE_THRESHOLD, gate_score
@@ -29,7 +30,7 @@ from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 
 RRF_K = 60
 SALIENCE_HALF_LIFE_DAYS = 30.0
-RECENCY_HALF_LIFE_DAYS = 90.0
+RECENCY_HALF_LIFE_DAYS = config.default("memory.half_life") / 86400  # memory.half_life
 RECENCY_WEIGHT = 0.4  # share of the weight that recency can take away
 SALIENCE_WEIGHT = 0.15  # relevance first: decay only tips close calls
 DUPLICATE_SIMILARITY = 0.95
@@ -249,12 +250,14 @@ def _neighbours(conn: apsw.Connection, memory_id: str) -> list[int]:
     return [int(r[0]) for r in conn.execute(sql, (memory_id, memory_id, memory_id))]
 
 
-def memory_weight(row: dict[str, Any], now: float) -> float:
+def memory_weight(
+    row: dict[str, Any], now: float, half_life_days: float = RECENCY_HALF_LIFE_DAYS
+) -> float:
     """How much a memory's relevance counts: recency, salience, confidence, status.
     Salience decays from the last write of the memory (`updated`), not from its last
     recall (`last_seen`): a recall must not reorder other queries' results."""
     age_days = max(0.0, now - row["updated"]) / _DAY
-    recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    recency = 0.5 ** (age_days / half_life_days)
     salience = effective_salience(row["salience"], row["updated"], now)
     return float(
         (1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * recency)

@@ -55,6 +55,14 @@ class ByteLRU(Generic[V]):
                 _, (_, evicted) = self._entries.popitem(last=False)
                 self._bytes -= evicted
 
+    def resize(self, max_bytes: int) -> None:
+        """A new bound, the least recently used entries evicted down to it at once."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            while self._bytes > max_bytes:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self._bytes -= evicted
+
     def discard(self, key: bytes) -> None:
         with self._lock:
             old = self._entries.pop(key, None)

@@ -11,6 +11,8 @@ Payload per codec:
 
 * RAW   - the record itself (tiny or incompressible records: LZ4 would only add bytes).
 * LZ4   - an LZ4 block with its 4-byte little-endian uncompressed size in front.
+* ZSTD  - a zstd frame with the same 4-byte size in front (`store.compression = "zstd"`:
+  smaller, slower to write; a store may hold both, each frame says which it is).
 * DELTA - base id (32) + chain depth (1) + varint prefix + varint suffix + varint middle
   length + an LZ4 block of the middle, compressed with the base's middle as dictionary.
   The record is base[:prefix] + middle + base[len(base)-suffix:].
@@ -28,10 +30,12 @@ this measured ~10 us and ~110 bytes, against ~24 us and ~5.9 KB for plain LZ4.
 from __future__ import annotations
 
 import struct
+import threading
 from enum import IntEnum
 from typing import NamedTuple, cast
 
 import lz4.block
+import zstandard
 
 from helixfs.errors import CorruptObject, UnsupportedVersion
 from helixfs.ids import ID_SIZE, ObjectId, hex_id, object_id
@@ -50,6 +54,22 @@ class Codec(IntEnum):
     LZ4 = 1
     DELTA = 2
     BODY = 3
+    ZSTD = 4
+
+
+class Compression(NamedTuple):
+    """How new plain frames are compressed: `codec` LZ4, ZSTD or RAW (none)."""
+
+    codec: Codec = Codec.LZ4
+    level: int = 3  # zstd's
+
+    @classmethod
+    def named(cls, name: str, level: int = 3) -> Compression:
+        codecs = {"lz4": Codec.LZ4, "zstd": Codec.ZSTD, "none": Codec.RAW}
+        return cls(codecs[name], level)
+
+
+LZ4 = Compression()
 
 
 _HEADERS = {codec: MAGIC + bytes((FRAME_VERSION, codec)) for codec in Codec}
@@ -139,13 +159,34 @@ def compresses(record: bytes) -> bool:
     return False
 
 
-def encode_plain(record: bytes) -> bytes:
-    """RAW or LZ4, whichever is smaller (RAW at once for what does not compress)."""
-    if compresses(record):
-        packed: bytes = lz4.block.compress(record)
+def encode_plain(record: bytes, compression: Compression = LZ4) -> bytes:
+    """RAW or compressed, whichever is smaller (RAW at once for what does not compress)."""
+    if compression.codec is not Codec.RAW and compresses(record):
+        packed: bytes = (
+            lz4.block.compress(record)
+            if compression.codec is Codec.LZ4
+            else _SIZE.pack(len(record)) + _ZSTD.compressor(compression.level).compress(record)
+        )
         if len(packed) < len(record):
-            return _HEADERS[Codec.LZ4] + packed
+            return _HEADERS[compression.codec] + packed
     return _HEADERS[Codec.RAW] + record
+
+
+class _Zstd(threading.local):
+    """zstandard's (de)compressors are not for concurrent use: one set per thread."""
+
+    def __init__(self) -> None:
+        self.levels: dict[int, zstandard.ZstdCompressor] = {}
+        self.decompressor = zstandard.ZstdDecompressor()
+
+    def compressor(self, level: int) -> zstandard.ZstdCompressor:
+        found = self.levels.get(level)
+        if found is None:
+            found = self.levels[level] = zstandard.ZstdCompressor(level=level)
+        return found
+
+
+_ZSTD = _Zstd()
 
 
 def encode_raw(record: bytes) -> bytes:
@@ -156,6 +197,8 @@ def decode_plain(oid: ObjectId, frame: bytes, codec: Codec) -> bytes:
     """The record held by a RAW or LZ4 frame (not yet verified)."""
     if codec is Codec.RAW:
         return frame[HEADER_SIZE:]
+    if codec is Codec.ZSTD:
+        return _decode_zstd(oid, frame)
     if codec is not Codec.LZ4:
         raise CorruptObject(f"object {hex_id(oid)} is corrupt: a {codec.name} frame stored whole")
     size = _lz4_size(oid, frame)
@@ -163,6 +206,21 @@ def decode_plain(oid: ObjectId, frame: bytes, codec: Codec) -> bytes:
         return bytes(lz4.block.decompress(memoryview(frame)[HEADER_SIZE + 4 :], size))
     except lz4.block.LZ4BlockError as err:
         raise CorruptObject(f"object {hex_id(oid)} is corrupt: LZ4 block unreadable") from err
+
+
+def _decode_zstd(oid: ObjectId, frame: bytes) -> bytes:
+    if len(frame) < HEADER_SIZE + 4:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: truncated zstd frame")
+    (size,) = _SIZE.unpack_from(frame, HEADER_SIZE)
+    try:
+        record = _ZSTD.decompressor.decompress(
+            memoryview(frame)[HEADER_SIZE + 4 :], max_output_size=size
+        )
+    except zstandard.ZstdError as err:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: zstd frame unreadable") from err
+    if len(record) != size:
+        raise CorruptObject(f"object {hex_id(oid)} is corrupt: zstd frame of the wrong size")
+    return record
 
 
 def _lz4_size(oid: ObjectId, frame: bytes) -> int:
@@ -181,6 +239,8 @@ def logical_size(oid: ObjectId, frame: bytes) -> int:
         return len(frame) - HEADER_SIZE
     if codec is Codec.LZ4:
         return _lz4_size(oid, frame)
+    if codec is Codec.ZSTD:
+        return int(_SIZE.unpack_from(frame, HEADER_SIZE)[0]) if len(frame) >= HEADER_SIZE + 4 else 0
     if codec is Codec.BODY:
         return parse_body(oid, frame).size
     return parse_delta(oid, frame).size

@@ -38,6 +38,7 @@ from typing import NamedTuple, TypeVar
 
 import rocksdict
 
+from helixfs import config
 from helixfs.errors import (
     CorruptObject,
     HelixError,
@@ -50,8 +51,10 @@ from helixfs.store import REPACK_BATCH, Compaction, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
     HEADER_SIZE,
+    LZ4,
     MIN_DELTA_RECORD,
     Codec,
+    Compression,
     Delta,
     apply_delta,
     body_key,
@@ -80,6 +83,7 @@ from helixfs.store.rocksdb_open import (
     claim_owner,
     disk_error,
     disk_usage,
+    engine_figures,
     forget_owner,
     open_db,
     read,
@@ -102,6 +106,8 @@ from helixfs.store.validate import (
 _open_db = open_db  # tests elsewhere (tests/vcs) open the raw DB through this name
 STORE_FORMAT = b"2"
 OLDER_FORMATS = (b"1",)  # no `bodies` yet: nothing to convert, the marker is raised on open
+FRAME_CACHE_BYTES = int(config.default("cache.frames"))  # the L1 of frames as stored
+RECORD_CACHE_BYTES = int(config.default("cache.records"))  # decoded: the next delta bases
 MAX_DELTA_DEPTH = 16  # reading the oldest link of a chain costs this many gets + inflates
 SCAN_RECORD_BYTES = 32 << 20  # decoded records a maintenance scan shares between its reads
 CHAIN_HARD_LIMIT = 255  # depth is one byte: a longer walk means a corrupt (cyclic) chain
@@ -152,12 +158,14 @@ class RocksStore:
         self,
         path: str | os.PathLike[str],
         *,
-        cache_bytes: int = 64 << 20,
-        record_cache_bytes: int = 8 << 20,
+        cache_bytes: int = FRAME_CACHE_BYTES,
+        record_cache_bytes: int = RECORD_CACHE_BYTES,
         max_delta_depth: int = MAX_DELTA_DEPTH,
         verify_writes: bool = True,
+        compression: Compression = LZ4,
     ) -> None:
         self.path = Path(path)
+        self.compression = compression  # of new plain frames; reads take any codec
         self.max_delta_depth = min(max_delta_depth, CHAIN_HARD_LIMIT - 1)
         self._verify_writes = verify_writes
         self._frames: ByteLRU[bytes] = ByteLRU(cache_bytes)  # L1: frames as stored
@@ -682,6 +690,21 @@ class RocksStore:
 
     # ------------------------------------------------------------------ stats, lifecycle
 
+    def configure(
+        self,
+        *,
+        cache_bytes: int | None = None,
+        record_cache_bytes: int | None = None,
+        compression: Compression | None = None,
+    ) -> None:
+        """New cache bounds or codec, applied at once (`helix config set` on a mount)."""
+        if cache_bytes is not None:
+            self._frames.resize(cache_bytes)
+        if record_cache_bytes is not None:
+            self._bases.resize(record_cache_bytes)
+        if compression is not None:
+            self.compression = compression
+
     def disk_bytes(self) -> int:
         self._check_open()
         return disk_usage(self.path)
@@ -716,14 +739,24 @@ class RocksStore:
                 "unreadable_frames": unreadable,
                 "delta_bytes": delta_bytes,
                 "body_objects": bodies,
-                "frame_cache_bytes": self._frames.size_bytes,
-                "frame_cache_hits": self._frames.hits,
-                "frame_cache_misses": self._frames.misses,
-                "record_cache_bytes": self._bases.size_bytes,
-                "record_cache_hits": self._bases.hits,
-                "record_cache_misses": self._bases.misses,
+                **self.cache_counters(),
             },
         )
+
+    def cache_counters(self) -> dict[str, int]:
+        """Per cache: bytes held, its bound, hits, misses (counters: no scan)."""
+        figures = {}
+        for name, cache in (("frame", self._frames), ("record", self._bases)):
+            figures[f"{name}_cache_bytes"] = cache.size_bytes
+            figures[f"{name}_cache_limit_bytes"] = cache.max_bytes
+            figures[f"{name}_cache_hits"] = cache.hits
+            figures[f"{name}_cache_misses"] = cache.misses
+        return figures
+
+    def engine_figures(self) -> dict[str, int]:
+        """RocksDB's own figures (pending compaction bytes, estimated keys...): no scan."""
+        self._check_open()
+        return engine_figures([self._objects_cf, self._bodies_cf, self._refs_cf])
 
     def close(self) -> None:
         """Close, even on a full disk: the store must open again once there is room.
@@ -944,19 +977,19 @@ class RocksStore:
         `links`: the bases of `pending` deltas, which the store cannot read yet.
         `keep=False` (repack): bases read from the store are not cached."""
         if base_id is None or len(record) < MIN_DELTA_RECORD:
-            return Encoded(encode_plain(record), None, 0)
+            return Encoded(encode_plain(record, self.compression), None, 0)
         base = self._delta_base(base_id, pending, keep)
         if base is not None and base.depth >= self.max_delta_depth:
             base_id, base = self._skip_back(base_id, base, pending, links or {}, keep)
         if base is None:
-            return Encoded(encode_plain(record), None, 0)
+            return Encoded(encode_plain(record, self.compression), None, 0)
         frame = encode_delta(record, base_id, base.record, base.depth)
         if frame is not None and len(frame) * CLEARLY_SMALL > len(record):
-            plain = encode_plain(record)
+            plain = encode_plain(record, self.compression)
             if len(plain) <= len(frame):
                 return Encoded(plain, None, 0)
         if frame is None:
-            return Encoded(encode_plain(record), None, 0)
+            return Encoded(encode_plain(record, self.compression), None, 0)
         anchor = self._anchor_after(base_id, base)
         if anchor == base_id and keep and base_id not in pending:
             self._anchors.put(base_id, base, len(base.record))  # stored: its chain's next skip

@@ -160,6 +160,25 @@ def blob_garbage_bytes(family: rocksdict.Rdict) -> int:
     return family.property_int_value("rocksdb.live-blob-file-garbage-size") or 0
 
 
+# RocksDB's own figures, summed over the families: read from memory, no scan.
+ENGINE_FIGURES = {
+    "compaction_pending_bytes": "rocksdb.estimate-pending-compaction-bytes",
+    "estimated_keys": "rocksdb.estimate-num-keys",
+    "sst_bytes": "rocksdb.total-sst-files-size",
+    "blob_file_bytes": "rocksdb.total-blob-file-size",
+    "memtable_bytes": "rocksdb.cur-size-all-mem-tables",
+    "running_compactions": "rocksdb.num-running-compactions",
+}
+
+
+def engine_figures(families: list[rocksdict.Rdict]) -> dict[str, int]:
+    """What RocksDB itself reports (pending compaction, estimated keys, file sizes)."""
+    return {
+        name: sum(family.property_int_value(prop) or 0 for family in families)
+        for name, prop in ENGINE_FIGURES.items()
+    }
+
+
 def blob_file_count(family: rocksdict.Rdict) -> int:
     return family.property_int_value("rocksdb.num-blob-files") or 0
 

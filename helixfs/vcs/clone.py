@@ -42,7 +42,7 @@ def clone(folder: Path, remote: remotes.Remote, key: bytes | None = None) -> lis
 def _fill(repo: Repository, folder: Path, remote: remotes.Remote) -> list[BranchSync]:
     store = remotes.open_store(folder, remote)
     try:
-        sync = Sync(repo, store, remote.name, host_name())
+        sync = Sync(repo, store, remote.name, host_name(repo.settings))
         tips = sync.remote_branches()
         if not tips:
             raise NotFound(f"the remote {remote.location} has no branches to clone")

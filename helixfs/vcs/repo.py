@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from helixfs import config
 from helixfs.errors import (
     AlreadyExists,
     CorruptObject,
@@ -36,7 +37,17 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import blame, history, journal, linkmerge, maint, merge, pick, revisions
+from helixfs.vcs import (
+    blame,
+    history,
+    journal,
+    linkmerge,
+    maint,
+    merge,
+    pick,
+    retention,
+    revisions,
+)
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
@@ -97,8 +108,13 @@ SnapshotListener = Callable[[str, str | None], None]
 Content = bytes | bytearray | memoryview | BinaryIO | None
 
 
-def default_author() -> str:
-    return os.environ.get("HELIX_AUTHOR") or os.environ.get("USER") or "helix"
+def default_author(settings: config.Settings | None = None) -> str:
+    """`commit.author` ($HELIX_AUTHOR, the config files), else $USER."""
+    chosen = (settings or config.load(None))["commit.author"]
+    return str(chosen) or os.environ.get("USER") or "helix"
+
+
+SettingsListener = Callable[[config.Settings], None]
 
 
 def path_text(path: bytes) -> str:
@@ -115,13 +131,17 @@ class RefInfo:
 class Repository:
     """A store seen as a version-controlled tree. Thread-safe: one lock for all writes."""
 
-    def __init__(self, store: ObjectStore, path: Path | None = None) -> None:
+    def __init__(
+        self, store: ObjectStore, path: Path | None = None, settings: config.Settings | None = None
+    ) -> None:
         self.store = store
         self.path = path
+        self.settings = settings or config.load(path)
         self.trees = Trees(store)
         self.contents = ContentReader(store)
         self.lock = threading.RLock()
-        self.author = default_author()
+        self.author = default_author(self.settings)
+        self._settings_listeners: list[SettingsListener] = []
         self._commits: dict[CommitId, Commit] = {}
         self._commit_bytes = 0  # record bytes of the cached commits
         self._worktrees: dict[str, Worktree] = {}
@@ -140,7 +160,7 @@ class Repository:
         if store.ref(HEAD) is not None:
             raise AlreadyExists("this store is already initialised")
         repo = cls(store)
-        root = Commit(EMPTY_TREE_ID, (), time.time_ns(), default_author(), "init", {})
+        root = Commit(EMPTY_TREE_ID, (), time.time_ns(), repo.author, "init", {})
         record = encode_commit(root)
         cid = object_id(record)
         store.write(
@@ -205,14 +225,15 @@ class Repository:
             raise NotFound(f"no HelixFS store at {folder} (create one with `helix init`)")
         if not (folder / OBJECTS_DIR / "CURRENT").is_file():  # opening would make a database
             raise NotFound(_no_database(folder))
-        store = _open_rocks(folder)
+        settings = config.load(folder)  # a bad config file fails here, before RocksDB opens
+        store = _open_rocks(folder, settings)
         try:
             if store.ref(HEAD) is None:
                 raise NotFound(
                     f"{folder} is not an initialised HelixFS store"
                     f" (an interrupted init? run it again: helix init {folder})"
                 )
-            repo = cls(store, folder)
+            repo = cls(store, folder, settings)
             repo.recover()
         except BaseException:
             store.close()
@@ -286,6 +307,28 @@ class Repository:
         """Call `callback(branch)` after a ref moves outside that branch's own worktree."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback)
+
+    def subscribe_settings(self, callback: SettingsListener) -> Callable[[], None]:
+        """Call `callback(settings)` after `reconfigure`: the mount's saver and collector."""
+        self._settings_listeners.append(callback)
+        return lambda: self._settings_listeners.remove(callback)
+
+    def reconfigure(self, settings: config.Settings) -> None:
+        """Take new settings live (`helix config set` on a mount): the store's caches and
+        codec, the author, and whatever the subscribers apply."""
+        from helixfs.store.frame import Compression
+
+        configure = getattr(self.store, "configure", None)  # RocksStore's; others: none
+        if configure is not None:
+            configure(
+                cache_bytes=settings.frame_cache_bytes,
+                record_cache_bytes=settings.record_cache_bytes,
+                compression=Compression.named(*settings.compression),
+            )
+        self.settings = settings
+        self.author = default_author(settings)
+        for listener in list(self._settings_listeners):
+            listener(settings)
 
     def subscribe_snapshots(self, callback: SnapshotListener) -> Callable[[], None]:
         """Call `callback(name, None)` after snapshot `name` is made, deleted or moved, and
@@ -822,6 +865,7 @@ class Repository:
             self._settle_source(rev)
             cid = self.resolve(rev)
             self._create_ref(snapshot_ref(name), cid, f"snapshot {name!r} already exists")
+            self.store.write({}, [retention.made_now(name)])  # its age, for gc.snapshot_ttl
             self._notify_snapshot(name)
             return cid
 
@@ -831,7 +875,7 @@ class Repository:
             cid = self.store.ref(ref)
             if cid is None:
                 raise NotFound(f"no snapshot named {name!r}")
-            self.store.write({}, [RefUpdate(ref, None, expected=cid)])
+            self.store.write({}, [RefUpdate(ref, None, expected=cid), retention.dropped(name)])
             self._notify_snapshot(name)
             return CommitId(cid)
 
@@ -849,7 +893,12 @@ class Repository:
             if self.store.ref(new_ref) is not None:
                 raise AlreadyExists(f"snapshot {new!r} already exists")
             self.store.write(
-                {}, [RefUpdate(old_ref, None, expected=cid), RefUpdate(new_ref, cid, expected=None)]
+                {},
+                [
+                    RefUpdate(old_ref, None, expected=cid),
+                    RefUpdate(new_ref, cid, expected=None),
+                    *retention.renamed(self, old, new),
+                ],
             )
             self._notify_snapshot(old, new)
 
@@ -1002,12 +1051,20 @@ def _no_database(folder: Path) -> str:
     )
 
 
-def _open_rocks(folder: Path) -> ObjectStore:
+def _open_rocks(folder: Path, settings: config.Settings | None = None) -> ObjectStore:
+    from helixfs.store.frame import Compression
     from helixfs.store.rocks import RocksStore
 
+    settings = settings or config.load(folder)
     # Every record vcs writes gets its id from object_id(record) a moment earlier, so
     # the store's own re-hash of each write would only double the hashing cost.
-    store: ObjectStore = RocksStore(folder / OBJECTS_DIR, verify_writes=False)
+    store: ObjectStore = RocksStore(
+        folder / OBJECTS_DIR,
+        verify_writes=False,
+        cache_bytes=settings.frame_cache_bytes,
+        record_cache_bytes=settings.record_cache_bytes,
+        compression=Compression.named(*settings.compression),
+    )
     return store
 
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from helixfs import config
 from helixfs.errors import MergeConflict, NotFound, RefConflict
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
@@ -95,11 +96,10 @@ def notices(repo: Repository) -> list[str]:
     return list(reversed(_notices.get(repo, [])))
 
 
-def host_name() -> str:
-    """This machine's name in `BRANCH@HOST` (HELIX_HOST overrides the hostname)."""
-    import os
-
-    raw = os.environ.get("HELIX_HOST") or socket.gethostname() or "host"
+def host_name(settings: config.Settings | None = None) -> str:
+    """This machine's name in `BRANCH@HOST`: `remote.host` ($HELIX_HOST), else the
+    hostname."""
+    raw = (settings or config.load(None))["remote.host"] or socket.gethostname() or "host"
     cleaned = "".join(c if c.isalnum() or c in "-_." else "-" for c in raw).strip(".-")
     return cleaned[:60] or "host"
 

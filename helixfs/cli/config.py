@@ -1,0 +1,120 @@
+"""`helix config get|set|unset|list`: the store's config.toml and the user's (helixfs/config.py).
+
+Run by the mount's daemon when one serves the store (ADR 0002), so that a `set` there
+is applied to the running mount (`Repository.reconfigure`) where its key can change
+live; the others are said to need a remount. Without a mount the files alone change:
+the next command or mount reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helixfs import config
+from helixfs.cli.command import add_command
+from helixfs.cli.output import Output, table
+from helixfs.errors import NotFound
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
+
+
+def register(subparsers: Any) -> None:
+    parser = add_command(
+        subparsers,
+        "config",
+        store_handler=cmd_config,
+        help="get, set, unset or list the settings (store file, user file, environment)",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    get = actions.add_parser("get", help="a key's value and where it comes from")
+    get.add_argument("key", metavar="KEY")
+    put = actions.add_parser("set", help="write KEY = VALUE (checked first)")
+    put.add_argument("key", metavar="KEY")
+    put.add_argument("value", metavar="VALUE")
+    unset = actions.add_parser("unset", help="remove KEY from the file (its default returns)")
+    unset.add_argument("key", metavar="KEY")
+    listing = actions.add_parser("list", help="every key, its value and its source")
+    for action in (put, unset):
+        action.add_argument("--user", action="store_true", help="the user's file, not the store's")
+    for action in (get, put, unset, listing):
+        action.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="one JSON document"
+        )
+
+
+def cmd_config(args: argparse.Namespace, store: Path, out: Output) -> int:
+    if not getattr(args, "user", False) and not store.is_dir():
+        raise NotFound(f"no HelixFS store at {store} (create one with: helix init {store})")
+    if args.action == "list":
+        return _list(config.load(store), out)
+    if args.action == "get":
+        entry = config.load(store).entries[config.key(args.key).name]
+        out.emit(_doc(entry), str(entry.text))
+        return 0
+    path = config.user_file() if args.user else config.store_file(store)
+    running: Repository | None = getattr(args, "daemon_repo", None)
+    before = running.settings if running is not None else None
+    if args.action == "set":
+        stored = config.set_value(path, args.key, args.value)
+        said = f"set {args.key} = {config.toml_value(stored)} in {path}"
+    else:
+        removed = config.unset_value(path, args.key)
+        said = f"unset {args.key} in {path}" if removed else f"{args.key} was not set in {path}"
+    after = config.load(store)
+    lines = [said, *_overridden(after, args.key, path)]
+    if running is not None and before is not None:
+        lines += _applied(running, before, after)
+    out.emit(
+        {"key": args.key, "file": str(path), **_doc(after.entries[args.key])}, "\n".join(lines)
+    )
+    return 0
+
+
+def _list(settings: config.Settings, out: Output) -> int:
+    entries = list(settings.entries.values())
+    rows = [(e.key, str(e.text), e.source) for e in entries]
+    out.emit({"settings": [_doc(e) for e in entries]}, lambda: table(rows))
+    return 0
+
+
+def _doc(entry: config.Entry) -> dict[str, Any]:
+    spec = config.KEYS[entry.key]
+    return {
+        "key": entry.key,
+        "value": entry.text,
+        "parsed": entry.value,
+        "source": entry.source,
+        "default": spec.default,
+        "env": spec.env,
+        "live": spec.live,
+    }
+
+
+def _overridden(settings: config.Settings, name: str, path: Path) -> list[str]:
+    """A value written where a higher layer hides it does nothing: say so."""
+    source = settings.entries[name].source
+    if source.startswith("env"):
+        return [f"note: ${config.KEYS[name].env} is set and wins over {path}"]
+    if source.startswith("store") and path == config.user_file():
+        return [f"note: the store's {config.STORE_FILE} sets {name} and wins over {path}"]
+    return []
+
+
+def _applied(repo: Repository, before: config.Settings, after: config.Settings) -> list[str]:
+    """In the mount's daemon: take what changed live, name what waits for a remount.
+    The mount's own flags (--quiet-window, -o gc_growth) still win over the files."""
+    settings = after.with_flags(before.flags())
+    changed = before.changed(settings)
+    repo.reconfigure(settings)
+    lines = [
+        f"note: the mount's flag keeps {name} at {value}" for name, value in before.flags().items()
+    ]
+    for name in changed:
+        if config.KEYS[name].live:
+            lines.append(f"applied {name} to the running mount")
+        else:
+            lines.append(f"{name} takes effect when the store is mounted again (helix umount)")
+    return lines
