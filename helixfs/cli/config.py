@@ -52,7 +52,7 @@ def cmd_config(args: argparse.Namespace, store: Path, out: Output) -> int:
         return _list(config.load(store), out)
     if args.action == "get":
         entry = config.load(store).entries[config.key(args.key).name]
-        out.emit(_doc(entry), str(entry.text))
+        out.emit(_doc(entry), _shown(entry.text))
         return 0
     path = config.user_file() if args.user else config.store_file(store)
     running: Repository | None = getattr(args, "daemon_repo", None)
@@ -75,9 +75,14 @@ def cmd_config(args: argparse.Namespace, store: Path, out: Output) -> int:
 
 def _list(settings: config.Settings, out: Output) -> int:
     entries = list(settings.entries.values())
-    rows = [(e.key, str(e.text), e.source) for e in entries]
+    rows = [(e.key, _shown(e.text), e.source) for e in entries]
     out.emit({"settings": [_doc(e) for e in entries]}, lambda: table(rows))
     return 0
+
+
+def _shown(value: config.Value) -> str:
+    """As the file says it (true, not Python's True)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _doc(entry: config.Entry) -> dict[str, Any]:

@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helixfs import config
 from helixfs.errors import InvalidInput
 from helixfs.memory import embed
 from helixfs.memory.embed import (
     DEFAULT_DIM,
-    ENV_CACHE_DIR,
     ENV_MODEL_DIR,
-    ENV_THREADS,
     MAX_BATCH,
     MINILM_MAX_TOKENS,
     TOKENS_PER_RUN,
@@ -28,10 +27,14 @@ from helixfs.memory.embed import (
     assembled_dir_name,
     default_threads,
     find_model_dir,
+    load_configured,
     load_embedder,
     runs,
 )
 from helixfs.memory.types import Embedder
+
+ENV_CACHE_DIR = config.KEYS["memory.cache_dir"].env
+ENV_THREADS = config.KEYS["memory.embed_threads"].env
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +113,9 @@ def test_loading_never_goes_online(embedder: FastEmbedder) -> None:
 def test_missing_model_returns_none_with_a_warning(
     clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    clean_env.setenv(ENV_MODEL_DIR, str(tmp_path / "nowhere"))
+    settings = config.load(None, {ENV_MODEL_DIR: str(tmp_path / "nowhere")})
     with pytest.warns(ModelUnavailableWarning, match="lexical"):
-        assert load_embedder() is None
+        assert load_configured(settings) is None
 
 
 def test_broken_model_folder_returns_none_with_a_warning(
@@ -124,6 +127,11 @@ def test_broken_model_folder_returns_none_with_a_warning(
         assert load_embedder(tmp_path) is None
 
 
+def test_memory_lexical_loads_no_model(tmp_path: Path) -> None:
+    config.set_value(config.store_file(tmp_path), "memory.lexical", "true")
+    assert load_configured(config.load(tmp_path, {})) is None
+
+
 def test_env_override_points_at_another_folder(
     clean_env: pytest.MonkeyPatch, tmp_path: Path, embedder: FastEmbedder
 ) -> None:
@@ -131,11 +139,11 @@ def test_env_override_points_at_another_folder(
     assert source is not None
     copy = tmp_path / "my-model"
     shutil.copytree(source, copy)
-    clean_env.setenv(ENV_MODEL_DIR, str(copy))
-    assert find_model_dir() == (copy, "")
+    settings = config.load(None, {ENV_MODEL_DIR: str(copy), ENV_THREADS: "1"})
+    assert find_model_dir(settings["memory.model_dir"]) == (copy, "")
     with warnings.catch_warnings():
         warnings.simplefilter("error", ModelUnavailableWarning)
-        other = load_embedder(threads=1)
+        other = load_configured(settings)
     assert other is not None
     assert other.model == embedder.model  # same bytes, same pinned id
     assert np.allclose(other.embed(["cat"]), embedder.embed(["cat"]), atol=1e-5)
@@ -146,15 +154,16 @@ def test_explicit_argument_beats_the_environment(
 ) -> None:
     source, _ = find_model_dir()
     assert source is not None
-    clean_env.setenv(ENV_MODEL_DIR, str(tmp_path / "nowhere"))
-    assert find_model_dir(source) == (source, "")
+    settings = config.load(None, {ENV_MODEL_DIR: str(tmp_path / "nowhere")})
+    flagged = settings.with_flags({"memory.model_dir": str(source)})
+    assert find_model_dir(flagged["memory.model_dir"]) == (source, "")
 
 
 def test_assembles_the_packaged_model_into_a_fresh_cache(
     clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    clean_env.setenv(ENV_CACHE_DIR, str(tmp_path / "cache"))
-    folder, reason = find_model_dir()
+    cache = config.load(None, {ENV_CACHE_DIR: str(tmp_path / "cache")})["memory.cache_dir"]
+    folder, reason = find_model_dir(None, cache)
     assert reason == ""
     name = assembled_dir_name()
     assert name is not None and name.startswith("all-MiniLM-L6-v2-int8-")
@@ -167,26 +176,23 @@ def test_assembles_the_packaged_model_into_a_fresh_cache(
         "config.json",
     }
     assert {p.name for p in folder.iterdir()} == expected
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    assert config["max_length"] == MINILM_MAX_TOKENS
+    tokenizer = json.loads((folder / "tokenizer_config.json").read_text())
+    assert tokenizer["max_length"] == MINILM_MAX_TOKENS
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".assemble-")]
     assert assemble_packaged_model(folder) == folder  # idempotent, no re-copy
 
 
 def test_thread_count_is_sane_and_configurable(clean_env: pytest.MonkeyPatch) -> None:
-    clean_env.delenv(ENV_THREADS, raising=False)
     assert 1 <= default_threads() <= 4
-    clean_env.setenv(ENV_THREADS, "3")
-    assert default_threads() == 3
-    clean_env.setenv(ENV_THREADS, "lots")
-    assert 1 <= default_threads() <= 4
+    assert config.load(None, {ENV_THREADS: "3"})["memory.embed_threads"] == 3
+    with pytest.raises(InvalidInput, match="HELIX_EMBED_THREADS"):
+        config.load(None, {ENV_THREADS: "lots"})  # refused, not silently the default
 
 
 @pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 2), (4, 2), (8, 4), (64, 4)])
 def test_default_threads_by_core_count(
     clean_env: pytest.MonkeyPatch, cores: int, threads: int
 ) -> None:
-    clean_env.delenv(ENV_THREADS, raising=False)
     clean_env.setattr(os, "cpu_count", lambda: cores)
     assert default_threads() == threads
 
