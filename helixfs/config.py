@@ -298,8 +298,9 @@ def load(store: Path | None, environ: Mapping[str, str] = os.environ) -> Setting
     return Settings(chosen)
 
 
-def read_file(path: Path) -> dict[str, Value]:
-    """A config file's keys (`section.key` -> value); {} when there is none."""
+def read_file(path: Path, *, checked: bool = True) -> dict[str, Value]:
+    """A config file's keys (`section.key` -> value); {} when there is none. Unchecked
+    (for `set` and `unset`, which must be able to fix a file): any key, any value."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -311,8 +312,11 @@ def read_file(path: Path) -> dict[str, Value]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path} is not valid TOML: {exc} (fix or remove it)") from None
     values = dict(_flatten(document, path))
-    for name, value in values.items():
-        check(name, value, str(path))
+    for name, value in values.items() if checked else ():
+        try:
+            check(name, value, str(path))
+        except InvalidInput as exc:
+            raise InvalidInput(f"{exc}; `helix config unset {name}` removes it") from None
     return values
 
 
@@ -324,7 +328,6 @@ def _flatten(document: dict[str, Any], path: Path) -> Iterator[tuple[str, Value]
             )
         for name, value in table.items():
             full = f"{section}.{name}"
-            key(full)  # unknown -> the list of keys
             if not isinstance(value, str | int | float | bool):
                 raise InvalidInput(f"{path}: {full} must be a plain value, not a {type(value)}")
             yield full, value
@@ -339,17 +342,18 @@ def set_value(path: Path, name: str, text: str) -> Value:
     spec = key(name)
     stored = _typed(spec, text)
     check(name, stored)
-    values = read_file(path)
+    values = read_file(path, checked=False)
     values[name] = stored
     write_file(path, values)
     return stored
 
 
 def unset_value(path: Path, name: str) -> bool:
-    """Remove `name` from the file; whether it was there."""
-    key(name)
-    values = read_file(path)
+    """Remove `name` from the file; whether it was there. A name the table lacks is
+    refused unless the file has it (a typo in a hand-written file is removed so)."""
+    values = read_file(path, checked=False)
     if name not in values:
+        key(name)
         return False
     del values[name]
     write_file(path, values)
@@ -371,7 +375,8 @@ def _typed(spec: Key, text: str) -> Value:
 def write_file(path: Path, values: Mapping[str, Value]) -> None:
     """The file as one table per section, written whole (to a temporary, then renamed)."""
     sections: dict[str, list[str]] = {}
-    for name in sorted(values, key=list(KEYS).index):
+    order = list(KEYS)
+    for name in sorted(values, key=lambda n: order.index(n) if n in KEYS else len(order)):
         section, _, field = name.partition(".")
         sections.setdefault(section, []).append(f"{field} = {toml_value(values[name])}")
     text = "# HelixFS settings: `helix config list` shows every key\n"

@@ -155,6 +155,13 @@ def test_a_broken_file_is_refused_where_it_is_read(store: Path) -> None:
     config.store_file(store).write_text("[cache]\nframe = 1\n")
     with pytest.raises(InvalidInput, match="unknown config key 'cache.frame'"):
         config.load(store)
+    config.store_file(store).write_text("[cache]\nframes = 'lots'\nframe = 1\n")
+    code, _, err = helix(store, "config", "list")
+    assert code == 1 and "`helix config unset cache.frames` removes it" in err
+    assert helix(store, "config", "unset", "cache.frames")[0] == 0  # fixable by the CLI
+    assert helix(store, "config", "unset", "cache.frame")[0] == 0  # a typo, even
+    assert config.load(store)["cache.frames"] == 64 << 20
+    Repository.open(store).close()
     config.store_file(store).write_text("[cache\n")
     code, _, err = helix(store, "config", "list")
     assert code == 1 and "is not valid TOML" in err

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs import config
 from helixfs.cli.command import add_command
 from helixfs.cli.output import Output, table
-from helixfs.errors import NotFound
+from helixfs.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -54,6 +54,11 @@ def cmd_config(args: argparse.Namespace, store: Path, out: Output) -> int:
         entry = config.load(store).entries[config.key(args.key).name]
         out.emit(_doc(entry), _shown(entry.text))
         return 0
+    return _change(args, store, out)
+
+
+def _change(args: argparse.Namespace, store: Path, out: Output) -> int:
+    """`set` or `unset`, then (in a mount's daemon) the running mount told."""
     path = config.user_file() if args.user else config.store_file(store)
     running: Repository | None = getattr(args, "daemon_repo", None)
     before = running.settings if running is not None else None
@@ -63,13 +68,18 @@ def cmd_config(args: argparse.Namespace, store: Path, out: Output) -> int:
     else:
         removed = config.unset_value(path, args.key)
         said = f"unset {args.key} in {path}" if removed else f"{args.key} was not set in {path}"
-    after = config.load(store)
-    lines = [said, *_overridden(after, args.key, path)]
+    try:
+        after = config.load(store)
+    except InvalidInput as exc:  # another key of a hand-written file is still wrong
+        out.emit({"key": args.key, "file": str(path), "problem": str(exc)}, said)
+        out.note(f"helix: warning: {exc}")
+        return 0
+    found = after.entries.get(args.key)  # None: a typo just removed from the file
+    lines = [said, *(_overridden(after, args.key, path) if found is not None else [])]
     if running is not None and before is not None:
         lines += _applied(running, before, after)
-    out.emit(
-        {"key": args.key, "file": str(path), **_doc(after.entries[args.key])}, "\n".join(lines)
-    )
+    doc = _doc(found) if found is not None else {}
+    out.emit({"key": args.key, "file": str(path), **doc}, "\n".join(lines))
     return 0
 
 
@@ -111,9 +121,13 @@ def _overridden(settings: config.Settings, name: str, path: Path) -> list[str]:
 def _applied(repo: Repository, before: config.Settings, after: config.Settings) -> list[str]:
     """In the mount's daemon: take what changed live, name what waits for a remount.
     The mount's own flags (--quiet-window, -o gc_growth) still win over the files."""
-    settings = after.with_flags(before.flags())
-    changed = before.changed(settings)
-    repo.reconfigure(settings)
+    target = after.with_flags(before.flags())
+    changed = before.changed(target)
+    # the keys it cannot take live keep, in repo.settings, the values the mount uses
+    kept = {
+        n: target.entries[n] if config.KEYS[n].live else before.entries[n] for n in target.entries
+    }
+    repo.reconfigure(config.Settings(kept))
     lines = [
         f"note: the mount's flag keeps {name} at {value}" for name, value in before.flags().items()
     ]

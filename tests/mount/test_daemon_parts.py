@@ -760,7 +760,7 @@ def test_the_first_search_is_answered_while_the_memory_opens_on_its_own_thread(
         setup.remember("The deploy runs from the release branch")
     loading, loaded = threading.Event(), threading.Event()
 
-    def slow_model() -> None:
+    def slow_model(store: Path) -> None:
         loading.set()
         loaded.wait(60)
 
