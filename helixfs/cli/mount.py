@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
         type=float,
         metavar="MS",
         default=None,
-        help="commit once a branch has been quiet this long (default 300; 0 = every save)",
+        help="commit once a branch has been quiet this long (default: mount.quiet_window, 300;"
+        " 0 = every save)",
     )
     mount.add_argument(
         "-o",
