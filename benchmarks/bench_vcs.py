@@ -422,11 +422,12 @@ def bench_blame(work: Path, quick: bool) -> dict[str, Any]:
             repo.commit(as_changes(changes), f"edit {n}")
     gitdir = work / "blame-git"
     fast_import(gitdir, history)
-    cold, warm, command, git_blame = [], [], [], []
+    cold, warm, command, git_blame, floor = [], [], [], [], []
     for _ in range(3 if quick else 10):  # interleaved: helix cold, warm, command, git
         with Repository.open(store) as repo:
             cold.append(timed_us(partial(repo.blame, "big.py")))
             warm.append(timed_us(partial(repo.blame, "big.py")))
+            floor.append(timed_us(partial(_split_every_version, repo, "big.py")))
         argv = [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "blame"]
         command.append(
             timed_us(partial(subprocess.run, [*argv, "big.py"], check=True, capture_output=True))
@@ -439,7 +440,17 @@ def bench_blame(work: Path, quick: bool) -> dict[str, Any]:
         "helix_warm_us": summary(warm),
         "helix_command_us": summary(command),
         "git_blame_us": summary(git_blame),
+        "floor_us": summary(floor),
     }
+
+
+def _split_every_version(repo: Repository, path: str) -> int:
+    """What any line-by-line blame of this history does at least: read each version of
+    the file (warm) and cut it into lines. Its time bounds blame's from below."""
+    lines = 0
+    for commit in repo.log(path=path):
+        lines += len(repo.read(commit.id.hex(), path).splitlines(keepends=True))
+    return lines
 
 
 def report(doc: dict[str, Any]) -> None:
@@ -578,6 +589,12 @@ def _report_blame(doc: dict[str, Any]) -> None:
                 "`helix blame` (a process)",
                 b["helix_command_us"]["p50"] / 1000,
                 b["helix_command_us"]["p95"] / 1000,
+                "",
+            ],
+            [
+                "floor: read + split every version (warm)",
+                b["floor_us"]["p50"] / 1000,
+                b["floor_us"]["p95"] / 1000,
                 "",
             ],
             ["`git blame`", b["git_blame_us"]["p50"] / 1000, b["git_blame_us"]["p95"] / 1000, ""],
