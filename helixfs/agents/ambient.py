@@ -62,7 +62,7 @@ def pre_tool_use(payload: dict[str, Any], world: World, state: Session) -> str:
     packer, seen = Packer(BUDGET), set(state.injected)
     layers: list[Layer] = []
     if names and tool not in ("Glob", "Grep"):
-        about = world.memory.about_files(names, limit=6)
+        about = world.memory.about_files(names, limit=6, view=world.view())
         _add(packer, seen, [record_line(r) for r in about], [r.id for r in about])
         for old, new in _edits(tool_input) if tool in ("Edit", "MultiEdit") else ():
             layers.append(Layer(symbols.removed(old, new), prefix="the edit removes `{}`: "))
@@ -118,7 +118,7 @@ def _named(packer: Packer, seen: set[str], world: World, layers: list[Layer]) ->
     wanted = list(dict.fromkeys(name for layer in layers for name in layer.names))
     if not wanted:
         return
-    found = world.memory.mentioning(wanted, limit=16)
+    found = world.memory.mentioning(wanted, limit=16, view=world.view())
     for layer in layers:
         for record in found:
             names = layer.found(record.content) if record.id not in seen else []

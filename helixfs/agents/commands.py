@@ -95,7 +95,8 @@ def _matching_memories(world: World, state: Session, errors: list[str]) -> str:
     if not errors:
         return ""
     query = cut(" ".join(errors), 1500)
-    hits = fresh_hits(world.memory.recall(query, k=8, reinforce=False), state, set())
+    found = world.memory.recall(query, k=8, reinforce=False, view=world.view())
+    hits = fresh_hits(found, state, set())
     packer = Packer(BUDGET)
     pack_hits(packer, "HelixFS memory about this failure:", hits, state)
     return packer.text()

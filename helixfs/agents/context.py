@@ -18,21 +18,34 @@ from helixfs.memory.tokens import estimate_tokens
 if TYPE_CHECKING:
     from helixfs.agents.session import Session
     from helixfs.memory import Hit, Memory, MemoryRecord
+    from helixfs.memory.tree import TreeView
+    from helixfs.memory.types import Staleness
     from helixfs.vcs.repo import Repository
 
 MEMORY_CHARS = 300  # one memory's text in a hook's answer, at most
+
+
+def _no_view() -> TreeView | None:
+    return None
 
 
 @dataclass
 class World:
     """What a hook may read: the store's memory and (opened only if a hook needs it)
     its repository. `read_files`: the hook may read the agent's files itself (it runs
-    in the agent's process; a mount's daemon must not read its own mount)."""
+    in the agent's process; a mount's daemon must not read its own mount). `view`: the
+    branch the agent works in, for its memories and their staleness (ADR 0063)."""
 
     store: Path
     memory: Memory
     repository: Callable[[], Repository | None]
     read_files: bool = True
+    view: Callable[[], TreeView | None] = field(default=_no_view)
+
+    @property
+    def branch(self) -> str | None:
+        view = self.view()
+        return view.branch if view is not None else None
 
 
 @dataclass
@@ -78,14 +91,24 @@ def memory_line(memory_id: str, type_: str | None, content: str, prefix: str = "
 
 
 def record_line(record: MemoryRecord, prefix: str = "") -> str:
-    return memory_line(record.id, record.type, record.content, prefix)
+    return memory_line(record.id, record.type, record.content, stale_prefix(record.stale) + prefix)
 
 
 def hit_line(hit: Hit) -> str:
     if hit.kind == "chunk":
         where = f"{hit.path}:{hit.start_line}-{hit.end_line}"
         return f"- {where}: {cut(hit.content, 200)}"
-    return memory_line(hit.id, hit.type, hit.content)
+    return memory_line(hit.id, hit.type, hit.content, stale_prefix(hit.stale))
+
+
+def stale_prefix(stale: Staleness | None) -> str:
+    """`(stale: src/auth.py changed in 1a2b3c4d5e6f) ` for a memory whose file moved on
+    since it was written: the agent reads it as possibly out of date."""
+    if stale is None:
+        return ""
+    where = f"{stale.moved_from} -> {stale.path}" if stale.how == "renamed" else stale.path
+    commit = f" in {stale.commit[:12]}" if stale.commit else ""
+    return f"(stale: {where} {stale.how}{commit}) "
 
 
 def hit_key(hit: Hit) -> str:

@@ -87,7 +87,7 @@ def session_start(payload: dict[str, Any], world: World, state: Session) -> str:
     return packer.text()
 
 
-_KEPT: dict[tuple[str, str], tuple[float, Any]] = {}  # (store, what) -> (when, value)
+_KEPT: dict[tuple[str, str, str | None], tuple[float, Any]] = {}  # (store, what, branch)
 KEPT_SECONDS = 30.0
 
 
@@ -95,7 +95,7 @@ def _kept(world: World, what: str, compute: Callable[[], Any]) -> Any:
     """`compute()`, kept KEPT_SECONDS by a long-lived process (the daemon): the top
     memories and the topics read every active memory, too much for each session's start
     (a memory written meanwhile shows up within KEPT_SECONDS)."""
-    key, now = (str(world.store), what), time.monotonic()
+    key, now = (str(world.store), what, world.branch), time.monotonic()
     found = _KEPT.get(key)
     if found is None or now - found[0] > KEPT_SECONDS:
         found = (now, compute())
@@ -104,7 +104,7 @@ def _kept(world: World, what: str, compute: Callable[[], Any]) -> Any:
 
 
 def _top_memories(world: World) -> list[Any]:
-    return list(_kept(world, "top", lambda: world.memory.context(400).hits))
+    return list(_kept(world, "top", lambda: world.memory.context(400, view=world.view()).hits))
 
 
 def _where(packer: Packer, repo: Any) -> str | None:
@@ -155,7 +155,7 @@ def user_prompt(payload: dict[str, Any], world: World, state: Session) -> str:
     state.data["last_prompt"] = cut(prompt, 300)
     if len(prompt) < 8:
         return ""
-    hits = world.memory.search(cut(prompt, 2000), k=8, reinforce=False)
+    hits = world.memory.search(cut(prompt, 2000), k=8, reinforce=False, view=world.view())
     packer = Packer(PROMPT_BUDGET)
     pack_hits(packer, "HelixFS memory for this request:", fresh_hits(hits, state, set()), state)
     return packer.text()

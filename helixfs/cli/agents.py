@@ -184,7 +184,9 @@ def _hook_answer(args: argparse.Namespace, store: Path, payload: dict[str, Any])
         if memory is None:  # no daemon: lexical, no model load for a hook
             memory = stack.enter_context(Memory.open(store / "memory.db", None, warn_lexical=False))
         in_daemon = getattr(args, "in_daemon", False)
-        world = World(store, memory, _repository_opener(args, store, stack), not in_daemon)
+        world = World(
+            store, memory, _repository_opener(args, store, stack), not in_daemon, _view_of(args)
+        )
         if in_daemon:
             _add_file_head(payload, store, args.daemon_repo)
         return hooks.answer(args.event, payload, world)
@@ -210,6 +212,29 @@ def _add_file_head(payload: dict[str, Any], store: Path, repo: Any) -> None:
     except HelixError:
         return  # a new file, a folder: no head
     payload[FILE_HEAD_KEY] = data[:HEAD_BYTES].decode("utf-8", "replace")
+
+
+def _view_of(args: argparse.Namespace) -> Any:
+    """The branch the hook runs in (its cwd's, set by the daemon), made on first use. In
+    the daemon only: with no mount there is no branch folder, and opening the store for
+    each hook would cost more than its budget (memory is then read as the trunk's)."""
+    made: list[Any] = []
+
+    def view() -> Any:
+        repo = getattr(args, "daemon_repo", None)
+        if repo is None:
+            return None
+        if not made:
+            from helixfs.cli.memory_view import view_of
+            from helixfs.errors import HelixError
+
+            try:
+                made.append(view_of(repo, None, settle=False))
+            except HelixError:
+                made.append(None)
+        return made[0]
+
+    return view
 
 
 def _repository_opener(args: argparse.Namespace, store: Path, stack: Any) -> Any:

@@ -63,7 +63,7 @@ def in_tree(source: Source, args: argparse.Namespace, view: BranchView | None) -
     return dataclasses.replace(source, file=path) if view.blob(path) is not None else source
 
 
-def view_of(repo: Repository, branch: str | None) -> BranchView:
+def view_of(repo: Repository, branch: str | None, *, settle: bool = True) -> BranchView:
     """`branch`'s view; None: the folder's branch (a `.helix/branches/NAME/` cwd), else
     the trunk. A snapshot's or a commit's folder reads as the trunk."""
     from helixfs.vcs.sourceview import BranchView
@@ -73,7 +73,7 @@ def view_of(repo: Repository, branch: str | None) -> BranchView:
         branch = head.name if head is not None and head.kind == "branch" else None
     elif not any(ref.name == branch for ref in repo.branches()):
         raise NotFound(f"no branch named {branch!r}")
-    return BranchView(repo, branch)
+    return BranchView(repo, branch, settle=settle)
 
 
 def _open(store: Path) -> Repository | None:

@@ -38,14 +38,16 @@ class Moved:
 class BranchView:
     """`branch` of `repo` as memory sees it. `branch` None: the trunk (the store's HEAD
     branch), whose memories are unscoped. A live branch's pending saves are committed
-    first (`settle_rev`), as every read of the CLI does."""
+    first (`settle_rev`), as every read of the CLI does, unless `settle` is False (a
+    hook on every tool call reads the last commit, committing nothing)."""
 
-    def __init__(self, repo: Repository, branch: str | None) -> None:
+    def __init__(self, repo: Repository, branch: str | None, *, settle: bool = True) -> None:
         self._repo = repo
         self._trunk = repo.head_branch()
         self.branch = None if branch == self._trunk else branch
         self._name = branch or self._trunk
-        repo.settle_rev(f"branches/{self._name}")
+        if settle:
+            repo.settle_rev(f"branches/{self._name}")
         self._head = repo.resolve(f"branches/{self._name}")
         self._trunk_head = repo.resolve(f"branches/{self._trunk}")
         self._contains = lru_cache(maxsize=4096)(self._contains_uncached)

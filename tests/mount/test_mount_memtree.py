@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from mount_harness import Mount, MountFactory, helix, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 LEXICAL = {"HELIX_MEMORY_LEXICAL": "1"}
+REPO = Path(__file__).resolve().parents[2]
 
 
 def in_folder(folder: Path, *argv: str) -> Any:
@@ -26,6 +29,36 @@ def in_folder(folder: Path, *argv: str) -> Any:
 def committed(mnt: Mount, rev: str, path: str, text: str) -> bool:
     done = mnt.helix("cat", rev, f"/{path}", check=False)
     return done.returncode == 0 and done.stdout == text
+
+
+def hook(mnt: Mount, cwd: Path, tool: str, path: Path | None = None, **tool_input: str) -> str:
+    """A PreToolUse hook as Claude Code sends it, through the launcher to the daemon."""
+    if path is not None:
+        tool_input["file_path"] = str(path)
+    data = {
+        "session_id": f"s-{cwd.name}-{tool}-{len(tool_input)}",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_1",
+    }
+    argv = [sys.executable, "-P", "-S", "-m", "helixfs.cli.hook_launch", "--store"]
+    done = subprocess.run(
+        [*argv, str(mnt.store), "PreToolUse"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    if not done.stdout:
+        return ""
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
 def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) -> None:
@@ -41,6 +74,8 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     (hit,) = in_folder(mnt.path, "recall", "login", "stub")
     assert hit["stale"]["how"] == "changed" and hit["stale"]["commit"] == mnt.head()
     assert [m["id"] for m in in_folder(mnt.path, "memories", "--stale")] == [made["id"]]
+    read = hook(mnt, mnt.path, "Read", mnt.path / "src" / "auth.py")
+    assert f"(stale: src/auth.py changed in {mnt.head()[:12]}) [fact] login is a stub" in read
 
     feat = mnt.path / ".helix" / "branches" / "feat"
     feat.mkdir()
@@ -50,6 +85,8 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     assert on_feat["memory"]["branch"] == "feat"
     assert in_folder(mnt.path, "recall", "feat", "flag") == []
     assert [h["id"] for h in in_folder(feat, "recall", "feat", "flag")] == [on_feat["id"]]
+    assert "feat flag is off" in hook(mnt, feat, "Read", feat / "flag.txt")  # its stem
+    assert "feat flag is off" not in hook(mnt, mnt.path, "Grep", pattern="flag")
 
     merged = in_folder(mnt.path, "merge", "feat")
     assert merged["memories"]["moved"] == [on_feat["id"]]
