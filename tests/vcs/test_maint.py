@@ -776,3 +776,23 @@ def test_gc_and_fsck_leave_the_store_caches_as_they_were_once_trees_are_deltas(
         after = repo.store.stats().extra
         for cache in ("frame_cache_bytes", "record_cache_bytes"):
             assert after[cache] <= before[cache], cache
+
+
+def test_a_salvage_copies_paged_folders_and_the_roots_record_whole(
+    disk_repo: Repository, tmp_path: Path
+) -> None:
+    """A folder copied by id is copied with every record it is made of: a paged tree's
+    pages, a root record's listing (ADR 0044)."""
+    from helixfs.vcs import damage
+
+    disk_repo.commit({f"many/f{i}": b"%d" % i for i in range(600)} | {"top": b"t"}, "paged")
+    work = disk_repo.worktree("main")
+    work.set_attrs(work.root, mode=0o700)
+    work.commit("chmod .")
+    report = damage.salvage(disk_repo, tmp_path / "salvaged")
+    assert report.left_out == [] and report.lost_refs == []
+    with Repository.open(tmp_path / "salvaged") as copy:
+        assert copy.fsck().ok, copy.fsck().problems
+        assert copy.read("main", "many/f599") == b"599"
+        own = copy.trees.get(copy.commit_info("main").tree).own
+        assert own is not None and own.mode & 0o7777 == 0o700
