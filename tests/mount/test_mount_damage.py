@@ -174,7 +174,7 @@ def test_a_damaged_head_is_served_from_its_newest_readable_ancestor(
         (mount.path / "new").write_bytes(b"x")
     assert refused.value.errno == errno.EROFS
     (mount.path / ".helix" / "branches" / "other" / "more").write_bytes(b"m")  # served
-    mount.stop()
+    assert mount.stop() == 0
     log = "".join(mount.output)
     assert log.count(f"head {hex_id(head)[:12]} cannot be read; showing its ancestor {older}") == 1
 
@@ -182,5 +182,5 @@ def test_a_damaged_head_is_served_from_its_newest_readable_ancestor(
     mount = make_mount(0, store=store)
     assert os.listdir(mount.path) == []
     assert (mount.path / ".helix" / "branches" / "other" / "more").read_bytes() == b"m"
-    mount.stop()
+    assert mount.stop() == 0
     assert "showing an empty folder (no ancestor can be read)" in "".join(mount.output)
