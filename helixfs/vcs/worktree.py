@@ -158,9 +158,9 @@ class Worktree:
             root_tree = saved or head_tree
             # a tree records no time for its root: show the head commit's; its mode and
             # owner are in its root record, if any (ADR 0044)
-            own = self.repo.trees.get(root_tree).own
+            own = self._stored_root_own(root_tree)
             self._stored_own = own_key(own)  # the root's as its stored record holds them
-            self._head_own = own_key(self.repo.trees.get(head_tree).own)  # the head's
+            self._head_own = own_key(self.repo.trees.get(head_tree).own)  # read: cached
             mode, xattrs = (own.mode, dict(own.xattrs)) if own is not None else (MODE_DIR, {})
             self.root = Node(b"", None, mode, root_tree, mtime_ns=shown.time_ns)
             self.root.xattrs = xattrs or NO_XATTRS
@@ -192,6 +192,14 @@ class Worktree:
         if commit is not None:
             return fallback.Shown(head, commit.tree, commit.time_ns)
         return fallback.fallback(self.repo, self.branch, head)
+
+    def _stored_root_own(self, root_tree: ObjectId) -> TreeEntry | None:
+        """The saved root's mode and owner; a saved tree that cannot be read shows the
+        defaults, and its listing gives EIO where it is read (ADR 0046)."""
+        try:
+            return self.repo.trees.get(root_tree).own
+        except fallback.Unreadable:
+            return None
 
     def _replay(self, node: Node, changes: journal.DirChanges) -> None:
         """Rebuild a directory changed since its stored tree from the saved journal: it
