@@ -37,7 +37,7 @@ CommandRunner = Callable[[list[str], TextIO, TextIO], int]
 # thread reach those tables through the repository lock.
 MEMORY_COMMANDS = frozenset(
     {"remember", "relate", "recall", "context", "memories", "history", "forget", "rollback"}
-    | {"purge", "archive", "checkpoint", "resume", "brief", "edit", "confirm"}
+    | {"purge", "archive", "checkpoint", "resume", "brief", "edit", "confirm", "memory"}
 )
 WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"}) | MEMORY_COMMANDS
 REPLY_SECONDS = 10.0  # a stopping daemon waits this long at most to answer a command that ran

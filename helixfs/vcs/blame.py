@@ -22,8 +22,8 @@ from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs.history import touching
 from helixfs.vcs.linediff import Range, changed_ranges, few_changes
-from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.text import as_text
 from helixfs.vcs.treeops import show_path
 
 if TYPE_CHECKING:

@@ -31,15 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.errors import AlreadyExists, HelixError, InvalidInput, NotFound, UnsupportedVersion
 from helixfs.ids import CommitId, hex_id
+from helixfs.lazy import lazy_module
 from helixfs.store import ObjectStore, RefUpdate
 from helixfs.vcs.ancestry import merge_base
-from helixfs.vcs.linediff import changed_ranges
-from helixfs.vcs.merge import MergeResult, as_text
 from helixfs.vcs.refs import branch_ref, check_name, shown_name
+from helixfs.vcs.text import as_text
 
 if TYPE_CHECKING:
+    from helixfs.vcs import linediff
+    from helixfs.vcs.merge import MergeResult
     from helixfs.vcs.repo import Repository
     from helixfs.vcs.treeops import Change
+else:  # a commit tags its experiment without loading the merge (helixfs/lazy.py)
+    linediff = lazy_module("helixfs.vcs.linediff")
 
 EXPERIMENTS = "experiments/"
 RUNNING_ON = "experiment-on/"
@@ -391,7 +395,7 @@ class Experiments:
             if text is None:
                 return None
             sides.append(text.encode().splitlines())
-        ranges = changed_ranges(sides[0], sides[1])
+        ranges = linediff.changed_ranges(sides[0], sides[1])
         return sum(j2 - j1 for _, _, j1, j2 in ranges), sum(i2 - i1 for i1, i2, _, _ in ranges)
 
     def pick(self, name: str, into: str | None = None) -> tuple[Experiment, MergeResult]:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
 from helixfs.vcs.attrs import change_key, metadata_changes, owner_text
-from helixfs.vcs.merge import as_text
 from helixfs.vcs.objects import Commit, TreeEntry
+from helixfs.vcs.text import as_text
 from helixfs.vcs.treeops import Change, show_path
 
 if TYPE_CHECKING:

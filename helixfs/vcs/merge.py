@@ -49,6 +49,7 @@ from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
 from helixfs.vcs.rootown import ROOT_PATH, merge_own
+from helixfs.vcs.text import as_text
 from helixfs.vcs.treeops import EMPTY_TREE_ID, Change, Trees, find, show_path
 
 if TYPE_CHECKING:
@@ -80,16 +81,6 @@ class MergeConflictError(MergeConflict):
         self.conflicts = conflicts
         self.files = files
         self.reasons = reasons or {}
-
-
-def as_text(data: bytes) -> str | None:
-    """The content as text, or None when it is binary (a NUL early on, or not UTF-8)."""
-    if b"\0" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 # -- line merge ------------------------------------------------------------------------

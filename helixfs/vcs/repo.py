@@ -35,19 +35,10 @@ from helixfs.errors import (
     StoreLocked,
 )
 from helixfs.ids import CommitId, ObjectId, hex_id, object_id
+from helixfs.lazy import lazy_module
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import (
-    blame,
-    history,
-    journal,
-    linkmerge,
-    maint,
-    merge,
-    pick,
-    retention,
-    revisions,
-)
+from helixfs.vcs import history, journal, retention, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
@@ -90,9 +81,16 @@ log = logging.getLogger(__name__)
 COMMIT_CACHE_BYTES = 16 << 20
 
 if TYPE_CHECKING:
+    from helixfs.vcs import blame, linkmerge, maint, merge, pick
     from helixfs.vcs.blame import BlameLine
+    from helixfs.vcs.merge import MergeResult
     from helixfs.vcs.pick import PickResult
     from helixfs.vcs.worktree import Worktree
+else:  # what a command may never reach is loaded when it does (helixfs/lazy.py)
+    blame, linkmerge, maint, merge, pick = (
+        lazy_module(f"helixfs.vcs.{part}")
+        for part in ("blame", "linkmerge", "maint", "merge", "pick")
+    )
 
 # The folder of a mount a command runs in (`Repository.heading`). Per context: the
 # daemon serves its mount's requests beside a forwarded command, and they keep the
@@ -101,7 +99,6 @@ _FOLDER_HEAD: ContextVar[tuple[Repository, FolderHead] | None] = ContextVar(
     "folder_head", default=None
 )
 
-MergeResult = merge.MergeResult
 Listener = Callable[[str], None]
 # (name, renamed_to): snapshot `name` was made, deleted or moved (None), or renamed
 SnapshotListener = Callable[[str, str | None], None]
@@ -1066,6 +1063,13 @@ def _open_rocks(folder: Path, settings: config.Settings | None = None) -> Object
         compression=Compression.named(*settings.compression),
     )
     return store
+
+
+def __getattr__(name: str) -> object:
+    """`MergeResult` from here, without loading merge.py until it is asked for."""
+    if name == "MergeResult":
+        return merge.MergeResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["MergeResult", "RefInfo", "Repository"]

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 from helixfs.errors import InvalidInput
 from helixfs.vcs.dates import shown_time
-from helixfs.vcs.merge import as_text
 from helixfs.vcs.node import saved_by
 from helixfs.vcs.objects import Commit, TreeEntry
+from helixfs.vcs.text import as_text
 from helixfs.web import history
 from helixfs.web.html import e, link, message_box, page, table, url
 from helixfs.web.site import Site
