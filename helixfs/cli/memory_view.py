@@ -112,3 +112,14 @@ def archive_memories(repo: Repository, branch: str) -> list[str]:
 
     with open_memory(store) as mem:
         return mem.archive_branch(branch)
+
+
+def rename_memories(repo: Repository, old: str, new: str) -> list[str]:
+    """After `helix branch -m OLD NEW`: OLD's memories are NEW's."""
+    store = repo.path
+    if store is None or not (store / "memory.db").exists():
+        return []
+    from helixfs.cli.memory import open_memory
+
+    with open_memory(store) as mem:
+        return mem.rename_branch(old, new)

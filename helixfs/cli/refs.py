@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command
-from helixfs.cli.memory_view import archive_memories, merge_memories
+from helixfs.cli.memory_view import archive_memories, merge_memories, rename_memories
 from helixfs.cli.output import Output, printable, table
+from helixfs.daemon.branchmemory import handled_here
 from helixfs.errors import MergeConflict
 from helixfs.ids import hex_id
 
@@ -108,7 +109,8 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return 0
     if args.delete:
         _one_name(args, "branch")
-        repo.delete_branch(args.name)
+        with handled_here(args.name):
+            repo.delete_branch(args.name)
         archived = archive_memories(repo, args.name)
         human = f"deleted branch {args.name}"
         if archived:
@@ -116,7 +118,9 @@ def cmd_branch(args: argparse.Namespace, repo: Repository, out: Output) -> int:
             human += f" --branch {args.name})"
         out.emit({"deleted": args.name, "archived_memories": archived}, human)
     elif args.rename:
-        _rename(args, "branch", repo.rename_branch, out)
+        with handled_here(args.name):
+            _rename(args, "branch", repo.rename_branch, out)
+        rename_memories(repo, args.name, args.rev)
     else:
         cid = repo.create_branch(args.name, args.rev or "HEAD")
         _created(out, "branch", args.name, cid if isinstance(cid, bytes) else None, repo)

@@ -36,6 +36,7 @@ import pyfuse3
 import trio
 
 from helixfs import config
+from helixfs.daemon.branchmemory import follow_branch_ends
 from helixfs.daemon.collector import DEFAULT_GROWTH, Collector
 from helixfs.daemon.control_server import CommandRunner, ControlServer, command_name
 from helixfs.daemon.fuseloop import use_quick_wait
@@ -282,6 +283,7 @@ async def serve(
 
         memory_files = MemoryFiles(config.store, repo)
         stack.callback(memory_files.close)
+        stack.callback(follow_branch_ends(repo, memory_files.memory))
         stack.callback(stop_web_views)  # before the store and memory they read close
         saver = Saver(config.quiet_window)
         operations = _operations(repo, saver, memory_files, config)

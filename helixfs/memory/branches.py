@@ -120,3 +120,12 @@ def archive(conn: apsw.Connection, branch: str, now: float) -> list[str]:
         changes = {"status": "archived", "updated": now}
         records.update_many(conn, ids, changes, "archive", now, f"branch {branch} deleted")
     return ids
+
+
+def rename(conn: apsw.Connection, old: str, new: str, now: float) -> list[str]:
+    """Every memory of branch `old`, whatever its status, becomes `new`'s."""
+    ids = [str(r[0]) for r in conn.execute("SELECT id FROM memories WHERE branch=?", (old,))]
+    if ids:
+        note = f"branch {old} renamed {new}"
+        records.update_many(conn, ids, {"branch": new}, "rename", now, note)
+    return ids

@@ -875,6 +875,13 @@ class Memory:
     ) -> consolidate.Decision:
         return self._decide(cand, vector, scope, into, flagged)
 
+    def rename_branch(self, old: str, new: str) -> list[str]:
+        """A renamed branch's memories follow it (op `rename`); their ids."""
+        validate.check_name("branch", old)
+        validate.check_name("branch", new)
+        with self._lock, writing(self._conn):
+            return branches.rename(self._conn, old, new, self._clock())
+
     def branch_names(self) -> list[str]:
         """The branches that have memories (a deleted one's archived ones too)."""
         with self._lock:

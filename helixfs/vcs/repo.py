@@ -144,6 +144,7 @@ class Repository:
         self._worktrees: dict[str, Worktree] = {}
         self._listeners: list[Listener] = []
         self._snapshot_listeners: list[SnapshotListener] = []
+        self._branch_ref_listeners: list[SnapshotListener] = []
         self._in_use: list[Callable[[], Iterable[ObjectId]]] = []
         self._gc_lock = threading.Lock()
         self.generations: dict[CommitId, int] = {}  # of old commits (vcs/ancestry.py)
@@ -333,6 +334,17 @@ class Repository:
         ref, whoever moved it (`helix snapshot` through the daemon, `.helix/snapshots/`)."""
         self._snapshot_listeners.append(callback)
         return lambda: self._snapshot_listeners.remove(callback)
+
+    def subscribe_branch_ends(self, callback: SnapshotListener) -> Callable[[], None]:
+        """Call `callback(name, None)` after branch `name` is deleted and `callback(old,
+        new)` after a rename, however it was done (`helix branch`, `.helix/branches/`):
+        the memory of a branch follows it (ADR 0063). Called under the lock."""
+        self._branch_ref_listeners.append(callback)
+        return lambda: self._branch_ref_listeners.remove(callback)
+
+    def _notify_branch_end(self, name: str, renamed_to: str | None = None) -> None:
+        for listener in list(self._branch_ref_listeners):
+            listener(name, renamed_to)
 
     def _notify_snapshot(self, name: str, renamed_to: str | None = None) -> None:
         for listener in list(self._snapshot_listeners):
@@ -826,6 +838,7 @@ class Repository:
             if tree is not None:
                 tree.retire()
             self._notify(name)
+            self._notify_branch_end(name)
             return cid
 
     def rename_branch(self, old: str, new: str) -> None:
@@ -855,6 +868,7 @@ class Repository:
                 self._worktrees[new] = tree
             self._notify(old)
             self._notify(new)
+            self._notify_branch_end(old, new)
 
     def create_snapshot(self, name: str, rev: str = "HEAD") -> CommitId:
         check_name(name, "snapshot")

@@ -86,8 +86,13 @@ def test_branch_memories_merge_and_archive(store: Path, tmp_path: Path) -> None:
         "the api listens on port 9090"
     ]
 
-    helix_json(store, "branch", "spike")
-    spike = helix_json(store, "remember", "--branch", "spike", "--", "the spike uses bloom filters")
+    helix_json(store, "branch", "spike0")
+    spike = helix_json(
+        store, "remember", "--branch", "spike0", "--", "the spike uses bloom filters"
+    )
+    helix_json(store, "branch", "-m", "spike0", "spike")
+    assert helix_json(store, "memories", "--branch", "spike")[0]["id"] == spike["id"]
+
     deleted = helix_json(store, "branch", "-d", "spike")
     assert deleted["archived_memories"] == [spike["id"]]
     assert helix_json(store, "recall", "spike bloom") == []

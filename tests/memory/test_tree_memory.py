@@ -188,6 +188,15 @@ def test_deleting_a_branch_archives_its_memories(repo: Repository, mem: Memory) 
     assert mem.archive_branch("spike") == []
 
 
+def test_a_renamed_branch_keeps_its_memories(repo: Repository, mem: Memory) -> None:
+    repo.create_branch("old")
+    memory_id = mem.remember("old work uses sqlite", view=BranchView(repo, "old")).id
+    repo.rename_branch("old", "new")
+    assert mem.rename_branch("old", "new") == [memory_id]
+    assert mem.get(memory_id).branch == "new"
+    assert [h.id for h in mem.recall("sqlite work", view=BranchView(repo, "new"))] == [memory_id]
+
+
 def test_bad_branch_names_are_refused(mem: Memory) -> None:
     with pytest.raises(InvalidInput):
         mem.merge_branch("")

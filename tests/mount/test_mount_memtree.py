@@ -92,3 +92,13 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     assert merged["memories"]["moved"] == [on_feat["id"]]
     assert [h["id"] for h in in_folder(mnt.path, "recall", "feat", "flag")] == [on_feat["id"]]
     assert (mnt.path / "flag.txt").read_text() == "off\n"
+
+    spike = mnt.path / ".helix" / "branches" / "spike"
+    spike.mkdir()
+    made = in_folder(spike, "remember", "--", "the spike caches with a bloom filter")
+    (spike.parent / "spike").rename(spike.parent / "spike2")  # the memory follows the name
+    wait_until(lambda: bool(in_folder(mnt.path, "memories", "--branch", "spike2")))
+    (spike.parent / "spike2").rmdir()  # its memories are archived, never lost
+    wait_until(lambda: bool(in_folder(mnt.path, "memories", "--archived", "--branch", "spike2")))
+    archived = in_folder(mnt.path, "memories", "--archived", "--branch", "spike2")
+    assert [m["id"] for m in archived] == [made["id"]]
