@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import add_command
 from helixfs.cli.history import change_doc, iso_time
+from helixfs.cli.memory_view import merge_memories
 from helixfs.cli.output import Output, printable, table
 from helixfs.cli.refs import refused_with_conflicts
 from helixfs.errors import InvalidInput, MergeConflict
@@ -228,7 +229,15 @@ def _pick(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return refused_with_conflicts(err, out)
     commit = hex_id(result.commit) if result.commit is not None else None
     into = exp.picked.into if exp.picked is not None else ""
-    doc = {"experiment": exp.name, "status": result.status, "commit": commit, "into": into}
+    doc: dict[str, object] = {
+        "experiment": exp.name,
+        "status": result.status,
+        "commit": commit,
+        "into": into,
+    }
+    memories = merge_memories(repo, exp.branch, into) if into else None
+    if memories is not None:  # the branch's memories, as `helix merge` brings them (ADR 0063)
+        doc["memories"] = memories
     at = f" at {commit[:12]}" if commit else ""
     out.emit(doc, f"picked experiment {exp.name} into {into}: {result.status}{at}")
     return 0

@@ -306,3 +306,4 @@ class PickOut(Doc):
     status: str
     commit: str | None
     into: str
+    memories: MemoryMergeDoc | None = None

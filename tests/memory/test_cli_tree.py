@@ -106,3 +106,13 @@ def test_bad_branch_input_is_refused_and_writes_nothing(store: Path) -> None:
     assert helix_json(store, "memories") == []
     status, _, err = helix(store, "memories", "--stale", "--archived")
     assert status == 1 and "--stale" in err
+
+
+def test_picking_an_experiment_brings_its_memories_over(store: Path, tmp_path: Path) -> None:
+    commit(store, tmp_path, "README", "hi\n")
+    helix_json(store, "experiment", "start", "try-lru")
+    commit(store, tmp_path, "cache.py", "lru\n", branch="try-lru")
+    made = helix_json(store, "remember", "--branch", "try-lru", "--", "an lru cache halves p95")
+    picked = helix_json(store, "experiment", "pick", "try-lru")
+    assert picked["memories"]["moved"] == [made["id"]]
+    assert [h["id"] for h in helix_json(store, "recall", "lru cache p95")] == [made["id"]]
