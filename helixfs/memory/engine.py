@@ -503,7 +503,7 @@ class Memory:
         validate.check_limit(limit)
         with self._lock:
             visible = tree.visible_sql(tree.visibility(self._conn, view))
-            rows = tree.stale_rows(self._conn, view, visible, limit)
+            rows = tree.stale_rows(self._conn, visible)
             return [r for r in self._marked(rows, view) if r.stale is not None][:limit]
 
     def about_files(

@@ -30,7 +30,7 @@ from helixfs.memory.types import Hit, Staleness
 # What a stale memory's relevance still counts for: a renamed file's memory is likely
 # still right (its content may be the same), a changed one may be, a deleted one less.
 STALE_WEIGHT = {"renamed": 0.8, "changed": 0.5, "deleted": 0.35}
-STALE_SCAN = 5000  # memories with a recorded blob checked by `helix memories --stale`
+STALE_SCAN = 20_000  # file memories `helix memories --stale` checks, newest first
 
 
 class Moved(Protocol):
@@ -119,17 +119,16 @@ def fresh_changes(view: TreeView | None, path: str | None) -> dict[str, Any]:
     return {"source_blob": blob, "moved_from": None} if blob is not None else {}
 
 
-def stale_rows(
-    conn: apsw.Connection, view: TreeView, visible: tuple[str, list[Any]], limit: int
-) -> list[dict[str, Any]]:
-    """Active visible memories with a recorded blob, newest first (for `--stale`)."""
+def stale_rows(conn: apsw.Connection, visible: tuple[str, list[Any]]) -> list[dict[str, Any]]:
+    """Active visible memories with a recorded blob, newest first, at most STALE_SCAN
+    (for `--stale`: the caller keeps those that are stale)."""
     where, params = visible
     sql = (
         f"SELECT {', '.join('m.' + c for c in records.NAMES)} FROM memories m "
         f"WHERE m.status='active' AND m.source_blob IS NOT NULL AND {where} "
         "ORDER BY m.id DESC LIMIT ?"
     )
-    return [records.row_dict(r) for r in fetch_all(conn, sql, [*params, min(limit, STALE_SCAN)])]
+    return [records.row_dict(r) for r in fetch_all(conn, sql, [*params, STALE_SCAN])]
 
 
 # -- branch visibility --------------------------------------------------------------------
