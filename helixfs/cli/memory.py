@@ -129,6 +129,7 @@ def _register_lifecycle(subparsers: Any) -> None:
     p.add_argument("text", nargs="*", help="the new text (default: unchanged)")
     p.add_argument("--type", choices=MEMORY_TYPES, help="the new type")
     p.add_argument("--tags", help="the new comma-separated tags (replacing the old)")
+    add_branch_option(p, "new text is right for that branch's version of its file")
     p = add_command(subparsers, "confirm", help="say a memory is right", store_handler=cmd_confirm)
     p.add_argument("id")
     add_branch_option(p, "right for that branch's version of its file")
@@ -462,8 +463,8 @@ def split_tags(text: str) -> list[str]:
 def cmd_edit(args: argparse.Namespace, store: Path, out: Output) -> int:
     text = " ".join(args.text).strip() or None
     tags = None if args.tags is None else split_tags(args.tags)
-    with open_memory(store) as mem:
-        rec = mem.edit(args.id, text, type=args.type, tags=tags)
+    with open_memory(store) as mem, tree_view(args, store) as view:
+        rec = mem.edit(args.id, text, type=args.type, tags=tags, view=view)
     out.emit(rec.to_json(), f"edited {rec.id} [{rec.type}]: {rec.content}")
     return 0
 

@@ -803,9 +803,11 @@ class Memory(FollowsTree):
         type: str | None = None,
         tags: Sequence[str] | None = None,
         note: str = "",
+        view: TreeView | None = None,
     ) -> MemoryRecord:
         """A person's correction (op `edit`; rollback undoes it). New text is redacted
-        and re-embedded, but not consolidated: the person chose which memory it is."""
+        and re-embedded, but not consolidated: the person chose which memory it is.
+        New text with `view`: it is about its file as the view holds it now (fresh)."""
         if content is not None:
             content = redact(validate.check_text("memory content", content)).text
         resolved = self._resolve(memory_id)
@@ -814,6 +816,8 @@ class Memory(FollowsTree):
         with self._lock, writing(self._conn):
             row = records.fetch(self._conn, resolved)
             changes = corrections.edit_changes(row, content, type, tags, now)
+            if "content" in changes and row["source_blob"]:
+                changes.update(tree.fresh_changes(view, row["source_file"]))
             after = corrections.edit(self._conn, resolved, changes, now, note)
             if vector is not None and "content" in changes:
                 rowid = records.rowid_of(self._conn, resolved)

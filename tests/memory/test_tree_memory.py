@@ -123,6 +123,16 @@ def test_an_update_from_the_same_file_makes_it_fresh(repo: Repository, mem: Memo
     assert mem.stale(view) == []
 
 
+def test_new_text_from_a_person_is_about_the_file_as_it_is(repo: Repository, mem: Memory) -> None:
+    memory_id = _about_auth(mem, BranchView(repo, None))
+    repo.commit({"src/auth.py": AUTH + b"# cached\n"}, "cache")
+    view = BranchView(repo, None)
+    mem.edit(memory_id, type="gotcha", view=view)  # no new text: still stale
+    assert [r.id for r in mem.stale(view)] == [memory_id]
+    mem.edit(memory_id, "login returns a cached token", view=view)
+    assert mem.stale(view) == []
+
+
 def test_a_branch_memory_is_seen_in_its_branch_and_its_children_only(
     repo: Repository, mem: Memory
 ) -> None:

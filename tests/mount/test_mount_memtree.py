@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp_client import call, helix_mcp
 from mount_harness import Mount, MountFactory, helix, wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -61,6 +63,14 @@ def hook(mnt: Mount, cwd: Path, tool: str, path: Path | None = None, **tool_inpu
     return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
+async def _remember_through_mcp(folder: Path, other: str) -> None:
+    async with helix_mcp(cwd=folder, env=LEXICAL) as client:  # no --store: the mount's
+        made = await call(client, "memory_remember", text="the banner hides behind a toggle")
+        assert made["memory"]["branch"] == "feat"
+        hits = (await call(client, "memory_search", query="feat flag", workspace=False))["hits"]
+        assert other in [h["id"] for h in hits]
+
+
 def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) -> None:
     mnt = make_mount(0, env={**os.environ, **LEXICAL})
     (mnt.path / "src").mkdir()
@@ -88,8 +98,10 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     assert "feat flag is off" in hook(mnt, feat, "Read", feat / "flag.txt")  # its stem
     assert "feat flag is off" not in hook(mnt, mnt.path, "Grep", pattern="flag")
 
+    anyio.run(_remember_through_mcp, feat, on_feat["id"])  # started in the branch folder
+
     merged = in_folder(mnt.path, "merge", "feat")
-    assert merged["memories"]["moved"] == [on_feat["id"]]
+    assert len(merged["memories"]["moved"]) == 2
     assert [h["id"] for h in in_folder(mnt.path, "recall", "feat", "flag")] == [on_feat["id"]]
     assert (mnt.path / "flag.txt").read_text() == "off\n"
 
