@@ -271,6 +271,17 @@ def test_snapshot_ttl_removes_old_unpinned_snapshots_at_gc(store: Path) -> None:
     assert "old" not in out and "pinned" in out and "new" in out
 
 
+def test_a_snapshot_imported_old_is_young_here(store: Path) -> None:
+    """A git tag of a commit from years ago becomes a snapshot made now: an age limit
+    counts from when this store got it, not from the commit's date."""
+    with Repository.open(store) as repo:
+        old = repo.commit({"a": b"1"}, "long ago")
+        repo.move_refs({"snapshots/v1.0": old})
+        made = retention.decode(repo.store.ref(retention.info_ref("v1.0")) or b"")
+        assert made is not None and made[1] is False  # its own made time, not the commit's
+        assert retention.expired(repo, 60.0) == []
+
+
 def test_gc_before_and_keep_last(store: Path) -> None:
     with Repository.open(store) as repo:
         for n in range(4):

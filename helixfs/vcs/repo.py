@@ -681,6 +681,12 @@ class Repository:
             updates = [
                 RefUpdate(ref, cid, expected=self.store.ref(ref)) for ref, cid in targets.items()
             ]
+            # a snapshot new to this store (a git tag imported) is made now, for its age
+            updates += [
+                retention.made_now(u.name[len(SNAPSHOTS) :])
+                for u in updates
+                if u.name.startswith(SNAPSHOTS) and u.expected is None
+            ]
             objects: dict[ObjectId, bytes] = {}
             for branch in branches:
                 old = self.store.ref(branch_ref(branch))
