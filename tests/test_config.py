@@ -257,16 +257,26 @@ def _age(repo: Repository, name: str, days: float, pinned: bool = False) -> None
 def test_snapshot_ttl_removes_old_unpinned_snapshots_at_gc(store: Path) -> None:
     config.set_value(config.store_file(store), "gc.snapshot_ttl", "2d")
     with Repository.open(store) as repo:
+        repo.create_branch("side")
+        repo.commit({"only-old-holds-it": os.urandom(4096)}, "soon gone", branch="side")
         for name in ("old", "pinned", "new"):
-            repo.create_snapshot(name)
+            repo.create_snapshot(name, "HEAD" if name != "old" else "side")
+        repo.delete_branch("side")
         _age(repo, "old", 3)
         _age(repo, "pinned", 3, pinned=True)
     code, out, err = helix(store, "--json", "gc", "--dry-run")
     assert code == 0, err
-    assert json.loads(out)["snapshots_removed"] == ["old"]
-    assert helix(store, "snapshot", "old")[0] == 1  # still there after a dry run
+    dry = json.loads(out)
+    assert dry["snapshots_removed"] == ["old"] and dry["unreachable"] >= 3  # commit, tree, blob
+    code, out, err = helix(store, "snapshot")
+    assert "old" in out  # still there after a dry run
     code, out, err = helix(store, "--json", "gc")
-    assert json.loads(out)["snapshots_removed"] == ["old"]
+    done = json.loads(out)
+    assert done["snapshots_removed"] == ["old"]
+    assert (done["unreachable"], done["logical_bytes"]) == (
+        dry["unreachable"],
+        dry["logical_bytes"],
+    )
     code, out, _ = helix(store, "snapshot")
     assert "old" not in out and "pinned" in out and "new" in out
 

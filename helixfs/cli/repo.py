@@ -164,11 +164,17 @@ def _count(text: str) -> int:
 
 def cmd_gc(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     from helixfs.vcs import retention
+    from helixfs.vcs.refs import snapshot_ref
 
     ttl = args.before if args.before is not None else repo.settings["gc.snapshot_ttl"]
     gone = retention.expire_snapshots(repo, ttl, args.keep_last, dry_run=args.dry_run)
     with out.progress("gc") as bar:
-        result = repo.gc(dry_run=args.dry_run, progress=bar.update, grace_seconds=args.before or 0)
+        result = repo.gc(
+            dry_run=args.dry_run,
+            progress=bar.update,
+            grace_seconds=args.before or 0,
+            without=[snapshot_ref(age.name) for age in gone],  # a dry run: as if gone
+        )
     doc = as_doc(result)
     if isinstance(doc, dict):
         doc.setdefault("dry_run", bool(args.dry_run))
@@ -192,8 +198,7 @@ def _removed(doc: dict[str, Any]) -> str:
     if not names:
         return ""
     verb = "would remove" if doc.get("dry_run") else "removed"
-    note = " (the counts above still hold what they keep)" if doc.get("dry_run") else ""
-    return f"\n{verb} {len(names)} snapshot(s): {', '.join(names)}{note}"
+    return f"\n{verb} {len(names)} snapshot(s): {', '.join(names)}"
 
 
 def _space_kept(doc: dict[str, Any]) -> str:

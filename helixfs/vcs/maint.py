@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -135,11 +135,14 @@ def _journaled(
                 yield name, oid, is_dir
 
 
-def roots(repo: Repository, in_use: Iterable[ObjectId] = ()) -> list[ObjectId]:
-    """Where marking starts: every ref (journals included), the constants, and content a
-    mount still serves."""
+def roots(
+    repo: Repository, in_use: Iterable[ObjectId] = (), without: Collection[str] = ()
+) -> list[ObjectId]:
+    """Where marking starts: every ref (journals included) but those `without` names,
+    the constants, and content a mount still serves."""
     journaled = [oid for _, oid, _ in _journaled(repo)]
-    return [oid for _, oid in _roots(repo)] + journaled + list(CONSTANTS) + list(in_use)
+    refs = [oid for name, oid in _roots(repo) if name not in without]
+    return refs + journaled + list(CONSTANTS) + list(in_use)
 
 
 def mark(
@@ -207,6 +210,7 @@ def gc(
     dry_run: bool,
     progress: Progress = None,
     grace_seconds: float = 0,
+    without: Collection[str] = (),
 ) -> GcReport:
     """Drop every object no ref reaches, while a mount goes on serving.
 
@@ -222,10 +226,11 @@ def gc(
     With a grace period, a commit no ref reaches is kept, with all it references, while
     it is younger than that: a reset or a deleted branch stays restorable by its id for
     a while, as git's reflog keeps it (the states a later save replaced before their
-    commit are no commits: they go at once).
+    commit are no commits: they go at once). `without`: refs counted as gone (a dry run
+    of removing them).
     """
     with repo.store.scanning():
-        return _gc(repo, live, dry_run, progress, grace_seconds)
+        return _gc(repo, live, dry_run, progress, grace_seconds, without)
 
 
 def _gc(
@@ -234,10 +239,11 @@ def _gc(
     dry_run: bool,
     progress: Progress,
     grace_seconds: float,
+    without: Collection[str],
 ) -> GcReport:
     since_ns = time.time_ns() - int(grace_seconds * 1e9) if grace_seconds > 0 else 2**63
     with repo.lock:
-        start = roots(repo, live())
+        start = roots(repo, live(), without)
     reachable = mark(repo, start, progress)
     found = unreachable(repo, reachable, since_ns, progress)
     mark(repo, found.recent, reachable=reachable)
@@ -249,7 +255,7 @@ def _gc(
     pending = list(candidates)
     for at in range(0, len(pending), DELETE_BATCH):
         with repo.lock:
-            mark(repo, roots(repo, live()), reachable=reachable)
+            mark(repo, roots(repo, live(), without), reachable=reachable)
             batch = [oid for oid in pending[at : at + DELETE_BATCH] if oid not in reachable]
             if batch and not dry_run:
                 repo.store.delete(batch)

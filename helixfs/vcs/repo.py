@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -1019,12 +1019,14 @@ class Repository:
         progress: Callable[[int, int], None] | None = None,
         *,
         grace_seconds: float = 0,
+        without: Collection[str] = (),
     ) -> maint.GcReport:
         """Drop what no ref reaches (maint.gc): the repository stays usable meanwhile,
         but for its last step. With a grace period, unreachable commits younger than it
-        are kept. One gc at a time."""
+        are kept. `without`: refs taken as gone (a dry run of deleting them). One gc at
+        a time."""
         with self._gc_lock:
-            return maint.gc(self, self._live_objects, dry_run, progress, grace_seconds)
+            return maint.gc(self, self._live_objects, dry_run, progress, grace_seconds, without)
 
     def _live_objects(self) -> list[ObjectId]:
         """For gc, under the lock: live work trees saved (their refs then name their
