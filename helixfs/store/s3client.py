@@ -20,7 +20,7 @@ from helixfs.errors import InvalidInput, NotFound, RemoteDenied, RemoteUnavailab
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 _ENDPOINT = re.compile(r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?/?")
 _LOST = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
-_MISSING = {"NoSuchKey", "404", "NotFound"}
+_MISSING = {"NoSuchKey", "404", "NotFound", "InvalidRange", "416"}  # 416: a range past the end
 _DENIED = {
     "AccessDenied",
     "InvalidAccessKeyId",
@@ -160,7 +160,7 @@ class S3Client:
             return getattr(self._s3, method)(**kwargs), ""
         except ClientError as err:
             code = _code(err)
-            if code in _LOST or code in _MISSING or _status(err) in ("404", "412", "409"):
+            if code in _LOST or code in _MISSING or _status(err) in ("404", "412", "409", "416"):
                 return None, code or _status(err)
             raise self._fail(err, doing) from None
         except BotoCoreError as err:
@@ -181,6 +181,20 @@ class S3Client:
         except BotoCoreError as err:  # the connection dropped mid-body
             raise self._fail(err, "reading") from None
         return bytes(body), str(answer["ETag"])
+
+    def get_range(self, key: str, first: int, last: int | None = None) -> bytes | None:
+        """Bytes `first`..`last` (inclusive) of an object; `first` < 0 with no `last`:
+        its last -`first` bytes. None: no such object."""
+        from botocore.exceptions import BotoCoreError
+
+        span = f"bytes={first}" if first < 0 else f"bytes={first}-{'' if last is None else last}"
+        answer, _ = self._call("reading", "get_object", Range=span, **self._at(key))
+        if answer is None:
+            return None
+        try:
+            return bytes(answer["Body"].read())
+        except BotoCoreError as err:
+            raise self._fail(err, "reading") from None
 
     def exists(self, key: str) -> bool:
         answer, _ = self._call("looking up", "head_object", **self._at(key))

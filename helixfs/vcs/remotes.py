@@ -4,7 +4,9 @@ The file holds where a remote is (bucket, prefix, endpoint, region) and whether 
 encrypted, never a credential: those come from boto3's chain (environment,
 ~/.aws/credentials, instance roles) when the remote is opened. An encrypted remote's
 repository key lives beside it in `remote-keys/NAME.key` (mode 0600), out of the file a
-user would share or paste.
+user would share or paste. What this machine learnt of a remote's packs (their indexes,
+which never change) is cached in `remote-cache/NAME-HASH/` (HASH: of the location), so
+that each run fetches only the indexes of packs new since.
 
 Schema of remotes.json (one JSON object):
     format   "helix-remotes"
@@ -18,9 +20,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import blake3
 
 from helixfs.errors import AlreadyExists, InvalidInput, InvalidName, NotFound, UnsupportedVersion
 from helixfs.store.s3client import S3Location
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 
 FILE = "remotes.json"
 KEYS = "remote-keys"
+CACHE = "remote-cache"
 FORMAT, VERSION = "helix-remotes", 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
@@ -114,7 +120,16 @@ def remove(store: Path, name: str) -> Remote:
     key = key_path(store, name)
     if key.exists():
         key.unlink()
+    shutil.rmtree(cache_path(store, gone), ignore_errors=True)
     return gone
+
+
+def cache_path(store: Path, remote: Remote) -> Path:
+    """Where this store keeps what it learnt of `remote`'s packs: by name and location,
+    so a remote added again elsewhere under the same name starts with none."""
+    place = f"{remote.location.endpoint} {remote.location}"
+    where = blake3.blake3(place.encode()).hexdigest()[:16]
+    return store / CACHE / f"{check_remote_name(remote.name)}-{where}"
 
 
 def get(store: Path, name: str | None) -> Remote:
@@ -170,7 +185,7 @@ def open_store(store: Path, remote: Remote) -> S3Store:
                 f"`helix remote key import {remote.name} FILE` (from `helix remote key export`)"
             )
         sealer = Sealed(key)
-    opened = S3Store(remote.location, sealer=sealer)
+    opened = S3Store(remote.location, sealer=sealer, cache=cache_path(store, remote))
     try:
         opened.ensure_layout()
     except BaseException:

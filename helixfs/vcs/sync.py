@@ -62,7 +62,7 @@ class RemoteStore(Protocol):
 
     def missing(self, oids: Iterable[ObjectId]) -> list[ObjectId]: ...
 
-    def upload(self, objects: Mapping[ObjectId, bytes]) -> None: ...
+    def upload(self, objects: Iterable[tuple[ObjectId, bytes]]) -> tuple[int, int]: ...
 
 
 @dataclass
@@ -187,21 +187,25 @@ class Sync:
     # ------------------------------------------------------------ sending
 
     def _send(self, branch: str, tip: CommitId, result: BranchSync) -> None:
-        """Upload what `tip` needs; after a push cut short, ask before sending."""
+        """Upload what `tip` needs, streamed (the remote packs it); after a push cut
+        short, ask before sending."""
         marker = self._tracking_ref(PUSHING + branch)
         resumed = self.repo.store.ref(marker) is not None
         self.repo.store.write({}, [RefUpdate(marker, tip)])
-        wanted = self.outgoing(tip)
+        objects, nbytes = self.remote.upload(self._records(self.outgoing(tip), resumed))
+        result.objects += objects
+        result.bytes += nbytes
+
+    def _records(self, wanted: list[ObjectId], resumed: bool) -> Iterator[tuple[ObjectId, bytes]]:
+        """The local records of `wanted`, less those the remote is known to have: large
+        ones are asked about first, and every one after a push cut short."""
         for start in range(0, len(wanted), BATCH):
             batch = {
                 oid: self.repo.store.get(oid, keep=False) for oid in wanted[start : start + BATCH]
             }
             ask = [oid for oid, record in batch.items() if resumed or len(record) >= LARGE]
             absent = set(self.remote.missing(ask)) if ask else set()
-            send = {oid: r for oid, r in batch.items() if oid not in ask or oid in absent}
-            self.remote.upload(send)
-            result.objects += len(send)
-            result.bytes += sum(len(r) for r in send.values())
+            yield from ((o, r) for o, r in batch.items() if o not in ask or o in absent)
 
     # ------------------------------------------------------------ push
 

@@ -26,6 +26,12 @@ from helixfs.vcs.sync import Sync
 from .conftest import Place, helix_on
 
 FILES = 2000  # enough objects that a push is still sending when it is stopped
+PACKED = 8  # records per pack in the push that is cut: many packs, so it lasts a while
+# `helix` with packs of PACKED records (store/s3packs.py reads its bound at each push)
+SMALL_PACKS = (
+    f"import sys, helixfs.store.s3packs as p; p.PACK_OBJECTS = {PACKED}; "
+    "from helixfs.cli.main import main; sys.exit(main())"
+)
 
 
 @pytest.fixture
@@ -35,8 +41,10 @@ def own_server(tmp_path: Path) -> Iterator[SeaweedServer]:
 
 
 def objects_on(server: SeaweedServer, prefix: str) -> int:
+    """Objects stored: loose, and in packs whose index is stored."""
     with S3Store(S3Location(server.bucket, prefix, server.endpoint)) as remote:
-        return sum(1 for _ in remote._client.listing("objects/"))
+        remote._packs.refresh()
+        return sum(1 for _ in remote._client.listing("objects/")) + len(remote._packs.entries())
 
 
 def test_a_push_cut_by_a_dead_server_loses_nothing_and_resumes(
@@ -49,7 +57,7 @@ def test_a_push_cut_by_a_dead_server_loses_nothing_and_resumes(
     url = f"s3://{own_server.bucket}/kill"
     helix = helix_on(store)
     ok(helix("remote", "add", "origin", url, "--endpoint", own_server.endpoint))
-    argv = [sys.executable, "-m", "helixfs.cli.main", "--store", str(store), "push", "--json"]
+    argv = [sys.executable, "-c", SMALL_PACKS, "--store", str(store), "push", "--json"]
     push = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while objects_on(own_server, "kill") == 0:  # sending has begun
@@ -68,7 +76,7 @@ def test_a_push_cut_by_a_dead_server_loses_nothing_and_resumes(
     own_server.start()  # back, with what it had stored
     with S3Store(S3Location(own_server.bucket, "kill", own_server.endpoint)) as remote:
         assert remote.ref("branches/main") is None  # the ref never moved
-        partial = sum(1 for _ in remote._client.listing("objects/"))
+    partial = objects_on(own_server, "kill")
     assert partial > 0
     resumed = ok(helix("push", "--json")).json()["branches"][0]
     assert resumed["status"] == "created" and resumed["commit"] == hex_id(head)

@@ -1,0 +1,179 @@
+"""Packs on the remote (ADR 0064): a push's objects in a few S3 objects, read with the
+loose layout beside them, by racing pushers, and past damage."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from cli.conftest import fails, ok, run_helix
+
+from helixfs.errors import CorruptObject
+from helixfs.ids import ObjectId, object_id
+from helixfs.store.s3 import LAYOUT_KEY
+from helixfs.store.s3packs import PACK_MIN
+from helixfs.vcs.repo import Repository
+from helixfs.vcs.sync import Sync
+
+from .conftest import Place, helix_on, new_store
+
+FILES = 120  # well above PACK_MIN: a push of them is packed
+
+
+def many(repo: Repository, tag: str, files: int = FILES) -> None:
+    repo.commit({f"{tag}/f{i}.txt": f"{tag} file {i}\n".encode() for i in range(files)}, tag)
+
+
+def clone_of(place: Place, folder: Path) -> Repository:
+    ok(run_helix("clone", place.url, folder, "--endpoint", place.endpoint, store=None))
+    ok(helix_on(folder)("fsck"))
+    return Repository.open(folder)
+
+
+def under(place: Place, folder: str) -> list[str]:
+    listed = place.keys()
+    return [key for key in listed if key.startswith(folder)]
+
+
+def packs_of(place: Place) -> list[str]:
+    return under(place, "packs/")
+
+
+def test_a_push_is_a_few_packs_and_a_clone_reads_them(tmp_path: Path, place: Place) -> None:
+    helix = new_store(tmp_path / "a", place)
+    with Repository.open(tmp_path / "a") as repo:
+        many(repo, "one")
+        head = repo.branch_head("main")
+    pushed = ok(helix("push", "--json")).json()["branches"][0]
+    assert pushed["objects"] > FILES
+    assert len(packs_of(place)) == 2  # one pack and its index
+    assert not under(place, "objects/")
+    cache = list((tmp_path / "a" / "remote-cache").glob("origin-*/*"))
+    assert len(cache) == 1  # the index it wrote, kept for the next run
+    with clone_of(place, tmp_path / "b") as other:
+        assert other.branch_head("main") == head
+        assert other.read("main", "one/f7.txt") == b"one file 7\n"
+
+
+def test_old_loose_remotes_are_read_and_upgraded_by_the_first_pack(
+    tmp_path: Path, place: Place
+) -> None:
+    """A remote written before packs (layout 1, loose objects) reads as it is; the
+    first pack makes it layout 2, which a HelixFS without packs refuses ('upgrade')."""
+    with Repository.init(tmp_path / "a") as repo, place.store() as remote:
+        many(repo, "old", 3)  # few objects: sent loose, as every push before packs
+        remote._client.put(
+            LAYOUT_KEY,
+            json.dumps({"format": "helix-remote", "version": 1, "sealed": False}).encode(),
+            if_none_match=True,
+            size=0,
+        )
+        Sync(repo, remote, "origin", "alpha").push(["main"])
+        assert packs_of(place) == []
+        many(repo, "new")
+        Sync(repo, remote, "origin", "alpha").push(["main"])
+        head = repo.branch_head("main")
+    assert len(packs_of(place)) == 2
+    assert under(place, "objects/")
+    with place.store() as remote:
+        layout = json.loads(remote._client.get(LAYOUT_KEY) or b"")
+    assert layout["version"] == 2
+    with clone_of(place, tmp_path / "b") as other:
+        assert other.branch_head("main") == head
+        assert other.read("main", "old/f1.txt") == b"old file 1\n"
+        assert other.read("main", "new/f1.txt") == b"new file 1\n"
+
+
+def test_a_newer_layout_is_refused_with_upgrade_advice(tmp_path: Path, place: Place) -> None:
+    with place.store() as remote:
+        record = {"format": "helix-remote", "version": 3, "sealed": False}
+        remote._client.put(LAYOUT_KEY, json.dumps(record).encode(), if_none_match=True, size=0)
+    fails(
+        run_helix("clone", place.url, tmp_path / "b", "--endpoint", place.endpoint, store=None),
+        says="upgrade HelixFS",
+    )
+
+
+def test_pushers_packing_at_once_lose_no_object(tmp_path: Path, place: Place) -> None:
+    """Two machines push branches that share most of their objects, at the same moment:
+    each sends its own packs (random names), and every object of both is readable."""
+    heads = {}
+    folders = {}
+    for host in ("alpha", "beta"):
+        folders[host] = tmp_path / host
+        with Repository.init(folders[host]) as repo:
+            many(repo, "shared")
+            many(repo, host)
+            repo.create_branch(host, "main")
+            heads[host] = repo.branch_head(host)
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def push(host: str) -> None:
+        try:
+            with Repository.open(folders[host]) as repo, place.store() as remote:
+                start.wait()
+                Sync(repo, remote, "origin", host).push([host])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=push, args=(host,)) for host in heads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert not errors, errors
+    assert len(packs_of(place)) == 4
+    with clone_of(place, tmp_path / "c") as other:
+        for host, head in heads.items():
+            assert other.branch_head(host) == head
+            assert other.read(host, f"{host}/f9.txt") == f"{host} file 9\n".encode()
+            assert other.read(host, "shared/f9.txt") == b"shared file 9\n"
+
+
+def _flip(blob: bytes, at: int) -> bytes:
+    return blob[:at] + bytes([blob[at] ^ 0x55]) + blob[at + 1 :]
+
+
+def test_a_damaged_index_is_read_from_its_pack_else_named(tmp_path: Path, place: Place) -> None:
+    helix = new_store(tmp_path / "a", place)
+    with Repository.open(tmp_path / "a") as repo:
+        many(repo, "one")
+    ok(helix("push"))
+    pack, index = sorted(packs_of(place))
+    with place.store() as remote:
+        stored = remote._client.get(index) or b""
+        remote._client.raw_put(index, _flip(stored, 40))
+    with clone_of(place, tmp_path / "b") as other:  # from the pack's own copy
+        assert other.read("main", "one/f3.txt") == b"one file 3\n"
+    with place.store() as remote:
+        body = remote._client.get(pack) or b""
+        remote._client.raw_put(pack, _flip(body, len(body) - 20))  # its copy too
+    failed = fails(
+        run_helix("clone", place.url, tmp_path / "c", "--endpoint", place.endpoint, store=None)
+    )
+    assert "is damaged" in failed.err and "Traceback" not in failed.err
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_corrupt_copy_is_refused_and_another_read(tmp_path: Path, place: Place) -> None:
+    """An object in a pack and loose: its packed bytes damaged, the loose copy serves;
+    both damaged, the read is refused."""
+    records = {object_id(r): r for r in (b"HLX record %d " % i * 40 for i in range(PACK_MIN))}
+    target = ObjectId(next(iter(records)))
+    with place.store() as remote:
+        remote.upload(records)
+        remote.write({target: records[target]})  # a loose copy as well
+        pack = next(k for k in packs_of(place) if not k.endswith(".idx"))
+        slot = remote._packs.slots(target)[0]
+        body = remote._client.get(pack) or b""
+        remote._client.raw_put(pack, _flip(body, slot.offset + slot.length - 1))
+    with place.store() as fresh:
+        assert fresh.get(target) == records[target]
+        assert fresh.get_run(list(records)) == list(records.values())
+        key = fresh._key(target)
+        fresh._client.raw_put(key, _flip(fresh._client.get(key) or b"", -1))
+    with place.store() as fresh, pytest.raises(CorruptObject, match="corrupt"):
+        fresh.get(target)
