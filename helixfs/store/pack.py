@@ -103,6 +103,7 @@ class PackBuilder:
         self._parts: list[bytes] = [PACK_MAGIC]
         self._entries: list[tuple[ObjectId, int, int, int]] = []
         self.nbytes = len(PACK_MAGIC)
+        self.record_bytes = 0  # the records' own sizes, before framing
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -111,6 +112,7 @@ class PackBuilder:
         self._entries.append((oid, self.nbytes, len(stored), size))
         self._parts.append(stored)
         self.nbytes += len(stored)
+        self.record_bytes += size
 
     def ids(self) -> list[ObjectId]:
         return [entry[0] for entry in self._entries]

@@ -104,7 +104,7 @@ class S3Store(WholeRecords):
         self._lock = threading.Lock()
         self._gets = 0
         self.uploaded = 0  # objects this store sent (a re-sent one counts once)
-        self.uploaded_bytes = 0
+        self.uploaded_bytes = 0  # their records' sizes
 
     # ------------------------------------------------------------ objects
 
@@ -224,7 +224,8 @@ class S3Store(WholeRecords):
         self, objects: Mapping[ObjectId, bytes] | Iterable[tuple[ObjectId, bytes]]
     ) -> tuple[int, int]:
         """Send the objects no pack of the remote holds: as packs of many records, or
-        loose when there are few (store/s3packs.py). Returns (objects, bytes) sent; once
+        loose when there are few (store/s3packs.py). Returns (objects, their records'
+        bytes) sent; once
         it returns, every one is stored (packs before their indexes)."""
         items = objects.items() if isinstance(objects, Mapping) else objects
         self._packs.ensure()
@@ -274,13 +275,13 @@ class S3Store(WholeRecords):
         self._client.put(pack_key(pack.name), blob, if_none_match=True, size=len(blob))
         self._client.put(index_key(pack.name), index, if_none_match=True, size=len(index))
         self._packs.added(pack.name, index)
-        return len(pack), len(blob)
+        return len(pack), pack.record_bytes
 
     def _put_object(self, item: tuple[ObjectId, bytes]) -> tuple[int, int]:
         oid, record = item
         blob = self._stored(oid, record)
         if self._client.put(self._key(oid), blob, if_none_match=True, size=len(record)):
-            return 1, len(blob)
+            return 1, len(record)
         return 0, 0
 
     def check_room(self, nbytes: int) -> None:

@@ -177,3 +177,25 @@ def test_a_corrupt_copy_is_refused_and_another_read(tmp_path: Path, place: Place
         fresh._client.raw_put(key, _flip(fresh._client.get(key) or b"", -1))
     with place.store() as fresh, pytest.raises(CorruptObject, match="corrupt"):
         fresh.get(target)
+
+
+def test_sealed_packs_show_no_id_and_no_content(tmp_path: Path, place: Place) -> None:
+    """ADR 0057 with packs: records sealed one by one, the index sealed whole."""
+    helix = new_store(tmp_path / "a", place, "--encrypt")
+    with Repository.open(tmp_path / "a") as repo:
+        many(repo, "swordfish")
+        ids = list(repo.store.ids())
+    ok(helix("push"))
+    blobs = []
+    with place.store() as remote:
+        for key in packs_of(place):
+            blobs.append(remote._client.get(key) or b"")
+    assert len(blobs) == 2 and all(blob for blob in blobs)
+    for blob in blobs:
+        assert b"swordfish" not in blob
+        assert not [oid for oid in ids if oid in blob or oid.hex().encode() in blob]
+    key = tmp_path / "key.txt"
+    key.write_text(ok(helix("remote", "key", "export", "origin")).out)
+    clone = tmp_path / "b"
+    ok(run_helix("clone", place.url, clone, "--endpoint", place.endpoint, "--key", key, store=None))
+    assert ok(helix_on(clone)("cat", "main", "swordfish/f5.txt")).out == "swordfish file 5\n"
