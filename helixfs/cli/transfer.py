@@ -216,6 +216,8 @@ def _left_out(doc: dict[str, Any]) -> str:
     lines = []
     if doc["skipped"]:
         lines.append(f"skipped {doc['skipped']} entries (.git, .helix, the store)")
+    if doc.get("ignored"):
+        lines.append(f"left out {doc['ignored']} ignored path(s) (.gitignore, .helixignore)")
     if doc["xattrs_skipped"]:
         lines.append(
             f"left out {doc['xattrs_skipped']} xattr(s) past a file's bound of "

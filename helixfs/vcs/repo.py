@@ -42,6 +42,7 @@ from helixfs.vcs import history, journal, retention, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
 from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
+from helixfs.vcs.ignore import NO_RULES, RuleFiles
 from helixfs.vcs.objects import (
     Commit,
     TreeEntry,
@@ -136,6 +137,7 @@ class Repository:
         self.settings = settings or config.load(path)
         self.trees = Trees(store)
         self.contents = ContentReader(store)
+        self.trees.rule_files = RuleFiles(self.contents.read)
         self.lock = threading.RLock()
         self.author = default_author(self.settings)
         self._settings_listeners: list[SettingsListener] = []
@@ -426,6 +428,23 @@ class Repository:
     def experiments(self) -> Experiments:
         """Named experiments on branches (vcs/experiments.py)."""
         return Experiments(self)
+
+    def ignored_paths(self, branch: str) -> list[bytes]:
+        """The topmost paths of `branch`'s work tree that its commits leave out (ignore
+        rules, editor temp names; a folder as `name/`): a live worktree's, else the
+        saved `work/BRANCH` (ADR 0061)."""
+        from helixfs.vcs.keptout import LISTED_MAX, stored_ignored
+
+        with self.lock:
+            tree = self._worktrees.get(branch)
+            if tree is not None:
+                return tree.ignored_paths()
+            work = self.store.ref(work_ref(branch))
+            if work is None:
+                return []
+            head = self.commit_info(self._branch_head(branch)).tree
+            walk = stored_ignored(self.trees, journal.tree_of(work), head, NO_RULES)
+            return list(itertools.islice(walk, LISTED_MAX))
 
     def settle_rev(self, rev: str) -> None:
         """Before a read of `rev` (a log, cat, ls): commit the pending saves of the live

@@ -1,14 +1,15 @@
 """What `helix status` and the mount's `.helix/status` say: one document, one text.
 
-The branch commands move, its commit and the saves a live worktree holds that no
-commit has yet (the quiet window's). Only a mount's daemon has live worktrees (ADR
-0002), so only there can anything be pending; reading it commits nothing.
+The branch commands move, its commit, the saves a live worktree holds that no commit
+has yet (the quiet window's), and the paths no commit takes (ignored). Only a mount's
+daemon has live worktrees (ADR 0002), so only there can anything be pending; reading
+it commits nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from helixfs.ids import CommitId
@@ -27,6 +28,9 @@ class Status:
     subject: str
     mounted: bool  # read in the mount's daemon
     pending: list[bytes] | None  # None: some saves pending, no list says which
+    # topmost paths in the work tree that no commit takes (ignore rules, editor temp
+    # names; a folder as `name/`): Repository.ignored_paths, ADR 0061
+    ignored: list[bytes] = field(default_factory=list)
 
     @property
     def has_pending(self) -> bool:
@@ -37,7 +41,8 @@ def status(repo: Repository, *, mounted: bool) -> Status:
     branch = repo.current_branch()
     head = repo.commit_info("HEAD")
     subject = head.message.splitlines()[0] if head.message else ""
-    return Status(branch, head.id, subject, mounted, repo.pending_saves(branch))
+    pending = repo.pending_saves(branch)
+    return Status(branch, head.id, subject, mounted, pending, repo.ignored_paths(branch))
 
 
 def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
@@ -55,4 +60,14 @@ def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
         lines += [f"    {shown(p)}" for p in paths[:LISTED]]
         if len(paths) > LISTED:
             lines.append(f"    ... and {len(paths) - LISTED} more")
+    return lines + _ignored_lines(state.ignored, shown)
+
+
+def _ignored_lines(ignored: list[bytes], shown: Callable[[bytes], str]) -> list[str]:
+    if not ignored:
+        return []
+    lines = [f"ignored, in the work tree but never committed ({len(ignored)}):"]
+    lines += [f"    {shown(p)}" for p in ignored[:LISTED]]
+    if len(ignored) > LISTED:
+        lines.append(f"    ... and {len(ignored) - LISTED} more")
     return lines

@@ -8,7 +8,9 @@ keeps what a checkout needs to look the same: bytes names, modes, symlinks, mtim
 and sockets. A file with more xattr names than Linux lists at once (XATTR_LIST_MAX:
 tmpfs holds more) has none that can be read: it is counted, not silently bare. Devices
 are skipped and counted, as are `.git` and `.helix` folders (another VCS's internals and
-our own virtual folder) and the store's own folder.
+our own virtual folder) and the store's own folder. What the folder's `.gitignore` and
+`.helixignore` files ignore is left out and counted, unless the branch's head holds it
+(ADR 0061).
 
 An export writes into a fresh sibling folder and renames it into place at the end, so a
 failure halfway leaves nothing behind where the user asked for the tree.
@@ -31,10 +33,11 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs import attrs
 from helixfs.vcs.attrs import folder_entry
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
+from helixfs.vcs.ignore import NO_RULES, Scope, rules_on_disk
 from helixfs.vcs.linkcopy import ExportLinks, ImportLinks
 from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
-from helixfs.vcs.treeops import show_path
+from helixfs.vcs.treeops import holds_file, show_path, subtree
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -57,6 +60,7 @@ class ImportSummary:
     changed: bool
     xattrs_skipped: int = 0  # values past a file's bound (XATTR_TOTAL_MAX), left out
     xattrs_unlisted: int = 0  # files whose names are past XATTR_LIST_MAX: none kept
+    ignored: int = 0  # paths the folder's ignore rules left out (a folder counts once)
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,7 @@ class _Counts:
     skipped: int = 0
     xattrs_skipped: int = 0
     xattrs_unlisted: int = 0
+    ignored: int = 0
     owners_unset: int = 0
     devices_skipped: int = 0
     avoid: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of folders to skip
@@ -166,8 +171,10 @@ def import_dir(
         raise InvalidInput(f"{root} is (inside) the store's own folder: not importing it")
     counts = _Counts(avoid=avoid)
     counts.links = ImportLinks(os.fsencode(root), lambda item: _skipped(item, avoid))
+    head = repo.commit_info(repo.branch_head(name)).tree
     with _Batch(repo) as batch:
-        tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore)
+        place = _Place(head, NO_RULES)
+        tree = _import_tree(repo, os.fsencode(root), batch, counts, progress or _ignore, place)
         tree = _keep_root(repo, name, tree, batch)
         info = dict(meta or {})
         info.setdefault("imported_from", str(root.resolve()))
@@ -184,6 +191,7 @@ def import_dir(
         changed,
         counts.xattrs_skipped,
         counts.xattrs_unlisted,
+        counts.ignored,
     )
 
 
@@ -195,6 +203,25 @@ def _keep_root(repo: Repository, branch: str, tree: ObjectId, batch: _Batch) -> 
     tree = repo.trees.rooted(tree, own, objects)
     batch.add(objects)
     return tree
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where an imported folder lands: the head's tree there (what is tracked, which
+    the ignore rules never leave out) and the rules it inherits (ADR 0061)."""
+
+    tracked: ObjectId | None
+    outer: Scope
+
+    def left_out(self, repo: Repository, scope: Scope, name: bytes, is_dir: bool) -> bool:
+        if not scope.ignored(name, is_dir):
+            return False
+        head = repo.trees.get(self.tracked) if self.tracked is not None else None
+        return (subtree(head, name) is None) if is_dir else not holds_file(head, name)
+
+    def below(self, repo: Repository, scope: Scope, name: bytes) -> _Place:
+        head = repo.trees.get(self.tracked) if self.tracked is not None else None
+        return _Place(subtree(head, name), scope.below(name))
 
 
 def _ignore(_: int) -> None:
@@ -231,13 +258,22 @@ def _store_folder(repo: Repository) -> frozenset[tuple[int, int]]:
 
 
 def _import_tree(
-    repo: Repository, folder: bytes, batch: _Batch, counts: _Counts, progress: Progress
+    repo: Repository,
+    folder: bytes,
+    batch: _Batch,
+    counts: _Counts,
+    progress: Progress,
+    place: _Place,
 ) -> ObjectId:
     entries: list[TreeEntry] = []
     with os.scandir(folder) as listing:
         items = sorted(listing, key=lambda e: e.name)
+    scope = place.outer.with_rules(rules_on_disk(folder))
     for item in items:
-        entry = _import_entry(repo, item, batch, counts, progress)
+        if place.left_out(repo, scope, item.name, item.is_dir(follow_symlinks=False)):
+            counts.ignored += 1
+            continue
+        entry = _import_entry(repo, item, batch, counts, progress, place, scope)
         if entry is not None:
             entries.append(entry)
     objects: dict[ObjectId, bytes] = {}
@@ -252,6 +288,8 @@ def _import_entry(
     batch: _Batch,
     counts: _Counts,
     progress: Progress,
+    place: _Place,
+    scope: Scope,
 ) -> TreeEntry | None:
     st = item.stat(follow_symlinks=False)
     name = item.name
@@ -261,7 +299,8 @@ def _import_entry(
             counts.skipped += 1
             return None
         counts.dirs += 1
-        sub = _import_tree(repo, item.path, batch, counts, progress)
+        inner = place.below(repo, scope, name)
+        sub = _import_tree(repo, item.path, batch, counts, progress, inner)
         xattrs = attrs.with_keys(_xattrs(item.path, counts), _posix_attrs(st))
         made = TreeEntry(name, st.st_mode, sub, 0, st.st_mtime_ns, xattrs)
         return folder_entry(made, sub, repo.trees.listed(sub, batch.objects))

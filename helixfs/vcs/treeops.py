@@ -1,4 +1,4 @@
-"""Operations on stored trees: lookup, path copying, diff, ephemeral filtering.
+"""Operations on stored trees: lookup, path copying, diff, what commits leave out.
 
 Trees are immutable and content-addressed, so decoded trees are cached by id without
 any invalidation, and a change to one path re-encodes only the directories on its way
@@ -8,6 +8,7 @@ to the root (path copying): the rest of the tree is shared by id.
 from __future__ import annotations
 
 import bisect
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from helixfs.store import ObjectStore
 from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.ignore import NO_RULES, RULE_FILES, RULES_MAX, RuleFiles, Rules, Scope
 from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
@@ -119,8 +121,10 @@ class Trees:
         self._costs: dict[ObjectId, int] = {EMPTY_TREE_ID: 0}  # tree_bytes of each
         self._limit = limit  # bytes, summed over the cached trees
         self._cached = 0
-        self._clean: dict[ObjectId, None] = {EMPTY_TREE_ID: None}  # no temp-named file at all
-        self._filtered: dict[tuple[ObjectId, ObjectId | None], ObjectId] = {}
+        # (tree, Scope.key) whose commit filter drops nothing: no temp name, nothing ignored
+        self._clean: dict[tuple[ObjectId, object], None] = {}
+        self._filtered: dict[tuple[ObjectId, ObjectId | None, object], ObjectId] = {}
+        self.rule_files: RuleFiles | None = None  # set by the Repository (it reads contents)
 
     def get(self, oid: ObjectId) -> Tree:
         """A directory listing; a paged tree comes back whole, its pages in `pages`."""
@@ -477,37 +481,60 @@ class Trees:
         as `_clean` and the decoded trees do, stay true)."""
         self._filtered.clear()
 
-    def mark_clean(self, oid: ObjectId) -> None:
-        """`oid` is known to hold no file with an editor temp name, even below."""
-        _keep(self._clean, oid, None, MEMO_KEPT)
+    def mark_clean(self, oid: ObjectId, outer: Scope = NO_RULES) -> None:
+        """`oid`, under the rules `outer` it inherits, holds nothing a commit leaves out
+        (no editor temp name, nothing ignored), even below."""
+        _keep(self._clean, (oid, outer.key), None, MEMO_KEPT)
+
+    def rules_in(self, tree: Tree) -> Rules | None:
+        """The ignore rules of a stored folder: its `.gitignore` and `.helixignore`
+        (regular files only, as git reads them), compiled once per content."""
+        if self.rule_files is None:
+            return None
+        ids = []
+        for name in RULE_FILES:
+            entry = find(tree, name)
+            usable = entry is not None and stat.S_ISREG(entry.mode) and entry.size <= RULES_MAX
+            ids.append(entry.oid if usable and entry is not None else None)
+        return self.rule_files.rules(tuple(ids))
 
     def without_ephemeral(
-        self, oid: ObjectId, objects: Objects, tracked: ObjectId | None = None
+        self,
+        oid: ObjectId,
+        objects: Objects,
+        tracked: ObjectId | None = None,
+        outer: Scope = NO_RULES,
     ) -> ObjectId:
-        """The same tree minus the editor temp files that `tracked` (the head commit's
-        tree at this place) does not hold: as with git's ignore rules, a committed file
-        stays committed whatever its name (ADR 0019). Memoised by ids (they never change).
-        """
-        if oid == tracked or oid in self._clean:
+        """The same tree minus what a commit leaves out that `tracked` (the head
+        commit's tree at this place) does not hold: editor temp files (ADR 0019) and
+        paths the ignore rules match (ADR 0061: `outer`, the rules of the folders above,
+        plus this folder's own). As with git, a committed file stays committed whatever
+        its name. Memoised by ids and scope (they never change)."""
+        if oid in (tracked, EMPTY_TREE_ID) or (oid, outer.key) in self._clean:
             return oid
-        done = self._filtered.get((oid, tracked))
+        done = self._filtered.get((oid, tracked, outer.key))
         if done is not None:
             return done
         tree = self.get(oid)
         head = self.get(tracked) if tracked is not None else None
+        scope = outer.with_rules(self.rules_in(tree))
         entries, raws, changed = [], [], []
         for entry, raw in zip(tree.entries, tree.raw, strict=True):
-            if is_ephemeral(entry.name) and not entry.is_dir() and not holds_file(head, entry.name):
-                changed.append(entry.name)
-                continue
+            name = entry.name
             if entry.is_dir():
-                sub = self.without_ephemeral(entry.oid, objects, subtree(head, entry.name))
-                if sub != entry.oid:
-                    entry = TreeEntry(
-                        entry.name, entry.mode, sub, entry.size, entry.mtime_ns, entry.xattrs
-                    )
+                inner = scope.below(name)
+                there = subtree(head, name)
+                if inner.everything and there is None:
+                    changed.append(name)  # an ignored folder nothing of is committed
+                    continue
+                sub = self.without_ephemeral(entry.oid, objects, there, inner)
+                if sub != entry.oid:  # its subfolder count too: ignored ones may be gone
+                    entry = folder_entry(entry, sub, self.listed(sub, objects))
                     raw = encode_entry(entry)
-                    changed.append(entry.name)
+                    changed.append(name)
+            elif kept_out(scope, name) and not holds_file(head, name):
+                changed.append(name)
+                continue
             entries.append(entry)
             raws.append(raw)
         result = (
@@ -515,45 +542,57 @@ class Trees:
             if changed
             else oid
         )
-        _keep(self._filtered, (oid, tracked), result, MEMO_KEPT)
+        _keep(self._filtered, (oid, tracked, outer.key), result, MEMO_KEPT)
         return result
 
     def carry_ephemeral(
         self, work: ObjectId, old: ObjectId, new: ObjectId, objects: Objects
     ) -> ObjectId:
-        """`new` plus the editor-temp-named files of the work tree `work` that are not in
-        `old`, the commit tree `work` was based on (ADR 0019).
+        """`new` plus the files of the work tree `work` that no commit holds (editor
+        temp names, ignored paths) and `old`, the commit tree `work` was based on, lacks
+        (ADRs 0019, 0061).
 
         When a branch moves to another tree (reset, merge, a commit from outside), such
         files stay in its work tree as git keeps untracked files: no commit holds them,
         so dropping them would lose them. A directory `new` lacks is made again to hold
         them; a file or symlink of `new` in the way wins. Only directories where `work`
-        and `old` differ are read.
+        and `old` differ are read; the rules are the work tree's.
         """
-        carried = self._carry(work, old, new, objects)
+        carried = self._carry(work, old, new, objects, NO_RULES)
         return new if carried is None else carried
 
     def _carry(
-        self, work: ObjectId, old: ObjectId | None, new: ObjectId | None, objects: Objects
+        self,
+        work: ObjectId,
+        old: ObjectId | None,
+        new: ObjectId | None,
+        objects: Objects,
+        outer: Scope,
     ) -> ObjectId | None:
         """The carried tree, or None when nothing below `work` needs carrying."""
         if work == old:
             return None
         old_tree = self.get(old) if old is not None else EMPTY_TREE
         new_tree = self.get(new) if new is not None else EMPTY_TREE
+        work_tree = self.get(work)
+        scope = outer.with_rules(self.rules_in(work_tree))
         added: dict[bytes, TreeEntry] = {}
-        for entry in self.get(work).entries:
+        for entry in work_tree.entries:
             before = find(old_tree, entry.name)
             there = find(new_tree, entry.name)
             if entry.is_dir():
                 if there is not None and not there.is_dir():
                     continue
+                inner = scope.below(entry.name)
+                if inner.everything and before is None and there is None:
+                    added[entry.name] = entry  # an ignored folder: carried whole
+                    continue
                 was = before.oid if before is not None and before.is_dir() else None
-                sub = self._carry(entry.oid, was, there.oid if there else None, objects)
+                sub = self._carry(entry.oid, was, there.oid if there else None, objects, inner)
                 if sub is not None:
                     shown = (there or entry)._replace(name=entry.name)
                     added[entry.name] = folder_entry(shown, sub, self.listed(sub, objects))
-            elif is_ephemeral(entry.name) and before is None and there is None:
+            elif kept_out(scope, entry.name) and before is None and there is None:
                 added[entry.name] = entry
         if not added:
             return None
@@ -572,6 +611,11 @@ class Trees:
             changed=added,
             own=new_tree.own,
         )
+
+
+def kept_out(scope: Scope, name: bytes) -> bool:
+    """Whether a file (not a folder) of that name is left out of commits in `scope`."""
+    return is_ephemeral(name) or scope.ignored(name, False)
 
 
 def _itself(name: bytes) -> bytes:

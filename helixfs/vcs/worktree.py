@@ -12,7 +12,8 @@ store even before the save that links it); a save writes `work/BRANCH` in that b
 the tree last written plus a journal of the entries changed since (vcs/journal.py),
 or, once that journal is long, the dirty trees and their new root id (a fold); a
 commit is a fold plus a commit object and a CAS of `branches/BRANCH`. Editor temp files
-(vcs/ephemeral.py) stay in the work tree but are filtered out of commit trees.
+(vcs/ephemeral.py) and ignored paths (vcs/ignore.py, vcs/keptout.py) stay in the work
+tree but are filtered out of commit trees.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ from helixfs.vcs.content import (
 )
 from helixfs.vcs.damage import DAMAGE_LOG
 from helixfs.vcs.ephemeral import is_ephemeral
+from helixfs.vcs.ignore import NO_RULES, Scope
+from helixfs.vcs.keptout import LiveScopes, ignored_paths, left_out, patch_tree
 from helixfs.vcs.links import (
     LINK_ENTRY_BYTES,
     LINK_MAX,
@@ -90,6 +93,7 @@ from helixfs.vcs.objects import (
     MODE_DIR,
     NUL,
     TREE_HEAD_BYTES,
+    Tree,
     TreeEntry,
     encode_entry,
     encode_paged,
@@ -100,7 +104,7 @@ from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.rootown import ROOT_KEYS, ROOT_PATH, OwnKey, own_key, own_of
-from helixfs.vcs.treeops import holds_file, show_path, subtree
+from helixfs.vcs.treeops import holds_file, kept_out, show_path, subtree
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -181,6 +185,7 @@ class Worktree:
             self._groups: dict[int, Node] = {}  # link id -> its node (vcs/links.py)
             self._link_folders: Folders = {}  # folders holding names of linked nodes
             self._links_whole = False  # every name of every group is loaded
+            self._scopes = LiveScopes(self.repo.trees.rule_files, self._reader.read, self._children)
             if changes is not None:
                 self._replay(self.root, changes)
 
@@ -276,6 +281,7 @@ class Worktree:
             node.dirty = True  # its mode or owner may have changed: its record holds them
         elif node.parent is None:
             return  # detached (unlinked but still open): nothing in the tree changes
+        self._scopes.touched(node, relisted, subject)
         self._unsaved = True
         if len(self._changed) < _CHANGED_LIMIT:
             what = subject or node
@@ -285,6 +291,12 @@ class Worktree:
         if relisted is not None:
             node.dirty = True
         self._mark_places(node)
+
+    def _bump(self, parent: Node, name: bytes, child: Node) -> int:
+        """`bump` but for an ignored name: its coming and going is no change either."""
+        if self._scopes.ignores(parent, name, child):
+            return parent.ctime_ns
+        return bump(parent, name)
 
     def _mark_places(self, node: Node) -> None:
         """Mark every name of `node` for re-encoding, with the folders above each."""
@@ -414,7 +426,7 @@ class Worktree:
         children[name] = node
         if node.is_dir():
             parent.subdirs += 1
-        when = bump(parent, name)
+        when = self._bump(parent, name, node)
         self._touch(parent, self._join(parent, name), relisted=name, subject=node, ctime_ns=when)
         node.raw = None
         return node
@@ -533,7 +545,7 @@ class Worktree:
             node.raw = None  # an entry's encoding holds its name: one per name now
             add_place(node, parent, name, self._link_folders)
             children[name] = node
-            bump(parent, name)
+            self._bump(parent, name, node)
             self._touch(parent, self._join(parent, name), relisted=name, subject=node)
             node.ctime_ns = time.time_ns()
             self._mark_places(node)  # every name's entry carries the count
@@ -561,7 +573,7 @@ class Worktree:
         else:
             self._unname(node, parent, name, moving)
         self.mark_changed(node)  # its link count changed: an open descriptor sees it
-        when = bump(parent, name)
+        when = self._bump(parent, name, node)
         self._touch(parent, path, relisted=name, subject=node, ctime_ns=when)
         return node
 
@@ -705,7 +717,7 @@ class Worktree:
         self._children(parent)[name] = node
         if node.is_dir():
             parent.subdirs += 1
-        when = bump(parent, name)
+        when = self._bump(parent, name, node)
         node.raw = None
         node.ctime_ns = time.time_ns()
         self._touch(
@@ -929,18 +941,20 @@ class Worktree:
             assert node.oid is not None
             return node.oid
         listing = self._sorted(node)
+        scope = self._scopes.inner(node)
         if len(listing.nodes) > FLAT_MAX:
-            record, pure = self._encode_paged(node, listing, objects)
+            record, pure = self._encode_paged(node, listing, objects, scope)
         else:
             node.pages = None
-            # Purity is re-derived from every child only when it may have been lost or
-            # regained (a child left, or the directory was impure); otherwise only the
-            # changed children can spoil it.
-            if node.recheck or not node.pure:
-                raws, pure = self._encode_all(node, listing, objects)
+            # Purity is re-derived from every child only when it may be regained (a
+            # child left, the rules changed); otherwise only the changed children can
+            # spoil it: a save in a folder holding ignored files stays O(changed).
+            if node.recheck:
+                raws, pure = self._encode_all(node, listing, objects, scope)
             else:
-                raws, pure = self._encode_changed(node, listing, objects)
+                raws, pure = self._encode_changed(node, listing, objects, scope)
             record = encode_tree_raw(raws)
+        self._scopes.encoded(node)
         node.stale = node.journal = node.pieces = node.redo = None
         node.oid = object_id(record)
         objects[node.oid] = record
@@ -952,22 +966,22 @@ class Worktree:
         node.recheck = False
         node.pure = pure
         if pure:
-            self.repo.trees.mark_clean(node.oid)
+            self.repo.trees.mark_clean(node.oid, self._scopes.outer(node))
         return node.oid
 
     def _encode_all(
-        self, node: Node, listing: Listing, objects: Objects
+        self, node: Node, listing: Listing, objects: Objects, scope: Scope
     ) -> tuple[list[bytes], bool]:
         raws = []
         pure = True
         for name, child in listing:
             raw = child.raw if child.group is None else child.group.raws.get((node, name))
             raws.append(raw if raw is not None else self._entry_raw(child, objects, name, node))
-            pure = pure and _keeps_pure(name, child)
+            pure = pure and _keeps_pure(name, child, scope)
         return raws, pure
 
     def _encode_changed(
-        self, node: Node, listing: Listing, objects: Objects
+        self, node: Node, listing: Listing, objects: Objects, scope: Scope
     ) -> tuple[list[bytes], bool]:
         """Clean children keep their encoded entries; the changed ones (no entry) are
         found by `list.index`, in C: a one-file save stays O(changed) in Python, even in
@@ -983,10 +997,14 @@ class Worktree:
             raws[at] = self._entry_raw(listing.nodes[at], objects, listing.names[at], node)
         assert node.children is not None
         changed = ((name, node.children.get(name)) for name in node.stale or ())
-        pure = all(_keeps_pure(name, child) for name, child in changed if child is not None)
+        pure = node.pure and all(
+            _keeps_pure(name, child, scope) for name, child in changed if child is not None
+        )
         return cast(list[bytes], raws), pure
 
-    def _encode_paged(self, node: Node, listing: Listing, objects: Objects) -> tuple[bytes, bool]:
+    def _encode_paged(
+        self, node: Node, listing: Listing, objects: Objects, scope: Scope
+    ) -> tuple[bytes, bool]:
         """A big directory's paged record, rewriting only the pages that changed."""
         names, nodes = listing.names, listing.nodes
         pages = repage(
@@ -1003,7 +1021,7 @@ class Worktree:
         for page in pages:  # new pages, and pages loaded under an impure parent
             if not page.pure:
                 run = zip(names[at : at + page.count], nodes[at : at + page.count], strict=True)
-                page.pure = all(_keeps_pure(name, c) for name, c in run)
+                page.pure = all(_keeps_pure(name, c, scope) for name, c in run)
             at += page.count
         record = encode_paged([(page.oid, page.count) for page in pages])
         return record, all(page.pure for page in pages)
@@ -1037,26 +1055,53 @@ class Worktree:
         child.raw = encode_entry(child.entry())
         return child.raw
 
-    def _commit_tree(self, node: Node, objects: Objects, tracked: ObjectId | None) -> ObjectId:
-        """The tree a commit records: the work tree without the editor temp files that
-        `tracked` (the head commit's tree at this place) does not hold."""
+    def _commit_tree(
+        self, node: Node, objects: Objects, tracked: ObjectId | None, outer: Scope = NO_RULES
+    ) -> ObjectId:
+        """The tree a commit records: the work tree without the editor temp files and
+        the ignored paths that `tracked` (the head commit's tree at this place) does not
+        hold. `outer`: the rules `node` inherits. A folder the last commit walked is
+        the head's tree there, with the names changed since made again (ADR 0061)."""
         assert node.oid is not None
-        trees = self.repo.trees
+        trees, scopes = self.repo.trees, self._scopes
         if node.pure:
+            scopes.walked(node)
             return node.oid
         if node.children is None:
-            return trees.without_ephemeral(node.oid, objects, tracked)
+            return trees.without_ephemeral(node.oid, objects, tracked, outer)
         head = trees.get(tracked) if tracked is not None else None
-        entries = []
-        for name, child in self._sorted(node):
-            if is_ephemeral(name) and not child.is_dir() and not holds_file(head, name):
-                continue
-            entry = child.entry(name)
-            if child.is_dir():
-                sub = self._commit_tree(child, objects, subtree(head, name))
-                entry = TreeEntry(name, entry.mode, sub, 0, entry.mtime_ns, entry.xattrs)
-            entries.append(entry)
-        return trees.build(entries, objects, self._own() if node is self.root else None)
+        scope = scopes.inner(node)
+        own = self._own() if node is self.root else None
+        since = scopes.changed_since(node)
+        if since is not None and tracked is not None and head is not None:
+            children = node.children
+            made = {n: self._commit_entry(n, children.get(n), scope, head, objects) for n in since}
+            tree = patch_tree(trees, head, tracked, made, objects, own)
+        else:
+            listing = self._sorted(node)
+            entries = [self._commit_entry(n, c, scope, head, objects) for n, c in listing]
+            tree = trees.build([e for e in entries if e is not None], objects, own)
+        scopes.walked(node)
+        return tree
+
+    def _commit_entry(
+        self, name: bytes, child: Node | None, scope: Scope, head: Tree | None, objects: Objects
+    ) -> TreeEntry | None:
+        """`child`'s entry in the commit tree, None when the commit leaves it out."""
+        if child is None:
+            return None
+        if not child.is_dir():
+            return (
+                None if kept_out(scope, name) and not holds_file(head, name) else child.entry(name)
+            )
+        inner = scope.below(name)
+        there = subtree(head, name)
+        if inner.everything and there is None:
+            return None  # an ignored folder nothing of is committed
+        sub = self._commit_tree(child, objects, there, inner)
+        entry = child.entry(name)
+        listed = self.repo.trees.listed(sub, objects) if sub != entry.oid else ()
+        return entry if sub == entry.oid else attrs.folder_entry(entry, sub, listed)
 
     def _root_changed(self, own: OwnKey) -> list[bytes]:
         """["."] when the root's own mode or owner (`own`) differs from the head's: a
@@ -1120,7 +1165,8 @@ class Worktree:
             node = self._live(path)
             if isinstance(node, Node) and node.is_dir():
                 self._add_below(node, path, changed)
-        return sorted(changed)
+        trees, scopes = self.repo.trees, self._scopes
+        return sorted(p for p in changed if not left_out(self.root, scopes, trees, p, head_tree))
 
     def _add_below(self, node: Node, path: bytes, changed: set[bytes]) -> None:
         for name, child in self._sorted(node) if node.children is not None else ():
@@ -1275,6 +1321,13 @@ class Worktree:
             head_tree = self.repo.commit_info(self._head).tree
             return self._root_changed(own_key(self._own())) + self._changed_paths(head_tree)
 
+    def ignored_paths(self) -> list[bytes]:
+        """The topmost paths here that commits leave out (editor temp files, ignored
+        paths; a folder as `name/`): `helix status`."""
+        with self._lock:
+            head_tree = self.repo.commit_info(self._head).tree
+            return ignored_paths(self.root, self._scopes, self.repo.trees, head_tree)
+
     def commit(
         self, message: str | None = None, meta: Mapping[str, Any] | None = None
     ) -> CommitId | None:
@@ -1287,8 +1340,10 @@ class Worktree:
             objects = self._unwritten
             root = self._encode(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
+            self._scopes.begin()
             tree = self._commit_tree(self.root, objects, head_tree)
             if tree == head_tree:
+                self._scopes.confirm()
                 self._persist(root)
                 self._changed.clear()
                 self._renamed.clear()
@@ -1328,9 +1383,11 @@ class Worktree:
                 # Someone else moved the branch: keep our state saved (nothing lost), let
                 # the caller reload; the reload shows the saved state over the new head.
                 self._persist(root)
+                self._scopes.forget_walks()  # the head is not the tree just walked
                 raise
             self._head = cid
             self._head_own = self._stored_own
+            self._scopes.confirm()  # the trees walked are the head's now
             self._written()
             self._work_value = root if root != tree else None
             self._changed.clear()
@@ -1370,9 +1427,11 @@ def _entry_bound(name: bytes, child: Node) -> int:
     return ENTRY_FIXED_BYTES + len(name) + stored_xattrs_bound(child) + linked
 
 
-def _keeps_pure(name: bytes, child: Node) -> bool:
+def _keeps_pure(name: bytes, child: Node, scope: Scope) -> bool:
     """Whether a child leaves its directory's tree equal to its commit tree: editor temp
-    files are kept out of commits (`_commit_tree`)."""
+    files and ignored paths are kept out of commits (`_commit_tree`)."""
+    if scope.ignored(name, child.is_dir()):
+        return False
     return child.pure if child.is_dir() else not is_ephemeral(name)
 
 

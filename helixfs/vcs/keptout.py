@@ -1,0 +1,257 @@
+"""What a work tree keeps out of its commits, for the live nodes of a Worktree: the
+ignore rules in force in each folder (ADR 0061), beside the editor temp names (ADR 0019).
+
+A folder's rules are its own rule files' (vcs/ignore.py) over those of the folders
+above it, so they change only when a rule file in it or above it changes, or when the
+folder moves. `LiveScopes` memoises them per folder node and forgets them all at such
+a change, which also spoils the purity (`Node.pure`: "a commit leaves nothing out below
+here") of every loaded folder below: a save in between costs two dict lookups a folder.
+"""
+
+from __future__ import annotations
+
+import bisect
+import stat
+from collections.abc import Callable, Iterator
+
+from helixfs.errors import NotADirectory, NotFound
+from helixfs.ids import ObjectId
+from helixfs.vcs.ignore import NO_RULES, RULE_FILES, RULES_MAX, RuleFiles, Rules, Scope
+from helixfs.vcs.links import places_of
+from helixfs.vcs.node import Node
+from helixfs.vcs.objects import Tree, TreeEntry, encode_entry
+from helixfs.vcs.treeops import Trees, holds_file, kept_out, subtree
+
+LISTED_MAX = 1000
+"""Ignored paths `helix status` gathers at most (the text shows fewer)."""
+
+
+class LiveScopes:
+    """The scope (rules in force) of each loaded folder of one work tree."""
+
+    def __init__(
+        self,
+        files: RuleFiles | None,
+        read: Callable[[ObjectId], bytes],
+        children: Callable[[Node], dict[bytes, Node]],
+    ) -> None:
+        self._files = files
+        self._read = read
+        self._children = children  # loads a folder's children when they are not yet
+        self._outer: dict[Node, Scope] = {}
+        self._inner: dict[Node, Scope] = {}
+        # Folders whose commit tree the last commit made (so the head's tree at their
+        # place is it), with the names changed in each since (None: not known), and
+        # those the commit under way walks (theirs once it lands: `confirm`).
+        self._since: dict[Node, set[bytes] | None] = {}
+        self._walking: list[Node] = []
+
+    def outer(self, folder: Node) -> Scope:
+        """The rules `folder` inherits from the folders above it."""
+        found = self._outer.get(folder)
+        if found is None:
+            parent = folder.parent
+            found = NO_RULES if parent is None else self.inner(parent).below(folder.name)
+            self._outer[folder] = found
+        return found
+
+    def inner(self, folder: Node) -> Scope:
+        """The rules in force for `folder`'s children: its own rule files' first."""
+        found = self._inner.get(folder)
+        if found is None:
+            outer = self.outer(folder)
+            found = outer if outer.everything else outer.with_rules(self._rules_of(folder))
+            self._inner[folder] = found
+        return found
+
+    def _rules_of(self, folder: Node) -> Rules | None:
+        if self._files is None:
+            return None
+        children = self._children(folder)
+        ids = []
+        for name in RULE_FILES:
+            child = children.get(name)
+            usable = child is not None and stat.S_ISREG(child.mode) and child.size <= RULES_MAX
+            ids.append(child.oid if usable and child is not None else None)
+        return self._files.rules(tuple(ids), self._read)
+
+    def ignores(self, folder: Node, name: bytes, child: Node) -> bool:
+        """Whether the ignore rules leave `folder`'s child `name` out of commits."""
+        return self.inner(folder).ignored(name, child.is_dir())
+
+    def touched(self, node: Node, relisted: bytes | None, subject: Node | None) -> None:
+        """A change the work tree records (Worktree._touch): when it is to a rule file,
+        or moves a folder, the rules of folders below may differ from now on."""
+        if relisted is not None:
+            if relisted in RULE_FILES:
+                self.spoil(node)
+            elif subject is not None and subject.is_dir():
+                self.spoil(subject)
+        elif node.name in RULE_FILES or node.group is not None:
+            for parent, name in places_of(node):  # a hard link's other names too
+                if parent is not None and name in RULE_FILES and not node.is_dir():
+                    self.spoil(parent)
+
+    def encoded(self, node: Node) -> None:
+        """`node` is encoded (Worktree._encode), which forgets the names changed in it
+        since the last save (`node.stale`): the names changed since the commit keep them."""
+        if node in self._since:
+            known = self._since[node]
+            stale = node.stale
+            self._since[node] = None if known is None or stale is None else known | stale
+
+    def changed_since(self, node: Node) -> set[bytes] | None:
+        """The names changed in `node` since the last commit made its commit tree (the
+        head's tree at its place); None when it did not, or that is not known."""
+        return self._since.get(node)
+
+    def begin(self) -> None:
+        self._walking = []
+
+    def walked(self, node: Node) -> None:
+        self._walking.append(node)
+
+    def confirm(self) -> None:
+        """The commit landed (or equals the head): what it walked is the head's."""
+        for node in self._walking:
+            self._since[node] = set()
+        self._walking = []
+
+    def forget_walks(self) -> None:
+        """The head moved under the work tree (a lost compare-and-swap)."""
+        self._since.clear()
+        self._walking = []
+
+    def spoil(self, folder: Node) -> None:
+        """Rules at `folder` changed: forget every scope, the purity of `folder` and of
+        every loaded folder below it (the next encode of each derives it again) and the
+        commit trees walked there (the next commit walks them whole)."""
+        self._outer.clear()
+        self._inner.clear()
+        stack = [folder]
+        while stack:
+            node = stack.pop()
+            node.pure = False
+            node.recheck = True
+            self._since.pop(node, None)
+            for page in node.pages or ():
+                page.pure = False
+            if node.children is not None:
+                stack.extend(c for c in node.children.values() if c.is_dir())
+
+
+def patch_tree(
+    trees: Trees,
+    head: Tree,
+    tracked: ObjectId,
+    made: dict[bytes, TreeEntry | None],
+    objects: dict[ObjectId, bytes],
+    own: TreeEntry | None = None,
+) -> ObjectId:
+    """The head's tree `tracked` (decoded: `head`) with the entries of the names in
+    `made` replaced (None: left out), path-copied: a paged folder rewrites only the
+    pages those names are in. `own`: a root's own attributes (ADR 0044)."""
+    entries, raws, names = list(head.entries), list(head.raw), list(head.names)
+    differs = own != head.own
+    for name in sorted(made):
+        entry = made[name]
+        at = bisect.bisect_left(names, name)
+        present = at < len(names) and names[at] == name
+        if entry is None:
+            if present:
+                del entries[at], raws[at], names[at]
+                differs = True
+        elif not present:
+            entries.insert(at, entry)
+            raws.insert(at, encode_entry(entry))
+            names.insert(at, name)
+            differs = True
+        elif entries[at] != entry:
+            entries[at], raws[at] = entry, encode_entry(entry)
+            differs = True
+    if not differs:
+        return tracked
+    return trees.encode(entries, raws, objects, names, previous=head, changed=list(made), own=own)
+
+
+def left_out(root: Node, scopes: LiveScopes, trees: Trees, path: bytes, head: ObjectId) -> bool:
+    """Whether a changed `path` is one the commit leaves out: ignored there or inside
+    an ignored folder, and not in the head commit (git: a tracked file stays tracked)."""
+    node = root
+    for part in path.split(b"/"):
+        if node.children is None:
+            return False  # not loaded: not ignored by anything that changed
+        child = node.children.get(part)
+        if child is None:
+            return False  # gone: its deletion is a change whatever its name
+        if scopes.ignores(node, part, child):
+            try:
+                return trees.entry(head, path) is None
+            except (NotFound, NotADirectory):
+                return True
+        node = child
+    return False
+
+
+def ignored_paths(root: Node, scopes: LiveScopes, trees: Trees, head: ObjectId) -> list[bytes]:
+    """The topmost paths of a live work tree that its next commit leaves out (a folder
+    as `name/`), at most LISTED_MAX: what `helix status` reports as ignored."""
+    found: list[bytes] = []
+    for path in _live_walk(root, b"", head, NO_RULES, scopes, trees):
+        found.append(path)
+        if len(found) >= LISTED_MAX:
+            break
+    return found
+
+
+def _live_walk(
+    node: Node,
+    prefix: bytes,
+    tracked: ObjectId | None,
+    outer: Scope,
+    scopes: LiveScopes,
+    trees: Trees,
+) -> Iterator[bytes]:
+    if node.pure and not node.dirty:
+        return
+    if node.children is None:
+        assert node.oid is not None
+        yield from stored_ignored(trees, node.oid, tracked, outer, prefix)
+        return
+    scope = scopes.inner(node)
+    head = trees.get(tracked) if tracked is not None else None
+    for name in sorted(node.children):
+        child = node.children[name]
+        path = prefix + name
+        if child.is_dir():
+            inner = scope.below(name)
+            there = subtree(head, name)
+            if inner.everything and there is None:
+                yield path + b"/"
+            else:
+                yield from _live_walk(child, path + b"/", there, inner, scopes, trees)
+        elif kept_out(scope, name) and not holds_file(head, name):
+            yield path
+
+
+def stored_ignored(
+    trees: Trees, oid: ObjectId, tracked: ObjectId | None, outer: Scope, prefix: bytes = b""
+) -> Iterator[bytes]:
+    """`ignored_paths` of a stored work tree (a saved `work/BRANCH`): only folders that
+    differ from the head commit's are read."""
+    if oid == tracked:
+        return
+    tree = trees.get(oid)
+    head = trees.get(tracked) if tracked is not None else None
+    scope = outer.with_rules(trees.rules_in(tree))
+    for entry in tree.entries:
+        path = prefix + entry.name
+        if entry.is_dir():
+            inner = scope.below(entry.name)
+            there = subtree(head, entry.name)
+            if inner.everything and there is None:
+                yield path + b"/"
+            else:
+                yield from stored_ignored(trees, entry.oid, there, inner, path + b"/")
+        elif kept_out(scope, entry.name) and not holds_file(head, entry.name):
+            yield path

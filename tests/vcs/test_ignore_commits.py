@@ -1,0 +1,255 @@
+"""Ignore rules in a work tree: ignored paths live in it, never in a commit (ADR 0061)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from helixfs.errors import NotFound
+from helixfs.vcs import Repository, Worktree
+from helixfs.vcs.ignore import RuleFiles
+from helixfs.vcs.objects import FLAT_MAX
+from helixfs.vcs.transfer import import_dir
+from helixfs.vcs.treeops import Trees
+from helixfs.vcs.worktree import Node
+
+
+def _folder(tree: Worktree, parts: list[bytes]) -> Node:
+    node = tree.root
+    for part in parts:
+        try:
+            node = tree.lookup(node, part)
+        except NotFound:
+            node = tree.mkdir(node, part)
+    return node
+
+
+def _file(tree: Worktree, path: bytes, data: bytes) -> None:
+    *dirs, name = path.split(b"/")
+    folder = _folder(tree, dirs)
+    try:
+        node = tree.lookup(folder, name)
+    except NotFound:
+        node = tree.create(folder, name)
+    tree.set_content(node, data)
+
+
+def _paths(repo: Repository, rev: str = "HEAD") -> set[str]:
+    head = repo.commit_info(rev).tree
+    return {path.decode() for path, entry in repo.trees.walk(head) if not entry.is_dir()}
+
+
+def _rm(tree: Worktree, path: bytes) -> None:
+    *dirs, name = path.split(b"/")
+    tree.unlink(_folder(tree, dirs), name)
+
+
+def test_ignored_paths_stay_in_the_work_tree_and_out_of_commits(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.o\nbuild/\n/top.log\n")
+    _file(tree, b"src/main.c", b"int main;")
+    _file(tree, b"src/main.o", b"\x7fELF")
+    _file(tree, b"build/out/app", b"bin")
+    _file(tree, b"top.log", b"t")
+    _file(tree, b"src/top.log", b"kept: anchored rules match at their folder only")
+    tree.commit()
+    assert _paths(repo) == {".gitignore", "src/main.c", "src/top.log"}
+    src = tree.lookup(tree.root, b"src")
+    assert tree.read(tree.lookup(src, b"main.o"), 0, 10) == b"\x7fELF"  # still there
+    assert tree.ignored_paths() == [b"build/", b"src/main.o", b"top.log"]
+    assert repo.ignored_paths("main") == [b"build/", b"src/main.o", b"top.log"]
+
+    head = repo.resolve("HEAD")
+    _file(tree, b"src/main.o", b"\x7fELF2")  # a rebuild: nothing a commit holds changes
+    _file(tree, b"src/util.o", b"\x7fELF")
+    _file(tree, b"build/more", b"x")
+    assert tree.commit() is None and repo.resolve("HEAD") == head
+    assert tree.pending_paths() == []
+
+
+def test_nested_rule_files_negation_and_helixignore(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.tmp\n")
+    _file(tree, b".helixignore", b"secrets/\n")
+    _file(tree, b"lib/.gitignore", b"!keep.tmp\n")
+    _file(tree, b"lib/keep.tmp", b"k")
+    _file(tree, b"lib/drop.tmp", b"d")
+    _file(tree, b"secrets/key", b"s")
+    _file(tree, b"a.tmp", b"a")
+    cid = tree.commit()
+    assert _paths(repo) == {".gitignore", ".helixignore", "lib/.gitignore", "lib/keep.tmp"}
+    changed = repo.commit_info(cid).meta["changed"] if cid else []
+    assert "a.tmp" not in changed and "secrets/key" not in changed
+
+
+def test_a_rule_change_takes_effect_on_later_saves(repo: Repository) -> None:
+    """Purity said "nothing left out below": a rule removed must bring the files it
+    ignored into the next commit, even from folders the save did not touch."""
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.log\n")
+    _file(tree, b"deep/er/run.log", b"1")
+    _file(tree, b"deep/er/code.py", b"c")
+    tree.commit()
+    assert _paths(repo) == {".gitignore", "deep/er/code.py"}
+    _file(tree, b".gitignore", b"# nothing ignored now\n")
+    tree.commit()
+    assert "deep/er/run.log" in _paths(repo)
+    _file(tree, b".gitignore", b"*.log\n*.py\n")  # a tracked file stays tracked
+    _file(tree, b"deep/er/code.py", b"c2")
+    _file(tree, b"deep/new.py", b"n")
+    _file(tree, b"deep/er/run.log", b"2")
+    tree.commit()
+    assert repo.read("HEAD", "deep/er/code.py") == b"c2"
+    assert repo.read("HEAD", "deep/er/run.log") == b"2"
+    assert "deep/new.py" not in _paths(repo)
+    _rm(tree, b".gitignore")  # the rule file gone: its rules with it
+    tree.commit()
+    assert "deep/new.py" in _paths(repo)
+
+
+def test_a_folder_moved_under_a_rule_takes_the_rules_of_its_new_place(repo: Repository) -> None:
+    """A committed folder is pure (nothing below left out); moved where a rule ignores
+    something deep inside it, its files there are new, untracked and ignored."""
+    tree = repo.worktree("main")
+    _file(tree, b"out/.gitignore", b"gen/\n")
+    _file(tree, b"x/gen/b.c", b"b")
+    _file(tree, b"x/keep.c", b"k")
+    tree.commit()
+    assert "x/gen/b.c" in _paths(repo)
+    tree.rename(tree.root, b"x", tree.lookup(tree.root, b"out"), b"x")
+    tree.commit()
+    assert _paths(repo) == {"out/.gitignore", "out/x/keep.c"}
+    assert tree.ignored_paths() == [b"out/x/gen/"]
+
+
+def test_an_excluded_folder_cannot_be_re_included(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"logs/\n!logs/keep.log\n/out/*\n!/out/keep\n")
+    _file(tree, b"logs/keep.log", b"k")
+    _file(tree, b"out/keep", b"k")
+    _file(tree, b"out/drop", b"d")
+    tree.commit()
+    assert _paths(repo) == {".gitignore", "out/keep"}
+
+
+def test_ignored_files_survive_a_reset_like_untracked_files(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"node_modules/\n*.o\n")
+    _file(tree, b"a.c", b"1")
+    tree.commit()
+    _file(tree, b"node_modules/pkg/index.js", b"js")
+    _file(tree, b"a.o", b"obj")
+    _file(tree, b"a.c", b"2")
+    tree.commit()
+    repo.reset_hard("HEAD~1")
+    assert tree.read(tree.lookup(tree.root, b"a.c"), 0, 9) == b"1"
+    assert tree.read(tree.lookup(tree.root, b"a.o"), 0, 9) == b"obj"
+    modules = tree.lookup(tree.lookup(tree.root, b"node_modules"), b"pkg")
+    assert tree.read(tree.lookup(modules, b"index.js"), 0, 9) == b"js"
+    assert repo.ignored_paths("main") == [b"a.o", b"node_modules/"]
+
+
+def test_recovery_commits_a_saved_work_tree_without_its_ignored_paths(
+    disk_repo: Repository,
+) -> None:
+    tree = disk_repo.worktree()
+    _file(tree, b".gitignore", b"*.pyc\n")
+    _file(tree, b"m.py", b"x")
+    _file(tree, b"m.pyc", b"bytecode")
+    tree.save()
+    disk_repo.recover()
+    assert _paths(disk_repo) == {".gitignore", "m.py"}
+    tree.reload()
+    assert tree.read(tree.lookup(tree.root, b"m.pyc"), 0, 10) == b"bytecode"
+
+
+def test_a_paged_folder_with_ignored_names(repo: Repository) -> None:
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.o\n")
+    big = _folder(tree, [b"big"])
+    for n in range(FLAT_MAX + 50):
+        tree.set_content(tree.create(big, b"f%05d.c" % n), b"c")
+    tree.commit()
+    tree.set_content(tree.create(big, b"f00007.o"), b"o")
+    tree.set_content(tree.lookup(big, b"f00008.c"), b"changed")
+    tree.commit()
+    paths = _paths(repo)
+    assert "big/f00007.o" not in paths and repo.read("HEAD", "big/f00008.c") == b"changed"
+    assert len(paths) == FLAT_MAX + 51
+
+
+def test_import_leaves_ignored_paths_out_but_keeps_tracked_ones(
+    repo: Repository, tmp_path: Path
+) -> None:
+    src = tmp_path / "project"
+    (src / "src").mkdir(parents=True)
+    (src / "build").mkdir()
+    (src / ".gitignore").write_text("*.o\nbuild/\n")
+    (src / "src" / "main.c").write_text("int main;")
+    (src / "src" / "main.o").write_bytes(b"\x7fELF")
+    (src / "build" / "app").write_bytes(b"bin")
+    summary = import_dir(repo, src)
+    assert _paths(repo) == {".gitignore", "src/main.c"}
+    assert summary.ignored == 2
+    repo.commit({"src/vendored.o": b"v"}, "a tracked object file")
+    (src / "src" / "vendored.o").write_bytes(b"v2")
+    import_dir(repo, src)
+    assert repo.read("HEAD", "src/vendored.o") == b"v2"  # tracked: still imported
+
+
+NO_OUTSIDE = False
+RULE_TEXTS = [b"*.o\n", b"*.o\n!keep.o\ncache/\n", b"/b/\n*.log\n", b"# none\n", b"**/cache/**\n"]
+
+
+def _random_step(rng: random.Random, tree: Worktree) -> None:
+    folders = [[], [b"a"], [b"a", b"b"], [b"c"], [b"c", b"cache"], [b"a", b"cache"]]
+    folder = rng.choice(folders)
+    action = rng.random()
+    if action < 0.05:
+        tree.save()  # a journal between commits: the names changed must still count
+    elif action < 0.08 and not NO_OUTSIDE:
+        tree.repo.commit({"outside.txt": b"%d" % rng.randrange(1000)}, "from outside")
+    elif action < 0.45:
+        name = rng.choice([b"x.o", b"keep.o", b"y.c", b"z.log", b"w.txt", b".f.swp"])
+        _file(tree, b"/".join([*folder, name]), b"%d" % rng.randrange(1000))
+    elif action < 0.6:
+        rules_at = rng.choice([[], [b"a"], [b"c"]])
+        _file(tree, b"/".join([*rules_at, b".gitignore"]), rng.choice(RULE_TEXTS))
+    elif action < 0.75:
+        node = _folder(tree, folder)
+        names = [n for n, child in tree.listdir(node) if not child.is_dir()]
+        if names:
+            tree.unlink(node, rng.choice(names))
+    elif folder:
+        moved = _folder(tree, folder)
+        parent = _folder(tree, folder[:-1])
+        target = _folder(tree, rng.choice(folders[:4]))
+        new_name = rng.choice([b"b", b"cache", b"d"])
+        inside = target
+        while inside is not None and inside is not moved:
+            inside = inside.parent
+        if inside is None and new_name not in {n for n, _ in tree.listdir(target)}:
+            tree.rename(parent, folder[-1], target, new_name)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_each_commit_tree_is_the_work_tree_filtered_from_scratch(
+    repo: Repository, seed: int
+) -> None:
+    """A commit makes again only the names changed since the last one (the head's tree
+    at each folder, patched): the tree must be what a fresh filter of the whole work
+    tree gives, whatever rules, files and folders came and went."""
+    rng = random.Random(seed)
+    tree = repo.worktree("main")
+    for step in range(150):
+        _random_step(rng, tree)
+        if rng.random() < 0.4:
+            before = repo.commit_info("HEAD").tree
+            tree.commit()
+            fresh = Trees(repo.store)
+            fresh.rule_files = RuleFiles(repo.contents.read)
+            assert tree.root.oid is not None
+            expected = fresh.without_ephemeral(tree.root.oid, {}, before)
+            assert repo.commit_info("HEAD").tree == expected, f"seed {seed}, step {step}"
