@@ -253,3 +253,20 @@ def test_each_commit_tree_is_the_work_tree_filtered_from_scratch(
             assert tree.root.oid is not None
             expected = fresh.without_ephemeral(tree.root.oid, {}, before)
             assert repo.commit_info("HEAD").tree == expected, f"seed {seed}, step {step}"
+
+
+def test_the_root_s_own_mode_is_committed_beside_ignored_paths(repo: Repository) -> None:
+    """A root whose commit tree is patched from the head's (it holds ignored paths)
+    still records a change of its own mode (ADR 0044)."""
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.o\n")
+    _file(tree, b"a.o", b"o")
+    tree.commit()
+    _file(tree, b"b.o", b"o")
+    tree.commit()  # the root is walked: the next commit patches the head's
+    tree.set_attrs(tree.root, mode=0o700)
+    _file(tree, b"c.o", b"o")  # a name changed there too: the head's tree is patched
+    assert tree.commit() is not None
+    own = repo.trees.get(repo.commit_info("HEAD").tree).own
+    assert own is not None and own.mode & 0o777 == 0o700
+    assert _paths(repo) == {".gitignore"}
