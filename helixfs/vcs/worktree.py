@@ -1094,7 +1094,7 @@ class Worktree:
             return (
                 None if kept_out(scope, name) and not holds_file(head, name) else child.entry(name)
             )
-        inner = scope.below(name)
+        inner = self._scopes.outer(child)  # scope.below(name), memoised
         there = subtree(head, name)
         if inner.everything and there is None:
             return None  # an ignored folder nothing of is committed
