@@ -228,6 +228,15 @@ def test_import_skips_git_internals_and_counts_them(helix: Helix, tmp_path: Path
     assert doc["files"] == 1 and doc["skipped"] == 2
 
 
+def test_import_leaves_out_what_the_folder_ignores(helix: Helix, tmp_path: Path) -> None:
+    files = {".gitignore": "*.o\nout/\n", "src/a.c": "c", "src/a.o": "o", "out/bin": "b"}
+    make_tree(tmp_path / "p", files)
+    doc = ok(helix("import", "--json", "p")).json()
+    assert doc["files"] == 2 and doc["ignored"] == 2
+    assert "left out 2 ignored path(s)" in ok(helix("import", "p")).out
+    fails(helix("cat", "HEAD", "src/a.o"), says="no such path")
+
+
 def test_import_never_swallows_its_own_store(tmp_path: Path) -> None:
     from .conftest import run_helix
 
