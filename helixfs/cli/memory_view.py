@@ -22,6 +22,7 @@ from helixfs.errors import HelixError, NotFound, StoreLocked
 
 if TYPE_CHECKING:
     from helixfs.memory import Source
+    from helixfs.memory.tree import Moved, TreeView
     from helixfs.vcs.repo import Repository
     from helixfs.vcs.sourceview import BranchView
 
@@ -35,25 +36,77 @@ def add_branch_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 @contextmanager
-def tree_view(args: argparse.Namespace, store: Path) -> Iterator[BranchView | None]:
-    """The view of the command's branch, for its length; None without a repository."""
+def tree_view(args: argparse.Namespace, store: Path) -> Iterator[TreeView | None]:
+    """The view of the command's branch, for its length; None without a repository.
+    Without a daemon the repository is opened only if the memory asks the tree
+    something (a memory about a file, another branch's): most commands never do, and
+    opening it costs a command ~0.2 s."""
+    branch = getattr(args, "branch", None)
     daemon_repo = getattr(args, "daemon_repo", None)
     if daemon_repo is not None:
-        yield view_of(daemon_repo, getattr(args, "branch", None))
+        yield view_of(daemon_repo, branch)
         return
-    repo = _open(store)
-    if repo is None:
-        if getattr(args, "branch", None):
-            raise NotFound(f"--branch {args.branch}: no repository at {store} to find it in")
+    if not (store / "objects").exists():
+        if branch:
+            raise NotFound(f"--branch {branch}: no repository at {store} to find it in")
         yield None
         return
+    view = LazyView(store, branch)
     try:
-        yield view_of(repo, getattr(args, "branch", None))
+        if branch is not None:
+            view.real()  # a branch named is checked before anything is written
+        yield view
     finally:
-        repo.close()
+        view.close()
 
 
-def in_tree(source: Source, args: argparse.Namespace, view: BranchView | None) -> Source:
+class LazyView:
+    """A BranchView over a repository this process opens on the first question."""
+
+    def __init__(self, store: Path, branch: str | None) -> None:
+        self._store = store
+        self._branch = branch
+        self._repo: Repository | None = None
+        self._view: BranchView | None = None
+
+    @property
+    def branch(self) -> str | None:
+        return self.real().branch if self._branch is not None else None
+
+    @property
+    def head(self) -> str:
+        return self.real().head
+
+    def blob(self, path: str) -> str | None:
+        return self.real().blob(path)
+
+    def changed_by(self, path: str) -> str | None:
+        return self.real().changed_by(path)
+
+    def moved(self, path: str) -> Moved:
+        return self.real().moved(path)
+
+    def owns(self, commit: str) -> bool:
+        return self.real().owns(commit)
+
+    def real(self) -> BranchView:
+        if self._view is None:
+            from helixfs.memory.tree import TreeUnavailable
+            from helixfs.vcs.repo import Repository
+
+            try:
+                self._repo = Repository.open(self._store)
+            except StoreLocked as err:  # a process holding it without serving its commands
+                raise TreeUnavailable(str(err)) from None
+            self._view = view_of(self._repo, self._branch)
+        return self._view
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+
+
+def in_tree(source: Source, args: argparse.Namespace, view: TreeView | None) -> Source:
     """A source file named from the mount folder the command runs in (`auth.py` in
     `src/`) as the tree path it is (`src/auth.py`), if the tree holds that file."""
     folder = getattr(args, "tree_folder", b"")
@@ -74,17 +127,6 @@ def view_of(repo: Repository, branch: str | None, *, settle: bool = True) -> Bra
     elif not any(ref.name == branch for ref in repo.branches()):
         raise NotFound(f"no branch named {branch!r}")
     return BranchView(repo, branch, settle=settle)
-
-
-def _open(store: Path) -> Repository | None:
-    from helixfs.vcs.repo import Repository
-
-    if not (store / "objects").exists():
-        return None
-    try:
-        return Repository.open(store)
-    except StoreLocked:
-        return None  # a process holding it without serving its commands: no view
 
 
 def merge_memories(repo: Repository, branch: str, into: str) -> dict[str, Any] | None:

@@ -975,7 +975,10 @@ def _placed(source: Source, view: TreeView | None) -> Source:
     if view is None or not source.file:
         return source
     path = tree.tree_path(source.file)
-    blob = view.blob(path) if path else None
+    try:
+        blob = view.blob(path) if path else None
+    except tree.TreeUnavailable:
+        return source  # written unchecked, as without a view
     return dataclasses.replace(source, file=path, blob=blob) if blob is not None else source
 
 

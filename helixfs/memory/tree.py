@@ -17,20 +17,29 @@ A stale memory still answers, marked with how and by which commit, at a lower we
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import apsw
 
+from helixfs.errors import HelixError
 from helixfs.memory import records
 from helixfs.memory.db import fetch_all, writing
 from helixfs.memory.types import Hit, Staleness
+
+log = logging.getLogger("helixfs.memory")
 
 # What a stale memory's relevance still counts for: a renamed file's memory is likely
 # still right (its content may be the same), a changed one may be, a deleted one less.
 STALE_WEIGHT = {"renamed": 0.8, "changed": 0.5, "deleted": 0.35}
 STALE_SCAN = 20_000  # file memories `helix memories --stale` checks, newest first
+
+
+class TreeUnavailable(HelixError):
+    """The view cannot read its tree now (another process holds the repository): the
+    memory answers as if it had no view, unmarked."""
 
 
 class Moved(Protocol):
@@ -69,12 +78,16 @@ def check_rows(
 ) -> dict[str, Staleness]:
     """Memory id -> its staleness, for the rows that are about a file whose blob was
     recorded; a rename found is followed (the row is rewritten, in the caller's
-    transaction if any)."""
+    transaction if any). None marked if the view cannot read its tree."""
     found: dict[str, Staleness] = {}
-    for row in rows:
-        stale = _check(conn, row, view, now)
-        if stale is not None:
-            found[row["id"]] = stale
+    try:
+        for row in rows:
+            stale = _check(conn, row, view, now)
+            if stale is not None:
+                found[row["id"]] = stale
+    except TreeUnavailable as err:
+        log.info("memories not checked against the tree: %s", err)
+        return {}
     return found
 
 
@@ -154,14 +167,27 @@ def visibility(conn: apsw.Connection, view: TreeView | None) -> Visibility:
     made from B after C, or merged B in). From the trunk: unscoped memories only."""
     if view is None or view.branch is None:
         return TRUNK
+    if not _has_other_branches(conn, view.branch):
+        return Visibility(view.branch)
     pairs = fetch_all(
         conn,
         "SELECT DISTINCT branch, base_commit FROM memories WHERE branch IS NOT NULL "
         "AND branch != ? AND base_commit IS NOT NULL AND status IN ('active', 'superseded')",
         (view.branch,),
     )
-    owned = tuple(f"{b}|{c}" for b, c in pairs if view.owns(str(c)))
+    try:
+        owned = tuple(f"{b}|{c}" for b, c in pairs if view.owns(str(c)))
+    except TreeUnavailable:
+        owned = ()
     return Visibility(view.branch, owned)
+
+
+def _has_other_branches(conn: apsw.Connection, branch: str) -> bool:
+    """Whether any memory belongs to another branch (the branch index answers)."""
+    row = conn.execute(
+        "SELECT 1 FROM memories WHERE branch IS NOT NULL AND branch != ? LIMIT 1", (branch,)
+    ).fetchone()
+    return row is not None
 
 
 def visible_sql(vis: Visibility, alias: str = "m.") -> tuple[str, list[Any]]:
