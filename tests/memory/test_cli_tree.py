@@ -116,3 +116,34 @@ def test_picking_an_experiment_brings_its_memories_over(store: Path, tmp_path: P
     picked = helix_json(store, "experiment", "pick", "try-lru")
     assert picked["memories"]["moved"] == [made["id"]]
     assert [h["id"] for h in helix_json(store, "recall", "lru cache p95")] == [made["id"]]
+
+
+def test_a_repository_held_elsewhere_leaves_the_answer_unmarked(
+    store: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    commit(store, tmp_path, "src/auth.py", "def login(): pass\n")
+    added = helix_json(store, "remember", "--source", "src/auth.py", "--", "login is a stub")
+    commit(store, tmp_path, "src/auth.py", "def login(): return 1\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        (hit,) = helix_json(store, "recall", "login", "stub")
+        assert hit["id"] == added["id"] and "stale" not in hit
+    finally:
+        holder.kill()
+        holder.wait()
+    assert helix_json(store, "recall", "login", "stub")[0]["stale"]["how"] == "changed"
+
+
+HOLD = """
+import sys, time
+from helixfs.vcs.repo import Repository
+repo = Repository.open(sys.argv[1])
+print("held", flush=True)
+time.sleep(120)
+"""
