@@ -125,6 +125,16 @@ def _size_up_to(limit: int) -> Callable[[Value], int]:
     return parse
 
 
+def _window(text: Value) -> float:
+    """The quiet window: a duration with its unit (the mount's flag counts in ms, so a
+    bare 300 would be ambiguous), or 0."""
+    seconds = parse_duration(text)
+    bare = isinstance(text, int | float) or str(text).strip()[-1:].isdigit()
+    if bare and seconds != 0:
+        raise ValueError(f"say {text}ms or {text}s: the mount's --quiet-window counts in ms")
+    return seconds
+
+
 def _positive_duration(text: Value) -> float:
     seconds = parse_duration(text)
     if seconds <= 0:
@@ -168,7 +178,7 @@ KEYS: dict[str, Key] = {
             "HELIX_STORE_COMPRESSION", True, "codec of new objects: lz4, zstd or none"),
         Key("store.zstd_level", _int_in(1, 22), 3, "HELIX_STORE_ZSTD_LEVEL", True,
             "zstd's level (1-22) when store.compression is zstd"),
-        Key("mount.quiet_window", parse_duration, "300ms", "HELIX_QUIET_WINDOW", True,
+        Key("mount.quiet_window", _window, "300ms", "HELIX_QUIET_WINDOW", True,
             "quiet time after a save before the mount commits (0: every operation)"),
         Key("gc.growth", parse_size, "256MiB", "HELIX_GC_GROWTH", True,
             "store growth that starts a mount's automatic gc (0: never)"),

@@ -173,6 +173,14 @@ def test_the_writer_round_trips_any_text(text: str) -> None:
     assert parsed == text
 
 
+def test_a_quiet_window_without_its_unit_is_refused(store: Path) -> None:
+    """`--quiet-window 300` is ms: the key must not read a bare 300 as 300 seconds."""
+    code, _, err = helix(store, "config", "set", "mount.quiet_window", "300")
+    assert code == 1 and "say 300ms or 300s" in err
+    assert helix(store, "config", "set", "mount.quiet_window", "0")[0] == 0
+    assert config.load(store, {"HELIX_QUIET_WINDOW": "1.5s"})["mount.quiet_window"] == 1.5
+
+
 def test_sizes_and_durations_parse() -> None:
     assert config.parse_size("1.5 GiB") == 3 << 29 and config.parse_size(4096) == 4096
     assert config.parse_duration("300ms") == 0.3 and config.parse_duration("2w") == 14 * 86400
