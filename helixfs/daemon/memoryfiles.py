@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from helixfs.memory import Embedder, Hit, IndexReport, KeptOpen, Memory
     from helixfs.vcs.objects import TreeEntry
     from helixfs.vcs.repo import Repository
+    from helixfs.vcs.sourceview import BranchView
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class MemoryFiles:
         if not query:
             raise InvalidInput("an empty search")
         with self._reading() as (memory, note):
-            hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False)
+            hits = memory.search(query, k=SEARCH_RESULTS, reinforce=False, view=self._view())
             progress = memory.workspace_progress()
         self._wanted.set()
         if progress is not None and progress[0] < progress[1]:
@@ -207,8 +208,16 @@ class MemoryFiles:
 
     def context(self) -> str:
         with self._reading() as (memory, _):
-            block = memory.context(CONTEXT_BUDGET)
+            block = memory.context(CONTEXT_BUDGET, view=self._view())
         return block.text if block.text.endswith("\n") or not block.text else block.text + "\n"
+
+    def _view(self) -> BranchView | None:
+        """The trunk as `.helix/` (at the root) shows it: memories about a file that
+        changed since are marked stale (ADR 0063). Its last commit, settling nothing:
+        the read runs on the FUSE loop."""
+        from helixfs.vcs.sourceview import BranchView
+
+        return BranchView(self.repo, None, settle=False) if self.repo is not None else None
 
     def close(self) -> None:
         with self._lock:
@@ -307,8 +316,10 @@ def _embedder(store: Path) -> Embedder | None:
 
 def _format_hit(rank: int, hit: Hit) -> str:
     """One result: a header line saying where it comes from, then the text, indented."""
+    from helixfs.memory.ranking import stale_mark
+
     if hit.kind == "memory":
-        where = f"memory {hit.id} ({hit.type or 'note'})"
+        where = f"memory {hit.id} ({hit.type or 'note'}){stale_mark(hit)}"
     else:
         lines = f":{hit.start_line}-{hit.end_line}" if hit.start_line is not None else ""
         where = f"{hit.path}{lines}"

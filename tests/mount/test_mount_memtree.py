@@ -84,6 +84,8 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     (hit,) = in_folder(mnt.path, "recall", "login", "stub")
     assert hit["stale"]["how"] == "changed" and hit["stale"]["commit"] == mnt.head()
     assert [m["id"] for m in in_folder(mnt.path, "memories", "--stale")] == [made["id"]]
+    searched = (mnt.path / ".helix" / "search" / "login stub").read_text()
+    assert f"(stale: src/auth.py changed in {mnt.head()[:12]})" in searched
     read = hook(mnt, mnt.path, "Read", mnt.path / "src" / "auth.py")
     assert f"(stale: src/auth.py changed in {mnt.head()[:12]}) [fact] login is a stub" in read
 
