@@ -2,9 +2,10 @@
 
 A snapshot ref holds only its commit id, so its label's own facts sit in a ref beside
 it, `snapshot-info/NAME`: `b"HSI"` + version (1) + flags (1: bit 0 = pinned) +
-the time it was made (8, big-endian ns). A snapshot without one (made before this
-existed, or brought by a salvage) counts as made when its commit was. No gc root and
-no fsck check reads this namespace: it names no object.
+the time it was made (8, big-endian ns). One that arrives through `move_refs` (a git
+tag imported, a salvage) is made then; one from before this existed counts as made
+when its commit was. No gc root and no fsck check reads this namespace: it names no
+object.
 
 `gc.snapshot_ttl` (or `helix gc --before`) removes snapshots older than that, unless
 pinned; `--keep-last N` keeps the N newest whatever their age. Removing one is
