@@ -9,7 +9,8 @@ Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTA
   small files) pushed to an empty remote by `helix push` (vcs/sync.py, in process) and
   cloned back (vcs/clone.py); objects/s and MB/s of records sent. Baseline: `git push` of
   the same history (built by git fast-import) to a bare repository on the same disk,
-  and `git clone --no-local` of it. Rounds interleaved, machine load beside each.
+  and `git clone --no-local` of it. Rounds interleaved, machine load beside each. Then
+  `clone --lazy` of it (commits and folders, no file contents): seconds, objects.
 - machines: N stores (N processes, each its own RocksDB and S3 client) each committing
   into its own branch and pushing after every commit, for SECONDS seconds. Figures:
   total commits/s pushed, p95 time from a commit to its being listed on the remote by an
@@ -105,9 +106,9 @@ def helix_push(source: Path, where: S3Location) -> dict[str, Any]:
     return {"seconds": seconds, "objects": result.objects, "bytes": result.bytes}
 
 
-def helix_clone(where: S3Location, target: Path) -> dict[str, Any]:
+def helix_clone(where: S3Location, target: Path, *, lazy: bool = False) -> dict[str, Any]:
     start = time.perf_counter()
-    results = clone(target, Remote("origin", where))
+    results = clone(target, Remote("origin", where, lazy=lazy))
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "objects": sum(r.objects for r in results)}
 
@@ -148,10 +149,11 @@ def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds
             "load_clone": load(),
             "helix_clone": helix_clone(where, work / f"clone{n}"),
             "git_clone": git_clone(work / f"bare{n}.git", work / f"gitclone{n}"),
+            "helix_lazy_clone": helix_clone(where, work / f"lazy{n}", lazy=True),
         }
         raw.append(figures)
         hp, gp = figures["helix_push"], figures["git_push"]
-        hc, gc = figures["helix_clone"], figures["git_clone"]
+        hc, gc, lazy = figures["helix_clone"], figures["git_clone"], figures["helix_lazy_clone"]
         rows.append(
             [
                 f"round {n + 1}",
@@ -162,10 +164,13 @@ def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds
                 hc["seconds"],
                 hc["objects"] / hc["seconds"],
                 gc["seconds"],
+                lazy["seconds"],
+                lazy["objects"],
                 figures["load_push"],
             ]
         )
         shutil.rmtree(work / f"clone{n}")
+        shutil.rmtree(work / f"lazy{n}")
     print_table(
         f"push / clone of {files:,} files, {commits:,} commits (SeaweedFS on 127.0.0.1)",
         [
@@ -177,6 +182,8 @@ def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds
             "helix clone s",
             "objects/s",
             "git clone s",
+            "lazy clone s",
+            "objects",
             "load",
         ],
         rows,

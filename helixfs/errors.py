@@ -161,6 +161,13 @@ class RemoteUnavailable(HelixError):
     errno = errno.EHOSTUNREACH
 
 
+class NotFetched(HelixError):
+    """A file content of a lazy clone that is not here yet and that its remote cannot
+    give now (unreachable, refused, or missing there)."""
+
+    errno = errno.EIO
+
+
 class RemoteDenied(HelixError):
     """The remote object store refused our credentials or the bucket's permissions."""
 

@@ -57,6 +57,9 @@ def register(subparsers: Any) -> None:
     _location_arguments(clone)
     clone.add_argument("--name", default="origin", help="the remote's name here (origin)")
     clone.add_argument("--key", metavar="FILE", help="an encrypted remote's key file")
+    clone.add_argument(
+        "--lazy", action="store_true", help="commits and folders now, file contents when read"
+    )
 
     for name, handler, text in (
         ("push", cmd_push, "send BRANCHes (default: the current one) to the remote"),
@@ -164,7 +167,7 @@ def _sync(repo: Repository, remote: Remote) -> Sync:
     from helixfs.vcs.sync import Sync, host_name
 
     store = remotes.open_store(_store_folder(repo), remote)
-    return Sync(repo, store, remote.name, host_name(repo.settings))
+    return Sync(repo, store, remote.name, host_name(repo.settings), lazy=remote.lazy)
 
 
 def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:
@@ -233,10 +236,12 @@ def cmd_clone(args: argparse.Namespace, store: Path, out: Output) -> int:
         key = parse_key(Path(args.key).read_text())
     if folder.exists() and any(folder.iterdir()):
         raise UsageError(f"{folder} exists and is not empty: clone into a new folder")
-    results = clone(folder, remotes.Remote(name, location, key is not None), key)
+    remote = remotes.Remote(name, location, key is not None, lazy=args.lazy)
+    results = clone(folder, remote, key)
     docs = [dataclasses.asdict(r) for r in results]
     out.emit(
         {"store": str(folder.resolve()), "remote": name, "branches": docs},
-        f"cloned {location} into {folder}: {len(results)} branch(es)",
+        f"cloned {location} into {folder}: {len(results)} branch(es)"
+        + (" (lazy: file contents come when read)" if args.lazy else ""),
     )
     return 0

@@ -84,7 +84,8 @@ class RemoteSyncer:
     def _sync(self) -> Sync:
         if self._opened is None:
             self._opened = remotes.open_store(self._store_path, self._remote)
-        return Sync(self._repo, self._opened, self._remote.name, host_name(self._repo.settings))
+        name, host = self._remote.name, host_name(self._repo.settings)
+        return Sync(self._repo, self._opened, name, host, lazy=self._remote.lazy)
 
     def _outgoing(self, sync: Sync) -> list[str]:
         tracked = sync.tracked()

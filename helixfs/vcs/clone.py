@@ -2,7 +2,9 @@
 
 The store is initialised as any other (its root commit is left behind: the branches
 are moved to the remote's commits in one write), and the folder is removed again if
-the clone fails, since nothing of it would be worth keeping.
+the clone fails, since nothing of it would be worth keeping. A lazy clone
+(`remote.lazy`) downloads commits and folders only: file contents are read from the
+remote when first read (vcs/ondemand.py), and kept.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def clone(folder: Path, remote: remotes.Remote, key: bytes | None = None) -> lis
 def _fill(repo: Repository, folder: Path, remote: remotes.Remote) -> list[BranchSync]:
     store = remotes.open_store(folder, remote)
     try:
-        sync = Sync(repo, store, remote.name, host_name(repo.settings))
+        sync = Sync(repo, store, remote.name, host_name(repo.settings), lazy=remote.lazy)
         tips = sync.remote_branches()
         if not tips:
             raise NotFound(f"the remote {remote.location} has no branches to clone")

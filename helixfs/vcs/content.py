@@ -19,7 +19,6 @@ import pyfastcdc
 
 from helixfs.errors import CorruptObject, FileTooBig, InvalidInput
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import ObjectStore
 from helixfs.store.cache import ByteLRU
 from helixfs.vcs.objects import (
     HEADER_SIZE,
@@ -366,6 +365,15 @@ def _finish_index(objects: Objects, refs: list[tuple[ObjectId, int]]) -> Stored:
 EMPTY = pack_bytes(b"")
 
 
+class RecordSource(Protocol):
+    """What a ContentReader reads: an ObjectStore, or a lazy clone's reads through to
+    its remote (vcs/ondemand.py)."""
+
+    def get(self, oid: ObjectId, *, keep: bool = True) -> bytes: ...
+
+    def get_run(self, oids: Sequence[ObjectId]) -> list[bytes]: ...
+
+
 class ContentReader:
     """Reads contents from a store, keeping decoded chunk indexes (they are immutable)
     and the blob records read last (small files and chunks, verified by `get`).
@@ -378,7 +386,7 @@ class ContentReader:
 
     def __init__(
         self,
-        store: ObjectStore,
+        store: RecordSource,
         index_cache: int = 256,
         pending: Mapping[ObjectId, bytes] | None = None,
         records: ByteLRU[bytes] | None = None,

@@ -189,7 +189,9 @@ class _Scratch:
         self.objects: Objects = {}
         self.trees: dict[ObjectId, Tree] = {}
         self.unsettled: set[bytes] = set()  # paths the bases conflict on without markers
-        self.reader = ContentReader(repo.store, pending=self.objects, records=repo.contents.records)
+        self.reader = ContentReader(
+            repo.content_source, pending=self.objects, records=repo.contents.records
+        )
 
 
 class _TreeMerger:

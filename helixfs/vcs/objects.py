@@ -601,6 +601,18 @@ def references(record: bytes) -> list[ObjectId]:
     return []
 
 
+def structure_references(record: bytes) -> list[ObjectId]:
+    """What a record points at, file contents left out: a commit's tree and parents, a
+    tree's folders, a paged tree's pages, a root record's listing (what a lazy clone
+    fetches: vcs/ondemand.py)."""
+    kind = kind_of(record)
+    if kind == KIND_TREE:
+        return [entry.oid for entry in decode_tree(record).entries if entry.is_dir()]
+    if kind in (KIND_PAGED, KIND_COMMIT, KIND_ROOT):
+        return references(record)
+    return []
+
+
 def decode_any(record: bytes) -> object:
     """Decode a record of any kind: fsck's proof that a record is well formed."""
     kind = kind_of(record)

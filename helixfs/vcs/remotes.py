@@ -12,7 +12,9 @@ Schema of remotes.json (one JSON object):
     format   "helix-remotes"
     version  1
     remotes  {NAME: {"url": "s3://BUCKET/PREFIX", "endpoint": URL | null,
-                     "region": R | null, "encrypt": bool}}
+                     "region": R | null, "encrypt": bool, "lazy": bool}}
+             lazy: this store is a lazy clone of it (`clone --lazy`): file contents not
+             here yet are read from it (vcs/ondemand.py); absent means false
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Remote:
     name: str
     location: S3Location
     encrypt: bool = False
+    lazy: bool = False  # file contents are fetched from it when read (clone --lazy)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +56,7 @@ class Remote:
             "endpoint": self.location.endpoint,
             "region": self.location.region,
             "encrypt": self.encrypt,
+            "lazy": self.lazy,
         }
 
 
@@ -89,7 +93,7 @@ def load(store: Path) -> dict[str, Remote]:
 
 def _remote(name: str, entry: dict[str, Any]) -> Remote:
     location = S3Location.parse(entry["url"], entry.get("endpoint"), entry.get("region"))
-    return Remote(name, location, bool(entry.get("encrypt", False)))
+    return Remote(name, location, bool(entry.get("encrypt", False)), bool(entry.get("lazy", False)))
 
 
 def _save(store: Path, remotes: dict[str, Remote]) -> None:
@@ -151,6 +155,11 @@ def get(store: Path, name: str | None) -> Remote:
     if name not in remotes:
         raise NotFound(f"no remote named {name!r} (helix remote list)")
     return remotes[name]
+
+
+def lazy_source(store: Path) -> Remote | None:
+    """The remote a lazy clone reads its missing file contents from, if this is one."""
+    return next((remote for remote in load(store).values() if remote.lazy), None)
 
 
 def key_path(store: Path, name: str) -> Path:

@@ -38,9 +38,9 @@ from helixfs.ids import CommitId, ObjectId, hex_id, object_id
 from helixfs.lazy import lazy_module
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import history, journal, retention, revisions
+from helixfs.vcs import history, journal, ondemand, retention, revisions
 from helixfs.vcs.ancestry import GENERATION, next_generation
-from helixfs.vcs.content import ContentReader, Stored, pack_bytes, store_stream
+from helixfs.vcs.content import ContentReader, RecordSource, Stored, pack_bytes, store_stream
 from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
 from helixfs.vcs.ignore import NO_RULES, RuleFiles
 from helixfs.vcs.objects import (
@@ -136,7 +136,10 @@ class Repository:
         self.path = path
         self.settings = settings or config.load(path)
         self.trees = Trees(store)
-        self.contents = ContentReader(store)
+        # a lazy clone reads the file contents it lacks from its remote (ADR 0064)
+        self._on_demand = ondemand.read_through(store, path) if path is not None else None
+        self.content_source: RecordSource = self._on_demand or store
+        self.contents = ContentReader(self.content_source)
         self.trees.rule_files = RuleFiles(self.contents.read)
         self.lock = threading.RLock()
         self.author = default_author(self.settings)
@@ -253,7 +256,14 @@ class Repository:
                 if tree.dirty:
                     tree.fold()
             self._worktrees.clear()
+            if self._on_demand is not None:
+                self._on_demand.close()
             self.store.close()
+
+    @property
+    def lazy(self) -> bool:
+        """A lazy clone: file contents may be missing here, read from its remote."""
+        return self._on_demand is not None
 
     def __enter__(self) -> Repository:
         return self

@@ -33,7 +33,7 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import merge_bases
 from helixfs.vcs.maint import mark
-from helixfs.vcs.objects import references, uncompressed
+from helixfs.vcs.objects import references, structure_references, uncompressed
 from helixfs.vcs.refs import BRANCHES, HEAD, REMOTES, check_name
 from helixfs.vcs.repo import Repository
 
@@ -107,11 +107,16 @@ def host_name(settings: config.Settings | None = None) -> str:
 class Sync:
     """One remote of one repository: `name` is the remote's local name."""
 
-    def __init__(self, repo: Repository, remote: RemoteStore, name: str, host: str) -> None:
+    def __init__(
+        self, repo: Repository, remote: RemoteStore, name: str, host: str, *, lazy: bool = False
+    ) -> None:
+        """`lazy`: fetch commits and folders only; file contents come when read
+        (a lazy clone: vcs/ondemand.py)."""
         self.repo = repo
         self.remote = remote
         self.name = name
         self.host = host
+        self.lazy = lazy
 
     # ------------------------------------------------------------ tracking refs
 
@@ -310,7 +315,9 @@ class Sync:
     # ------------------------------------------------------------ receiving
 
     def download(self, tip: CommitId) -> int:
-        """Fetch every object of `tip`'s history the local store lacks; how many."""
+        """Fetch every object of `tip`'s history the local store lacks (but file
+        contents, when lazy); how many."""
+        follow = structure_references if self.lazy else references
         root = ObjectId(tip)
         if self.repo.store.contains(root):
             return 0
@@ -327,7 +334,7 @@ class Sync:
                 batch = want[start : start + BATCH]
                 for oid, record in zip(batch, self.remote.get_run(batch), strict=True):
                     records[oid] = record
-                    frontier.extend(references(record))
+                    frontier.extend(follow(record))
         order = _children_first(records, root)
         for start in range(0, len(order), BATCH):
             batch_objects = {oid: records[oid] for oid in order[start : start + BATCH]}

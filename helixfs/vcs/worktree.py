@@ -180,7 +180,9 @@ class Worktree:
             self._unwritten: Objects = {}
             self._bases: dict[ObjectId, ObjectId] = {}
             self._reader = ContentReader(
-                self.repo.store, pending=self._unwritten, records=self.repo.contents.records
+                self.repo.content_source,
+                pending=self._unwritten,
+                records=self.repo.contents.records,
             )
             self._groups: dict[int, Node] = {}  # link id -> its node (vcs/links.py)
             self._link_folders: Folders = {}  # folders holding names of linked nodes

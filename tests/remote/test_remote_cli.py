@@ -29,6 +29,7 @@ def test_remote_add_list_remove(tmp_path: Path, place: Place) -> None:
             "endpoint": place.endpoint,
             "region": "eu-west-3",
             "encrypt": False,
+            "lazy": False,
         }
     ]
     fails(helix("remote", "add", "origin", place.url), says="exists")
