@@ -534,7 +534,10 @@ def merge_trees(
         merger.added_in_moved_folders(base_tree, sides)
         pairs = [(side.tree, side.changes) for side in sides]
         tree, linked = spread_edits(repo.trees, pairs, tree, merger.objects)
-        merger.conflicts += [path for path in linked if path not in merger.conflicts]
+        for path in linked:
+            if path not in merger.conflicts:
+                merger.conflicts.append(path)
+                merger.reasons[path] = "a hard-linked file edited apart under two of its names"
         touched = touched_groups(c for side in sides for c in side.changes)
         tree = settle_groups(repo.trees, tree, touched, merger.objects)
     merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))

@@ -295,6 +295,7 @@ def test_two_edits_under_two_names_of_a_link_are_one_conflict(repo: Repository) 
     with pytest.raises(MergeConflict) as raised:
         repo.merge("other")
     assert raised.value.conflicts == [b"a"]
+    assert "hard-linked" in raised.value.reasons[b"a"]
 
 
 def test_links_merge_whole_when_one_side_edits_them(repo: Repository) -> None:
