@@ -114,6 +114,7 @@ T = TypeVar("T")
 _PERM = 0o7777
 _V = TypeVar("_V")
 _CHANGED_LIMIT = 1000
+DAMAGED_HEAD = "its head commit cannot be read: it shows an older one, see `helix fsck`"
 XATTR_NAME_MAX = 255
 XATTR_SIZE_MAX = 65536
 # A commit record beside its changed paths: ids, times, author, message, the meta of
@@ -243,7 +244,8 @@ class Worktree:
 
     def _writable(self) -> None:
         if self.readonly:
-            raise ReadOnly(f"{self.branch!r} is read-only (a snapshot or commit view)")
+            why = "a snapshot or commit view" if self._fixed is not None else DAMAGED_HEAD
+            raise ReadOnly(f"{self.branch!r} is read-only ({why})")
 
     def _children(self, node: Node) -> dict[bytes, Node]:
         if not node.is_dir():
