@@ -12,13 +12,14 @@ from collections.abc import Mapping
 
 from helixfs.vcs import attrs
 from helixfs.vcs.objects import MODE_DIR, TreeEntry
-from helixfs.vcs.treeops import EMPTY_TREE_ID
+from helixfs.vcs.treeops import EMPTY_TREE_ID, ROOT_PATH
 
 ROOT_KEYS = frozenset({attrs.OWNER})
 """The hidden keys a root keeps. Its times are not versioned (ADR 0030), and its
 subfolder count is counted whenever it is loaded."""
 
-ROOT_PATH = b"."  # how a conflict on the root's own attributes is reported
+__all__ = ["ROOT_KEYS", "ROOT_PATH", "OwnKey", "merge_own", "own_key", "own_of"]
+
 OwnKey = tuple[int, attrs.Xattrs] | None
 
 

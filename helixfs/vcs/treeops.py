@@ -47,6 +47,7 @@ from helixfs.vcs.pages import pages_of, repage, write_pages
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
 EMPTY_TREE = Tree((), (), ())
+ROOT_PATH = b"."  # how a change of the root's own mode or owner is listed (ADR 0044)
 CONTROL_DIR = b".helix"
 """The root name a mount serves as its virtual folder: never an entry of a root tree."""
 # Decoded trees kept, counted in bytes (`tree_bytes`). Counted in trees, 4,096 trees of
@@ -438,6 +439,8 @@ class Trees:
         if old == new:
             return
         a, b = self.get(old), self.get(new)
+        if not prefix and _own_key(a) != _own_key(b):
+            yield ROOT_PATH  # the root's own mode or owner (ADR 0044)
         for name in sorted(set(a.names) | set(b.names)):
             ea, eb = find(a, name), find(b, name)
             if ea == eb:
@@ -616,6 +619,10 @@ class Trees:
 def kept_out(scope: Scope, name: bytes) -> bool:
     """Whether a file (not a folder) of that name is left out of commits in `scope`."""
     return is_ephemeral(name) or scope.ignored(name, False)
+
+
+def _own_key(tree: Tree) -> tuple[int, tuple[tuple[bytes, bytes], ...]] | None:
+    return None if tree.own is None else (tree.own.mode, tree.own.xattrs)
 
 
 def _itself(name: bytes) -> bytes:

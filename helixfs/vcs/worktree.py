@@ -1365,9 +1365,8 @@ class Worktree:
                 self._persist(root)
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
-            else:
-                changed = self._changed_paths(head_tree)
-            changed = self._root_changed(self._stored_own) + changed  # encoded above
+            else:  # the root's own mode and owner as encoded above, then the paths
+                changed = self._root_changed(self._stored_own) + self._changed_paths(head_tree)
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(changed, info)

@@ -6,6 +6,7 @@ import io
 import random
 import stat
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -708,3 +709,19 @@ def test_saves_and_commits_do_not_grow_the_tree_memos(
             tree.commit()
     assert tree.read(files[3], 0, 10) == b"v399"
     assert len(disk_repo.trees._clean) <= 64
+
+
+def test_a_saved_root_mode_is_recovered_with_the_saves_beside_it(tmp_path: Path) -> None:
+    """The root's mode lives in its root record (ADR 0044), saved with the work tree:
+    the recovery commit at the next open keeps it and lists "."."""
+    repo = Repository.init(tmp_path / "store")
+    work = repo.worktree("main")
+    work.set_attrs(work.root, mode=0o700)
+    work.set_content(work.create(work.root, b"f"), b"x")
+    work.save()
+    repo.close()  # saves, never commits: the next open recovers
+    with Repository.open(tmp_path / "store") as again:
+        commit = again.commit_info("HEAD")
+        assert commit.meta["recovered"] and commit.meta["changed"] == [".", "f"]
+        own = again.trees.get(commit.tree).own
+        assert own is not None and own.mode & 0o7777 == 0o700
