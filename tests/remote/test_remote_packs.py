@@ -199,3 +199,25 @@ def test_sealed_packs_show_no_id_and_no_content(tmp_path: Path, place: Place) ->
     clone = tmp_path / "b"
     ok(run_helix("clone", place.url, clone, "--endpoint", place.endpoint, "--key", key, store=None))
     assert ok(helix_on(clone)("cat", "main", "swordfish/f5.txt")).out == "swordfish file 5\n"
+
+
+def test_a_corrupt_packed_copy_is_read_from_another_pack(place: Place) -> None:
+    """Two pushers that packed the same records at once: one pack's copy damaged, the
+    other pack's serves."""
+    records = {object_id(r): r for r in (b"HLX twice %d " % i * 40 for i in range(PACK_MIN))}
+    target = ObjectId(next(iter(records)))
+    with place.store() as first, place.store() as second:
+        first._packs.ensure()
+        second._packs.ensure()  # neither knows of the other's pack: both send
+        first.upload(records)
+        second.upload(records)
+        slot = first._packs.slots(target)[0]
+    assert len(packs_of(place)) == 4
+    with place.store() as remote:
+        key = f"packs/{slot.pack}"
+        body = remote._client.get(key) or b""
+        remote._client.raw_put(key, _flip(body, slot.offset + 10))
+    with place.store() as fresh:
+        assert len(fresh.get_run([target])) == 1
+        assert fresh.get(target) == records[target]
+        assert fresh.get_run(list(records)) == list(records.values())
