@@ -192,3 +192,15 @@ def test_a_link_out_of_the_tree_is_a_cross_device_link(mnt: Mount) -> None:
     mnt.sh("mkdir .helix/snapshots/snap")
     refused = mnt.sh("ln a .helix/snapshots/snap/a3", check=False)
     assert "Invalid cross-device link" in refused.stderr, refused.stderr
+
+
+def test_a_merge_brings_an_edit_to_every_name_of_a_link_made_on_the_other_side(
+    mnt: Mount,
+) -> None:
+    """`ln a b` on main, `a` edited on a branch: after `helix merge`, `a` and `b` are
+    one file holding the edit, as if both had happened on one disk (ADR 0043)."""
+    mnt.sh("echo base > a && mkdir .helix/branches/other && ln a b")
+    mnt.sh("echo edited > .helix/branches/other/a")
+    mnt.helix("merge", "other")
+    mnt.sh("test a -ef b")  # one inode, again, after the reload the merge caused
+    assert (mnt.path / "b").read_text() == "edited\n" and (mnt.path / "a").stat().st_nlink == 2
