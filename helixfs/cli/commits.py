@@ -200,6 +200,7 @@ def cmd_status(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         "pending": state.has_pending,
         "pending_paths": None if state.pending is None else [name_text(p) for p in state.pending],
         "ignored": [name_text(p) for p in state.ignored],
+        "experiment": state.experiment,
     }
     out.emit(doc, lambda: "\n".join(status_lines(state, lambda p: printable(name_text(p)))))
     return 0

@@ -1,7 +1,8 @@
 """What `helix status` and the mount's `.helix/status` say: one document, one text.
 
-The branch commands move, its commit, the saves a live worktree holds that no commit
-has yet (the quiet window's), and the paths no commit takes (ignored). Only a mount's
+The branch commands move, its commit, the experiment running on it, the saves a live
+worktree holds that no commit has yet (the quiet window's), and the paths no commit
+takes (ignored). Only a mount's
 daemon has live worktrees (ADR 0002), so only there can anything be pending; reading
 it commits nothing.
 """
@@ -31,6 +32,7 @@ class Status:
     # topmost paths in the work tree that no commit takes (ignore rules, editor temp
     # names; a folder as `name/`): Repository.ignored_paths, ADR 0061
     ignored: list[bytes] = field(default_factory=list)
+    experiment: str | None = None  # running on the branch: its commits carry its name
 
     @property
     def has_pending(self) -> bool:
@@ -42,12 +44,16 @@ def status(repo: Repository, *, mounted: bool) -> Status:
     head = repo.commit_info("HEAD")
     subject = head.message.splitlines()[0] if head.message else ""
     pending = repo.pending_saves(branch)
-    return Status(branch, head.id, subject, mounted, pending, repo.ignored_paths(branch))
+    ignored = repo.ignored_paths(branch)
+    experiment = repo.experiments.running_on(branch)
+    return Status(branch, head.id, subject, mounted, pending, ignored, experiment)
 
 
 def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
     """The human form; `shown` renders a path (escaped for a terminal, or as is)."""
     lines = [f"on branch {state.branch} at {state.commit.hex()[:12]}  {state.subject}"]
+    if state.experiment is not None:
+        lines.append(f"experiment {state.experiment} runs here: each commit is tagged with it")
     paths = state.pending
     if not state.mounted:
         lines.append("no mount of this store runs: every change is committed")

@@ -47,6 +47,8 @@ def test_saves_in_a_mount_are_tagged_while_an_experiment_runs(make_mount: MountF
     assert not (mount.path / "d.txt").exists()  # after the stop: not the experiment's
 
     doc("experiment", "start", "e2", "--checkout")
+    assert "experiment e2 runs here" in (mount.path / ".helix" / "status").read_text()
+    assert doc("status")["experiment"] == "e2"
     (mount.path / "x.txt").write_text("on e2\n")
     assert mount.log("e2")[0]["meta"]["experiment"] == "e2"
     assert "x.txt" not in {e["name"] for e in doc("ls", "main")}

@@ -170,3 +170,14 @@ def test_a_running_experiments_branch_keeps_its_name(repo: Repository) -> None:
     repo.experiments.stop("a")
     repo.delete_branch("a")
     assert repo.experiments.summaries()[0].head is not None  # its tip, kept in the record
+
+
+def test_status_names_the_experiment_running_on_the_branch(repo: Repository) -> None:
+    from helixfs.vcs.status import status, status_lines
+
+    repo.experiments.start("here", branch="main")
+    state = status(repo, mounted=False)
+    assert state.experiment == "here"
+    assert any("experiment here runs here" in line for line in status_lines(state, repr))
+    repo.experiments.stop()
+    assert status(repo, mounted=False).experiment is None
