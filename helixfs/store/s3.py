@@ -175,20 +175,38 @@ class S3Store(WholeRecords):
             ) from None
 
     def get_run(self, oids: Sequence[ObjectId]) -> list[bytes]:
-        """Records in order: packed ones read by pack (store/s3packs.py), the rest and
-        any packed copy that does not check one by one, in parallel."""
+        """Records in order: packed ones read by pack (store/s3packs.py), the others
+        loose; those neither answers are looked for in packs stored since (one listing),
+        then one by one, as is any packed copy that does not check."""
         wanted = [check_oid(oid) for oid in oids]
         self._packs.ensure()
-        packed = {oid: slots[0] for oid in wanted if (slots := self._packs.slots(oid))}
         found: dict[ObjectId, bytes] = {}
+        tried = self._read_packed(wanted, found)
+        unknown = [oid for oid in dict.fromkeys(wanted) if oid not in tried]
+        for oid, blob in zip(unknown, self._pool.map(self._loose, unknown), strict=True):
+            record = None if blob is None else self._checked(oid, blob, [], "a loose copy")
+            if record is not None:
+                found[oid] = record
+        if any(oid not in found for oid in unknown):
+            self._packs.refresh()  # another machine's packs, stored since we listed
+            tried.update(self._read_packed([o for o in unknown if o not in found], found))
+        rest = [oid for oid in dict.fromkeys(wanted) if oid not in found]
+        found.update(zip(rest, self._pool.map(self._get_elsewhere(tried), rest), strict=True))
+        return [found[oid] for oid in wanted]
+
+    def _read_packed(
+        self, oids: list[ObjectId], found: dict[ObjectId, bytes]
+    ) -> dict[ObjectId, Slot]:
+        """Read the packed ones of `oids` into `found`, by pack; the slots tried."""
+        packed = {oid: slots[0] for oid in oids if (slots := self._packs.slots(oid))}
         for oid, blob in self._packs.read(packed.items()).items():
             record = self._checked(oid, blob, [], f"pack {packed[oid].pack}")
             if record is not None:
                 found[oid] = record
-        rest = [oid for oid in dict.fromkeys(wanted) if oid not in found]
-        elsewhere = self._pool.map(self._get_elsewhere(packed), rest)
-        found.update(zip(rest, elsewhere, strict=True))
-        return [found[oid] for oid in wanted]
+        return packed
+
+    def _loose(self, oid: ObjectId) -> bytes | None:
+        return self._client.get(self._key(oid))
 
     def _get_elsewhere(self, packed: Mapping[ObjectId, Slot]) -> Callable[[ObjectId], bytes]:
         def get(oid: ObjectId) -> bytes:

@@ -69,6 +69,7 @@ class RemotePacks:
         self._known: set[str] = set()  # packs whose index is loaded
         self.damaged: set[str] = set()  # packs whose index did not check, either copy
         self._loaded = False
+        self._listings = 0  # listings done: a refresh asked before the last one is done
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._body_bytes = 0
         self._touched: set[str] = set()
@@ -81,8 +82,12 @@ class RemotePacks:
             self.refresh()
 
     def refresh(self) -> None:
-        """List the remote's indexes and load those not known yet."""
+        """List the remote's indexes and load those not known yet. Threads that ask at
+        once (a walk's misses, in parallel) share one listing."""
+        asked_at = self._listings
         with self._refreshing:
+            if self._listings != asked_at:
+                return  # listed while this thread waited
             names = [
                 key[len(PACKS) : -len(INDEX_SUFFIX)]
                 for key, _ in self._client.listing(PACKS)
@@ -94,6 +99,7 @@ class RemotePacks:
                 if entries is not None:
                     self._learn(name, entries)
             self._loaded = True
+            self._listings += 1
 
     def _learn(self, name: str, entries: list[tuple[ObjectId, Slot]]) -> None:
         with self._lock:

@@ -221,3 +221,15 @@ def test_a_corrupt_packed_copy_is_read_from_another_pack(place: Place) -> None:
         assert len(fresh.get_run([target])) == 1
         assert fresh.get(target) == records[target]
         assert fresh.get_run(list(records)) == list(records.values())
+
+
+def test_a_reader_open_before_a_pack_was_stored_finds_it(place: Place) -> None:
+    """A mount's remote store lives across rounds: another machine's pack, stored
+    since it listed, is found by one new listing, not object by object."""
+    records = {object_id(r): r for r in (b"HLX later %d " % i * 40 for i in range(PACK_MIN))}
+    with place.store() as reader:
+        reader._packs.ensure()
+        with place.store() as writer:
+            writer.upload(records)
+        assert reader.get_run(list(records)) == list(records.values())
+        assert reader._packs.has(ObjectId(next(iter(records))))
