@@ -9,10 +9,14 @@
  * bench_floor.py builds and runs it; it serves what those workloads use, nothing more.
  *
  *   gcc -O2 -Wall floorfs.c $(pkg-config fuse3 --cflags --libs) -o floorfs
- *   ./floorfs MOUNTPOINT [--block]   # foreground; fusermount3 -u MOUNTPOINT to stop
+ *   ./floorfs MOUNTPOINT [--block] [--locked] [--uring]   # foreground; fusermount3 -u to stop
  *
  * --block sleeps in read() without polling first: better when daemon and client share
  * one CPU, where polling only takes the CPU from the client.
+ * --locked serves every operation under one mutex (floorfs_locked.h), as --uring must.
+ * --uring asks libfuse >= 3.18 for FUSE over io_uring (-o io_uring; the kernel's
+ * fuse.enable_uring must be 1): one thread per CPU queue, pinned to it, while the main
+ * thread blocks on /dev/fuse for what still comes that way (INIT, FORGET).
  *
  * SIGUSR1 prints (and resets) the requests counted per opcode on stderr; the rest are
  * printed at unmount.
@@ -46,6 +50,7 @@
 enum { OPS(ENUM_OP) OP_MAX };
 static const char *op_names[] = { OPS(NAME_OP) };
 static volatile unsigned long counters[OP_MAX];
+static volatile unsigned long off_main; /* requests served by another thread (the ring's) */
 #define COUNT(n) (counters[OP_##n]++)
 
 static void dump_counters(const char *tag)
@@ -61,7 +66,9 @@ static void dump_counters(const char *tag)
                             op_names[i], counters[i]);
         counters[i] = 0;
     }
-    len += snprintf(buf + len, sizeof buf - len, " TOTAL=%lu\n", total);
+    len += snprintf(buf + len, sizeof buf - len, " TOTAL=%lu off_main=%lu\n", total,
+                    off_main);
+    off_main = 0;
     if (write(2, buf, len) < 0) { /* nothing to do */ }
 }
 
@@ -911,6 +918,8 @@ static const struct fuse_lowlevel_ops ops = {
     .create = op_create,
 };
 
+#include "floorfs_locked.h"
+
 /* Like HelixFS's quick wait: poll /dev/fuse without sleeping for up to 100 us
  * before the blocking read, so a request that follows at once costs no wake-up. */
 static int spin_loop(struct fuse_session *se)
@@ -952,10 +961,19 @@ int main(int argc, char **argv)
     fuse_opt_add_arg(&args, "-o");
     fuse_opt_add_arg(&args, "fsname=floorfs,default_permissions");
     int block = 0; /* --block: sleep in read() at once, no polling (one CPU) */
+    int locked = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--block") == 0)
             block = 1;
-        else
+        else if (strcmp(argv[i], "--locked") == 0)
+            locked = 1;
+        else if (strcmp(argv[i], "--uring") == 0) {
+            /* the ring's threads block in io_uring_enter; polling /dev/fuse beside
+             * them would only spin for the odd FORGET */
+            locked = block = 1;
+            fuse_opt_add_arg(&args, "-o");
+            fuse_opt_add_arg(&args, "io_uring");
+        } else
             fuse_opt_add_arg(&args, argv[i]);
     }
 
@@ -967,7 +985,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    struct fuse_session *se = fuse_session_new(&args, &ops, sizeof ops, NULL);
+    main_thread = pthread_self();
+    const struct fuse_lowlevel_ops *table = locked ? &locked_ops : &ops;
+    struct fuse_session *se = fuse_session_new(&args, table, sizeof *table, NULL);
     if (!se)
         return 1;
     if (fuse_set_signal_handlers(se) != 0)
