@@ -136,7 +136,7 @@ def report(runs: dict[str, list[Figures]], served: dict[str, list[float]]) -> No
     """Medians (min-max) per side, and io_uring over the 3.14 floor and over its own
     binary on /dev/fuse (for MB/s above 1 is better, for times below 1)."""
     measures = [m for m in next(iter(runs.values()))[0] if m != "load"]
-    width = 22
+    width = 27
     ratios = ("ring/3.14", "ring/devfuse")
     head = "".join(f"{name:>{width}}" for name in runs) + "".join(f"{r:>13}" for r in ratios)
     print(f"\n{'median (min-max)':20}{head}")
