@@ -201,6 +201,7 @@ def cmd_status(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         "pending_paths": None if state.pending is None else [name_text(p) for p in state.pending],
         "ignored": [name_text(p) for p in state.ignored],
         "experiment": state.experiment,
+        "remotes": [t.as_json() for t in state.remotes],
     }
     out.emit(doc, lambda: "\n".join(status_lines(state, lambda p: printable(name_text(p)))))
     return 0

@@ -121,3 +121,37 @@ def best_common(repo: Repository, heads: list[CommitId], b: CommitId) -> list[Co
         for parent in repo.commit_info(cid).parents:
             reach(parent, flag)
     return found
+
+
+def ahead_behind(
+    repo: Repository, a: CommitId, b: CommitId, limit: int = 10_000
+) -> tuple[int, int, bool]:
+    """(commits only `a` reaches, commits only `b` reaches, whether counted to the end),
+    as `git rev-list --count --left-right a...b`. The same walk as best_common: a
+    commit's flags are final when it is popped (its descendants all were, generations
+    being higher), and it ends when only commits both reach are left. Past `limit`
+    commits walked it stops and says the counts are lower bounds."""
+    flags: dict[CommitId, int] = {}
+    queue: list[tuple[int, CommitId]] = []
+
+    def reach(cid: CommitId, flag: int) -> None:
+        had = flags.get(cid, 0)
+        if had | flag != had:
+            flags[cid] = had | flag
+            heapq.heappush(queue, (-generation(repo, cid), cid))
+
+    reach(a, _OURS)
+    reach(b, _THEIRS)
+    counts = {_OURS: 0, _THEIRS: 0}
+    walked = 0
+    while any(flags[cid] & _BOTH != _BOTH for _, cid in queue):
+        if walked >= limit:
+            return counts[_OURS], counts[_THEIRS], False
+        _, cid = heapq.heappop(queue)
+        walked += 1
+        flag = flags[cid] & _BOTH
+        if flag != _BOTH:
+            counts[flag] += 1
+        for parent in repo.commit_info(cid).parents:
+            reach(parent, flag)
+    return counts[_OURS], counts[_THEIRS], True

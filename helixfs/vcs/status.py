@@ -1,8 +1,9 @@
 """What `helix status` and the mount's `.helix/status` say: one document, one text.
 
-The branch commands move, its commit, the experiment running on it, the saves a live
-worktree holds that no commit has yet (the quiet window's), and the paths no commit
-takes (ignored). Only a mount's
+The branch commands move, its commit, the experiment running on it, where it stands
+against each remote's copy of it as last fetched or pushed (no network: as git
+status), the saves a live worktree holds that no commit has yet (the quiet window's),
+and the paths no commit takes (ignored). Only a mount's
 daemon has live worktrees (ADR 0002), so only there can anything be pending; reading
 it commits nothing.
 """
@@ -14,12 +15,34 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from helixfs.ids import CommitId
+from helixfs.vcs.ancestry import ahead_behind
+from helixfs.vcs.refs import REMOTES
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
 LISTED = 20
 """Pending paths the text lists; the document carries them all."""
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """The branch against one remote's copy of it, as the last fetch or push saw it."""
+
+    remote: str
+    commit: CommitId
+    ahead: int  # commits here the remote's copy lacks
+    behind: int  # and the other way
+    complete: bool = True  # False: the counts stopped at ancestry.ahead_behind's limit
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "remote": self.remote,
+            "commit": self.commit.hex(),
+            "ahead": self.ahead,
+            "behind": self.behind,
+            "counted": self.complete,
+        }
 
 
 @dataclass(frozen=True)
@@ -33,6 +56,7 @@ class Status:
     # names; a folder as `name/`): Repository.ignored_paths, ADR 0061
     ignored: list[bytes] = field(default_factory=list)
     experiment: str | None = None  # running on the branch: its commits carry its name
+    remotes: list[Tracking] = field(default_factory=list)
 
     @property
     def has_pending(self) -> bool:
@@ -46,7 +70,19 @@ def status(repo: Repository, *, mounted: bool) -> Status:
     pending = repo.pending_saves(branch)
     ignored = repo.ignored_paths(branch)
     experiment = repo.experiments.running_on(branch)
-    return Status(branch, head.id, subject, mounted, pending, ignored, experiment)
+    remotes = tracking(repo, branch, head.id)
+    return Status(branch, head.id, subject, mounted, pending, ignored, experiment, remotes)
+
+
+def tracking(repo: Repository, branch: str, head: CommitId) -> list[Tracking]:
+    """`branch` against every remote that has a copy of it (`remotes/NAME/BRANCH`)."""
+    found = []
+    for name, value in repo.store.refs(REMOTES):
+        remote, _, tracked = name[len(REMOTES) :].partition("/")
+        if tracked == branch:
+            commit = CommitId(value)
+            found.append(Tracking(remote, commit, *ahead_behind(repo, head, commit)))
+    return found
 
 
 def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
@@ -54,6 +90,7 @@ def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
     lines = [f"on branch {state.branch} at {state.commit.hex()[:12]}  {state.subject}"]
     if state.experiment is not None:
         lines.append(f"experiment {state.experiment} runs here: each commit is tagged with it")
+    lines += [_tracking_line(state.branch, t) for t in state.remotes]
     paths = state.pending
     if not state.mounted:
         lines.append("no mount of this store runs: every change is committed")
@@ -67,6 +104,18 @@ def status_lines(state: Status, shown: Callable[[bytes], str]) -> list[str]:
         if len(paths) > LISTED:
             lines.append(f"    ... and {len(paths) - LISTED} more")
     return lines + _ignored_lines(state.ignored, shown)
+
+
+def _tracking_line(branch: str, t: Tracking) -> str:
+    where = f"{t.remote}/{branch} (as last fetched or pushed)"
+    more = "" if t.complete else " or more"
+    if t.ahead == t.behind == 0:
+        return f"up to date with {where}"
+    if not t.behind:
+        return f"{t.ahead}{more} commit(s) ahead of {where}: push to send them"
+    if not t.ahead:
+        return f"{t.behind}{more} commit(s) behind {where}: pull to bring them"
+    return f"diverged from {where}: {t.ahead} here, {t.behind} there{more}: pull to merge"
 
 
 def _ignored_lines(ignored: list[bytes], shown: Callable[[bytes], str]) -> list[str]:

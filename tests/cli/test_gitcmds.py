@@ -178,6 +178,7 @@ def test_status_without_a_mount_names_the_branch_and_commit(helix: Helix, store:
         "pending_paths": [],
         "ignored": [],
         "experiment": None,
+        "remotes": [],
     }
     human = ok(helix("status")).out
     assert f"on branch main at {cid.hex()[:12]}" in human and "no mount" in human

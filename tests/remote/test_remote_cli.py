@@ -159,8 +159,12 @@ def test_fetch_brings_new_branches_and_pull_merges(tmp_path: Path, place: Place)
     commit(beta, tmp_path, "b.txt", "b\n")
     ok(beta("push", "origin", "main", "topic"))
     commit(alpha, tmp_path, "c.txt", "c\n")
+    assert "1 commit(s) ahead of origin/main" in ok(alpha("status")).out  # as last pushed
     fetched = {b["branch"]: b["status"] for b in ok(alpha("fetch", "--json")).json()["branches"]}
     assert fetched == {"main": "diverged", "topic": "new"}
+    (tracked,) = ok(alpha("status", "--json")).json()["remotes"]
+    assert (tracked["remote"], tracked["ahead"], tracked["behind"]) == ("origin", 1, 1)
+    assert "diverged from origin/main" in ok(alpha("status")).out
     assert ok(alpha("cat", "topic", "t.txt")).out == "topic\n"
     pulled = {b["branch"]: b["status"] for b in ok(alpha("pull", "--json")).json()["branches"]}
     assert pulled["main"] == "merged"

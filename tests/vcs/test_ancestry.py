@@ -8,7 +8,7 @@ import pytest
 
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.vcs import Repository
-from helixfs.vcs.ancestry import GENERATION, generation, merge_bases
+from helixfs.vcs.ancestry import GENERATION, ahead_behind, generation, merge_bases
 from helixfs.vcs.objects import Commit, encode_commit
 from helixfs.vcs.treeops import EMPTY_TREE_ID
 
@@ -58,6 +58,27 @@ def test_merge_bases_match_the_definition_on_random_histories(repo: Repository, 
     for _ in range(30):
         a, b = rng.choice(commits), rng.choice(commits)
         assert set(merge_bases(repo, a, b)) == _by_definition(repo, a, b)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ahead_behind_counts_what_only_one_side_reaches(repo: Repository, seed: int) -> None:
+    """As `git rev-list --count --left-right a...b`, on the same random histories."""
+    rng = random.Random(seed)
+    commits: list[CommitId] = []
+    for n in range(60):
+        count = 0 if not commits or rng.random() < 0.05 else rng.choice([1, 1, 1, 2, 2, 3])
+        parents = rng.sample(commits[-15:], min(count, len(commits[-15:])))
+        commits.append(_commit(repo, parents, n, recorded=rng.random() < 0.5))
+    repo.generations.clear()
+    for _ in range(30):
+        a, b = rng.choice(commits), rng.choice(commits)
+        ours, theirs = _ancestors(repo, a), _ancestors(repo, b)
+        assert ahead_behind(repo, a, b) == (len(ours - theirs), len(theirs - ours), True)
+    chain = [_commit(repo, [], 1000, recorded=True)]
+    for n in range(1001, 1010):
+        chain.append(_commit(repo, [chain[-1]], n, recorded=True))
+    assert ahead_behind(repo, chain[-1], chain[0]) == (9, 0, True)
+    assert ahead_behind(repo, chain[-1], chain[0], limit=3) == (3, 0, False)
 
 
 def test_commits_and_merges_record_their_generation(repo: Repository) -> None:
