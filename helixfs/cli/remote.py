@@ -68,6 +68,12 @@ def register(subparsers: Any) -> None:
     ):
         parser = add_command(subparsers, name, handler=handler, help=text)
         parser.add_argument("words", metavar="[NAME] [BRANCH]", nargs="*")
+        if name == "fetch":
+            parser.add_argument(
+                "--contents",
+                action="store_true",
+                help="every file content a lazy clone lacks (it is a whole clone after)",
+            )
         if name == "push":
             parser.add_argument(
                 "--merge", action="store_true", help="merge the remote's new commits first"
@@ -198,6 +204,19 @@ def cmd_pull(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     return _run(args, repo, out, "pull")
 
 
+def _fetch_contents(repo: Repository, remote: Remote, sync: Sync, out: Output) -> int:
+    from helixfs.vcs import ondemand, remotes
+
+    fetched = ondemand.fill(repo, sync.remote.get_run)
+    if remote.lazy:
+        remotes.set_lazy(_store_folder(repo), remote.name, False)
+    out.emit(
+        {"remote": remote.name, "contents": fetched, "lazy": False},
+        f"fetched {fetched} file content(s) from {remote.name}: this store is whole",
+    )
+    return 0
+
+
 def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> int:
     """`[NAME] [BRANCH...]`, then one of push, fetch, pull over the remote's store."""
     remote, branches = _split_words(args.words, _store_folder(repo))
@@ -209,6 +228,8 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
     try:
         if what == "push":
             results = sync.push(branches, merge=args.merge, keep=args.keep)
+        elif what == "fetch" and args.contents:
+            return _fetch_contents(repo, remote, sync, out)
         elif what == "fetch":
             results = sync.fetch(branches or None)
         else:

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from helixfs.errors import (
     CorruptObject,
@@ -29,6 +29,9 @@ from helixfs.errors import (
 )
 from helixfs.ids import ObjectId, hex_id
 from helixfs.store import ObjectStore
+
+if TYPE_CHECKING:
+    from helixfs.vcs.repo import Repository
 
 log = logging.getLogger(__name__)
 
@@ -107,3 +110,24 @@ def read_through(local: ObjectStore, folder: Path) -> OnDemand | None:
     if source is None:
         return None
     return OnDemand(local, lambda: remotes.open_store(folder, source), source.name)
+
+
+BATCH = 256  # records fetched and written per step of `fill`
+
+
+def fill(repo: Repository, fetch: Callable[[Sequence[ObjectId]], list[bytes]]) -> int:
+    """Fetch every file content the store's refs reach and the store lacks (`helix
+    fetch --contents`: a lazy clone made whole); how many. A chunked file's chunks are
+    known once its record is here, so it walks again until nothing is absent."""
+    from helixfs.vcs.maint import CONSTANTS, mark, roots
+
+    fetched = 0
+    while True:
+        reached = mark(repo, roots(repo)) - set(CONSTANTS)  # those may be unwritten anywhere
+        absent = [oid for oid in reached if not repo.store.contains(oid)]
+        if not absent:
+            return fetched
+        for start in range(0, len(absent), BATCH):
+            batch = absent[start : start + BATCH]
+            repo.store.write(dict(zip(batch, fetch(batch), strict=True)))
+        fetched += len(absent)

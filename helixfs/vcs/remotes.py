@@ -19,6 +19,7 @@ Schema of remotes.json (one JSON object):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -119,6 +120,11 @@ def remove(store: Path, name: str) -> Remote:
     remotes = load(store)
     if name not in remotes:
         raise NotFound(f"no remote named {name!r}")
+    if remotes[name].lazy:
+        raise InvalidInput(
+            f"the remote {name!r} is where this lazy clone's file contents come from: "
+            f"`helix fetch --contents {name}` first, then remove it"
+        )
     gone = remotes.pop(name)
     _save(store, remotes)
     key = key_path(store, name)
@@ -155,6 +161,16 @@ def get(store: Path, name: str | None) -> Remote:
     if name not in remotes:
         raise NotFound(f"no remote named {name!r} (helix remote list)")
     return remotes[name]
+
+
+def set_lazy(store: Path, name: str, lazy: bool) -> Remote:
+    """Mark remote `name` the source of a lazy clone's contents, or no longer."""
+    known = load(store)
+    if name not in known:
+        raise NotFound(f"no remote named {name!r}")
+    known[name] = dataclasses.replace(known[name], lazy=lazy)
+    _save(store, known)
+    return known[name]
 
 
 def lazy_source(store: Path) -> Remote | None:
