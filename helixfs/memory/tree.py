@@ -107,7 +107,8 @@ def _check(
     moved = view.moved(path)
     if moved.path is None:
         return Staleness("deleted", moved.commit, path)
-    _follow(conn, row, moved.path, moved.commit, now)
+    if row.get("branch") == view.branch:  # a rename in another line of work is its own
+        _follow(conn, row, moved.path, moved.commit, now)
     return Staleness("renamed", moved.commit, moved.path, row.get("moved_from") or path)
 
 

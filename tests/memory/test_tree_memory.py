@@ -111,6 +111,16 @@ def test_a_renamed_file_is_followed(repo: Repository, mem: Memory) -> None:
     assert mem.stale(view) == [] and mem.get(memory_id).source.moved_from is None
 
 
+def test_a_rename_in_a_branch_moves_no_trunk_memory(repo: Repository, mem: Memory) -> None:
+    memory_id = _about_auth(mem, BranchView(repo, None))
+    repo.create_branch("moving")
+    repo.commit({"src/auth.py": None, "src/login.py": AUTH}, "rename", branch="moving")
+    hit = mem.recall("login token", view=BranchView(repo, "moving"))[0]
+    assert hit.stale is not None and (hit.stale.how, hit.stale.path) == ("renamed", "src/login.py")
+    assert mem.get(memory_id).source.file == "src/auth.py"  # the trunk still has it there
+    assert mem.recall("login token", view=BranchView(repo, None))[0].stale is None
+
+
 def test_an_update_from_the_same_file_makes_it_fresh(repo: Repository, mem: Memory) -> None:
     memory_id = _about_auth(mem, BranchView(repo, None))
     repo.commit({"src/auth.py": AUTH + b"# more\n"}, "edit")
