@@ -328,7 +328,7 @@ def cmd_remember(args: argparse.Namespace, store: Path, out: Output) -> int:
             type=args.type,
             tags=tags,
             scope=args.scope,
-            source=in_tree(_source(args.source, args.agent), args, view),
+            source=in_tree(_source(args.source, args.agent), args, view, store),
             view=view,
         )
     human = f"{result.action} {result.id}"

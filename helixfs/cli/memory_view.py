@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import tree_path
+from helixfs.cli.store_path import tree_place
 from helixfs.errors import HelixError, NotFound, StoreLocked
 
 if TYPE_CHECKING:
@@ -106,13 +107,22 @@ class LazyView:
             self._repo.close()
 
 
-def in_tree(source: Source, args: argparse.Namespace, view: TreeView | None) -> Source:
-    """A source file named from the mount folder the command runs in (`auth.py` in
-    `src/`) as the tree path it is (`src/auth.py`), if the tree holds that file."""
-    folder = getattr(args, "tree_folder", b"")
-    if view is None or not source.file or not folder or source.file.startswith("/"):
+def in_tree(source: Source, args: argparse.Namespace, view: TreeView | None, store: Path) -> Source:
+    """A source file as the tree path it is, if the tree holds that file: named from the
+    mount folder the command runs in (`auth.py` in `src/`: `src/auth.py`), or by its
+    absolute path in the mount (what agents pass)."""
+    if view is None or not source.file:
         return source
-    path = os.fsdecode(tree_path(os.fsencode(source.file), folder))
+    if source.file.startswith("/"):
+        place = tree_place(store, Path(source.file))
+        if place is None or not place.folder:
+            return source
+        path = os.fsdecode(place.folder)
+    else:
+        folder = getattr(args, "tree_folder", b"")
+        if not folder:
+            return source
+        path = os.fsdecode(tree_path(os.fsencode(source.file), folder))
     return dataclasses.replace(source, file=path) if view.blob(path) is not None else source
 
 

@@ -78,12 +78,18 @@ def test_memory_follows_edits_and_branches_in_a_mount(make_mount: MountFactory) 
     wait_until(lambda: committed(mnt, "HEAD", "src/auth.py", "def login(): pass\n"))
     made = in_folder(mnt.path / "src", "remember", "--source", "auth.py:1", "--", "login is a stub")
     assert made["memory"]["source"]["file"] == "src/auth.py"  # from the folder it ran in
+    absolute = str(mnt.path / "src" / "auth.py")  # as agents name files
+    same = in_folder(
+        mnt.path, "remember", "--source", absolute, "--", "passwords are hashed with argon2"
+    )
+    assert same["memory"]["source"]["file"] == "src/auth.py"
 
     (mnt.path / "src" / "auth.py").write_text("def login(): return token()\n")
     wait_until(lambda: committed(mnt, "HEAD", "src/auth.py", "def login(): return token()\n"))
     (hit,) = in_folder(mnt.path, "recall", "login", "stub")
     assert hit["stale"]["how"] == "changed" and hit["stale"]["commit"] == mnt.head()
-    assert [m["id"] for m in in_folder(mnt.path, "memories", "--stale")] == [made["id"]]
+    stale = in_folder(mnt.path, "memories", "--stale")
+    assert sorted(m["id"] for m in stale) == sorted([made["id"], same["id"]])
     searched = (mnt.path / ".helix" / "search" / "login stub").read_text()
     assert f"(stale: src/auth.py changed in {mnt.head()[:12]})" in searched
     read = hook(mnt, mnt.path, "Read", mnt.path / "src" / "auth.py")
