@@ -228,12 +228,18 @@ def _memory_reads(server: MCPServer, helix: Helix) -> None:
         scope: str | None = None,
         workspace: bool = True,
         include_superseded: bool = False,
+        branch: str | None = None,
     ) -> Annotated[CallToolResult, schemas.SearchOut]:
         """Find memories (and, with workspace, passages of the workspace's files) by
-        meaning and keyword, best first."""
+        meaning and keyword, best first. As from `branch` if given (default: the branch
+        folder the server runs in, else the trunk): its memories too. A memory about a
+        file that changed since says so (`stale`)."""
+        options = _options(
+            k=k, type=type, scope=scope, workspace=workspace, all=include_superseded, branch=branch
+        )
         return await helix(
             "recall",
-            *_options(k=k, type=type, scope=scope, workspace=workspace, all=include_superseded),
+            *options,
             "--",
             query,
             key="hits",
@@ -297,17 +303,21 @@ def _memory_writes(server: MCPServer, helix: Helix) -> None:
         tags: Sequence[str] = (),
         scope: str | None = None,
         source: str | None = None,
+        branch: str | None = None,
     ) -> Annotated[CallToolResult, schemas.WriteOut]:
         """Remember a durable fact, decision, convention or gotcha. An equivalent fact is
         not stored twice; a contradicting one supersedes the old, which keeps its history.
         `source` is where it comes from: FILE[:LINE] (the memory is written as the MCP
-        client's, by its name)."""
+        client's, by its name; a memory about a file turns stale when the file changes).
+        `branch`: the branch whose memory it is (default: the branch folder the server
+        runs in, else the trunk's, seen everywhere); merging the branch brings it over."""
         options = _options(
             type=type,
             tags=",".join(tags) or None,
             scope=scope,
             source=source,
             agent=client_name(ctx),
+            branch=branch,
         )
         return await helix("remember", *options, "--", text)
 

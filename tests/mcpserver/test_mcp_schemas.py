@@ -50,6 +50,8 @@ def calls(memory_id: str, other_id: str) -> list[tuple[str, dict[str, Any]]]:
         ("workspace_read", {"path": "src/app.py", "max_chars": 5}),
         ("workspace_refs", {}),
         ("workspace_branch_create", {"name": "side"}),
+        ("memory_remember", {"text": "the side banner is hidden", "branch": "side"}),
+        ("memory_search", {"query": "side banner", "branch": "side", "workspace": False}),
         ("workspace_snapshot_create", {"name": "before"}),
         ("workspace_merge", {"branch": "side"}),
         ("workspace_checkout", {"branch": "side"}),
@@ -86,6 +88,9 @@ def test_every_tools_structured_content_validates_against_its_output_schema(
                 for doc in docs:
                     jsonschema.validate(doc, schemas[tool])
             assert set(checked) == set(schemas), set(schemas) - set(checked)
+            on_side = checked["memory_remember"][-1]["memory"]
+            assert on_side["branch"] == "side"
+            assert checked["memory_search"][-1]["hits"][0]["id"] == on_side["id"]
             assert all(schemas[name]["properties"] for name in schemas)
 
     anyio.run(main)
