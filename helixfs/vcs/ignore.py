@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 RULE_FILES = (b".gitignore", b".helixignore")
 """Read in this order in every folder: the later file's lines take precedence."""
 _NO_FILES = (None,) * len(RULE_FILES)
+GIT_DIR = b".git"
+EXCLUDE_PATH = (b"info", b"exclude")
+"""A repository's own excludes, below its `.git` folder (ADR 0061)."""
 RULES_MAX = 1 << 20
 """A rule file larger than this is not read (a generated file named so, most likely)."""
 _ANSWERS_KEPT = 4096
@@ -274,23 +279,38 @@ def _alternation(
 
 
 @dataclass(frozen=True, slots=True)
+class RepoRules:
+    """What a repository's root adds below all of its folders' rule files: its
+    `.git/info/exclude`, then the user's `core.excludesFile` (git's lowest two)."""
+
+    exclude: Rules | None = None
+    user: Rules | None = None
+
+    def levels(self) -> tuple[tuple[Rules, bytes], ...]:
+        return tuple((r, b"") for r in (self.exclude, self.user) if r is not None)
+
+
+@dataclass(frozen=True, slots=True)
 class Scope:
     """The rules in force in one folder: `levels` deepest first, each with this
-    folder's path below that rule file's folder (b"" or b"a/b/"). `everything`: the
-    folder is ignored itself, so is all below it (git reads no rule inside)."""
+    folder's path below that rule file's folder (b"" or b"a/b/"), then `base`, the
+    nearest repository's exclude files with the path below its root (None: above the
+    root, no repository yet). `everything`: the folder is ignored itself, so is all
+    below it (git reads no rule inside)."""
 
     levels: tuple[tuple[Rules, bytes], ...] = ()
     everything: bool = False
+    base: tuple[tuple[Rules, bytes], ...] | None = None
     key: object = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # the prefix matters only to anchored rules: others share memos across folders
-        shown = tuple((r, p if r.anchored else b"") for r, p in self.levels)
+        shown = tuple((r, p if r.anchored else b"") for r, p in self.levels + (self.base or ()))
         object.__setattr__(self, "key", (self.everything, shown))
 
     @property
     def empty(self) -> bool:
-        return not self.levels and not self.everything
+        return not self.levels and not self.base and not self.everything
 
     def ignored(self, name: bytes, is_dir: bool) -> bool:
         if self.everything:
@@ -299,13 +319,23 @@ class Scope:
             found = rules.decide(prefix + name, name, is_dir)
             if found is not None:
                 return found
+        for rules, prefix in self.base or ():
+            found = rules.decide(prefix + name, name, is_dir)
+            if found is not None:
+                return found
         return False
 
-    def with_rules(self, rules: Rules | None) -> Scope:
-        """This folder's scope once its own rule files (`rules`) are read."""
-        if rules is None or self.everything:
+    def with_rules(self, rules: Rules | None, repo: RepoRules | None = None) -> Scope:
+        """This folder's scope once its own rule files (`rules`) are read; `repo`: the
+        folder is a repository's root (it holds `.git`, or it is the tree's root), whose
+        exclude files replace those of any repository around it."""
+        if self.everything:
             return self
-        return Scope(((rules, b""), *self.levels))
+        base = self.base if repo is None else repo.levels()
+        if rules is None and base == self.base:
+            return self
+        levels = self.levels if rules is None else ((rules, b""), *self.levels)
+        return Scope(levels, base=() if base is None else base)
 
     def below(self, name: bytes) -> Scope:
         """The scope a subfolder `name` inherits, before its own rule files."""
@@ -313,7 +343,10 @@ class Scope:
             return self
         if self.ignored(name, True):
             return EVERYTHING
-        return Scope(tuple((r, p + name + b"/") for r, p in self.levels))
+        step = name + b"/"
+        levels = tuple((r, p + step) for r, p in self.levels)
+        base = None if self.base is None else tuple((r, p + step) for r, p in self.base)
+        return Scope(levels, base=base)
 
 
 NO_RULES = Scope()
@@ -328,6 +361,18 @@ class RuleFiles:
         self._read = read
         self._kept = kept
         self._rules: dict[tuple[object, ...], Rules | None] = {}
+        self._user: Rules | None | object = _UNKNOWN
+
+    def user(self) -> Rules | None:
+        """The user's `core.excludesFile` (read once: a change shows at the next open)."""
+        if self._user is _UNKNOWN:
+            self._user = user_excludes()
+        return self._user  # type: ignore[return-value]
+
+    def repo(self, exclude: Any | None, read: Callable[[Any], bytes] | None = None) -> RepoRules:
+        """A repository root's rules, given the content id of its `.git/info/exclude`."""
+        rules = None if exclude is None else self.rules((exclude,), read)
+        return RepoRules(rules, self.user())
 
     def rules(
         self, ids: tuple[Any, ...], read: Callable[[Any], bytes] | None = None
@@ -356,32 +401,94 @@ def compile_rules(*texts: bytes) -> Rules | None:
     return Rules(patterns) if patterns else None
 
 
+_CONFIG_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
+_user_paths: dict[tuple[str | None, ...], bytes] = {}
+
+
+def user_excludes_path(env: Mapping[str, str] | None = None) -> bytes:
+    """The file git reads as the user's excludes: `core.excludesFile` of the global
+    (or system) config, else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
+    Asked of git once per environment in a process (two runs of `git config`)."""
+    env = os.environ if env is None else env
+    key = tuple(env.get(name) for name in _CONFIG_ENV)
+    found = _user_paths.get(key)
+    if found is None:
+        found = _user_paths[key] = _ask_user_excludes_path(env)
+    return found
+
+
+def _ask_user_excludes_path(env: Mapping[str, str]) -> bytes:
+    git = shutil.which("git", path=env.get("PATH")) or "git"
+    for where in ("--global", "--system"):
+        try:
+            done = subprocess.run(
+                [git, "config", where, "--includes", "--path", "--get", "core.excludesFile"],
+                capture_output=True,
+                env=dict(env),
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            break  # no git here: its default place
+        if done.returncode == 0 and done.stdout.strip():
+            return os.path.expanduser(done.stdout.rstrip(b"\n"))
+    config = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME", "~"), ".config")
+    return os.fsencode(os.path.expanduser(os.path.join(config, "git", "ignore")))
+
+
+def user_excludes(env: Mapping[str, str] | None = None) -> Rules | None:
+    """The rules of the user's excludes file (none when it is missing or unreadable)."""
+    return compile_rules(_read_rule_file(user_excludes_path(env), follow=True) or b"")
+
+
+def _read_rule_file(path: bytes, follow: bool = False) -> bytes | None:
+    """A rule file's text if it is a regular file not over RULES_MAX, else None. Git
+    follows a symlink for the exclude files, never for a .gitignore."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > RULES_MAX:
+            return None
+        with open(path, "rb") as file:
+            return file.read(RULES_MAX)
+    except OSError:
+        return None
+
+
+def repo_on_disk(folder: bytes, outer: Scope, files: RuleFiles | None) -> RepoRules | None:
+    """The repository rules a folder on disk starts (its `.git/info/exclude`, and the
+    user's), or None when it is no repository's root: it holds no `.git` and is not the
+    root of what is read (`outer` above any repository)."""
+    git = os.path.join(folder, GIT_DIR)
+    if outer.base is not None and not os.path.lexists(git):
+        return None
+    text = _read_rule_file(os.path.join(git, *EXCLUDE_PATH), follow=True)
+    user = files.user() if files is not None else None
+    return RepoRules(compile_rules(text) if text else None, user)
+
+
 def rules_on_disk(folder: bytes) -> Rules | None:
     """The rules of a folder on disk (an import's): its rule files that are regular
     files (git does not follow a symlinked .gitignore) and not over RULES_MAX."""
-    texts = []
-    for name in RULE_FILES:
-        path = os.path.join(folder, name)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_size <= RULES_MAX:
-            with open(path, "rb") as file:
-                texts.append(file.read(RULES_MAX))
-    return compile_rules(*texts)
+    texts = [_read_rule_file(os.path.join(folder, name)) for name in RULE_FILES]
+    return compile_rules(*(text for text in texts if text is not None))
 
 
 __all__ = [
     "EVERYTHING",
+    "EXCLUDE_PATH",
+    "GIT_DIR",
     "NO_RULES",
     "RULES_MAX",
     "RULE_FILES",
+    "RepoRules",
     "RuleFiles",
     "Rules",
     "Scope",
     "compile_rules",
     "parse",
+    "repo_on_disk",
     "rules_on_disk",
     "translate",
+    "user_excludes",
+    "user_excludes_path",
 ]

@@ -16,7 +16,17 @@ from collections.abc import Callable, Iterator
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import ObjectId
-from helixfs.vcs.ignore import NO_RULES, RULE_FILES, RULES_MAX, RuleFiles, Rules, Scope
+from helixfs.vcs.ignore import (
+    EXCLUDE_PATH,
+    GIT_DIR,
+    NO_RULES,
+    RULE_FILES,
+    RULES_MAX,
+    RepoRules,
+    RuleFiles,
+    Rules,
+    Scope,
+)
 from helixfs.vcs.links import places_of
 from helixfs.vcs.node import Node
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry
@@ -60,9 +70,24 @@ class LiveScopes:
         found = self._inner.get(folder)
         if found is None:
             outer = self.outer(folder)
-            found = outer if outer.everything else outer.with_rules(self._rules_of(folder))
+            if not outer.everything:
+                found = outer.with_rules(self._rules_of(folder), self._repo_of(folder, outer))
+            else:
+                found = outer
             self._inner[folder] = found
         return found
+
+    def _repo_of(self, folder: Node, outer: Scope) -> RepoRules | None:
+        """The repository rules `folder` starts: it holds `.git`, or it is the root."""
+        if self._files is None:
+            return None
+        node: Node | None = self._children(folder).get(GIT_DIR)
+        if node is None and outer.base is not None:
+            return None
+        for name in EXCLUDE_PATH:
+            node = self._children(node).get(name) if node is not None and node.is_dir() else None
+        usable = node is not None and stat.S_ISREG(node.mode) and node.size <= RULES_MAX
+        return self._files.repo(node.oid if usable and node is not None else None, self._read)
 
     def _rules_of(self, folder: Node) -> Rules | None:
         if self._files is None:
@@ -83,14 +108,16 @@ class LiveScopes:
         """A change the work tree records (Worktree._touch): when it is to a rule file,
         or moves a folder, the rules of folders below may differ from now on."""
         if relisted is not None:
-            if relisted in RULE_FILES:
-                self.spoil(node)
+            ruled = _ruled_folder(node, relisted)
+            if ruled is not None:
+                self.spoil(ruled)
             elif subject is not None and subject.is_dir():
                 self.spoil(subject)
-        elif node.name in RULE_FILES or node.group is not None:
+        elif node.name in _RULE_NAMES or node.group is not None:
             for parent, name in places_of(node):  # a hard link's other names too
-                if parent is not None and name in RULE_FILES and not node.is_dir():
-                    self.spoil(parent)
+                ruled = _ruled_folder(parent, name) if parent is not None else None
+                if ruled is not None and not node.is_dir():
+                    self.spoil(ruled)
 
     def encoded(self, node: Node) -> None:
         """`node` is encoded (Worktree._encode), which forgets the names changed in it
@@ -138,6 +165,23 @@ class LiveScopes:
                 page.pure = False
             if node.children is not None:
                 stack.extend(c for c in node.children.values() if c.is_dir())
+
+
+_RULE_NAMES = frozenset((*RULE_FILES, EXCLUDE_PATH[-1]))
+
+
+def _ruled_folder(parent: Node, name: bytes) -> Node | None:
+    """The folder whose rules change when `parent`'s child `name` does: a rule file's
+    folder, or for `.git`, `.git/info` or `.git/info/exclude` the repository's root."""
+    if name in RULE_FILES or name == GIT_DIR:
+        return parent
+    chain = (parent.name, parent.parent.name if parent.parent is not None else None)
+    if name == EXCLUDE_PATH[0] and parent.name == GIT_DIR:
+        return parent.parent
+    if name == EXCLUDE_PATH[1] and chain == (EXCLUDE_PATH[0], GIT_DIR):
+        assert parent.parent is not None
+        return parent.parent.parent
+    return None
 
 
 def patch_tree(
@@ -243,7 +287,7 @@ def stored_ignored(
         return
     tree = trees.get(oid)
     head = trees.get(tracked) if tracked is not None else None
-    scope = outer.with_rules(trees.rules_in(tree))
+    scope = trees.scope_in(tree, outer)
     for entry in tree.entries:
         path = prefix + entry.name
         if entry.is_dir():

@@ -33,7 +33,7 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs import attrs
 from helixfs.vcs.attrs import folder_entry
 from helixfs.vcs.content import EMPTY, ZERO_CHUNK, pack_bytes, store_stream
-from helixfs.vcs.ignore import NO_RULES, Scope, rules_on_disk
+from helixfs.vcs.ignore import NO_RULES, Scope, repo_on_disk, rules_on_disk
 from helixfs.vcs.linkcopy import ExportLinks, ImportLinks
 from helixfs.vcs.objects import EMPTY_KINDS, XATTR_TOTAL_MAX, TreeEntry, valid_name
 from helixfs.vcs.refs import branch_ref
@@ -268,7 +268,8 @@ def _import_tree(
     entries: list[TreeEntry] = []
     with os.scandir(folder) as listing:
         items = sorted(listing, key=lambda e: e.name)
-    scope = place.outer.with_rules(rules_on_disk(folder))
+    repo_rules = repo_on_disk(folder, place.outer, repo.trees.rule_files)
+    scope = place.outer.with_rules(rules_on_disk(folder), repo_rules)
     for item in items:
         if place.left_out(repo, scope, item.name, item.is_dir(follow_symlinks=False)):
             counts.ignored += 1

@@ -20,7 +20,16 @@ from helixfs.store import ObjectStore
 from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
-from helixfs.vcs.ignore import NO_RULES, RULE_FILES, RULES_MAX, RuleFiles, Rules, Scope
+from helixfs.vcs.ignore import (
+    EXCLUDE_PATH,
+    GIT_DIR,
+    NO_RULES,
+    RULE_FILES,
+    RULES_MAX,
+    RuleFiles,
+    Rules,
+    Scope,
+)
 from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
@@ -501,6 +510,26 @@ class Trees:
             ids.append(entry.oid if usable and entry is not None else None)
         return self.rule_files.rules(tuple(ids))
 
+    def scope_in(self, tree: Tree, outer: Scope) -> Scope:
+        """The rules in force for a stored folder's children, `outer` those it inherits:
+        its own rule files', and when it is a repository's root (it holds `.git`, or it
+        is the tree's root) that repository's exclude files (ADR 0061)."""
+        rules = self.rules_in(tree)
+        git = find(tree, GIT_DIR)
+        if self.rule_files is None or (git is None and outer.base is not None):
+            return outer.with_rules(rules)
+        return outer.with_rules(rules, self.rule_files.repo(self._exclude_in(git)))
+
+    def _exclude_in(self, git: TreeEntry | None) -> ObjectId | None:
+        """The content id of `.git/info/exclude` below a `.git` entry, if a regular file."""
+        entry = git
+        for name in EXCLUDE_PATH:
+            if entry is None or not entry.is_dir():
+                return None
+            entry = find(self.get(entry.oid), name)
+        usable = entry is not None and stat.S_ISREG(entry.mode) and entry.size <= RULES_MAX
+        return entry.oid if usable and entry is not None else None
+
     def without_ephemeral(
         self,
         oid: ObjectId,
@@ -520,7 +549,7 @@ class Trees:
             return done
         tree = self.get(oid)
         head = self.get(tracked) if tracked is not None else None
-        scope = outer.with_rules(self.rules_in(tree))
+        scope = self.scope_in(tree, outer)
         entries, raws, changed = [], [], []
         for entry, raw in zip(tree.entries, tree.raw, strict=True):
             name = entry.name
@@ -578,7 +607,7 @@ class Trees:
         old_tree = self.get(old) if old is not None else EMPTY_TREE
         new_tree = self.get(new) if new is not None else EMPTY_TREE
         work_tree = self.get(work)
-        scope = outer.with_rules(self.rules_in(work_tree))
+        scope = self.scope_in(work_tree, outer)
         added: dict[bytes, TreeEntry] = {}
         for entry in work_tree.entries:
             before = find(old_tree, entry.name)

@@ -12,7 +12,7 @@ MAKEFILE = "app: a.o b.o\n\tgcc -o app a.o b.o\n%.o: %.c\n\tgcc -c -o $@ $<\n"
 
 
 def test_a_c_build_in_the_mount_commits_no_object_file(make_mount: MountFactory) -> None:
-    need("gcc", "make")
+    need("gcc", "make", "git")
     mount = make_mount(0)  # every operation is a commit: nothing hides in a window
     root = mount.path
     (root / ".gitignore").write_text("*.o\n/app\nbuild/\n")
@@ -35,6 +35,10 @@ def test_a_c_build_in_the_mount_commits_no_object_file(make_mount: MountFactory)
     assert "app" in listed and "a.o" not in listed
     (root / "a.c").write_text("int twice(int x) { return x + x; }\n")
     mount.sh("make")
+    # a `git init` in the mount: its .git/info/exclude is read, under the .gitignore
+    mount.sh("git init -q && printf '/notes.txt\\n*.c\\n' >>.git/info/exclude && echo n >notes.txt")
+    listed = mount.helix("ls", "HEAD").stdout.split()
+    assert "notes.txt" not in listed and "a.c" in listed  # tracked stays tracked
     mount.stop()
     with Repository.open(mount.store) as repo:
         for commit in repo.log():

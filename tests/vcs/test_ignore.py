@@ -10,12 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from helixfs.vcs.ignore import NO_RULES, Scope, compile_rules, rules_on_disk
+from helixfs.vcs.ignore import (
+    NO_RULES,
+    RuleFiles,
+    Scope,
+    compile_rules,
+    repo_on_disk,
+    rules_on_disk,
+    user_excludes_path,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 # Each case: path -> content (a path ending in "/" is an empty folder). A `.helixignore`
-# is given to git appended to the `.gitignore` beside it: the same precedence.
+# is given to git appended to the `.gitignore` beside it: the same precedence. The keys
+# USER_XDG and USER_CONFIG are the user's excludes file, at its default place
+# ($XDG_CONFIG_HOME/git/ignore) or named by core.excludesFile.
+USER_XDG, USER_CONFIG = "~xdg", "~config"
 CASES: dict[str, dict[str, str]] = {
     "basename, anchored, folder-only": {
         ".gitignore": "*.o\nbuild/\n/root_only\ndoc/*.txt\n",
@@ -141,6 +152,32 @@ CASES: dict[str, dict[str, str]] = {
         "src/y.cache": "",
         "src/main.o": "",
     },
+    "info/exclude and the user's excludes, under every .gitignore": {
+        ".git/info/exclude": "*.x\n!keep.u\n/top.e\nbin/\n",
+        USER_XDG: "*.u\n!keep.x\n*.w\n",
+        ".gitignore": "!a.x\n",
+        "a.x": "",
+        "b.x": "",
+        "keep.x": "",
+        "keep.u": "",
+        "c.u": "",
+        "top.e": "",
+        "sub/top.e": "",
+        "sub/d.u": "",
+        "sub/.gitignore": "!e.w\n",
+        "sub/e.w": "",
+        "sub/f.w": "",
+        "bin/tool": "",
+    },
+    "core.excludesFile over the default place": {
+        USER_CONFIG: "*.cfg\n/only_top\n",
+        USER_XDG: "*.xdg\n",
+        "a.cfg": "",
+        "b.xdg": "",
+        "only_top": "",
+        "sub/only_top": "",
+        "sub/c.cfg": "",
+    },
     "BOM and CRLF": {
         ".gitignore": "\ufeff*.bak\r\nfolder/\r\n",
         "a.bak": "",
@@ -150,8 +187,29 @@ CASES: dict[str, dict[str, str]] = {
 }
 
 
+def user_files(home: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's excludes of a case, where git (and we) look: the environment names
+    the global config and XDG_CONFIG_HOME, no system config is read."""
+    config = home / "gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    if USER_XDG in files:
+        (home / "xdg" / "git").mkdir(parents=True)
+        (home / "xdg" / "git" / "ignore").write_text(files[USER_XDG])
+    if USER_CONFIG in files:
+        (home / "excludes").write_text(files[USER_CONFIG])
+        config.write_text(f"[core]\n\texcludesFile = {home / 'excludes'}\n")
+
+
 def build(root: Path, files: dict[str, str], *, for_git: bool) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    if for_git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
     for path, text in files.items():
+        if path.startswith("~"):
+            continue
         target = root / path
         if path.endswith("/"):
             target.mkdir(parents=True, exist_ok=True)
@@ -181,12 +239,10 @@ def every_path(root: Path) -> list[bytes]:
 
 
 def git_ignored(root: Path, paths: list[bytes]) -> set[bytes]:
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
     done = subprocess.run(
         ["git", "-C", str(root), "check-ignore", "--stdin", "-z", "--no-index"],
         input=b"\0".join(paths) + b"\0",
         capture_output=True,
-        env={**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"},
     )
     assert done.returncode in (0, 1), done.stderr
     return {p for p in done.stdout.split(b"\0") if p}
@@ -194,9 +250,10 @@ def git_ignored(root: Path, paths: list[bytes]) -> set[bytes]:
 
 def our_ignored(root: Path) -> set[bytes]:
     ignored: set[bytes] = set()
+    files = RuleFiles(lambda oid: b"")  # only its user excludes are asked for
 
     def walk(folder: bytes, rel: bytes, outer: Scope) -> None:
-        scope = outer.with_rules(rules_on_disk(folder))
+        scope = outer.with_rules(rules_on_disk(folder), repo_on_disk(folder, outer, files))
         for entry in os.scandir(folder):
             if entry.name == b".git":
                 continue
@@ -215,8 +272,11 @@ def our_ignored(root: Path) -> set[bytes]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_same_answer_as_git_check_ignore(case: str, tmp_path: Path) -> None:
+def test_same_answer_as_git_check_ignore(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ours_root, git_root = tmp_path / "ours", tmp_path / "git"
+    user_files(tmp_path, CASES[case], monkeypatch)
     build(ours_root, CASES[case], for_git=False)
     build(git_root, CASES[case], for_git=True)
     paths = every_path(ours_root)
@@ -237,3 +297,50 @@ def test_last_line_wins_and_answers_are_memoised() -> None:
 def test_a_file_of_comments_is_no_rules() -> None:
     assert compile_rules(b"# nothing\n\n   \n") is None
     assert compile_rules() is None
+
+
+def test_each_repository_s_exclude_applies_inside_it_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree holding several git repositories: a path's repository is the nearest
+    folder above it holding `.git`; that one's info/exclude (anchored at its root) and
+    the user's excludes decide below every .gitignore, no other repository's exclude."""
+    files = {
+        ".git/info/exclude": "*.outer\n/top\n",
+        USER_XDG: "/top_user\n",
+        "a.outer": "",
+        "top": "",
+        "top_user": "",
+        "lib/.git/info/exclude": "*.inner\n/top\n",
+        "lib/b.outer": "",
+        "lib/c.inner": "",
+        "lib/top": "",
+        "lib/top_user": "",
+        "lib/deep/top": "",
+        "d.inner": "",
+        "plain/.git": "gitdir: elsewhere\n",  # a linked repository: no exclude read
+        "plain/e.outer": "",
+        "plain/top_user": "",
+    }
+    user_files(tmp_path, files, monkeypatch)
+    build(tmp_path / "t", files, for_git=False)
+    assert our_ignored(tmp_path / "t") == {
+        b"a.outer",
+        b"top",
+        b"top_user",
+        b"lib/c.inner",
+        b"lib/top",
+        b"lib/top_user",
+        b"plain/top_user",
+    }
+
+
+def test_the_user_s_excludes_path_follows_git_s_config(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    env["GIT_CONFIG_GLOBAL"] = str(tmp_path / "none")
+    assert user_excludes_path(env) == os.fsencode(tmp_path / ".config/git/ignore")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "x")
+    assert user_excludes_path(env) == os.fsencode(tmp_path / "x/git/ignore")
+    (tmp_path / "cfg").write_text("[core]\n\texcludesFile = ~/mine\n")
+    env["GIT_CONFIG_GLOBAL"] = str(tmp_path / "cfg")
+    assert user_excludes_path(env) == os.fsencode(tmp_path / "mine")

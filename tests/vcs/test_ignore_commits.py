@@ -270,3 +270,51 @@ def test_the_root_s_own_mode_is_committed_beside_ignored_paths(repo: Repository)
     own = repo.trees.get(repo.commit_info("HEAD").tree).own
     assert own is not None and own.mode & 0o777 == 0o700
     assert _paths(repo) == {".gitignore"}
+
+
+def test_a_repository_s_info_exclude_applies_inside_it_and_its_changes_take_effect(
+    disk_repo: Repository,
+) -> None:
+    """`.git/info/exclude` of the nearest folder holding `.git`, under every .gitignore;
+    written, replaced or removed, it decides from the next save on (ADR 0061)."""
+    tree = disk_repo.worktree()
+    _file(tree, b".git/info/exclude", b"*.log\n")
+    _file(tree, b"app/.git/info/exclude", b"/dist/\n")
+    _file(tree, b"a.log", b"a")
+    _file(tree, b"app/b.log", b"not the outer repository's rule")
+    _file(tree, b"app/dist/bundle.js", b"js")
+    _file(tree, b"app/src/dist/x", b"anchored at app/")
+    _file(tree, b"app/.gitignore", b"!keep.log\n")
+    tree.commit()
+    paths = _paths(disk_repo)
+    assert {"app/b.log", "app/src/dist/x"} <= paths
+    assert not {"a.log", "app/dist/bundle.js"} & paths
+    assert tree.ignored_paths() == [b"a.log", b"app/dist/"]
+
+    _file(tree, b"deep/er/c.log", b"c")
+    _file(tree, b".git/info/exclude", b"*.tmp\n")  # rewritten: *.log no longer ignored
+    _file(tree, b"app/keep.log", b"k")
+    tree.commit()
+    assert {"a.log", "deep/er/c.log", "app/keep.log"} <= _paths(disk_repo)
+    _file(tree, b"d.tmp", b"d")
+    _rm(tree, b"app/.git/info/exclude")
+    tree.commit()
+    assert "app/dist/bundle.js" in _paths(disk_repo) and "d.tmp" not in _paths(disk_repo)
+    tree.save()
+    assert disk_repo.ignored_paths(disk_repo.current_branch()) == [b"d.tmp"]  # saved tree
+
+
+def test_the_user_s_excludes_come_last(
+    repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ignore").write_text("*.swp\n!*.keep\n")
+    (tmp_path / "cfg").write_text(f"[core]\n\texcludesFile = {tmp_path / 'ignore'}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "cfg"))
+    repo.trees.rule_files = RuleFiles(repo.contents.read)  # read the user's file afresh
+    tree = repo.worktree("main")
+    _file(tree, b".git/info/exclude", b"*.keep\n")
+    _file(tree, b"x.swp", b"s")
+    _file(tree, b"y.keep", b"exclude wins over the user's !*.keep")
+    _file(tree, b"z.c", b"z")
+    tree.commit()
+    assert _paths(repo) == {".git/info/exclude", "z.c"}
