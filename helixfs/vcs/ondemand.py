@@ -14,6 +14,7 @@ already fetched read on.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -95,11 +96,18 @@ class OnDemand:
                 self._remote = None
 
 
+_LAZY = re.compile(rb'"lazy"\s*:\s*true')  # in remotes.json (vcs/remotes.py)
+
+
 def read_through(local: ObjectStore, folder: Path) -> OnDemand | None:
     """The OnDemand reads of the store at `folder` if it is a lazy clone, else None.
     A remotes file that cannot be read leaves the store local (remote commands say why)."""
-    if not (folder / "remotes.json").exists():
-        return None  # no remote at all (most stores): nothing more to read or import
+    try:  # every command opens a store: vcs/remotes (and S3's modules) only for a lazy one
+        text = (folder / "remotes.json").read_bytes()
+    except OSError:
+        return None  # no remote at all (most stores)
+    if not _LAZY.search(text):
+        return None  # none of its remotes is lazy
     from helixfs.vcs import remotes
 
     try:
