@@ -105,10 +105,7 @@ def cmd_remote(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         return _remote_add(args, folder, out)
     if args.action == "list":
         found = [r.as_json() for r in remotes.load(folder).values()]
-        rows = [
-            (r["name"], r["url"], r["endpoint"] or "", "encrypted" if r["encrypt"] else "")
-            for r in found
-        ]
+        rows = [(r["name"], r["url"], r["endpoint"] or "", _traits(r)) for r in found]
         out.emit({"remotes": found}, table(rows) if rows else "no remotes")
         return 0
     if args.action in ("remove", "rm"):
@@ -119,6 +116,14 @@ def cmd_remote(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         out.emit({"removed": gone.as_json()}, f"removed remote {gone.name} ({gone.location})")
         return 0
     return _remote_key(args, folder, out)
+
+
+def _traits(remote: dict[str, Any]) -> str:
+    """What `remote list` says beside a location."""
+    words = ["encrypted"] if remote["encrypt"] else []
+    if remote["lazy"]:
+        words.append("lazy (file contents read from it)")
+    return ", ".join(words)
 
 
 def _remote_add(args: argparse.Namespace, folder: Path, out: Output) -> int:
