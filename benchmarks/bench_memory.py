@@ -428,7 +428,7 @@ def render_table(result: dict[str, Any]) -> str:
     lines += [legend, "mcp first call: " + ", ".join(firsts)] if firsts else []
     quality = result["quality"]
     if quality is None:
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + conversation_lines(result)) + "\n"
     kinds = sorted(next(iter(quality["modes"].values()))["by_kind"])
     lines += [
         "",
@@ -520,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, help="timed writes per scale")
     parser.add_argument("--no-quality", action="store_true", help="latency only")
     parser.add_argument(
+        "--throughput", action="store_true", help="with --no-quality: the ingest rates too"
+    )
+    parser.add_argument(
         "--embed-limit",
         type=int,
         default=10_000,
@@ -547,6 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_quality:
             extra["consolidation"] = measure_consolidation(embedder, workdir)
             extra["conversations"] = measure_conversations(embedder, workdir)
+        if not args.no_quality or args.throughput:
             extra["throughput"] = measure_throughput(embedder, workdir)
         scales = [
             measure_scale(embedder, n, queries, writes, workdir, args.embed_limit, surface_calls)
