@@ -98,28 +98,18 @@ def best_common(repo: Repository, heads: list[CommitId], b: CommitId) -> list[Co
     marked stale, and so is everything below it). The walk ends when every commit left
     to visit is stale: nothing below can be a better base.
     """
-    flags: dict[CommitId, int] = {}
-    queue: list[tuple[int, CommitId]] = []
-
-    def reach(cid: CommitId, flag: int) -> None:
-        had = flags.get(cid, 0)
-        if had | flag != had:
-            flags[cid] = had | flag
-            heapq.heappush(queue, (-generation(repo, cid), cid))
-
+    walk = _Paint(repo)
     for head in heads:
-        reach(head, _OURS)
-    reach(b, _THEIRS)
+        walk.reach(head, _OURS)
+    walk.reach(b, _THEIRS)
     found: list[CommitId] = []
     # the queue is the walk's frontier: a few commits per line of work in flight
-    while any(not flags[cid] & _STALE for _, cid in queue):
-        _, cid = heapq.heappop(queue)
-        flag = flags[cid]
+    while walk.left(_STALE):
+        cid, flag = walk.pop()
         if flag & _BOTH == _BOTH and not flag & _STALE:
             found.append(cid)
-            flag = flags[cid] = flag | _STALE
-        for parent in repo.commit_info(cid).parents:
-            reach(parent, flag)
+            flag = walk.flags[cid] = flag | _STALE
+        walk.down(cid, flag)
     return found
 
 
@@ -131,27 +121,47 @@ def ahead_behind(
     commit's flags are final when it is popped (its descendants all were, generations
     being higher), and it ends when only commits both reach are left. Past `limit`
     commits walked it stops and says the counts are lower bounds."""
-    flags: dict[CommitId, int] = {}
-    queue: list[tuple[int, CommitId]] = []
-
-    def reach(cid: CommitId, flag: int) -> None:
-        had = flags.get(cid, 0)
-        if had | flag != had:
-            flags[cid] = had | flag
-            heapq.heappush(queue, (-generation(repo, cid), cid))
-
-    reach(a, _OURS)
-    reach(b, _THEIRS)
+    walk = _Paint(repo)
+    walk.reach(a, _OURS)
+    walk.reach(b, _THEIRS)
     counts = {_OURS: 0, _THEIRS: 0}
     walked = 0
-    while any(flags[cid] & _BOTH != _BOTH for _, cid in queue):
+    while walk.left(_BOTH):
         if walked >= limit:
             return counts[_OURS], counts[_THEIRS], False
-        _, cid = heapq.heappop(queue)
+        cid, flag = walk.pop()
         walked += 1
-        flag = flags[cid] & _BOTH
+        flag &= _BOTH
         if flag != _BOTH:
             counts[flag] += 1
-        for parent in repo.commit_info(cid).parents:
-            reach(parent, flag)
+        walk.down(cid, flag)
     return counts[_OURS], counts[_THEIRS], True
+
+
+class _Paint:
+    """Flags painted down the history from some commits, visited highest generation
+    first: a commit's flags are final when it is popped, all its descendants in the
+    walk having been visited before it."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self.flags: dict[CommitId, int] = {}
+        self._queue: list[tuple[int, CommitId]] = []
+
+    def reach(self, cid: CommitId, flag: int) -> None:
+        had = self.flags.get(cid, 0)
+        if had | flag != had:
+            self.flags[cid] = had | flag
+            heapq.heappush(self._queue, (-generation(self.repo, cid), cid))
+
+    def left(self, done: int) -> bool:
+        """Whether a commit still to visit lacks some flag of `done`."""
+        return any(self.flags[cid] & done != done for _, cid in self._queue)
+
+    def pop(self) -> tuple[CommitId, int]:
+        _, cid = heapq.heappop(self._queue)
+        return cid, self.flags[cid]
+
+    def down(self, cid: CommitId, flag: int) -> None:
+        for parent in self.repo.commit_info(cid).parents:
+            self.reach(parent, flag)

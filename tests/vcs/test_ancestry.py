@@ -44,17 +44,24 @@ def _by_definition(repo: Repository, a: CommitId, b: CommitId) -> set[CommitId]:
     return common - below
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_merge_bases_match_the_definition_on_random_histories(repo: Repository, seed: int) -> None:
-    """Random DAGs with forks, merges of up to three parents, several roots, and a mix of
-    commits with and without a recorded generation."""
-    rng = random.Random(seed)
+def _random_history(repo: Repository, rng: random.Random) -> list[CommitId]:
+    """60 commits: forks, merges of up to three parents, several roots, and a mix of
+    commits with and without a recorded generation (none known in memory yet)."""
     commits: list[CommitId] = []
     for n in range(60):
         count = 0 if not commits or rng.random() < 0.05 else rng.choice([1, 1, 1, 2, 2, 3])
         parents = rng.sample(commits[-15:], min(count, len(commits[-15:])))
         commits.append(_commit(repo, parents, n, recorded=rng.random() < 0.5))
     repo.generations.clear()
+    return commits
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merge_bases_match_the_definition_on_random_histories(repo: Repository, seed: int) -> None:
+    """Random DAGs with forks, merges of up to three parents, several roots, and a mix of
+    commits with and without a recorded generation."""
+    rng = random.Random(seed)
+    commits = _random_history(repo, rng)
     for _ in range(30):
         a, b = rng.choice(commits), rng.choice(commits)
         assert set(merge_bases(repo, a, b)) == _by_definition(repo, a, b)
@@ -64,12 +71,7 @@ def test_merge_bases_match_the_definition_on_random_histories(repo: Repository, 
 def test_ahead_behind_counts_what_only_one_side_reaches(repo: Repository, seed: int) -> None:
     """As `git rev-list --count --left-right a...b`, on the same random histories."""
     rng = random.Random(seed)
-    commits: list[CommitId] = []
-    for n in range(60):
-        count = 0 if not commits or rng.random() < 0.05 else rng.choice([1, 1, 1, 2, 2, 3])
-        parents = rng.sample(commits[-15:], min(count, len(commits[-15:])))
-        commits.append(_commit(repo, parents, n, recorded=rng.random() < 0.5))
-    repo.generations.clear()
+    commits = _random_history(repo, rng)
     for _ in range(30):
         a, b = rng.choice(commits), rng.choice(commits)
         ours, theirs = _ancestors(repo, a), _ancestors(repo, b)
