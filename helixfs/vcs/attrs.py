@@ -193,13 +193,17 @@ def owner_text(xattrs: Xattrs) -> str:
 
 def metadata_changes(old: TreeEntry, new: TreeEntry) -> list[str]:
     """What changed besides the content between two entries of a path: `mode`,
-    `owner`, `device`, `xattrs` (the times are not changes, as the mtime is not)."""
+    `owner`, `device`, `link` (the name now shares another file's node: ADR 0043),
+    `xattrs` (the times are not changes, as the mtime is not)."""
     changed = []
     if old.mode != new.mode:
         changed.append("mode")
     for key, what in ((OWNER, "owner"), (RDEV, "device")):
         if lookup(old.xattrs, key) != lookup(new.xattrs, key):
             changed.append(what)
+    old_link, new_link = link_of(lookup(old.xattrs, LINK)), link_of(lookup(new.xattrs, LINK))
+    if new_link is not None and (old_link is None or old_link[0] != new_link[0]):
+        changed.append("link")
     if user_xattrs(old.xattrs) != user_xattrs(new.xattrs):
         changed.append("xattrs")
     return changed

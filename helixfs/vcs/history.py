@@ -140,8 +140,12 @@ def _mode_lines(change: Change) -> str:
     lines = ""
     if old is not None and new is not None and old.mode != new.mode:
         lines = f"old mode {old.mode:o}\nnew mode {new.mode:o}\n"
-    if old is not None and new is not None and "owner" in metadata_changes(old, new):
+    changed = metadata_changes(old, new) if old is not None and new is not None else []
+    if "owner" in changed:
+        assert old is not None and new is not None
         lines += f"old owner {owner_text(old.xattrs)}\nnew owner {owner_text(new.xattrs)}\n"
+    if "link" in changed:  # not git's: the name now shares another file's node
+        lines += "new hard link\n"
     return lines
 
 

@@ -74,6 +74,34 @@ def spread_edits(
     return tree, conflicts
 
 
+def link_conflicts(
+    trees: Trees, ours: ObjectId, theirs: ObjectId, relinked: list[bytes]
+) -> list[bytes]:
+    """The names both sides moved to another node whose groups differ: linked to other
+    names on each side (`ln a b` on both sides makes two ids for one group: no conflict).
+    Walks each side's tree once, only when a name was moved on both."""
+    if not relinked:
+        return []
+    mine, yours = _groups_of(trees, ours, relinked), _groups_of(trees, theirs, relinked)
+    return [path for path in relinked if mine.get(path) != yours.get(path)]
+
+
+def _groups_of(trees: Trees, root: ObjectId, paths: list[bytes]) -> dict[bytes, frozenset[bytes]]:
+    """Each path's group in `root`: the set of its names."""
+    link_ids = groups_at(trees, root, paths)
+    groups = {
+        link_id: frozenset(path for path, _ in names)
+        for link_id, names in _names(trees, root, link_ids).items()
+    }
+    found = {}
+    for path in paths:
+        entry = _entry(trees, root, path)
+        link_id = None if entry is None else link_id_of(entry.xattrs)
+        if link_id in groups:
+            found[path] = groups[link_id]
+    return found
+
+
 def _names(
     trees: Trees, root: ObjectId, link_ids: set[int]
 ) -> dict[int, list[tuple[bytes, TreeEntry]]]:

@@ -10,7 +10,8 @@ so a reader that ignores links (an old HelixFS, `helix diff`) still sees each fi
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from helixfs.ids import object_id
@@ -20,6 +21,7 @@ from helixfs.vcs.attrs import LINK, Xattrs
 if TYPE_CHECKING:
     from helixfs.vcs.node import Node
     from helixfs.vcs.objects import TreeEntry
+    from helixfs.vcs.treeops import Change
 
 LINK_MAX = 65000
 """Names one file may have, as on ext4: a link past it fails with EMLINK."""
@@ -153,3 +155,52 @@ def once_per_group(
             seen.add(link_id)
         kept.append(path)
     return kept
+
+
+# -- a name moved to another file's node ------------------------------------------------
+
+
+def relinked(old: TreeEntry, new: TreeEntry) -> bool:
+    """Whether a name that holds the same file now names another node: `rm b; ln a b`
+    when `a` held b's bytes. A name left alone by the others (its group dissolved) is
+    not: a removed name is the change, as in a diff of a disk."""
+    new_id = link_id_of(new.xattrs)
+    return new_id is not None and new_id != link_id_of(old.xattrs)
+
+
+def without_new_names(changes: Iterable[Change]) -> Iterator[Change]:
+    """A diff's changes less the link-only ones that are new names' doing: `ln a b`
+    makes `a` a link too, yet only `b` is the change (ADR 0043). `a` changed if one of
+    its group's other names was there before. Changes are held only from the first
+    link-only one on (rare), so a diff streams as before."""
+    held: list[Change] = []
+    added: Counter[int] = Counter()  # link id -> names of it this diff adds
+    for change in changes:
+        if change.status == "A" and change.new is not None:
+            link_id = link_id_of(change.new.xattrs)
+            if link_id is not None:
+                added[link_id] += 1
+        if held or _link_only(change):
+            held.append(change)
+        else:
+            yield change
+    for change in held:
+        if not _link_only(change) or not _joined_by_new_names(change, added):
+            yield change
+
+
+def _link_only(change: Change) -> bool:
+    old, new = change.old, change.new
+    return (
+        change.status == "M"
+        and old is not None
+        and new is not None
+        and attrs.change_key(old) == attrs.change_key(new)
+        and relinked(old, new)
+    )
+
+
+def _joined_by_new_names(change: Change, added: Counter[int]) -> bool:
+    assert change.new is not None
+    found = link_of(change.new.xattrs)
+    return found is not None and found[1] - 1 == added[found[0]]

@@ -43,8 +43,8 @@ from helixfs.vcs.ancestry import best_common, merge_bases
 from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import ContentReader, Stored, pack_bytes
 from helixfs.vcs.linediff import changed_ranges
-from helixfs.vcs.linkmerge import settle_groups, spread_edits, touched_groups
-from helixfs.vcs.links import once_per_group
+from helixfs.vcs.linkmerge import link_conflicts, settle_groups, spread_edits, touched_groups
+from helixfs.vcs.links import link_id_of, once_per_group
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry, uncompressed
 from helixfs.vcs.refs import branch_ref
 from helixfs.vcs.renames import renames
@@ -211,6 +211,7 @@ class _TreeMerger:
         self.marked: dict[bytes, bytes] = {}
         self.reasons: dict[bytes, str] = {}  # why a conflict with no markers is one
         self.root_conflict = False  # the root's own mode or owner (reported as ".")
+        self.relinked: list[bytes] = []  # names each side moved to another node
         self.now = time.time_ns()
 
     def _tree(self, oid: ObjectId) -> Tree:
@@ -249,7 +250,7 @@ class _TreeMerger:
         self, b: TreeEntry | None, o: TreeEntry | None, t: TreeEntry | None, path: bytes
     ) -> TreeEntry | None:
         if change_key(o) == change_key(t):
-            return o
+            return self._linked(b, o, t, path)
         # Where the bases conflicted without markers the virtual base holds an arbitrary
         # pick: a side equal to it proves nothing, so only agreement is clean there.
         unsettled = self._unsettled(path)
@@ -267,6 +268,26 @@ class _TreeMerger:
             return self._deleted_folder(b, o, t, path)
         self.conflicts.append(path)  # modify/delete or a type change: keep ours, report
         return o if o is not None else t
+
+    def _linked(
+        self, b: TreeEntry | None, o: TreeEntry | None, t: TreeEntry | None, path: bytes
+    ) -> TreeEntry | None:
+        """The same file on both sides, merged by its link: a side that moved the name
+        to another node (`rm b; ln a b`) wins over one that did not. A side whose name
+        lost its group (the other names went) changed nothing of it: settle_groups
+        counts the names left. Moved apart on both sides: `relinked`, judged by the
+        groups' names in link_conflicts."""
+        if o is None or t is None or o.xattrs == t.xattrs or o.is_dir():
+            return o
+        lb = None if b is None or b.is_dir() else link_id_of(b.xattrs)
+        lo, lt = link_id_of(o.xattrs), link_id_of(t.xattrs)
+        if lo == lt:
+            return o
+        ours, theirs = lo is not None and lo != lb, lt is not None and lt != lb
+        if ours and theirs:
+            self.relinked.append(path)
+            return o
+        return t if theirs or lo is None else o
 
     def _deleted_folder(
         self, b: TreeEntry, o: TreeEntry | None, t: TreeEntry | None, path: bytes
@@ -540,6 +561,10 @@ def merge_trees(
                 merger.reasons[path] = "a hard-linked file edited apart under two of its names"
         touched = touched_groups(c for side in sides for c in side.changes)
         tree = settle_groups(repo.trees, tree, touched, merger.objects)
+    for path in link_conflicts(repo.trees, ours_tree, theirs_tree, merger.relinked):
+        if path not in merger.conflicts:
+            merger.conflicts.append(path)
+            merger.reasons[path] = "hard-linked to different files on the two sides"
     merger.conflicts = once_per_group(merger.conflicts, lambda p: _entry_at(repo.trees, tree, p))
     if merger.root_conflict:
         merger.conflicts.insert(0, ROOT_PATH)

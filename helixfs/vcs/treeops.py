@@ -30,6 +30,7 @@ from helixfs.vcs.ignore import (
     Rules,
     Scope,
 )
+from helixfs.vcs.links import relinked, without_new_names
 from helixfs.vcs.objects import (
     ENTRY_FIXED_BYTES,
     FLAT_MAX,
@@ -422,7 +423,12 @@ class Trees:
     # -- diff -------------------------------------------------------------------------
 
     def diff(self, old: ObjectId, new: ObjectId, prefix: bytes = b"") -> Iterator[Change]:
-        """Changed files between two trees, sorted by path; equal subtrees are skipped."""
+        """Changed files between two trees, sorted by path; equal subtrees are skipped.
+        A name moved to another file's node is a change (`M`), a new name is not a
+        change of the names it joins (ADR 0043)."""
+        return without_new_names(self._diff(old, new, prefix))
+
+    def _diff(self, old: ObjectId, new: ObjectId, prefix: bytes) -> Iterator[Change]:
         if old == new:
             return
         a, b = self.get(old).entries, self.get(new).entries
@@ -465,11 +471,11 @@ class Trees:
     def _pair(self, ea: TreeEntry, eb: TreeEntry, prefix: bytes) -> Iterator[Change]:
         path = prefix + ea.name
         if ea.is_dir() and eb.is_dir():
-            yield from self.diff(ea.oid, eb.oid, path + b"/")
+            yield from self._diff(ea.oid, eb.oid, path + b"/")
         elif ea.is_dir() or eb.is_dir():
             yield from self._one_side("D", ea, prefix)
             yield from self._one_side("A", eb, prefix)
-        elif change_key(ea) != change_key(eb):
+        elif change_key(ea) != change_key(eb) or (ea.xattrs != eb.xattrs and relinked(ea, eb)):
             yield Change("M", path, ea, eb)
 
     def _one_side(self, status: str, entry: TreeEntry, prefix: bytes) -> Iterator[Change]:

@@ -204,3 +204,16 @@ def test_a_merge_brings_an_edit_to_every_name_of_a_link_made_on_the_other_side(
     mnt.helix("merge", "other")
     mnt.sh("test a -ef b")  # one inode, again, after the reload the merge caused
     assert (mnt.path / "b").read_text() == "edited\n" and (mnt.path / "a").stat().st_nlink == 2
+
+
+def test_a_name_moved_to_another_file_with_its_bytes_is_seen_and_merged(mnt: Mount) -> None:
+    """`rm b; ln a b` on a branch, where `a` held b's bytes: `helix diff` marks both
+    names as link changes, and merging the branch keeps them one file (ADR 0043)."""
+    mnt.sh("echo same > a && echo same > b && mkdir .helix/branches/other")
+    before = mnt.log("other", 1)[0]["id"]
+    mnt.sh("cd .helix/branches/other && rm b && ln a b && echo new > c")
+    shown = mnt.helix("diff", "--name-status", before, "other").stdout
+    assert "M (link)  a" in shown and "M (link)  b" in shown, shown
+    mnt.helix("merge", "other")
+    mnt.sh("test a -ef b")
+    assert (mnt.path / "a").stat().st_nlink == 2 and (mnt.path / "c").read_text() == "new\n"

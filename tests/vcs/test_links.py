@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helixfs.errors import IsADirectory, MergeConflict, NotPermitted, TooManyLinks
-from helixfs.vcs import Repository, Worktree, transfer
+from helixfs.vcs import Repository, Worktree, attrs, transfer
 from helixfs.vcs import links as links_module
 from helixfs.vcs.links import link_of
 from helixfs.vcs.node import Node
@@ -354,3 +354,85 @@ def test_a_name_added_on_one_side_and_one_removed_on_the_other_merge_cleanly(
     assert found is not None and found[1] == 2 and _stored(repo, b"c") == found
     tree = repo.worktree("main")
     assert _at(tree, b"a") is _at(tree, b"c")
+
+
+def _relinked(tree: Worktree, source: bytes, name: bytes) -> None:
+    """`rm NAME; ln SOURCE NAME`, committed."""
+    tree.unlink(tree.root, name)
+    _link(tree, source, name)
+    tree.commit(f"relink {name!r}")
+
+
+def _same_bytes(repo: Repository) -> Worktree:
+    tree = repo.worktree("main")
+    for name in (b"a", b"b", b"c"):
+        _write(tree, name, b"same\n")
+    tree.commit("base")
+    return tree
+
+
+def test_a_name_moved_to_another_file_with_its_bytes_is_a_change(repo: Repository) -> None:
+    """`rm b; ln a b` leaves every entry's content as it was: the link is the change,
+    of both names (each now shares the other's file). A new name (`ln a d`) is still
+    only an added path, and a name removed from a link only a deleted one."""
+    tree = _same_bytes(repo)
+    _relinked(tree, b"a", b"b")
+    changes = repo.diff("HEAD~1", "HEAD")
+    assert [(c.status, c.path) for c in changes] == [("M", b"a"), ("M", b"b")]
+    assert attrs.metadata_changes(changes[1].old, changes[1].new) == ["link"]  # type: ignore[arg-type]
+    assert repo.diff_text("HEAD~1", "HEAD").count("new hard link\n") == 2
+    _link(tree, b"a", b"d")
+    tree.commit("link d")
+    assert [(c.status, c.path) for c in repo.diff("HEAD~1", "HEAD")] == [("A", b"d")]
+    _relinked(tree, b"c", b"b")  # b from {a, b, d} to c's file
+    assert [(c.status, c.path) for c in repo.diff("HEAD~1", "HEAD")] == [
+        ("M", b"b"),
+        ("M", b"c"),
+    ]
+    tree.unlink(tree.root, b"b")
+    tree.commit("rm b")  # c is alone again: the removed name is the change
+    assert [(c.status, c.path) for c in repo.diff("HEAD~1", "HEAD")] == [("D", b"b")]
+
+
+@pytest.mark.parametrize("relinker", ["main", "other"])
+def test_a_name_moved_to_another_file_on_one_side_is_kept_by_a_merge(
+    repo: Repository, relinker: str
+) -> None:
+    """The link one side made is kept whichever side it is, and an edit of the file on
+    the other side reaches both of its names."""
+    _same_bytes(repo)
+    repo.create_branch("other")
+    _relinked(repo.worktree(relinker), b"a", b"b")
+    _edit(repo.worktree("other" if relinker == "main" else "main"), b"a", b"edited\n")
+    assert repo.merge("other").status == "merged"
+    assert _stored(repo, b"a") == _stored(repo, b"b") is not None
+    assert repo.read("HEAD", b"b") == b"edited\n" and repo.read("HEAD", b"c") == b"same\n"
+    tree = repo.worktree("main")
+    assert _at(tree, b"a") is _at(tree, b"b")
+
+
+def test_a_name_moved_to_two_files_apart_is_one_conflict(repo: Repository) -> None:
+    """`c` linked to `a` on one side and to `b` on the other: one name cannot be both
+    files' name, so it is a conflict (ours kept), reported once."""
+    _same_bytes(repo)
+    repo.create_branch("other")
+    _relinked(repo.worktree("main"), b"a", b"c")
+    _relinked(repo.worktree("other"), b"b", b"c")
+    result = repo.merge("other", allow_conflicts=True)
+    assert result.conflicts == [b"c"]
+    assert "hard-linked" in result.reasons[b"c"]
+    assert _stored(repo, b"a") == _stored(repo, b"c") is not None
+    assert _stored(repo, b"b") is None  # its group's other name is ours' c
+
+
+def test_the_same_link_made_on_both_sides_merges_cleanly(repo: Repository) -> None:
+    """`ln a b` on both sides makes two ids for one group of names: no conflict."""
+    tree = repo.worktree("main")
+    _write(tree, b"a", b"base\n")
+    tree.commit("base")
+    repo.create_branch("other")
+    for side in ("main", "other"):
+        _link(repo.worktree(side), b"a", b"b")
+        repo.worktree(side).commit("link")
+    assert repo.merge("other").status == "merged"
+    assert _stored(repo, b"a") == _stored(repo, b"b") is not None
