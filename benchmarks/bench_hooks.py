@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -123,13 +124,17 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def timed(run: Callable[[], subprocess.CompletedProcess[str]]) -> float:
+def timed(run: Callable[[], subprocess.CompletedProcess[str]]) -> tuple[float, float]:
+    """Wall and CPU time (user + system of the children: less bent by load), ms."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = run()
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return elapsed, cpu
 
 
 def hook_call(
@@ -187,16 +192,16 @@ def round_of(
     samples: dict[str, dict[str, list[float]]],
     rng: random.Random,
 ) -> None:
+    def add(name: str, times: tuple[float, float]) -> None:
+        samples[side].setdefault(name, []).append(times[0])
+        samples["cpu " + side].setdefault(name, []).append(times[1])
+
     for n in range(per):
         rel = rng.choice(files)
         for name, fields in events(root, rel).items():
-            samples[side].setdefault(name, []).append(
-                timed(hook_call(store, root, name, fields, n))
-            )
-        samples[side].setdefault("helix recall (baseline)", []).append(
-            timed(recall_call(store, root))
-        )
-        samples[side].setdefault("python -P -S -c pass (floor)", []).append(timed(floor_call()))
+            add(name, timed(hook_call(store, root, name, fields, n)))
+        add("helix recall (baseline)", timed(recall_call(store, root)))
+        add("python -P -S -c pass (floor)", timed(floor_call()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args(argv)
     count, files_n, per = (1_000, 500, 3) if args.quick else (10_000, 5_000, 8)
-    samples: dict[str, dict[str, list[float]]] = {"mounted": {}, "no daemon": {}}
+    sides = ("mounted", "no daemon", "cpu mounted", "cpu no daemon")
+    samples: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     loads: list[dict[str, Any]] = []
     rng = random.Random(3)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as tmp:
@@ -256,10 +262,11 @@ def table(samples: dict[str, dict[str, list[float]]], loads: list[dict[str, Any]
     rows = []
     for name in names:
         m, d = summary(samples["mounted"][name]), summary(samples["no daemon"][name])
-        rows.append((name, m["p50"], m["p95"], d["p50"], d["p95"]))
+        cm, cd = summary(samples["cpu mounted"][name]), summary(samples["cpu no daemon"][name])
+        rows.append((name, m["p50"], m["p95"], cm["p50"], d["p50"], d["p95"], cd["p50"]))
     print_table(
-        "hook latency, ms (process start included)",
-        ("event", "mounted p50", "mounted p95", "no daemon p50", "no daemon p95"),
+        "hook latency, ms (process start included); cpu: user+sys of the hook's processes",
+        ("event", "mnt p50", "mnt p95", "mnt cpu p50", "none p50", "none p95", "none cpu p50"),
         rows,
     )
     print(
