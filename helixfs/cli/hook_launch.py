@@ -1,10 +1,11 @@
-"""The hook launcher: `python -P -S -m helixfs.cli.hook_launch --store STORE EVENT`.
+"""The hook launcher: `python -P -S ROOT/helixfs/cli/hook_launch.py --store STORE EVENT`.
 
 It runs `helix hook EVENT` with the JSON Claude Code wrote on stdin, and must cost a few
 milliseconds: so it starts without `site`, imports only the standard library and the
 control socket's wire format, and hands the command line to the mount's daemon, whose
 memory is open and warm (ADR 0052). With no daemon, it turns `site` on and runs the
-command itself (lexical memory only: no model is loaded for a hook).
+command itself (lexical memory only: no model is loaded for a hook), or, for the
+events that only read memory, answers from memory.db without the engine (light.py).
 
 Whatever goes wrong, it exits 0 and prints nothing: a hook never fails the agent's step.
 The reason goes to STORE/hooks.log.
@@ -102,10 +103,18 @@ def _exactly(sock: _socket.socket, size: int) -> bytes:
 
 
 def _answer_here(store: str, argv: list[str]) -> str:
-    """No daemon: the command runs in this process, with site-packages turned on."""
+    """No daemon: the events that only read memory are answered from memory.db by the
+    light path (agents/light.py); the others run the command in this process, with
+    site-packages turned on."""
     import io
     import site
 
+    sys.path.extend(p for p in _site_packages() if p not in sys.path)
+    from helixfs.agents import light
+
+    answer = light.answer(store, argv[1], argv[3])
+    if answer is not None:
+        return answer
     site.main()
     os.environ.setdefault("HELIX_MEMORY_LEXICAL", "1")  # never a model load per hook
     from helixfs.cli.main import run
@@ -115,6 +124,19 @@ def _answer_here(store: str, argv: list[str]) -> str:
     if stderr.getvalue().strip():
         log(store, argv[1], stderr.getvalue().strip())
     return stdout.getvalue()
+
+
+def _site_packages() -> list[str]:
+    """The folders `site` would add (a venv's first), without running their .pth files
+    (the editable install's finder: ~10 ms): the light path needs only apsw and blake3.
+    Under -S, `site` alone does not know the venv: its pyvenv.cfg says so, as site.venv."""
+    import site
+
+    exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+    prefix = os.path.dirname(exe_dir)
+    in_venv = any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (exe_dir, prefix))
+    paths: list[str] = site.getsitepackages([prefix, sys.prefix] if in_venv else None)
+    return paths
 
 
 def _cwd() -> str:

@@ -22,7 +22,8 @@ from helixfs.memory import contradict, frames
 from helixfs.memory.annindex import VectorIndex
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.extract import Candidate
-from helixfs.memory.retrieval import Filters, cosine, lexical_memories, load_vectors
+from helixfs.memory.lexical import Filters, lexical_memories
+from helixfs.memory.retrieval import cosine, load_vectors
 from helixfs.memory.tokens import jaccard, normalize, word_set
 from helixfs.memory.tree import Visibility
 

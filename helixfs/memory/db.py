@@ -21,12 +21,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
-import sqlite_vec
+
+if TYPE_CHECKING:  # numpy and sqlite-vec load when used: a hook's light read needs neither
+    import numpy as np
+    import numpy.typing as npt
 
 from helixfs.errors import (
     Busy,
@@ -253,6 +254,8 @@ def new_id(now: float | None = None) -> str:
 
 def pack_vector(vector: Sequence[float] | npt.NDArray[np.float32]) -> bytes:
     """float32 little-endian, as vec0 stores it (a list or a numpy row)."""
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
@@ -301,6 +304,8 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     conn = apsw.Connection(str(db_path))
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.enable_load_extension(True)
+    import sqlite_vec
+
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     _use_wal(conn)

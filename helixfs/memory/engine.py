@@ -29,6 +29,7 @@ from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import (
     consolidate,
     corrections,
+    lexical,
     models,
     notes,
     ranking,
@@ -59,7 +60,6 @@ from helixfs.memory.treeapi import FollowsTree
 from helixfs.memory.types import (
     MEMORY_TYPES,
     SEARCH_MODES,
-    STATUSES,
     ArchiveCandidate,
     Checkpoint,
     ContextBlock,
@@ -446,12 +446,7 @@ class Memory(FollowsTree):
             return records.to_record(records.fetch(self._conn, self._resolve(memory_id)))
 
     def _resolve(self, text: str) -> str:
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("memory id is empty")
-        found = records.resolve_id(self._conn, text)
-        if found is None:
-            raise NotFound(f"no memory with id {text!r}")
-        return found
+        return lexical.resolve(self._conn, text)
 
     def memories(
         self,
@@ -466,28 +461,16 @@ class Memory(FollowsTree):
     ) -> list[MemoryRecord]:
         """Newest first, filtered; status None lists every status. Every branch's unless
         `branch` names one; `view`: marked stale where their file moved on in it."""
-        if status is not None and status not in STATUSES:
-            raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
-        if type is not None and type not in MEMORY_TYPES:
-            raise InvalidInput(f"unknown memory type {type!r}")
-        validate.check_limit(limit)
-        if branch is not None:
-            validate.check_name("branch", branch)
-        clauses, params = [], []
-        for column, value in (("status", status), ("type", type), ("scope", scope)):
-            if value is not None:
-                clauses.append(f"{column}=?")
-                params.append(value)
-        if branch is not None:
-            clauses.append("branch=?")
-            params.append(branch)
-        if tag is not None:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value=?)")
-            params.append(tag)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        sql = f"SELECT {records.COLUMNS} FROM memories {where} ORDER BY id DESC LIMIT ?"
         with self._lock:
-            rows = [records.row_dict(r) for r in fetch_all(self._conn, sql, [*params, limit])]
+            rows = lexical.listed(
+                self._conn,
+                type=type,
+                scope=scope,
+                status=status,
+                tag=tag,
+                limit=limit,
+                branch=branch,
+            )
             return self._marked(rows, view)
 
     def about_files(
@@ -496,33 +479,18 @@ class Memory(FollowsTree):
         """Active memories whose source is one of `paths` (relative to any folder: a
         source `auth/login.py` is about `src/auth/login.py`), newest first; those
         visible in `view` (default: the trunk's), marked stale in it."""
-        wanted = {p.strip("/").removeprefix("./") for p in paths if p.strip("/")}
-        names = {p.rsplit("/", 1)[-1] for p in wanted}
-        found: dict[str, dict[str, Any]] = {}
         with self._lock:
-            visible = tree.visible_sql(tree.visibility(self._conn, view), alias="")
-            for name in sorted(names):
-                for row in records.about_file(self._conn, name, limit * 4, visible):
-                    source = str(row["source_file"]).strip("/").removeprefix("./")
-                    if any(_same_file(source, path) for path in wanted):
-                        found.setdefault(row["id"], row)
-            rows = sorted(found.values(), key=lambda r: r["updated"], reverse=True)[:limit]
-            return self._marked(rows, view)
+            visible = tree.visibility(self._conn, view)
+            return self._marked(lexical.about_files(self._conn, paths, limit, visible), view)
 
     def mentioning(
         self, words: Sequence[str], *, limit: int = 16, view: TreeView | None = None
     ) -> list[MemoryRecord]:
         """Active memories whose text holds any of `words`, best BM25 first: no vector,
         graph or diversity pass (a hook's ambient lookup on every tool call)."""
-        query = " ".join(w for w in words if w.strip())
-        if not query:
-            return []
-        validate.check_text("words", query, limit=4000)
         with self._lock:
-            filters = retrieval.Filters(visible=tree.visibility(self._conn, view))
-            found = retrieval.lexical_memories(self._conn, query, filters, limit)
-            rows = ranking.memory_rows(self._conn, [rowid for rowid, _ in found], filters)
-            return self._marked([rows[rowid] for rowid, _ in found if rowid in rows], view)
+            visible = tree.visibility(self._conn, view)
+            return self._marked(lexical.mentioning(self._conn, words, limit, visible), view)
 
     def recall(
         self,
@@ -545,7 +513,7 @@ class Memory(FollowsTree):
             statuses += ["superseded", "archived"]
         if include_forgotten:
             statuses.append("forgotten")
-        filters = retrieval.Filters(tuple(statuses), scope, validate.check_types(types))
+        filters = lexical.Filters(tuple(statuses), scope, validate.check_types(types))
         return self._retrieve(
             query, k, filters, chunks=False, reinforce=reinforce, mode=mode, view=view
         )
@@ -564,7 +532,7 @@ class Memory(FollowsTree):
         """Memories and workspace passages together, best first.
 
         `mode` is hybrid (default), or lexical / vector alone (for evaluation)."""
-        filters = retrieval.Filters(("active",), scope, validate.check_types(types))
+        filters = lexical.Filters(("active",), scope, validate.check_types(types))
         return self._retrieve(
             query, k, filters, chunks=True, reinforce=reinforce, mode=mode, view=view
         )
@@ -573,7 +541,7 @@ class Memory(FollowsTree):
         self,
         query: str,
         k: int,
-        filters: retrieval.Filters,
+        filters: lexical.Filters,
         *,
         chunks: bool,
         reinforce: bool,
@@ -980,10 +948,6 @@ def _placed(source: Source, view: TreeView | None) -> Source:
     except tree.TreeUnavailable:
         return source  # written unchecked, as without a view
     return dataclasses.replace(source, file=path, blob=blob) if blob is not None else source
-
-
-def _same_file(a: str, b: str) -> bool:
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,8 @@ import apsw
 
 from helixfs.memory import records, retrieval, workspace
 from helixfs.memory.annindex import Indexes
-from helixfs.memory.retrieval import Candidate, Filters
+from helixfs.memory.lexical import Filters, lexical_memories, memory_rows
+from helixfs.memory.retrieval import Candidate
 from helixfs.memory.tokens import estimate_tokens
 from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 from helixfs.memory.types import ContextBlock, Hit
@@ -29,7 +30,7 @@ def lexical(
         return []
     pool = _pool(k)
     lexical_chunks = retrieval.lexical_chunks(conn, query, pool) if chunks else []
-    memories = retrieval.lexical_memories(conn, query, filters, pool)
+    memories = lexical_memories(conn, query, filters, pool)
     return retrieval.merged(memories, lexical_chunks, pool)
 
 
@@ -101,24 +102,6 @@ def _weighted(
         key = f"c:{rowid}"
         out.append(Candidate(key, fused[key] * retrieval.CHUNK_WEIGHT, row))
     return out
-
-
-ACTIVE = Filters()
-
-
-def memory_rows(
-    conn: apsw.Connection, rowids: list[int], filters: Filters = ACTIVE
-) -> dict[int, dict[str, Any]]:
-    """Rows that pass the filters (graph expansion may have brought in others)."""
-    if not rowids:
-        return {}
-    where, params = retrieval._memory_filter_sql(filters)
-    placeholders = ",".join("?" * len(rowids))
-    sql = (
-        f"SELECT m.rowid, {', '.join('m.' + c.strip() for c in records.COLUMNS.split(','))} "
-        f"FROM memories m WHERE m.rowid IN ({placeholders}) AND {where}"
-    )
-    return {int(r[0]): records.row_dict(r[1:]) for r in conn.execute(sql, [*rowids, *params])}
 
 
 def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str, Any]]:

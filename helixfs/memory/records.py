@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory.db import fetch_all, fetch_one, pack_vector, table_exists
 from helixfs.memory.tokens import fts_text
 from helixfs.memory.types import MemoryRecord, Source
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 COLUMNS = (
     "id, type, content, scope, tags, source_agent, source_file, source_line, source_time, "

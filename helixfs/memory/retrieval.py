@@ -25,8 +25,8 @@ from helixfs import config
 from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
 from helixfs.memory.extract import GATE_THRESHOLD, gate_score
+from helixfs.memory.lexical import Filters, Scored, memory_filter_sql
 from helixfs.memory.tokens import fts_query, jaccard, word_set
-from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 
 RRF_K = 60
 SALIENCE_HALF_LIFE_DAYS = 30.0
@@ -63,50 +63,9 @@ class Candidate:
 NO_INDEXES = Indexes()
 
 
-@dataclass(frozen=True)
-class Filters:
-    statuses: tuple[str, ...] = ("active",)
-    scope: str | None = None
-    types: tuple[str, ...] | None = None
-    visible: Visibility = TRUNK  # which branches' memories (tree.visibility)
-
-
 def effective_salience(salience: float, last_seen: float, now: float) -> float:
     idle_days = max(0.0, now - last_seen) / _DAY
     return float(salience * 0.5 ** (idle_days / SALIENCE_HALF_LIFE_DAYS))
-
-
-def _memory_filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """Filter clauses for queries that are driven by rowids or FTS matches. The unary `+`
-    keeps SQLite from answering them through the status/scope/type indexes instead, which
-    would visit every active row (measured: ~25 ms a query at 100,000 memories)."""
-    clauses = [f"+m.status IN ({','.join('?' * len(filters.statuses))})"]
-    params: list[Any] = list(filters.statuses)
-    if filters.scope is not None:
-        clauses.append("+m.scope IN ('global', ?)")
-        params.append(filters.scope)
-    if filters.types:
-        clauses.append(f"+m.type IN ({','.join('?' * len(filters.types))})")
-        params.extend(filters.types)
-    branch_clause, branch_params = visible_sql(filters.visible)
-    clauses.append(branch_clause)
-    params.extend(branch_params)
-    return " AND ".join(clauses), params
-
-
-Scored = list[tuple[int, float]]  # (rowid, score: lower is better) best first
-
-
-def lexical_memories(conn: apsw.Connection, query: str, filters: Filters, limit: int) -> Scored:
-    match = fts_query(query)
-    if not match:
-        return []
-    where, params = _memory_filter_sql(filters)
-    sql = (
-        "SELECT m.rowid, f.rank FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-        f"WHERE memories_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?"
-    )
-    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [match, *params, limit])]
 
 
 def vector_memories(
@@ -132,7 +91,7 @@ def vector_memories(
     if not found:
         return []
     rowids = [r for r, _ in found]
-    where, params = _memory_filter_sql(filters)
+    where, params = memory_filter_sql(filters)
     placeholders = ",".join("?" * len(rowids))
     allowed = {
         int(r[0])

@@ -1,0 +1,84 @@
+"""A read-only view of memory.db for a hook with no daemon: `get`, `memories`,
+`about_files` and `mentioning` as the engine answers them (the same SQL, in lexical.py),
+without the engine's imports (numpy, sqlite-vec, the embedder: ~100 ms of CPU a start,
+most of a hook's budget) or its open (schema check, WAL checkpointer, settings).
+
+It never creates or changes the database: one the engine has not opened yet (no schema)
+is refused, and the caller falls back to the engine (ADR 0052)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import apsw
+
+from helixfs.errors import InvalidInput
+from helixfs.memory import lexical, records
+from helixfs.memory.db import BUSY_TIMEOUT_MS, MMAP_BYTES, SCHEMA_VERSION, get_meta
+from helixfs.memory.tree import TreeView, visibility
+from helixfs.memory.types import MemoryRecord
+
+
+class Reader:
+    def __init__(self, path: Path) -> None:
+        flags = apsw.SQLITE_OPEN_READWRITE  # not CREATE; read-write to share the WAL's index
+        self._conn = apsw.Connection(str(path), flags=flags)
+        try:
+            self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            if get_meta(self._conn, "schema_version") != str(SCHEMA_VERSION):
+                raise InvalidInput(f"{path}: not a memory database this reader knows")
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def get(self, memory_id: str) -> MemoryRecord:
+        return records.to_record(records.fetch(self._conn, lexical.resolve(self._conn, memory_id)))
+
+    def memories(
+        self,
+        *,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = "active",
+        tag: str | None = None,
+        limit: int = 100,
+        branch: str | None = None,
+        view: TreeView | None = None,
+    ) -> list[MemoryRecord]:
+        rows = lexical.listed(
+            self._conn, type=type, scope=scope, status=status, tag=tag, limit=limit, branch=branch
+        )
+        return self._marked(rows, view)
+
+    def about_files(
+        self, paths: Sequence[str], *, limit: int = 20, view: TreeView | None = None
+    ) -> list[MemoryRecord]:
+        visible = visibility(self._conn, view)
+        return self._marked(lexical.about_files(self._conn, paths, limit, visible), view)
+
+    def mentioning(
+        self, words: Sequence[str], *, limit: int = 16, view: TreeView | None = None
+    ) -> list[MemoryRecord]:
+        visible = visibility(self._conn, view)
+        return self._marked(lexical.mentioning(self._conn, words, limit, visible), view)
+
+    def _marked(self, rows: list[dict[str, Any]], view: TreeView | None) -> list[MemoryRecord]:
+        """A hook with no daemon has no branch view (no mount: no branch folder)."""
+        if view is not None:
+            raise InvalidInput("the reader marks no staleness: open the engine for a view")
+        return [records.to_record(row) for row in rows]

@@ -1,0 +1,113 @@
+"""The light no-daemon path (agents/light.py, memory/reader.py) answers as the engine
+does: same inputs, same output lines, on a real memory.db; and it loads no engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from hookrun import REPO, launcher, payload
+
+from helixfs.agents import hooks, light
+from helixfs.agents.context import World
+from helixfs.agents.session import session
+from helixfs.memory import Memory, Source
+from helixfs.memory.reader import Reader
+
+pytestmark = pytest.mark.timeout(120)
+
+AUTH = "def refresh_token(user):\n    return user.token\n\n\nclass TokenCache:\n    pass\n"
+MEMORIES = [
+    ("refresh_token must never be called while holding the session lock", "src/auth.py"),
+    ("auth.py keeps tokens in TokenCache for at most ten minutes", "auth.py"),
+    ("the TokenCache eviction runs on a timer thread, not on reads", None),
+    ("login retries twice before it reports the auth server as down", "src/login.py"),
+    ("auth failures are logged without the user's token", None),
+    ("every parser in pkg keeps its schema version beside the data", None),
+]
+
+
+@pytest.fixture(scope="module")
+def world_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("light")
+    store, proj = base / "store", base / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src" / "auth.py").write_text(AUTH)
+    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
+        for n, (text, file) in enumerate(MEMORIES):
+            kind = "gotcha" if n % 2 else "fact"
+            memory.remember(text, type=kind, tags=("auth",), source=Source("test", file))
+    return store, proj
+
+
+def events(proj: Path) -> list[tuple[str, dict[str, Any]]]:
+    path = str(proj / "src" / "auth.py")
+    edit = {"file_path": path, "old_string": "def refresh_token(user):", "new_string": "x"}
+    return [
+        ("PreToolUse", {"tool_name": "Read", "tool_input": {"file_path": path}}),
+        ("PreToolUse", {"tool_name": "Edit", "tool_input": edit}),
+        ("PreToolUse", {"tool_name": "Grep", "tool_input": {"pattern": "TokenCache|login"}}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        ("PreCompact", {"trigger": "auto", "custom_instructions": ""}),
+        ("SubagentStart", {"agent_id": "a1", "agent_type": "Explore"}),
+    ]
+
+
+def answers(store: Path, proj: Path, memory: Any, session_id: str) -> list[Any]:
+    world = World(store, cast(Memory, memory), lambda: None)
+    said = [
+        hooks.answer(event, payload(event, session_id, proj / "src", **fields), world)
+        for event, fields in events(proj)
+    ]
+    with session(store, session_id) as state:
+        return [*said, state.data.get("compact"), sorted(state.injected)]
+
+
+def test_the_light_path_answers_every_read_event_as_the_engine(
+    world_dirs: tuple[Path, Path],
+) -> None:
+    store, proj = world_dirs
+    assert {event for event, _ in events(proj)} == set(light.LIGHT_EVENTS)
+    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
+        by_engine = answers(store, proj, memory, "engine")
+    with Reader(store / "memory.db") as reader:
+        by_reader = answers(store, proj, reader, "reader")
+    assert by_reader == by_engine
+    assert by_engine[0] is not None and "TokenCache" in json.dumps(by_engine)  # not vacuous
+    assert by_engine[4] is None and by_engine[-2]  # PreCompact kept the memories shown
+
+
+def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs(
+    world_dirs: tuple[Path, Path],
+) -> None:
+    store, proj = world_dirs
+    event, fields = events(proj)[0]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *launcher(store, event)[1:]],
+        input=json.dumps(payload(event, "launched", proj / "src", **fields)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "refresh_token must never be called" in context
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "helixfs.memory.reader" in imported
+    for heavy in ("numpy", "sqlite_vec", "helixfs.memory.engine", "helixfs.vcs", "helixfs.store"):
+        assert heavy not in imported
+    assert not any(name.startswith("__editable__") for name in imported)  # no .pth run
+    assert not (store / "hooks.log").exists()
+
+
+def test_a_memory_db_the_engine_never_opened_is_left_to_the_engine(tmp_path: Path) -> None:
+    (tmp_path / "memory.db").write_bytes(b"")
+    data = json.dumps(payload("PreCompact", "s", tmp_path, trigger="auto"))
+    assert light.answer(str(tmp_path), "PreCompact", data) is None
+    assert light.answer(str(tmp_path), "Stop", data) is None
+    assert (tmp_path / "memory.db").read_bytes() == b""
