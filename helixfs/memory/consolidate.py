@@ -13,6 +13,7 @@ flagged (injection-looking) fact may only ADD, never retire or rewrite a trusted
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,9 @@ class Decision:
     reasserts: tuple[str, ...] = ()  # superseded memories holding the same value again
     reason: str = ""
     shadows: tuple[str, ...] = ()  # trunk memories a branch's new value hides in it
+    # the newer memory that retires the new one at once: it was learnt, elsewhere,
+    # before the value it would supersede (memory/remote_sync.py, ADR 0065)
+    superseded_by: str | None = None
 
 
 def decide_without_vector(
@@ -69,6 +73,27 @@ _NOT_A_SLOT = frozenset(
         "something nothing anything everyone someone today tonight life"
     )
 )
+
+
+def older_loses(conn: apsw.Connection, decision: Decision, at: float) -> Decision:
+    """A fact learnt at `at` (on another machine) supersedes only values older than it;
+    a rival learnt after it stays, and supersedes it instead: the newer fact wins,
+    whichever arrives last."""
+    if decision.action != "supersede" or not decision.retire:
+        return decision
+    marks = ",".join("?" * len(decision.retire))
+    times = dict(
+        fetch_all(conn, f"SELECT id, valid_from FROM memories WHERE id IN ({marks})", decision.retire)
+    )
+    newer = [m for m in decision.retire if float(times.get(m, 0.0)) > at]
+    if not newer:
+        return decision
+    return dataclasses.replace(
+        decision,
+        retire=tuple(m for m in decision.retire if m not in newer),
+        superseded_by=min(newer, key=lambda m: float(times[m])),
+        reason=f"{decision.reason}; a newer value was learnt since",
+    )
 
 
 def identical(

@@ -171,6 +171,29 @@ CREATE TABLE IF NOT EXISTS history (
 );
 CREATE INDEX IF NOT EXISTS history_memory ON history(memory_id, seq);
 
+-- sync_batches: batches of memory operations from other machines that were applied
+-- here (memory/shared.py, ADR 0065), so that none is applied twice.
+--   signer  hex Ed25519 key of the machine that wrote it;  seq  its number there
+--   applied unix seconds;  first_seq, last_seq  the history rows applying it wrote
+--   (never sent on: a machine sends only what it learnt itself)
+CREATE TABLE IF NOT EXISTS sync_batches (
+    signer    TEXT NOT NULL,
+    seq       INTEGER NOT NULL,
+    applied   REAL NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq  INTEGER NOT NULL,
+    PRIMARY KEY (signer, seq)
+);
+
+-- sync_origins: which memory here holds a memory of another machine (its id there),
+-- so that a forget or purge of it there reaches the one here.
+--   origin  the memory's id on the machine that wrote it;  memory_id  the one here
+CREATE TABLE IF NOT EXISTS sync_origins (
+    origin    TEXT PRIMARY KEY,
+    memory_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sync_origins_memory ON sync_origins(memory_id);
+
 -- checkpoints: a task's state for `resume`; lists are JSON arrays of strings.
 CREATE TABLE IF NOT EXISTS checkpoints (
     id         TEXT PRIMARY KEY,

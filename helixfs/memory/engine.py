@@ -55,6 +55,7 @@ from helixfs.memory.db import (
 from helixfs.memory.embed import MODEL_INSTALL
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
+from helixfs.memory.shared import SharesMemory
 from helixfs.memory.tree import TreeView
 from helixfs.memory.treeapi import FollowsTree
 from helixfs.memory.types import (
@@ -85,7 +86,7 @@ ARCHIVE_IDLE_DAYS = 60.0
 ARCHIVE_SALIENCE = 0.1
 
 
-class Memory(FollowsTree):
+class Memory(FollowsTree, SharesMemory):
     """Long-term memory of one store: facts, decisions, checkpoints, workspace passages."""
 
     def __init__(
@@ -202,10 +203,12 @@ class Memory(FollowsTree):
         confidence: float = 1.0,
         salience: float = 0.5,
         view: TreeView | None = None,
+        at: float | None = None,
     ) -> WriteResult:
         """An explicit write: always passes the gate; still redacted and consolidated.
         `view`: the branch it is written in (its memory, ADR 0063) and the tree its
-        source file's blob is read from."""
+        source file's blob is read from. `at`: when it was learnt, if not now (a fact
+        from another machine, ADR 0065): it supersedes only what is older."""
         validate.check_text("memory content", content)
         if type is not None and type not in MEMORY_TYPES:
             raise InvalidInput(
@@ -227,6 +230,7 @@ class Memory(FollowsTree):
             scrubbed.count,
             None,
             view,
+            at,
         )
 
     def ingest(
@@ -334,6 +338,7 @@ class Memory(FollowsTree):
         redactions: int,
         vector: list[float] | None,
         view: TreeView | None = None,
+        at: float | None = None,
     ) -> WriteResult:
         """`vector` None: embedded here, before the transaction, unless the fact is already
         stored word for word (a NOOP needs no vector: re-asserting a fact costs no model
@@ -344,7 +349,7 @@ class Memory(FollowsTree):
         early = None
         if vector is None and self._vectors is not None and not self._stored(cand, scope, branch):
             vector, early = self._embed_and_predecide(cand, scope, flagged, branch)
-        now = self._clock()
+        now = self._clock() if at is None else at
         with self._lock, writing(self._conn):
             decision = self._decide(cand, vector, scope, branch, flagged, early)
             if vector is None and self._vectors is not None and decision.action != "noop":
@@ -353,6 +358,8 @@ class Memory(FollowsTree):
                 decision = self._decide(cand, vector, scope, branch, flagged)
             if branch is not None and decision.action == "add":
                 decision = self._shadowing(decision, cand, vector, scope, flagged)
+            if at is not None:
+                decision = consolidate.older_loses(self._conn, decision, at)
             fact = writer.NewFact(
                 cand,
                 all_tags,

@@ -158,7 +158,7 @@ def import_strand(memory: Memory, strand: Strand) -> dict[str, Any]:
     """Write a strand's memories through the whole pipeline (redacted, consolidated:
     one already known is not stored twice, a contradiction supersedes), then its
     relations. Every memory is checked first, so a bad one changes nothing."""
-    checked = [_checked(n, item) for n, item in enumerate(strand.memories)]
+    checked = [remember_arguments(n, item) for n, item in enumerate(strand.memories)]
     for a, b, rel in strand.edges:
         if not (0 <= a < len(checked) and 0 <= b < len(checked)):
             raise InvalidInput(f"the strand relates memory {a} to {b}: there is no such memory")
@@ -198,8 +198,9 @@ def _portable(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def _checked(n: int, item: Any) -> dict[str, Any]:
-    """`remember`'s arguments for memory `n` of a strand, or InvalidInput naming it."""
+def remember_arguments(n: int, item: Any, carrier: str = "the strand") -> dict[str, Any]:
+    """`remember`'s arguments for memory `n` of a strand (or of another `carrier`: a
+    batch from another machine), or InvalidInput naming it."""
     try:
         if not isinstance(item, dict):
             raise InvalidInput("not an object")
@@ -223,7 +224,7 @@ def _checked(n: int, item: Any) -> dict[str, Any]:
             "salience": validate.check_unit("salience", item.get("salience", 0.5)),
         }
     except (InvalidInput, AttributeError, TypeError) as err:
-        raise InvalidInput(f"memory {n} of the strand cannot be imported: {err}") from None
+        raise InvalidInput(f"memory {n} of {carrier} cannot be imported: {err}") from None
 
 
 def _optional_text(value: Any) -> str | None:

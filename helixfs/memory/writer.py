@@ -49,7 +49,17 @@ def apply(conn: apsw.Connection, decision: Decision, fact: NewFact, now: float) 
         return refine(conn, decision.target, fact, now)
     memory_id = add(conn, fact, now)
     retire(conn, memory_id, decision, now)
+    if decision.superseded_by is not None:
+        _arrived_superseded(conn, memory_id, decision.superseded_by, now)
     return memory_id
+
+
+def _arrived_superseded(conn: apsw.Connection, memory_id: str, newer: str, now: float) -> None:
+    """A fact from elsewhere older than the value stored here: kept, already retired."""
+    until = records.fetch(conn, newer)["valid_from"]
+    changes = {"status": "superseded", "valid_to": until, "updated": now}
+    records.update(conn, memory_id, changes, "supersede", now, f"superseded by {newer}")
+    records.add_edges(conn, newer, [(memory_id, "supersedes")], now)
 
 
 def _merged_tags(row_tags: str, tags: tuple[str, ...]) -> str:
@@ -118,7 +128,7 @@ def confirm(conn: apsw.Connection, memory_id: str, fact: NewFact, now: float) ->
     salience = effective_salience(row["salience"], row["last_seen"], now)
     changes = {
         "salience": min(1.0, salience + CONFIRM_BOOST),
-        "last_seen": now,
+        "last_seen": max(now, row["last_seen"]),  # an older assertion from elsewhere
         "tags": _merged_tags(row["tags"], fact.tags),
         **_fresh(fact.source),
     }

@@ -1,0 +1,174 @@
+"""Shared memory through a remote (ADR 0065): two stores' memories and one prefix of the
+real SeaweedFS, exchanged as signed batches (memory/remote_sync.py). One test drives the
+CLI (trust, keys, push and pull), the others the core calls the CLI and the syncer make."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from cli.conftest import fails, ok
+from remote.conftest import Place, new_store
+
+from helixfs.errors import InvalidInput
+from helixfs.memory import Memory, Source
+from helixfs.memory import remote_sync as shared
+from helixfs.store.s3client import S3Client, S3Location
+from helixfs.store.seal import Sealed, new_key
+
+
+class Clock:
+    """A clock each store's memory reads: B's facts can be learnt after A's."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class Machine:
+    def __init__(self, folder: Path, place: Place, clock: Clock, sealer: Sealed | None) -> None:
+        folder.mkdir()
+        self.folder = folder
+        self.memory = Memory.open(folder / "memory.db", None, clock=clock, warn_lexical=False)
+        location = S3Location(place.server.bucket, place.prefix, place.endpoint)
+        self.shared = shared.SharedMemory(folder, location, self.memory, sealer)
+        self.key = shared.own_key(folder)
+
+    def sync(self) -> shared.MemorySync:
+        return self.shared.exchange()
+
+    def active(self) -> list[str]:
+        return sorted(m.content for m in self.memory.memories(status="active"))
+
+
+@pytest.fixture(params=["plain", "sealed"])
+def machines(request: pytest.FixtureRequest, place: Place, tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:
+    clock = Clock()
+    sealer = Sealed(new_key()) if request.param == "sealed" else None
+    a = Machine(tmp_path / "a", place, clock, sealer)
+    b = Machine(tmp_path / "b", place, clock, sealer)
+    shared.trust(a.folder, b.key)
+    shared.trust(b.folder, a.key)
+    yield a, b
+    a.memory.close()
+    b.memory.close()
+
+
+@contextmanager
+def _raw(place: Place) -> Iterator[S3Client]:
+    client = S3Client(S3Location(place.server.bucket, place.prefix, place.endpoint))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def test_facts_travel_and_the_newer_value_wins_on_both(machines: tuple[Machine, Machine]) -> None:
+    a, b = machines
+    a.memory.remember("The build uses make, not ninja", source=Source(agent="alpha"))
+    a.memory.remember("The database is PostgreSQL 15", tags=["db"])
+    b.memory.remember("The database is MySQL 8")  # learnt after A's value
+    sent = a.sync()
+    assert (sent.sent, sent.batches_sent) == (2, 1)
+    got = b.sync()
+    assert got.applied == 1 and not got.refused
+    assert "The build uses make, not ninja" in b.active()
+    # A's older value arrived after B's newer one: kept, but superseded on arrival
+    assert "The database is MySQL 8" in b.active()
+    assert "The database is PostgreSQL 15" not in b.active()
+    a.sync()
+    assert "The database is MySQL 8" in a.active()
+    assert "The database is PostgreSQL 15" not in a.active()
+    made = b.memory.recall("build tool make")
+    assert made and b.memory.get(made[0].id).source.agent == "alpha"
+    # nothing came back as an echo, nothing is stored twice, nothing is left to send
+    assert a.sync().sent == 0 and b.sync().sent == 0
+    assert sorted(a.active()) == sorted(b.active())
+
+
+def test_a_duplicate_is_a_noop_and_a_batch_twice_changes_nothing(
+    machines: tuple[Machine, Machine], place: Place
+) -> None:
+    a, b = machines
+    a.memory.remember("Deploys go out on Tuesdays")
+    b.memory.remember("Deploys go out on Tuesdays")
+    a.sync()
+    report = b.sync()
+    assert report.actions == {"noop": 1}
+    assert b.active() == ["Deploys go out on Tuesdays"]
+    history = len(b.memory.history(b.memory.memories()[0].id))
+    # the same batch again: applied already, so nothing changes
+    assert b.memory.apply_batch(a.key, 1, []) is None
+    assert b.sync().applied == 0
+    assert len(b.memory.history(b.memory.memories()[0].id)) == history
+
+
+def test_forget_and_purge_propagate(machines: tuple[Machine, Machine], place: Place) -> None:
+    a, b = machines
+    kept = a.memory.remember("The staging host is stage-3").id
+    secret = a.memory.remember("The old API token lives in vault path ops/legacy").id
+    a.sync()
+    b.sync()
+    assert len(b.active()) == 2
+    # forgotten on B (a memory that came from A), purged on A
+    b.memory.forget(b.memory.recall("staging host")[0].id, reason="moved")
+    a.memory.purge(secret)
+    a.sync()
+    b.sync()
+    a.sync()
+    assert a.active() == [] and b.active() == []
+    assert a.memory.get(kept).status == "forgotten"
+    assert all("vault" not in m.content for m in b.memory.memories(status=None))
+    # the purged content is gone from A's batches on the remote too
+    with _raw(place) as client:
+        stored = [client.get(key) or b"" for key, _ in client.listing("memory/")]
+    assert stored and not any(b"ops/legacy" in blob for blob in stored)
+
+
+def test_untrusted_and_tampered_batches_change_nothing(
+    machines: tuple[Machine, Machine], place: Place
+) -> None:
+    a, b = machines
+    shared.untrust(b.folder, a.key)
+    a.memory.remember("Releases are tagged vYYYY.MM")
+    a.sync()
+    report = b.sync()
+    assert report.untrusted == {a.key: 1} and report.applied == 0
+    assert b.active() == []
+    shared.trust(b.folder, a.key)
+    name = shared.batch_name(a.key, 1)
+    with _raw(place) as client:
+        blob = bytearray(client.get(name) or b"")
+        blob[len(blob) // 2] ^= 1
+        client.raw_put(name, bytes(blob))
+    report = b.sync()
+    assert report.applied == 0 and len(report.refused) == 1
+    assert name in report.refused[0]
+    assert b.active() == []
+    with pytest.raises(InvalidInput, match="not a public key"):
+        shared.trust(b.folder, "zz")
+
+
+def test_cli_trust_keys_push_pull(place: Place, tmp_path: Path) -> None:
+    helix_a = new_store(tmp_path / "a", place, host="alpha")
+    helix_b = new_store(tmp_path / "b", place, host="beta")
+    key_a = json.loads(ok(helix_a("remote", "keys", "--json")).stdout)["own"]
+    ok(helix_a("remember", "Tests run with pytest -p no:cacheprovider"))
+    ok(helix_a("push"))
+    pulled = ok(helix_b("pull", "--json"))
+    assert json.loads(pulled.stdout)["memory"]["untrusted"] == {key_a: 1}
+    assert "untrusted" in ok(helix_b("pull")).stdout
+    fails(helix_b("remote", "trust", "not-a-key"), says="not a public key")
+    ok(helix_b("remote", "trust", key_a, "--label", "alpha"))
+    listed = json.loads(ok(helix_b("remote", "keys", "--json")).stdout)
+    assert [k["key"] for k in listed["trusted"]] == [key_a]
+    assert "1 batch(es) applied" in ok(helix_b("pull")).stdout
+    assert "pytest" in ok(helix_b("recall", "how are tests run")).stdout
+    ok(helix_b("remote", "untrust", key_a))
+    assert json.loads(ok(helix_b("remote", "keys", "--json")).stdout)["trusted"] == []
