@@ -17,6 +17,7 @@ from helixfs.cli.output import Output, table
 from helixfs.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from helixfs.memory.remote_sync import MemorySync
     from helixfs.vcs.remotes import Remote
     from helixfs.vcs.repo import Repository
     from helixfs.vcs.sync import BranchSync, Sync
@@ -39,7 +40,13 @@ def register(subparsers: Any) -> None:
     key.add_argument("key_action", choices=["export", "import"])
     key.add_argument("name", metavar="NAME")
     key.add_argument("file", metavar="FILE", nargs="?", help="import: the key file (- stdin)")
-    for action in (add, rm, key, actions.choices["list"]):
+    trust = actions.add_parser("trust", help="apply the memory batches signed by KEY")
+    trust.add_argument("key", metavar="KEY", help="a public key (helix remote keys on its store)")
+    trust.add_argument("--label", default="", help="whose key it is, for the listing")
+    untrust = actions.add_parser("untrust", help="apply no more memory batches of KEY")
+    untrust.add_argument("key", metavar="KEY")
+    keys = actions.add_parser("keys", help="this store's public key and the keys it trusts")
+    for action in (add, rm, key, trust, untrust, keys, actions.choices["list"]):
         # after the action too (`helix remote list --json`); SUPPRESS keeps one given before
         action.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="one JSON document"
@@ -115,6 +122,10 @@ def cmd_remote(args: argparse.Namespace, repo: Repository, out: Output) -> int:
         forget_tracking(repo, gone.name)
         out.emit({"removed": gone.as_json()}, f"removed remote {gone.name} ({gone.location})")
         return 0
+    if args.action in ("trust", "untrust", "keys"):
+        from helixfs.cli.remote_memory import cmd_keys
+
+        return cmd_keys(args, folder, out)
     return _remote_key(args, folder, out)
 
 
@@ -181,7 +192,9 @@ def _sync(repo: Repository, remote: Remote) -> Sync:
     return Sync(repo, store, remote.name, host_name(repo.settings), lazy=remote.lazy)
 
 
-def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:
+def _report(
+    out: Output, remote: Remote, results: list[BranchSync], memory: MemorySync | None = None
+) -> int:
     docs = [dataclasses.asdict(r) for r in results]
     rows = []
     for r in results:
@@ -190,10 +203,14 @@ def _report(out: Output, remote: Remote, results: list[BranchSync]) -> int:
         if r.conflicts:
             what += ": conflicts in " + ", ".join(r.conflicts[:5])
         rows.append((r.branch, what, (r.commit or "")[:12], f"{r.objects} objects"))
-    out.emit(
-        {"remote": remote.name, "url": str(remote.location), "branches": docs},
-        table(rows) if rows else "nothing to do",
-    )
+    doc: dict[str, Any] = {"remote": remote.name, "url": str(remote.location), "branches": docs}
+    text = table(rows) if rows else "nothing to do"
+    if memory is not None:
+        doc["memory"] = memory.as_json()
+        text += "\n" + memory.summary()
+        for refused in memory.refused:
+            out.note(refused)
+    out.emit(doc, text)
     return 1 if any(r.status == "conflict" for r in results) else 0
 
 
@@ -239,7 +256,9 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
             results = sync.fetch(branches or None)
         else:
             results = sync.pull(branches or None)
-        return _report(out, remote, results)
+        from helixfs.cli.remote_memory import share_memory
+
+        return _report(out, remote, results, share_memory(_store_folder(repo), remote))
     finally:
         sync.remote.close()  # type: ignore[attr-defined]
 

@@ -309,7 +309,7 @@ async def serve(
         stack.callback(repo.subscribe_settings(_live_settings(saver, collector)))
         nursery.start_soon(side_job, "automatic gc", collector.run)
         if config.remote is not None:
-            syncer = RemoteSyncer(repo, config.store, config.remote)
+            syncer = RemoteSyncer(repo, config.store, config.remote, memory_files.memory)
             nursery.start_soon(side_job, "the remote sync", syncer.run)
         ready()
         log.info("serving %s at %s", config.store, config.mountpoint)

@@ -13,11 +13,16 @@ job only reads committed heads. With the remote unreachable the mount works on f
 its local store; what is not yet pushed is simply what the tracking refs do not reach,
 so catching up after an outage is the next round that gets through (rounds back off to
 one every MAX_PAUSE seconds while it fails).
+
+Each round also exchanges memory (memory/remote_sync.py, ADR 0065): what this store's
+memory learnt goes up as a signed batch, and the trusted batches of other machines are
+applied to the daemon's memory.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +33,8 @@ from helixfs.vcs import remotes
 from helixfs.vcs.sync import BranchSync, Sync, host_name, notice
 
 if TYPE_CHECKING:
+    from helixfs.memory import Memory
+    from helixfs.memory.remote_sync import MemorySync
     from helixfs.store.s3 import S3Store
     from helixfs.vcs.repo import Repository
 
@@ -38,8 +45,16 @@ MAX_PAUSE = 30.0  # while it does not
 
 
 class RemoteSyncer:
-    def __init__(self, repo: Repository, store: Path, name: str) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        store: Path,
+        name: str,
+        memory: Callable[[], Memory] | None = None,
+    ) -> None:
+        """`memory`: the daemon's memory, shared through the remote (None: not shared)."""
         self._repo = repo
+        self._memory = memory
         self._store_path = store
         self._remote = remotes.get(store, name)
         self._opened: S3Store | None = None
@@ -64,6 +79,7 @@ class RemoteSyncer:
             outgoing = self._outgoing(sync)
             pushed = sync.push(outgoing, merge=True, keep=True) if outgoing else []
             fetched = sync.fetch()
+            shared = self._share_memory()
         except RemoteUnavailable as exc:
             if not self._offline:
                 log.warning("remote %s unreachable; working locally: %s", self._remote.name, exc)
@@ -79,7 +95,25 @@ class RemoteSyncer:
         self._offline = False
         self.rounds += 1
         self._report(pushed + fetched)
+        self._report_memory(shared)
         return True
+
+    def _share_memory(self) -> MemorySync | None:
+        if self._memory is None:
+            return None
+        from helixfs.memory.remote_sync import SharedMemory
+
+        sealer = remotes.sealer(self._store_path, self._remote)
+        shared = SharedMemory(self._store_path, self._remote.location, self._memory(), sealer)
+        return shared.exchange()
+
+    def _report_memory(self, shared: MemorySync | None) -> None:
+        if shared is None:
+            return
+        for refused in shared.refused:
+            log.warning("remote %s: %s", self._remote.name, refused)
+        if shared.sent or shared.applied:
+            log.info("remote %s: %s", self._remote.name, shared.summary())
 
     def _sync(self) -> Sync:
         if self._opened is None:

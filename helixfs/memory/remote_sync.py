@@ -56,6 +56,9 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"memory/([0-9a-f]{64})/([0-9]{12})")
 _ID = re.compile(r"[0-9A-Za-z]{1,64}")
 _locks: dict[Path, threading.Lock] = {}
+# (store, batch name, stored size) of batches refused: not read again each round while
+# they stay as they are (a mount's syncer exchanges every second)
+_refused: set[tuple[Path, str, int]] = set()
 _locks_lock = threading.Lock()
 
 
@@ -232,6 +235,7 @@ class SharedMemory:
         self._sealer = sealer
         self._key = identity(store)
         self.signer = public_key(self._key)
+        self._sizes: dict[str, int] = {}  # batch name -> stored size, as listed
 
     def exchange(self, *, send: bool = True, receive: bool = True) -> MemorySync:
         report = MemorySync()
@@ -248,12 +252,14 @@ class SharedMemory:
         return report
 
     def _listing(self, client: S3Client) -> dict[str, list[int]]:
-        """signer -> the numbers of its batches on the remote, in order."""
+        """signer -> the numbers of its batches on the remote, in order (less those
+        refused before and unchanged since)."""
         found: dict[str, list[int]] = {}
-        for key, _ in client.listing(PREFIX):
+        for key, size in client.listing(PREFIX):
             match = _NAME.fullmatch(key)
-            if match:
+            if match and (self.store, key, size) not in _refused:
                 found.setdefault(match[1], []).append(int(match[2]))
+            self._sizes[key] = size
         return {signer: sorted(seqs) for signer, seqs in found.items()}
 
     # -- sending -------------------------------------------------------------------------
@@ -325,6 +331,7 @@ class SharedMemory:
             ops = decode(self._opened(name, blob), signer, seq)
         except (InvalidInput, CorruptObject, UnsupportedVersion) as err:
             report.refused.append(f"batch {name} refused: {err}")
+            _refused.add((self.store, name, self._sizes.get(name, len(blob))))
             return
         counts = self.memory.apply_batch(signer, seq, ops)
         if counts is not None:

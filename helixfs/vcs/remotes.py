@@ -35,6 +35,7 @@ from helixfs.store.s3client import S3Location
 
 if TYPE_CHECKING:
     from helixfs.store.s3 import S3Store
+    from helixfs.store.seal import Sealed
 
 FILE = "remotes.json"
 KEYS = "remote-keys"
@@ -195,22 +196,26 @@ def read_key(store: Path, name: str) -> bytes | None:
     return path.read_bytes() if path.exists() else None
 
 
+def sealer(store: Path, remote: Remote) -> Sealed | None:
+    """What seals the remote's objects (and memory batches) with its key, if encrypted."""
+    if not remote.encrypt:
+        return None
+    from helixfs.store.seal import Sealed
+
+    key = read_key(store, remote.name)
+    if key is None:
+        raise NotFound(
+            f"the remote {remote.name!r} is encrypted and this store has no key for it: "
+            f"`helix remote key import {remote.name} FILE` (from `helix remote key export`)"
+        )
+    return Sealed(key)
+
+
 def open_store(store: Path, remote: Remote) -> S3Store:
     """The remote's ObjectStore, sealed with its key when it is encrypted."""
     from helixfs.store.s3 import S3Store
 
-    sealer = None
-    if remote.encrypt:
-        from helixfs.store.seal import Sealed
-
-        key = read_key(store, remote.name)
-        if key is None:
-            raise NotFound(
-                f"the remote {remote.name!r} is encrypted and this store has no key for it: "
-                f"`helix remote key import {remote.name} FILE` (from `helix remote key export`)"
-            )
-        sealer = Sealed(key)
-    opened = S3Store(remote.location, sealer=sealer, cache=cache_path(store, remote))
+    opened = S3Store(remote.location, sealer=sealer(store, remote), cache=cache_path(store, remote))
     try:
         opened.ensure_layout()
     except BaseException:

@@ -6,6 +6,7 @@ work on offline and catch up when it is back.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -52,6 +53,7 @@ def test_commits_cross_between_mounts_and_survive_an_outage(
     (beta.path / ".helix" / "branches" / "topic" / "t.txt").write_text("topic\n")
     topic = alpha.path / ".helix" / "branches" / "topic" / "t.txt"
     wait_until(topic.exists, WAIT, "beta's branch on alpha")
+    _memory_crosses(alpha, beta)
 
     server.kill()  # offline: saves still work, and are committed locally
     (alpha.path / "offline.txt").write_text("written offline\n")
@@ -59,6 +61,19 @@ def test_commits_cross_between_mounts_and_survive_an_outage(
     server.start()
     wait_until(lambda: (beta.path / "offline.txt").exists(), WAIT, "the offline save on beta")
     assert (beta.path / "offline.txt").read_text() == "written offline\n"
+
+
+def _memory_crosses(alpha: Mount, beta: Mount) -> None:
+    """A memory alpha's daemon learns reaches beta's through the syncers, once beta
+    trusts alpha's key (ADR 0065)."""
+    key = json.loads(alpha.helix("remote", "keys", "--json").stdout)["own"]
+    beta.helix("remote", "trust", key)
+    alpha.helix("remember", "The nightly job runs at 02:00 UTC")
+
+    def arrived() -> bool:
+        return "02:00" in beta.helix("recall", "when does the nightly job run").stdout
+
+    wait_until(arrived, WAIT, "alpha's memory on beta")
 
 
 def test_a_conflict_from_elsewhere_is_kept_apart_and_reported(

@@ -1,0 +1,59 @@
+"""Shared memory on the remote commands (ADR 0065): `helix remote trust|untrust|keys`, and
+the exchange of memory batches that push, fetch and pull (and the mount's syncer) make
+after their branches (memory/remote_sync.py)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helixfs.cli.output import Output, table
+
+if TYPE_CHECKING:
+    from helixfs.memory import Memory
+    from helixfs.memory.remote_sync import MemorySync
+    from helixfs.vcs.remotes import Remote
+
+
+def cmd_keys(args: argparse.Namespace, folder: Path, out: Output) -> int:
+    from helixfs.memory import remote_sync
+
+    if args.action == "trust":
+        key = remote_sync.check_key(args.key)
+        added = remote_sync.trust(folder, key, args.label)
+        text = f"trusting {key}" if added else f"{key} was trusted already"
+        out.emit({"trusted": key, "added": added}, text)
+        return 0
+    if args.action == "untrust":
+        key = remote_sync.check_key(args.key)
+        remote_sync.untrust(folder, key)
+        out.emit({"untrusted": key}, f"no longer trusting {key}")
+        return 0
+    own = remote_sync.own_key(folder)
+    keys = [{"key": k, **v} for k, v in sorted(remote_sync.trusted(folder).items())]
+    rows = [(k["key"], k.get("label") or "", _day(k.get("added"))) for k in keys]
+    text = f"this store: {own}\n" + (
+        "trusted:\n" + table(rows) if rows else "no trusted keys (helix remote trust KEY)"
+    )
+    out.emit({"own": own, "trusted": keys}, text)
+    return 0
+
+
+def _day(when: float | None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(when)) if when else ""
+
+
+def share_memory(folder: Path, remote: Remote, memory: Memory | None = None) -> MemorySync:
+    """Send this store's new memory operations to `remote` and apply the trusted
+    batches of the others: through `memory` if given (the daemon's), else the store's."""
+    from helixfs.cli.memory import open_memory
+    from helixfs.memory.remote_sync import SharedMemory
+    from helixfs.vcs import remotes
+
+    sealer = remotes.sealer(folder, remote)
+    if memory is not None:
+        return SharedMemory(folder, remote.location, memory, sealer).exchange()
+    with open_memory(folder) as opened:
+        return SharedMemory(folder, remote.location, opened, sealer).exchange()
