@@ -83,7 +83,9 @@ def older_loses(conn: apsw.Connection, decision: Decision, at: float) -> Decisio
         return decision
     marks = ",".join("?" * len(decision.retire))
     times = dict(
-        fetch_all(conn, f"SELECT id, valid_from FROM memories WHERE id IN ({marks})", decision.retire)
+        fetch_all(
+            conn, f"SELECT id, valid_from FROM memories WHERE id IN ({marks})", decision.retire
+        )
     )
     newer = [m for m in decision.retire if float(times.get(m, 0.0)) > at]
     if not newer:

@@ -360,7 +360,9 @@ class SharedMemory:
         except FileNotFoundError:
             return 0
         except (OSError, ValueError, AttributeError) as err:
-            raise InvalidInput(f"{path} is unreadable ({err}): remove it to send all again")
+            raise InvalidInput(
+                f"{path} is unreadable ({err}): remove it to send all again"
+            ) from None
 
     def _save_sent(self, seq: int) -> None:
         path = self.store / STATE_FILE
@@ -391,4 +393,3 @@ def _store_lock(store: Path) -> threading.Lock:
     push would otherwise send the same operations twice)."""
     with _locks_lock:
         return _locks.setdefault(store.resolve(), threading.Lock())
-

@@ -27,6 +27,7 @@ import apsw
 
 from helixfs.memory import records
 from helixfs.memory.db import fetch_all, fetch_one, writing
+from helixfs.memory.tree import TreeView
 from helixfs.memory.types import MemoryRecord, Source, WriteResult
 
 SENT = ("add", "update", "edit", "forget", "purge")  # history ops that travel
@@ -59,8 +60,20 @@ class SharesMemory:
     _lock: threading.RLock
     _clock: Callable[[], float]
 
-    def remember(self, content: str, **kwargs: Any) -> WriteResult:
-        raise NotImplementedError  # the engine's
+    def remember(  # the engine's
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        tags: Sequence[str] = (),
+        scope: str = "global",
+        source: Source | None = None,
+        confidence: float = 1.0,
+        salience: float = 0.5,
+        view: TreeView | None = None,
+        at: float | None = None,
+    ) -> WriteResult:
+        raise NotImplementedError
 
     def forget(self, id_or_query: str, *, reason: str = "") -> list[str]:
         raise NotImplementedError
@@ -82,9 +95,9 @@ class SharesMemory:
                 "ORDER BY seq LIMIT ?",
                 (since, *SENT, BATCH_OPS),
             )
-            top = fetch_one(self._conn, "SELECT COALESCE(MAX(seq), 0) FROM history")
+            top = self._last_history()
             ops = [self._operation(*row) for row in rows]
-        reached = int(rows[-1][0]) if len(rows) == BATCH_OPS else max(since, int(top[0]))
+        reached = int(rows[-1][0]) if len(rows) == BATCH_OPS else max(since, top)
         return [op for op in ops if op is not None], reached
 
     def _operation(

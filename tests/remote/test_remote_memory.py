@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 from cli.conftest import fails, ok
-from remote.conftest import Place, new_store
 
 from helixfs.errors import InvalidInput
 from helixfs.memory import Memory, Source
 from helixfs.memory import remote_sync as shared
 from helixfs.store.s3client import S3Client, S3Location
 from helixfs.store.seal import Sealed, new_key
+from remote.conftest import Place, new_store
 
 
 class Clock:
@@ -48,7 +48,9 @@ class Machine:
 
 
 @pytest.fixture(params=["plain", "sealed"])
-def machines(request: pytest.FixtureRequest, place: Place, tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:
+def machines(
+    request: pytest.FixtureRequest, place: Place, tmp_path: Path
+) -> Iterator[tuple[Machine, Machine]]:
     clock = Clock()
     sealer = Sealed(new_key()) if request.param == "sealed" else None
     a = Machine(tmp_path / "a", place, clock, sealer)
