@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from helixfs.cli.output import Output, table
 
 if TYPE_CHECKING:
-    from helixfs.memory import Memory
     from helixfs.memory.remote_sync import MemorySync
     from helixfs.vcs.remotes import Remote
 
@@ -45,15 +44,16 @@ def _day(when: float | None) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(when)) if when else ""
 
 
-def share_memory(folder: Path, remote: Remote, memory: Memory | None = None) -> MemorySync:
+def share_memory(folder: Path, remote: Remote) -> MemorySync:
     """Send this store's new memory operations to `remote` and apply the trusted
-    batches of the others: through `memory` if given (the daemon's), else the store's."""
+    batches of the others (to the daemon's memory when the command runs in it)."""
     from helixfs.cli.memory import open_memory
     from helixfs.memory.remote_sync import SharedMemory
     from helixfs.vcs import remotes
 
     sealer = remotes.sealer(folder, remote)
-    if memory is not None:
-        return SharedMemory(folder, remote.location, memory, sealer).exchange()
-    with open_memory(folder) as opened:
-        return SharedMemory(folder, remote.location, opened, sealer).exchange()
+    with (
+        open_memory(folder) as opened,
+        SharedMemory(folder, remote.location, opened, sealer) as shared,
+    ):
+        return shared.exchange()

@@ -34,7 +34,7 @@ from helixfs.vcs.sync import BranchSync, Sync, host_name, notice
 
 if TYPE_CHECKING:
     from helixfs.memory import Memory
-    from helixfs.memory.remote_sync import MemorySync
+    from helixfs.memory.remote_sync import MemorySync, SharedMemory
     from helixfs.store.s3 import S3Store
     from helixfs.vcs.repo import Repository
 
@@ -55,6 +55,7 @@ class RemoteSyncer:
         """`memory`: the daemon's memory, shared through the remote (None: not shared)."""
         self._repo = repo
         self._memory = memory
+        self._shared: SharedMemory | None = None
         self._store_path = store
         self._remote = remotes.get(store, name)
         self._opened: S3Store | None = None
@@ -101,11 +102,13 @@ class RemoteSyncer:
     def _share_memory(self) -> MemorySync | None:
         if self._memory is None:
             return None
-        from helixfs.memory.remote_sync import SharedMemory
+        if self._shared is None:
+            from helixfs.memory.remote_sync import SharedMemory
 
-        sealer = remotes.sealer(self._store_path, self._remote)
-        shared = SharedMemory(self._store_path, self._remote.location, self._memory(), sealer)
-        return shared.exchange()
+            sealer = remotes.sealer(self._store_path, self._remote)
+            location = self._remote.location
+            self._shared = SharedMemory(self._store_path, location, self._memory(), sealer)
+        return self._shared.exchange()
 
     def _report_memory(self, shared: MemorySync | None) -> None:
         if shared is None:
@@ -150,6 +153,9 @@ class RemoteSyncer:
                 log.info("remote %s: %s %s", self._remote.name, result.branch, result.status)
 
     def _close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
         if self._opened is not None:
             self._opened.close()
             self._opened = None

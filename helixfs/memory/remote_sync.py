@@ -236,20 +236,31 @@ class SharedMemory:
         self._key = identity(store)
         self.signer = public_key(self._key)
         self._sizes: dict[str, int] = {}  # batch name -> stored size, as listed
+        self._client: S3Client | None = None  # kept between rounds (a mount's syncer)
 
     def exchange(self, *, send: bool = True, receive: bool = True) -> MemorySync:
+        """One round: one listing, then what is new each way."""
         report = MemorySync()
         with _store_lock(self.store):
-            client = S3Client(self.location)
-            try:
-                stored = self._listing(client)
-                if send:
-                    self._send(client, stored, report)
-                if receive:
-                    self._receive(client, stored, report)
-            finally:
-                client.close()
+            if self._client is None:
+                self._client = S3Client(self.location)
+            stored = self._listing(self._client)
+            if send:
+                self._send(self._client, stored, report)
+            if receive:
+                self._receive(self._client, stored, report)
         return report
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> SharedMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _listing(self, client: S3Client) -> dict[str, list[int]]:
         """signer -> the numbers of its batches on the remote, in order (less those

@@ -58,8 +58,9 @@ def machines(
     shared.trust(a.folder, b.key)
     shared.trust(b.folder, a.key)
     yield a, b
-    a.memory.close()
-    b.memory.close()
+    for machine in (a, b):
+        machine.shared.close()
+        machine.memory.close()
 
 
 @contextmanager
