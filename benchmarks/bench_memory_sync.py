@@ -31,12 +31,11 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from common import print_table, write_results  # noqa: E402
 from seaweed import SeaweedServer  # noqa: E402
 
-from helixfs.memory import Memory  # noqa: E402
-from helixfs.memory import remote_sync, strand  # noqa: E402
+from helixfs.memory import Memory, remote_sync, strand  # noqa: E402
 from helixfs.store.s3client import S3Location  # noqa: E402
 
 PASSPHRASE = "benchmark passphrase"
-WORDS = "billing search ingest auth cache queue mailer scheduler gateway ledger".split()
+WORDS = ["billing", "search", "ingest", "auth", "cache", "queue", "mailer", "gateway"]
 
 
 def timed(call: Any) -> tuple[float, Any]:
