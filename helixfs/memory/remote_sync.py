@@ -52,6 +52,7 @@ TRUST_FILE = "trusted-keys.json"
 STATE_FILE = "memory-sync.json"  # per remote location: the history row sent up to
 TRUST_FORMAT = "helix-trusted-keys"
 _SIG = 64
+MAX_OPS = 20_000  # in a batch read: a writer sends at most shared.BATCH_OPS
 _KEY = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"memory/([0-9a-f]{64})/([0-9]{12})")
 _ID = re.compile(r"[0-9A-Za-z]{1,64}")
@@ -152,8 +153,8 @@ def decode(data: bytes, signer: str, seq: int) -> list[dict[str, Any]]:
     if not isinstance(body, dict) or body.get("signer") != signer or body.get("seq") != seq:
         raise InvalidInput("it names another signer or number than its place: moved")
     ops = body.get("ops")
-    if not isinstance(ops, list):
-        raise InvalidInput("it has no list of operations")
+    if not isinstance(ops, list) or len(ops) > MAX_OPS:
+        raise InvalidInput(f"it has no list of at most {MAX_OPS} operations")
     return [_checked(n, op) for n, op in enumerate(ops)]
 
 

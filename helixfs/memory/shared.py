@@ -145,16 +145,21 @@ class SharesMemory:
         with self._lock, writing(self._conn):
             if self.batch_applied(signer, seq):
                 return None
-            first = self._last_history() + 1
+            first = self._issued() + 1
             for op in ops:
                 action = self._apply(op)
                 counts[action] = counts.get(action, 0) + 1
-            self._conn.execute(
+            self._conn.execute(  # last < first when it wrote nothing: an empty range
                 "INSERT INTO sync_batches(signer, seq, applied, first_seq, last_seq) "
                 "VALUES (?,?,?,?,?)",
-                (signer, seq, self._clock(), first, max(first, self._last_history())),
+                (signer, seq, self._clock(), first, self._issued()),
             )
         return counts
+
+    def _issued(self) -> int:
+        """The last history number SQLite gave (AUTOINCREMENT: never given again)."""
+        row = fetch_one(self._conn, "SELECT seq FROM sqlite_sequence WHERE name='history'")
+        return int(row[0]) if row else 0
 
     def _last_history(self) -> int:
         row = fetch_one(self._conn, "SELECT COALESCE(MAX(seq), 0) FROM history")

@@ -110,6 +110,10 @@ def test_a_duplicate_is_a_noop_and_a_batch_twice_changes_nothing(
     assert b.memory.apply_batch(a.key, 1, []) is None
     assert b.sync().applied == 0
     assert len(b.memory.history(b.memory.memories()[0].id)) == history
+    # a batch that wrote nothing here claims no history row: B's next fact is sent
+    assert b.memory.apply_batch(a.key, 99, []) == {}
+    b.memory.remember("Rollbacks need a ticket")
+    assert b.sync().sent == 1
 
 
 def test_forget_and_purge_propagate(machines: tuple[Machine, Machine], place: Place) -> None:
