@@ -19,8 +19,9 @@ bound to its key, so only ciphertext leaves the machine and a batch moved to ano
 name fails to open. A batch whose signature, name or operations do not check is
 refused whole, with the reason, and changes nothing.
 
-A purge erases the content where the batch arrives, and in this machine's own batches
-on the remote: those holding the purged memory are written again without it.
+A purge erases the content where the batch arrives, and in the batches on the remote
+of the machine that wrote the content: that machine writes those holding the purged
+memory again without it, when it purges or when it applies the purge.
 """
 
 from __future__ import annotations
@@ -323,7 +324,10 @@ class SharedMemory:
     # -- receiving -----------------------------------------------------------------------
 
     def _receive(self, client: S3Client, stored: dict[str, list[int]], report: MemorySync) -> None:
+        """Apply the trusted batches not applied yet; a purge among them also leaves
+        this signer's own batches (only it can sign them again)."""
         trust = trusted(self.store)
+        purged: set[str] = set()
         for signer, seqs in sorted(stored.items()):
             if signer == self.signer:
                 continue
@@ -332,24 +336,29 @@ class SharedMemory:
                 report.untrusted[signer] = len(waiting)
                 continue
             for seq in waiting:
-                self._apply_one(client, signer, seq, report)
+                purged |= self._apply_one(client, signer, seq, report)
+        if purged:
+            report.scrubbed += self._scrub(client, stored.get(self.signer, []), purged)
 
-    def _apply_one(self, client: S3Client, signer: str, seq: int, report: MemorySync) -> None:
+    def _apply_one(self, client: S3Client, signer: str, seq: int, report: MemorySync) -> set[str]:
+        """Apply one batch; the ids it purged."""
         name = batch_name(signer, seq)
         blob = client.get(name)
         if blob is None:
-            return
+            return set()
         try:
             ops = decode(self._opened(name, blob), signer, seq)
         except (InvalidInput, CorruptObject, UnsupportedVersion) as err:
             report.refused.append(f"batch {name} refused: {err}")
             _refused.add((self.store, name, self._sizes.get(name, len(blob))))
-            return
+            return set()
         counts = self.memory.apply_batch(signer, seq, ops)
-        if counts is not None:
-            report.applied += 1
-            for action, n in counts.items():
-                report.actions[action] = report.actions.get(action, 0) + n
+        if counts is None:
+            return set()
+        report.applied += 1
+        for action, n in counts.items():
+            report.actions[action] = report.actions.get(action, 0) + n
+        return {i for op in ops if op["op"] == "purge" for i in op["ids"]}
 
     # -- sealing and state ---------------------------------------------------------------
 

@@ -39,6 +39,11 @@ class Machine:
         location = S3Location(place.server.bucket, place.prefix, place.endpoint)
         self.shared = shared.SharedMemory(folder, location, self.memory, sealer)
         self.key = shared.own_key(folder)
+        self.sealer = sealer
+
+    def opened(self, name: str, blob: bytes) -> bytes:
+        """A batch as stored, unsealed with the remote's key if it is encrypted."""
+        return blob if self.sealer is None else self.sealer.unseal(name, blob, name.encode())
 
     def sync(self) -> shared.MemorySync:
         return self.shared.exchange()
@@ -120,22 +125,30 @@ def test_forget_and_purge_propagate(machines: tuple[Machine, Machine], place: Pl
     a, b = machines
     kept = a.memory.remember("The staging host is stage-3").id
     secret = a.memory.remember("The old API token lives in vault path ops/legacy").id
+    a.memory.remember("The backup key is kept in locker 7")
     a.sync()
     b.sync()
-    assert len(b.active()) == 2
-    # forgotten on B (a memory that came from A), purged on A
+    assert len(b.active()) == 3
+    # forgotten on B (a memory that came from A), purged on A, and on B one of A's
     b.memory.forget(b.memory.recall("staging host")[0].id, reason="moved")
     a.memory.purge(secret)
+    b.memory.purge(b.memory.recall("backup key locker")[0].id)
     a.sync()
     b.sync()
     a.sync()
     assert a.active() == [] and b.active() == []
     assert a.memory.get(kept).status == "forgotten"
-    assert all("vault" not in m.content for m in b.memory.memories(status=None))
-    # the purged content is gone from A's batches on the remote too
+    for machine in (a, b):
+        kept_text = " ".join(m.content for m in machine.memory.memories(status=None))
+        assert "vault" not in kept_text and "locker" not in kept_text
+    # the purged contents are gone from the batches on the remote too: A wrote them
+    # again without them, when it purged one and when it applied B's purge of the other
     with _raw(place) as client:
-        stored = [client.get(key) or b"" for key, _ in client.listing("memory/")]
-    assert stored and not any(b"ops/legacy" in blob for blob in stored)
+        stored = {key: client.get(key) or b"" for key, _ in client.listing("memory/")}
+    opened = b"".join(a.opened(key, blob) for key, blob in stored.items())
+    assert b"staging" in opened and b"ops/legacy" not in opened and b"locker" not in opened
+    if a.sealer is not None:
+        assert not any(b"staging" in blob for blob in stored.values())
 
 
 def test_untrusted_and_tampered_batches_change_nothing(
