@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from helixfs.cli.command import UsageError, add_command, path_argument
 from helixfs.cli.output import Output, table
-from helixfs.errors import InvalidInput
+from helixfs.errors import HelixError, InvalidInput
 
 if TYPE_CHECKING:
     from helixfs.memory.remote_sync import MemorySync
@@ -258,7 +258,13 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
             results = sync.pull(branches or None)
         from helixfs.cli.remote_memory import share_memory
 
-        return _report(out, remote, results, share_memory(_store_folder(repo), remote))
+        try:
+            memory = share_memory(_store_folder(repo), remote)
+        except HelixError as err:  # the branches went through: say so, then why not memory
+            _report(out, remote, results)
+            out.note(f"helix: error: memory was not exchanged: {err}")
+            return 1
+        return _report(out, remote, results, memory)
     finally:
         sync.remote.close()  # type: ignore[attr-defined]
 

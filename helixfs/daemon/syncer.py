@@ -56,6 +56,7 @@ class RemoteSyncer:
         self._repo = repo
         self._memory = memory
         self._shared: SharedMemory | None = None
+        self._memory_failed = ""  # the last error of the memory exchange, logged once
         self._store_path = store
         self._remote = remotes.get(store, name)
         self._opened: S3Store | None = None
@@ -108,7 +109,17 @@ class RemoteSyncer:
             sealer = remotes.sealer(self._store_path, self._remote)
             location = self._remote.location
             self._shared = SharedMemory(self._store_path, location, self._memory(), sealer)
-        return self._shared.exchange()
+        try:
+            shared = self._shared.exchange()
+        except RemoteUnavailable:
+            raise
+        except HelixError as exc:  # the branches still sync; said once, not every round
+            if str(exc) != self._memory_failed:
+                log.error("remote %s: memory not shared: %s", self._remote.name, exc)
+            self._memory_failed = str(exc)
+            return None
+        self._memory_failed = ""
+        return shared
 
     def _report_memory(self, shared: MemorySync | None) -> None:
         if shared is None:

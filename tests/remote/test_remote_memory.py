@@ -193,3 +193,5 @@ def test_cli_trust_keys_push_pull(place: Place, tmp_path: Path) -> None:
     assert "pytest" in ok(helix_b("recall", "how are tests run")).out
     ok(helix_b("remote", "untrust", key_a))
     assert json.loads(ok(helix_b("remote", "keys", "--json")).out)["trusted"] == []
+    (tmp_path / "b" / shared.TRUST_FILE).write_text("{not json")
+    fails(helix_b("pull"), says="memory was not exchanged")
