@@ -1,11 +1,12 @@
 """A hook with no daemon, answered from memory.db without the engine (ADR 0052).
 
-The events that only read the memory through the lexical lookups (PreToolUse's
-ambient context, PreCompact, SubagentStart) get a `Reader` (memory/reader.py: the
-engine's own SQL, without numpy, sqlite-vec or the embedder) in place of the engine,
-and no repository. The others still open the engine: UserPromptSubmit and PostToolUse
-rank with its full pipeline (graph, weights, MMR), SessionStart reads the branch and
-its commits from the repository (RocksDB), Stop writes a checkpoint.
+The events that only read the memory (PreToolUse's ambient context, UserPromptSubmit,
+PostToolUse's failed-build lookup, PreCompact, SubagentStart) get a `Reader`
+(memory/reader.py: the engine's own SQL and ranking, without numpy, sqlite-vec or the
+embedder) in place of the engine, and no repository. The others still open the engine
+and the store: SessionStart reads the branch and its commits from the repository
+(RocksDB, the vcs), Stop writes a checkpoint (a write must not be lost: it is made
+where it is asked, not queued).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     from helixfs.memory import Memory
 
-LIGHT_EVENTS = ("PreToolUse", "PreCompact", "SubagentStart")
+LIGHT_EVENTS = (
+    "PreToolUse",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "SubagentStart",
+)
 
 
 def answer(store: str, event: str, text: str) -> str | None:

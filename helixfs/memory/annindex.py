@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -337,9 +336,4 @@ class IndexCache:
             index.upsert(rowid, unpack_vector(vector[0]), active)
 
 
-@dataclass(frozen=True)
-class Indexes:
-    """In-RAM vector indexes of a long-lived process (None: ask sqlite-vec)."""
-
-    memories: VectorIndex | None = None
-    chunks: VectorIndex | None = None
+from helixfs.memory.retrieval import Indexes as Indexes  # noqa: E402 - was defined here

@@ -326,11 +326,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = apsw.Connection(str(db_path))
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    conn.enable_load_extension(True)
-    import sqlite_vec
-
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.enable_load_extension(False)
+    load_vectors_extension(conn)
     _use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA secure_delete=ON")
@@ -348,6 +344,15 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
                 (str(SCHEMA_VERSION),),
             )
     return conn
+
+
+def load_vectors_extension(conn: apsw.Connection) -> None:
+    """sqlite-vec, for the vec0 tables (memory_vec, chunk_vec)."""
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
 
 
 def _use_wal(conn: apsw.Connection) -> None:

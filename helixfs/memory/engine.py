@@ -60,7 +60,6 @@ from helixfs.memory.tree import TreeView
 from helixfs.memory.treeapi import FollowsTree
 from helixfs.memory.types import (
     MEMORY_TYPES,
-    SEARCH_MODES,
     ArchiveCandidate,
     Checkpoint,
     ContextBlock,
@@ -80,7 +79,7 @@ from helixfs.memory.vectors import EmbedderRunner
 log = logging.getLogger("helixfs.memory")
 _warned_lexical = threading.Event()
 
-MAX_K = 1000
+MAX_K = lexical.MAX_K
 REINFORCE_WAIT_MS = 200
 ARCHIVE_IDLE_DAYS = 60.0
 ARCHIVE_SALIENCE = 0.1
@@ -555,12 +554,7 @@ class Memory(FollowsTree, SharesMemory):
         mode: SearchMode = "hybrid",
         view: TreeView | None = None,
     ) -> list[Hit]:
-        validate.check_text("query", query, limit=4000)
-        if mode not in SEARCH_MODES:
-            raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
-        validate.check_limit(k, MAX_K, "k")
-        if filters.scope is not None:
-            validate.check_name("scope", filters.scope)
+        lexical.check_query(query, k, mode, filters.scope)
         # The query is embedded on a worker thread (ONNX runs off the GIL) while this one
         # reads the BM25 lists: a recall waits for the longer of the two, not their sum.
         embedding = (
@@ -572,7 +566,7 @@ class Memory(FollowsTree, SharesMemory):
             if view is not None:
                 visible = tree.visibility(self._conn, view)
                 filters = dataclasses.replace(filters, visible=visible)
-            lexical = ranking.lexical(self._conn, query, k, filters, chunks, mode)
+            bm25 = ranking.lexical(self._conn, query, k, filters, chunks, mode)
         qvec = embedding.result() if embedding is not None else None
         with self._lock:
             indexes = self._current_indexes() if qvec is not None else retrieval.NO_INDEXES
@@ -580,7 +574,7 @@ class Memory(FollowsTree, SharesMemory):
             period = when.period_of(query, now)
             hits = ranking.rank(
                 self._conn,
-                lexical,
+                bm25,
                 qvec,
                 k,
                 filters,

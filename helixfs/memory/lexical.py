@@ -16,8 +16,9 @@ from helixfs.memory import records, tree, validate
 from helixfs.memory.db import fetch_all
 from helixfs.memory.tokens import fts_query
 from helixfs.memory.tree import TRUNK, Visibility, visible_sql
-from helixfs.memory.types import MEMORY_TYPES, STATUSES
+from helixfs.memory.types import MEMORY_TYPES, SEARCH_MODES, STATUSES
 
+MAX_K = 1000
 Scored = list[tuple[int, float]]  # (rowid, score: lower is better) best first
 
 
@@ -154,3 +155,13 @@ def resolve(conn: apsw.Connection, text: str) -> str:
     if found is None:
         raise NotFound(f"no memory with id {text!r}")
     return found
+
+
+def check_query(query: str, k: int, mode: str, scope: str | None) -> None:
+    """A recall's or search's arguments, checked before anything is read."""
+    validate.check_text("query", query, limit=4000)
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
+    validate.check_limit(k, MAX_K, "k")
+    if scope is not None:
+        validate.check_name("scope", scope)

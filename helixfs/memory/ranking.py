@@ -9,9 +9,8 @@ from typing import Any
 import apsw
 
 from helixfs.memory import records, retrieval, workspace
-from helixfs.memory.annindex import Indexes
 from helixfs.memory.lexical import Filters, lexical_memories, memory_rows
-from helixfs.memory.retrieval import Candidate
+from helixfs.memory.retrieval import Candidate, Indexes
 from helixfs.memory.tokens import estimate_tokens
 from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 from helixfs.memory.types import ContextBlock, Hit

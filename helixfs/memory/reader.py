@@ -1,5 +1,6 @@
 """A read-only view of memory.db for a hook with no daemon: `get`, `memories`,
-`about_files` and `mentioning` as the engine answers them (the same SQL, in lexical.py),
+`about_files`, `mentioning`, and `recall` and `search` as the engine ranks them when it
+has no model (the same SQL and ranking: lexical.py, ranking.py, retrieval.py),
 without the engine's imports (numpy, sqlite-vec, the embedder: ~100 ms of CPU a start,
 most of a hook's budget) or its open (schema check, WAL checkpointer, settings).
 
@@ -8,29 +9,42 @@ is refused, and the caller falls back to the engine (ADR 0052)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import apsw
 
+from helixfs import config
 from helixfs.errors import InvalidInput
-from helixfs.memory import lexical, records
-from helixfs.memory.db import BUSY_TIMEOUT_MS, MMAP_BYTES, SCHEMA_VERSION, get_meta
+from helixfs.memory import lexical, ranking, records, retrieval, validate, when
+from helixfs.memory.db import (
+    BUSY_TIMEOUT_MS,
+    MMAP_BYTES,
+    SCHEMA_VERSION,
+    get_meta,
+    load_vectors_extension,
+    table_exists,
+)
 from helixfs.memory.tree import TreeView, visibility
-from helixfs.memory.types import MemoryRecord
+from helixfs.memory.types import Hit, MemoryRecord, SearchMode
 
 
 class Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         flags = apsw.SQLITE_OPEN_READWRITE  # not CREATE; read-write to share the WAL's index
         self._conn = apsw.Connection(str(path), flags=flags)
+        self._clock = clock
         try:
             self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             if get_meta(self._conn, "schema_version") != str(SCHEMA_VERSION):
                 raise InvalidInput(f"{path}: not a memory database this reader knows")
+            if table_exists(self._conn, "memory_vec"):  # MMR reads the stored vectors
+                load_vectors_extension(self._conn)
+            self.half_life_days = config.load(path.parent)["memory.half_life"] / 86400
         except BaseException:
             self._conn.close()
             raise
@@ -76,6 +90,68 @@ class Reader:
     ) -> list[MemoryRecord]:
         visible = visibility(self._conn, view)
         return self._marked(lexical.mentioning(self._conn, words, limit, visible), view)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        scope: str | None = None,
+        reinforce: bool = True,
+        mode: SearchMode = "hybrid",
+        view: TreeView | None = None,
+    ) -> list[Hit]:
+        """Memory.recall's lexical answer (active memories only)."""
+        filters = lexical.Filters(("active",), scope, validate.check_types(types))
+        return self._ranked(query, k, filters, False, reinforce, mode, view)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        scope: str | None = None,
+        reinforce: bool = True,
+        mode: SearchMode = "hybrid",
+        view: TreeView | None = None,
+    ) -> list[Hit]:
+        """Memory.search's lexical answer (memories and workspace passages)."""
+        filters = lexical.Filters(("active",), scope, validate.check_types(types))
+        return self._ranked(query, k, filters, True, reinforce, mode, view)
+
+    def _ranked(
+        self,
+        query: str,
+        k: int,
+        filters: lexical.Filters,
+        chunks: bool,
+        reinforce: bool,
+        mode: SearchMode,
+        view: TreeView | None,
+    ) -> list[Hit]:
+        """The engine's ranking (Memory._retrieve) with no query vector, as the engine
+        ranks when it has no model; nothing is reinforced (the reader writes nothing)."""
+        if reinforce or view is not None:
+            raise InvalidInput("the reader neither reinforces nor marks staleness")
+        lexical.check_query(query, k, mode, filters.scope)
+        keys = ranking.lexical(self._conn, query, k, filters, chunks, mode)
+        now = self._clock()
+        period = when.period_of(query, now)
+        return ranking.rank(
+            self._conn,
+            keys,
+            None,
+            k,
+            filters,
+            chunks,
+            now,
+            retrieval.NO_INDEXES,
+            mode,
+            period,
+            self.half_life_days,
+        )
 
     def _marked(self, rows: list[dict[str, Any]], view: TreeView | None) -> list[MemoryRecord]:
         """A hook with no daemon has no branch view (no mount: no branch folder)."""

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from helixfs import config
-from helixfs.memory.annindex import Indexes, VectorIndex
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
 from helixfs.memory.extract import GATE_THRESHOLD, gate_score
 from helixfs.memory.lexical import Filters, Scored, memory_filter_sql
 from helixfs.memory.tokens import fts_query, jaccard, word_set
+
+if TYPE_CHECKING:  # numpy loads with the first vector: a lexical ranking needs none
+    import numpy as np
+    import numpy.typing as npt
+
+    from helixfs.memory.annindex import VectorIndex
 
 RRF_K = 60
 SALIENCE_HALF_LIFE_DAYS = 30.0
@@ -58,6 +62,14 @@ class Candidate:
     score: float = 0.0
     row: dict[str, Any] = field(default_factory=dict)
     vector: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """In-RAM vector indexes of a long-lived process (None: ask sqlite-vec)."""
+
+    memories: VectorIndex | None = None
+    chunks: VectorIndex | None = None
 
 
 NO_INDEXES = Indexes()
@@ -132,6 +144,8 @@ def close_enough(
     model ranks every text against every query, so without a floor a query about
     nothing stored still got k hits. One without a vector cannot be judged: kept.
     """
+    import numpy as np
+
     query = np.asarray(qvec, dtype=np.float32)
     query /= float(np.linalg.norm(query)) or 1.0
     return [
@@ -257,6 +271,8 @@ def load_vectors(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[i
 
 def similarity_matrix(pool: list[Candidate]) -> npt.NDArray[np.float32]:
     """Pairwise similarity: cosine where both have vectors, word Jaccard otherwise."""
+    import numpy as np
+
     n = len(pool)
     dim = next((len(c.vector) for c in pool if c.vector is not None), 0)
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
@@ -289,6 +305,14 @@ def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
     pool = sorted(candidates, key=lambda c: c.score, reverse=True)
     if not pool:
         return []
+    if all(c.vector is None for c in pool):
+        return _mmr_by_words(pool, k)
+    return _mmr_by_matrix(pool, k)
+
+
+def _mmr_by_matrix(pool: list[Candidate], k: int) -> list[Candidate]:
+    import numpy as np
+
     sims = similarity_matrix(pool)
     scores = np.array([c.score for c in pool], dtype=np.float64) / (pool[0].score or 1.0)
     sources = np.array([source_of(c) for c in pool])
@@ -305,4 +329,43 @@ def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
         open_[best] = False
         open_[(sims[best] >= DUPLICATE_SIMILARITY) & (sources == sources[best])] = False
         closest = np.maximum(closest, sims[best])
+    return [pool[i] for i in chosen]
+
+
+_F32 = struct.Struct("<f")
+
+
+def _f32(x: float) -> float:
+    """`x` rounded to float32, as similarity_matrix stores it."""
+    return float(_F32.unpack(_F32.pack(x))[0])
+
+
+def _mmr_by_words(pool: list[Candidate], k: int) -> list[Candidate]:
+    """mmr() for a pool without vectors (a lexical-only store), without numpy: the same
+    choices, step for step. Its similarities are word Jaccard rounded to float32 (as the
+    matrix holds them), compared with the threshold as float32 (as numpy compares a
+    float32 array with a Python float); the scores are float64 in both."""
+    words = [word_set(c.row["content"]) for c in pool]
+    sims = [[_f32(jaccard(a, b)) for b in words] for a in words]
+    duplicate = _f32(DUPLICATE_SIMILARITY)
+    top = pool[0].score or 1.0
+    scores = [c.score / top for c in pool]
+    sources = [source_of(c) for c in pool]
+    closest = [0.0] * len(pool)
+    open_ = [True] * len(pool)
+    chosen: list[int] = []
+    while len(chosen) < k:
+        values = [
+            MMR_LAMBDA * s - (1 - MMR_LAMBDA) * c if o else -math.inf
+            for s, c, o in zip(scores, closest, open_, strict=True)
+        ]
+        best = max(range(len(values)), key=values.__getitem__)  # the first best, as argmax
+        if values[best] == -math.inf:
+            break
+        chosen.append(best)
+        open_[best] = False
+        for i, sim in enumerate(sims[best]):
+            if sim >= duplicate and sources[i] == sources[best]:
+                open_[i] = False
+            closest[i] = max(closest[i], sim)
     return [pool[i] for i in chosen]

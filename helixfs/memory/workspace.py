@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 import blake3
@@ -30,7 +31,9 @@ from helixfs.memory.db import (
 from helixfs.memory.redact import redact
 from helixfs.memory.tokens import fts_text
 from helixfs.memory.types import IndexReport
-from helixfs.memory.vectors import EmbedderRunner
+
+if TYPE_CHECKING:  # numpy: only a pass that embeds needs it
+    from helixfs.memory.vectors import EmbedderRunner
 
 MAX_FILE_BYTES = 1 << 20
 MIN_LINES = 12  # a blank line ends a chunk once it has this many lines
