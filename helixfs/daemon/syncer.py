@@ -57,6 +57,7 @@ class RemoteSyncer:
         self._memory = memory
         self._shared: SharedMemory | None = None
         self._memory_failed = ""  # the last error of the memory exchange, logged once
+        self._untrusted_said: set[str] = set()  # signers whose batches were said left
         self._store_path = store
         self._remote = remotes.get(store, name)
         self._opened: S3Store | None = None
@@ -124,8 +125,18 @@ class RemoteSyncer:
     def _report_memory(self, shared: MemorySync | None) -> None:
         if shared is None:
             return
-        for refused in shared.refused:
-            log.warning("remote %s: %s", self._remote.name, refused)
+        for refused in shared.refused:  # each once: a refused batch is not read again
+            text = f"remote {self._remote.name}: memory {refused}"
+            log.warning("%s", text)
+            notice(self._repo, text)
+        for signer in sorted(set(shared.untrusted) - self._untrusted_said):
+            self._untrusted_said.add(signer)
+            log.info(
+                "remote %s: memory batches of %s are not applied: not a trusted key "
+                "(helix remote trust KEY)",
+                self._remote.name,
+                signer,
+            )
         if shared.sent or shared.applied:
             log.info("remote %s: %s", self._remote.name, shared.summary())
 
