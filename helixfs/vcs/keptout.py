@@ -127,6 +127,18 @@ class LiveScopes:
             stale = node.stale
             self._since[node] = None if known is None or stale is None else known | stale
 
+    def changed(self, folder: Node | None, name: bytes) -> None:
+        """`folder`'s child `name` changed: so did each folder on the way up, in its
+        parent. Kept here, not only gathered at encodes, for a commit that leaves dirty
+        folders unencoded (Worktree._journal_commit): their `stale` holds every name
+        changed since their last encode, more than since the last commit."""
+        node: Node | None = folder
+        while node is not None:
+            known = self._since.get(node)
+            if known is not None:
+                known.add(name)
+            name, node = node.name, node.parent
+
     def changed_since(self, node: Node) -> set[bytes] | None:
         """The names changed in `node` since the last commit made its commit tree (the
         head's tree at its place); None when it did not, or that is not known."""

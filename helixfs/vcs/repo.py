@@ -411,6 +411,8 @@ class Repository:
         if tree is not None and tree.dirty:
             # the message set for this work (user.helix.message) names it best
             tree.commit(tree.next_message or "pending changes before an out-of-band update")
+        if tree is not None and not tree.readonly:
+            tree.fold()  # a commit may leave its work trees journaled (ADR 0061)
 
     def _settle_source(self, rev: str) -> None:
         """A branch or snapshot made from a live branch includes its latest saves (unlike
@@ -765,12 +767,13 @@ class Repository:
         bases: Mapping[ObjectId, ObjectId] | None = None,
         author: str | None = None,
         started: int | None = None,
-        work: ObjectId | None = None,
+        work: bytes | None = None,
     ) -> CommitId:
         """Write a commit object and CAS-move `branches/BRANCH` from parents[0] (one batch).
 
-        `work` is the full work tree the commit came from (it may hold editor temp files
-        the commit tree leaves out); the work ref is dropped when it adds nothing.
+        `work` is the saved state of the full work tree the commit came from (it may
+        hold editor temp files and ignored paths the commit tree leaves out; a tree id,
+        maybe with a journal); the work ref is dropped when it adds nothing.
         """
         tag_experiment(self.store, branch, meta)
         try:
@@ -824,7 +827,7 @@ class Repository:
         if work is None:
             return None
         # a journal is folded before this: by the settle of a live work tree (its
-        # commit), or by the recovery on open
+        # commit and fold), or by the recovery on open
         carried = self.trees.carry_ephemeral(journal.tree_of(work), old, new, objects)
         return carried if carried != new else None
 

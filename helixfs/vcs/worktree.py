@@ -23,7 +23,7 @@ import io
 import itertools
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, cast
 
 from helixfs.errors import (
@@ -281,6 +281,7 @@ class Worktree:
         if relisted is not None:
             _relist(node, relisted)
             mark_stale(node, relisted)
+            self._scopes.changed(node, relisted)
         if node is self.root:
             node.dirty = True  # its mode or owner may have changed: its record holds them
         elif node.parent is None:
@@ -309,6 +310,7 @@ class Worktree:
             node.group.raws.clear()
         for parent, name in places_of(node):
             mark_stale(parent, name)
+            self._scopes.changed(parent, name)
             while parent is not None and not parent.dirty:
                 parent.dirty = True
                 parent.raw = None
@@ -1059,6 +1061,52 @@ class Worktree:
         child.raw = encode_entry(child.entry())
         return child.raw
 
+    def _journal_commit(self, objects: Objects) -> bytes | None:
+        """The saved state for a commit whose work tree differs from its commit tree (it
+        holds ignored paths): the work trees as a save journals them (over the last
+        fold), so a commit encodes and writes only the commit trees, not both (ADR 0061).
+        The dirty folders whose work tree is their commit tree are folded first. None:
+        fold them all instead (a journal too long, a paged folder, a root all pure)."""
+        root = self.root
+        if root.pure or not root.dirty or own_key(self._own()) != self._stored_own:
+            return None  # pure at its last encode: most likely still, one tree to fold
+        if self._fold_pure(root, objects) is not False:
+            return None  # folded whole (its tree is the commit's), or a paged folder
+        return self._journaled()
+
+    def _fold_pure(self, node: Node, objects: Objects) -> bool | None:
+        """Whether a folder's tree is its commit tree (`Node.pure`, as `_encode` derives
+        it), folding it when it is; below an impure one, its pure dirty folders are
+        folded and it stays dirty, its journal intact. None: a paged folder on the way."""
+        if not node.dirty:
+            return node.pure
+        assert node.children is not None, "a dirty directory is loaded"
+        if len(node.children) > FLAT_MAX:
+            return None
+        # a dirty folder left so by the last commit, unchanged since, is impure still
+        since = self._scopes.changed_since(node)
+        for name in node.stale or () if since is None else since:
+            child = node.children.get(name)
+            if child is not None and child.is_dir() and child.dirty:
+                folded = self._fold_pure(child, objects)
+                if folded is None:
+                    return None
+                if folded:
+                    mark_stale(node, name)  # its journal piece is its entry now
+        scope = self._scopes.inner(node)
+        if node.recheck:
+            pairs: Iterable[tuple[bytes, Node | None]] = node.children.items()
+        else:
+            pairs = ((name, node.children.get(name)) for name in node.stale or ())
+        pure = (node.recheck or node.pure) and all(
+            _keeps_pure(name, child, scope) for name, child in pairs if child is not None
+        )
+        if pure:
+            self._encode(node, objects)
+            return True
+        node.pure = False
+        return False
+
     def _commit_tree(
         self, node: Node, objects: Objects, tracked: ObjectId | None, outer: Scope = NO_RULES
     ) -> ObjectId:
@@ -1066,12 +1114,13 @@ class Worktree:
         the ignored paths that `tracked` (the head commit's tree at this place) does not
         hold. `outer`: the rules `node` inherits. A folder the last commit walked is
         the head's tree there, with the names changed since made again (ADR 0061)."""
-        assert node.oid is not None
         trees, scopes = self.repo.trees, self._scopes
-        if node.pure:
+        if node.pure and not node.dirty:
+            assert node.oid is not None
             scopes.walked(node)
             return node.oid
         if node.children is None:
+            assert node.oid is not None
             return trees.without_ephemeral(node.oid, objects, tracked, outer)
         head = trees.get(tracked) if tracked is not None else None
         scope = scopes.inner(node)
@@ -1103,6 +1152,9 @@ class Worktree:
         if inner.everything and there is None:
             return None  # an ignored folder nothing of is committed
         sub = self._commit_tree(child, objects, there, inner)
+        if child.dirty:  # not folded: no work tree id, its commit tree's is the one
+            made = TreeEntry(name, child.mode, sub, 0, child.mtime_ns, stored_xattrs(child))
+            return attrs.folder_entry(made, sub, self.repo.trees.listed(sub, objects))
         entry = child.entry(name)
         listed = self.repo.trees.listed(sub, objects) if sub != entry.oid else ()
         return entry if sub == entry.oid else attrs.folder_entry(entry, sub, listed)
@@ -1342,7 +1394,9 @@ class Worktree:
                 return None
             started = time.perf_counter_ns()
             objects = self._unwritten
-            root = self._encode(self.root, objects)
+            root: bytes | None = self._journal_commit(objects)
+            if root is None:  # the work trees are folded (encoded and written) too
+                root = self._encode(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
             self._scopes.begin()
             tree = self._commit_tree(self.root, objects, head_tree)
