@@ -3,7 +3,8 @@
 `work/BRANCH` holds the tree id of the branch's saved state (32 bytes), optionally
 followed by a journal: the changes made on top of that tree since it was written. A
 save writes the journal instead of the trees on the changed path; a commit, or a journal
-grown past `JOURNAL_MAX`, writes the trees (a fold) and the plain tree id again.
+grown past `JOURNAL_MAX`, writes the trees (a fold) and the plain tree id again (but a
+commit whose folders hold ignored paths may journal too: ADR 0061).
 
 The journal is state, not a log: it holds, for each directory changed since the fold,
 the current entries of the names changed in it, and it replaces the previous journal
