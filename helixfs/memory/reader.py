@@ -17,9 +17,8 @@ from typing import Any
 
 import apsw
 
-from helixfs import config
 from helixfs.errors import InvalidInput
-from helixfs.memory import lexical, ranking, records, retrieval, validate, when
+from helixfs.memory import lexical, records, validate
 from helixfs.memory.db import (
     BUSY_TIMEOUT_MS,
     MMAP_BYTES,
@@ -37,6 +36,7 @@ class Reader:
         flags = apsw.SQLITE_OPEN_READWRITE  # not CREATE; read-write to share the WAL's index
         self._conn = apsw.Connection(str(path), flags=flags)
         self._clock = clock
+        self._store = path.parent
         try:
             self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
@@ -44,7 +44,6 @@ class Reader:
                 raise InvalidInput(f"{path}: not a memory database this reader knows")
             if table_exists(self._conn, "memory_vec"):  # MMR reads the stored vectors
                 load_vectors_extension(self._conn)
-            self.half_life_days = config.load(path.parent)["memory.half_life"] / 86400
         except BaseException:
             self._conn.close()
             raise
@@ -135,7 +134,12 @@ class Reader:
         ranks when it has no model; nothing is reinforced (the reader writes nothing)."""
         if reinforce or view is not None:
             raise InvalidInput("the reader neither reinforces nor marks staleness")
+        # Imported here: PreToolUse, PreCompact and SubagentStart rank nothing (~30 ms)
+        from helixfs import config
+        from helixfs.memory import ranking, retrieval, when
+
         lexical.check_query(query, k, mode, filters.scope)
+        half_life_days = config.load(self._store)["memory.half_life"] / 86400  # as the engine
         keys = ranking.lexical(self._conn, query, k, filters, chunks, mode)
         now = self._clock()
         period = when.period_of(query, now)
@@ -150,7 +154,7 @@ class Reader:
             retrieval.NO_INDEXES,
             mode,
             period,
-            self.half_life_days,
+            half_life_days,
         )
 
     def _marked(self, rows: list[dict[str, Any]], view: TreeView | None) -> list[MemoryRecord]:
