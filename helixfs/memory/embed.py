@@ -70,6 +70,11 @@ TOKENS_PER_RUN = 8 * MINILM_MAX_TOKENS
 MAX_BATCH = 64
 CHARS_PER_TOKEN = 3
 QUERY_CACHE_SIZE = 512
+# A workspace passage is embedded by its head: its first this many tokens. MiniLM's
+# cost grows with the tokens of a run, and a passage's opening lines (a signature, a
+# heading, a docstring) carry what a vector can match; BM25 still reads all of it
+# (docs/benchmarks.md, issue 30: 3.xx passages/s at 256 tokens, N at 128).
+PASSAGE_TOKENS = 128
 # Without its arena (see load_embedder) ONNX Runtime frees each run's buffers, but glibc
 # keeps the freed heap: after indexing a workspace the process held 352 MB, 201 MB once
 # trimmed. A trim costs ~0.5 ms; it follows runs of this many texts or more.
@@ -262,8 +267,16 @@ class FastEmbedder:
     small LRU because agents repeat the same recall many times in a session.
     """
 
-    def __init__(self, engine: Any, model_name: str, dim: int, fingerprint: str) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        model_name: str,
+        dim: int,
+        fingerprint: str,
+        passage_tokens: int = PASSAGE_TOKENS,
+    ) -> None:
         self._engine = engine
+        self.passage_tokens = passage_tokens
         self._model_name = model_name
         self._dim = dim
         self._fingerprint = fingerprint
@@ -294,6 +307,21 @@ class FastEmbedder:
         if len(texts) >= TRIM_AFTER:
             _give_back_freed_memory()
         return _normalised(matrix)
+
+    def passage_heads(self, texts: Sequence[str]) -> list[str]:
+        """Each text cut after its first `passage_tokens` tokens (the model's own
+        tokenizer says where), what a workspace passage is embedded by. A text no longer
+        than that is returned whole."""
+        _check_texts(texts)
+        keep = self.passage_tokens - 2  # [CLS] and [SEP] are counted in the model's length
+        tokenizer = self._engine.model.tokenizer
+        out = []
+        for text, encoding in zip(
+            texts, tokenizer.encode_batch(list(texts), add_special_tokens=False), strict=True
+        ):
+            length = sum(encoding.attention_mask)  # the batch is padded to its longest
+            out.append(text if length <= keep else text[: encoding.offsets[keep - 1][1]])
+        return out
 
     def embed_query(self, text: str) -> Matrix:
         """One (dim,) vector, served from the LRU when the same query comes back."""

@@ -38,6 +38,12 @@ class EmbedderRunner:
             out.extend(self.checked(self._embedder.embed(batch), len(batch)))
         return out
 
+    def passage_texts(self, texts: Sequence[str]) -> list[str]:
+        """What each workspace passage is embedded by: its head where the embedder cuts
+        one (`FastEmbedder.passage_heads`), else the whole passage."""
+        heads = getattr(self._embedder, "passage_heads", None)
+        return list(texts) if heads is None else list(heads(texts))
+
     def embed_memories(self, contents: Sequence[str]) -> list[list[float]]:
         """Vectors of memories, each without its speaker header: "Caroline: Okay, gotta
         run." is not about Caroline, and with her name embedded it was the nearest

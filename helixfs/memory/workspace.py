@@ -29,6 +29,7 @@ from helixfs.memory.db import (
     writing,
 )
 from helixfs.memory.redact import redact
+from helixfs.memory.skipfiles import skip_reason
 from helixfs.memory.tokens import fts_text
 from helixfs.memory.types import IndexReport
 
@@ -60,6 +61,13 @@ def as_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def indexable_text(path: str, data: bytes) -> str | None:
+    """The text of a file the index holds: text (`as_text`), and not a lock file, a
+    vendored, minified or generated one (helixfs/memory/skipfiles.py)."""
+    text = as_text(data)
+    return None if text is None or skip_reason(path, text) else text
 
 
 def chunk_text(text: str) -> list[Chunk]:
@@ -115,12 +123,13 @@ def index(
         }
     if removed is None:
         removed = [p for p in known if p not in files]
-    else:  # a changed file that is no longer text leaves the index too
-        removed = [*removed, *(p for p, d in files.items() if as_text(bytes(d)) is None)]
+    else:  # a changed file that is no longer indexed leaves the index too
+        removed = [*removed, *(p for p, d in files.items() if indexable_text(p, bytes(d)) is None)]
         removed = [p for p in dict.fromkeys(removed) if p in known]
     chunks_removed = 0
     changed = _Changed(files, known, first)
     total = changed.passages()
+    removed = list(dict.fromkeys([*removed, *changed.left_out]))
     with lock, writing(conn):
         set_meta(conn, PASS_COMMIT, commit_id)  # the chunks this pass writes carry it
         set_meta(conn, PROGRESS, f"0 {total}")
@@ -162,6 +171,7 @@ class _Changed:
         self._known = known
         self._first = [p for p in dict.fromkeys(first) if isinstance(p, str) and p in files]
         self.seen = 0  # text files, changed or not
+        self.left_out: list[str] = []  # indexed before, left out now (skipfiles' rules)
 
     def passages(self) -> int:
         """How many passages the changed files hold: the pass's total, for its progress
@@ -185,8 +195,10 @@ class _Changed:
         ordered = [(path, self._files[path]) for path in self._first]
         rest = ((p, d) for p, d in self._files.items() if p not in ahead)
         for path, data in itertools.chain(ordered, rest):
-            text = as_text(bytes(data))
+            text = indexable_text(path, bytes(data))
             if text is None:
+                if not count and path in self._known:
+                    self.left_out.append(path)
                 continue
             self.seen += count
             digest = blake3.blake3(bytes(data)).hexdigest()
@@ -244,23 +256,10 @@ def _index_batch(
         for chunk in chunk_text(text)
     ]
     hashes = [text_hash(clean) for _, _, clean in pieces]
-    found: dict[str, list[float]] = {}
+    found: list[list[float] | None] = [None] * len(pieces)
     hits = 0
     if vectors is not None:
-        with lock:
-            found = cached_vectors(conn, vectors.model, hashes)
-        hits = sum(1 for h in hashes if h in found)
-        missing = {
-            h: clean for h, (_, _, clean) in zip(hashes, pieces, strict=True) if h not in found
-        }
-        if missing:
-            new = vectors.embed(list(missing.values()))
-            found.update(zip(missing.keys(), new, strict=True))
-            with lock, writing(conn):
-                conn.executemany(
-                    "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
-                    [(h, vectors.model, pack_vector(v)) for h, v in zip(missing, new, strict=True)],
-                )
+        found, hits = passage_vectors(conn, lock, vectors, [clean for _, _, clean in pieces])
     removed = 0
     with lock, writing(conn):
         set_meta(conn, PROGRESS, f"{min(before[0] + len(pieces), before[1])} {before[1]}")
@@ -270,7 +269,7 @@ def _index_batch(
                 "INSERT INTO workspace_files(path, file_hash, commit_id) VALUES (?,?,?)",
                 (path, digest, commit_id),
             )
-        for (path, chunk, clean), digest in zip(pieces, hashes, strict=True):
+        for (path, chunk, clean), digest, vector in zip(pieces, hashes, found, strict=True):
             conn.execute(
                 "INSERT INTO chunks(path, start_line, end_line, text, hash, commit_id) "
                 "VALUES (?,?,?,?,?,?)",
@@ -281,10 +280,10 @@ def _index_batch(
                 "INSERT INTO chunks_fts(rowid, body) VALUES (?,?)",
                 (rowid, fts_text(f"{path}\n{clean}")),
             )
-            if digest in found:
+            if vector is not None:
                 conn.execute(
                     "INSERT INTO chunk_vec(rowid, embedding) VALUES (?,?)",
-                    (rowid, pack_vector(found[digest])),
+                    (rowid, pack_vector(vector)),
                 )
     return len(pieces), removed, hits
 
@@ -317,6 +316,29 @@ def cached_vectors(
     return found
 
 
+def passage_vectors(
+    conn: apsw.Connection, lock: threading.RLock, vectors: EmbedderRunner, texts: Sequence[str]
+) -> tuple[list[list[float] | None], int]:
+    """A vector for each passage, and how many came from the cache. The cache is keyed by
+    the text embedded, the passage's head (`EmbedderRunner.passage_texts`): a head equal
+    to a memory's text shares its vector, and a change of head length misses the cache."""
+    embedded = vectors.passage_texts(texts)
+    keys = [text_hash(text) for text in embedded]
+    with lock:
+        found = cached_vectors(conn, vectors.model, keys)
+    hits = sum(1 for key in keys if key in found)
+    missing = {key: text for key, text in zip(keys, embedded, strict=True) if key not in found}
+    if missing:
+        new = vectors.embed(list(missing.values()))
+        found.update(zip(missing, new, strict=True))
+        with lock, writing(conn):
+            conn.executemany(
+                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
+                [(key, vectors.model, pack_vector(v)) for key, v in zip(missing, new, strict=True)],
+            )
+    return [found[key] for key in keys], hits
+
+
 def backfill_chunk_vectors(
     conn: apsw.Connection, vectors: EmbedderRunner, lock: threading.RLock
 ) -> None:
@@ -324,21 +346,17 @@ def backfill_chunk_vectors(
     with lock:
         rows = fetch_all(
             conn,
-            "SELECT rowid, hash, text FROM chunks WHERE rowid NOT IN (SELECT rowid FROM chunk_vec)",
+            "SELECT rowid, text FROM chunks WHERE rowid NOT IN (SELECT rowid FROM chunk_vec)",
         )
     for start in range(0, len(rows), 256):
         part = rows[start : start + 256]
-        with lock:
-            found = cached_vectors(conn, vectors.model, [str(r[1]) for r in part])
-        missing = {str(r[1]): str(r[2]) for r in part if str(r[1]) not in found}
-        if missing:
-            found.update(zip(missing, vectors.embed(list(missing.values())), strict=True))
+        found, _ = passage_vectors(conn, lock, vectors, [str(r[1]) for r in part])
         with lock, writing(conn):
             conn.executemany(
-                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?,?,?)",
-                [(h, vectors.model, pack_vector(found[h])) for h in missing],
-            )
-            conn.executemany(
                 "INSERT INTO chunk_vec(rowid, embedding) VALUES (?,?)",
-                [(int(r[0]), pack_vector(found[str(r[1])])) for r in part],
+                [
+                    (int(r[0]), pack_vector(v))
+                    for r, v in zip(part, found, strict=True)
+                    if v is not None
+                ],
             )
