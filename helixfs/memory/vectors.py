@@ -7,7 +7,7 @@ Queries go through `embed_query` when the embedder has one (it may cache repeats
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,12 +30,21 @@ class EmbedderRunner:
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._batched(self._embedder.embed, texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """`embed` for workspace passages, on the embedder's bulk path if it has one."""
+        return self._batched(getattr(self._embedder, "embed_passages", self._embedder.embed), texts)
+
+    def _batched(
+        self, embed: Callable[[list[str]], Any], texts: Sequence[str]
+    ) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), BATCH):
             batch = list(texts[start : start + BATCH])
             self.calls += 1
             self.texts_embedded += len(batch)
-            out.extend(self.checked(self._embedder.embed(batch), len(batch)))
+            out.extend(self.checked(embed(batch), len(batch)))
         return out
 
     def passage_texts(self, texts: Sequence[str]) -> list[str]:

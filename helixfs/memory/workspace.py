@@ -329,7 +329,7 @@ def passage_vectors(
     hits = sum(1 for key in keys if key in found)
     missing = {key: text for key, text in zip(keys, embedded, strict=True) if key not in found}
     if missing:
-        new = vectors.embed(list(missing.values()))
+        new = vectors.embed_passages(list(missing.values()))
         found.update(zip(missing, new, strict=True))
         with lock, writing(conn):
             conn.executemany(

@@ -8,7 +8,7 @@ import pytest
 
 from helixfs.memory import Embedder, Memory
 from helixfs.memory import workspace as ws
-from helixfs.memory.embed import PASSAGE_TOKENS, FastEmbedder
+from helixfs.memory.embed import PASSAGE_TOKENS, FastEmbedder, runs
 from helixfs.memory.skipfiles import skip_reason
 
 SOURCE = "".join(f"def handler_{i}(request):\n    return route(request, {i})\n\n" for i in range(5))
@@ -81,3 +81,19 @@ def test_a_passage_is_embedded_by_its_head(vmem: Memory, real_embedder: Embedder
     assert np.allclose(cached[ws.text_hash(head)], expected, atol=1e-5)
     stored = np.frombuffer(next(iter(conn.execute("SELECT embedding FROM chunk_vec")))[0], "<f4")
     assert np.allclose(stored, expected, atol=1e-5)
+
+
+def test_passages_in_bulk_run_on_their_own_session_with_the_same_vectors(
+    real_embedder: Embedder,
+) -> None:
+    assert isinstance(real_embedder, FastEmbedder)
+    texts = ["def ping():\n    return 'pong'", "retry the upload with backoff " * 30]
+    bulk = real_embedder.embed_passages(texts)
+    assert real_embedder._passage_engine is not real_embedder._engine
+    assert np.allclose(bulk, real_embedder.embed(texts), atol=1e-4)
+
+
+def test_a_run_holds_at_most_its_tokens() -> None:
+    texts = ["x" * 300] * 10  # ~101 tokens each by the estimate
+    assert [len(run) for run in runs(texts, 4 * 256)] == [10]
+    assert [len(run) for run in runs(texts, 1024 // 4)] == [2, 2, 2, 2, 2]
