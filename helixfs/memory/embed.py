@@ -77,7 +77,7 @@ QUERY_CACHE_SIZE = 512
 PASSAGE_TOKENS = 128
 # Passages in bulk run on their own ONNX session of one thread, in runs of at most 1,024
 # tokens: on the busy 2-core box two threads of one process fought the other load, and
-# 128-token heads on 1 thread ran 1.8x the passages of 2 threads (ADR 0067).
+# 128-token heads on 1 thread ran 1.8-2.6x the passages of 2 threads (ADR 0067).
 PASSAGE_THREADS = 1
 PASSAGE_RUN_TOKENS = 4 * MINILM_MAX_TOKENS
 # Without its arena (see load_embedder) ONNX Runtime frees each run's buffers, but glibc
@@ -321,6 +321,13 @@ class FastEmbedder:
                 factory = self._passage_factory
                 self._passage_engine = factory() if factory else self._engine
         return self._embed_on(self._passage_engine, texts, self.passage_run_tokens)
+
+    def release_passage_session(self) -> None:
+        """Drop the passage session (~95 MB resident) once a pass is done; the next
+        bulk pass loads it again (about a second)."""
+        with self._lock:
+            self._passage_engine = None
+        _give_back_freed_memory()
 
     def _embed_on(self, engine: Any, texts: Sequence[str], run_tokens: int) -> Matrix:
         matrix: Matrix = np.empty((len(texts), self._dim), dtype=np.float32)

@@ -47,6 +47,12 @@ class EmbedderRunner:
             out.extend(self.checked(embed(batch), len(batch)))
         return out
 
+    def passages_done(self) -> None:
+        """An index pass is over: the embedder may free what its bulk path holds."""
+        release = getattr(self._embedder, "release_passage_session", None)
+        if release is not None:
+            release()
+
     def passage_texts(self, texts: Sequence[str]) -> list[str]:
         """What each workspace passage is embedded by: its head where the embedder cuts
         one (`FastEmbedder.passage_heads`), else the whole passage."""

@@ -136,12 +136,16 @@ def index(
         for path in removed:
             chunks_removed += _drop_file(conn, path)
     indexed = added = hits = 0
-    for batch in changed.batches():
-        n_added, n_removed, n_hits = _index_batch(
-            conn, lock, batch, commit_id, vectors, (added, total)
-        )
-        indexed, added, hits = indexed + len(batch), added + n_added, hits + n_hits
-        chunks_removed += n_removed
+    try:
+        for batch in changed.batches():
+            n_added, n_removed, n_hits = _index_batch(
+                conn, lock, batch, commit_id, vectors, (added, total)
+            )
+            indexed, added, hits = indexed + len(batch), added + n_added, hits + n_hits
+            chunks_removed += n_removed
+    finally:
+        if vectors is not None:
+            vectors.passages_done()
     with lock, writing(conn):
         set_meta(conn, PROGRESS, f"{total} {total}")
         # Every passage is now the one of this commit, unchanged files' too: one row says
