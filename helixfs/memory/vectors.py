@@ -18,6 +18,9 @@ from helixfs.memory.extract import without_speaker
 from helixfs.memory.types import Embedder
 
 BATCH = 64
+# Fewer passages than this go through `embed`: the passage session takes about a second
+# to load, and the pass after a save embeds a passage or two (ADR 0067).
+BULK_AFTER = 32
 
 
 class EmbedderRunner:
@@ -33,8 +36,12 @@ class EmbedderRunner:
         return self._batched(self._embedder.embed, texts)
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        """`embed` for workspace passages, on the embedder's bulk path if it has one."""
-        return self._batched(getattr(self._embedder, "embed_passages", self._embedder.embed), texts)
+        """`embed` for workspace passages: on the embedder's bulk path if it has one and
+        they are BULK_AFTER or more."""
+        bulk = getattr(self._embedder, "embed_passages", None)
+        if bulk is None or len(texts) < BULK_AFTER:
+            return self.embed(texts)
+        return self._batched(bulk, texts)
 
     def _batched(
         self, embed: Callable[[list[str]], Any], texts: Sequence[str]
