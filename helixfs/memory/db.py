@@ -335,7 +335,7 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys=ON")
     _check_version(conn, db_path)
-    if not _schema_complete(conn):
+    if not schema_complete(conn):
         with writing(conn):
             _add_columns(conn)
             conn.execute(SCHEMA)
@@ -395,7 +395,7 @@ def writing(conn: apsw.Connection) -> Iterator[None]:
         raise
 
 
-def _schema_complete(conn: apsw.Connection) -> bool:
+def schema_complete(conn: apsw.Connection) -> bool:
     """Every table, index and column of SCHEMA exists: opening the database then writes
     nothing, so a reader never waits for (or fails on) another connection's write."""
     have = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}

@@ -25,6 +25,7 @@ from helixfs.memory.db import (
     SCHEMA_VERSION,
     get_meta,
     load_vectors_extension,
+    schema_complete,
     table_exists,
 )
 from helixfs.memory.tree import TreeView, visibility
@@ -40,8 +41,9 @@ class Reader:
         try:
             self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-            if get_meta(self._conn, "schema_version") != str(SCHEMA_VERSION):
-                raise InvalidInput(f"{path}: not a memory database this reader knows")
+            version = get_meta(self._conn, "schema_version")
+            if version != str(SCHEMA_VERSION) or not schema_complete(self._conn):
+                raise InvalidInput(f"{path}: the engine must open (create, upgrade) it first")
             if table_exists(self._conn, "memory_vec"):  # MMR reads the stored vectors
                 load_vectors_extension(self._conn)
         except BaseException:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+import apsw
 import pytest
 from hookrun import REPO, launcher, payload
 
@@ -122,12 +123,19 @@ def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs
     assert not (store / "hooks.log").exists()
 
 
-def test_a_memory_db_the_engine_never_opened_is_left_to_the_engine(tmp_path: Path) -> None:
+def test_a_memory_db_the_engine_never_opened_or_upgraded_is_left_to_the_engine(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "memory.db").write_bytes(b"")
     data = json.dumps(payload("PreCompact", "s", tmp_path, trigger="auto"))
     assert light.answer(str(tmp_path), "PreCompact", data) is None
     assert light.answer(str(tmp_path), "Stop", data) is None
     assert (tmp_path / "memory.db").read_bytes() == b""
+    old = tmp_path / "old"
+    Memory.open(old / "memory.db", None, warn_lexical=False).close()
+    with apsw.Connection(str(old / "memory.db")) as conn:  # as before ADR 0063's column
+        conn.execute("ALTER TABLE memories DROP COLUMN moved_from")
+    assert light.answer(str(old), "PreCompact", data) is None
 
 
 def test_mmr_without_vectors_chooses_as_the_matrix_does() -> None:
