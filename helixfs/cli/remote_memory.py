@@ -46,14 +46,30 @@ def _day(when: float | None) -> str:
 
 def share_memory(folder: Path, remote: Remote) -> MemorySync:
     """Send this store's new memory operations to `remote` and apply the trusted
-    batches of the others (to the daemon's memory when the command runs in it)."""
-    from helixfs.cli.memory import open_memory
-    from helixfs.memory.remote_sync import SharedMemory
+    batches of the others (to the daemon's memory when the command runs in it).
+
+    A command of its own opens the memory without its model first: sending needs none,
+    and loading it (~1 s) for every push and pull with nothing to apply was most of
+    their time. Only trusted batches waiting to be applied open it with the model, for
+    consolidation to weigh them as the engine does."""
+    from helixfs.cli.memory import MEMORY_DB, open_memory
+    from helixfs.cli.memory_held import held_memory
+    from helixfs.memory import Memory
+    from helixfs.memory.remote_sync import MemorySync, SharedMemory
     from helixfs.vcs import remotes
 
     sealer = remotes.sealer(folder, remote)
+    report = MemorySync()
+    if held_memory(folder) is None:
+        with (
+            Memory.open(folder / MEMORY_DB, None, warn_lexical=False) as bare,
+            SharedMemory(folder, remote.location, bare, sealer) as shared,
+        ):
+            report = shared.exchange(apply=False)
+        if not report.waiting:
+            return report
     with (
         open_memory(folder) as opened,
         SharedMemory(folder, remote.location, opened, sealer) as shared,
     ):
-        return shared.exchange()
+        return report.add(shared.exchange())

@@ -200,6 +200,20 @@ class MemorySync:
     untrusted: dict[str, int] = field(default_factory=dict)  # signer -> batches left
     refused: list[str] = field(default_factory=list)  # why each refused batch was
     scrubbed: int = 0  # own batches written again without purged content
+    waiting: int = 0  # trusted batches an exchange with apply=False left to apply
+
+    def add(self, other: MemorySync) -> MemorySync:
+        """This report followed by `other`'s (an exchange made in two passes)."""
+        self.sent += other.sent
+        self.batches_sent += other.batches_sent
+        self.applied += other.applied
+        for action, n in other.actions.items():
+            self.actions[action] = self.actions.get(action, 0) + n
+        self.untrusted = other.untrusted or self.untrusted
+        self.refused += other.refused
+        self.scrubbed += other.scrubbed
+        self.waiting = other.waiting
+        return self
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -240,8 +254,12 @@ class SharedMemory:
         self._sizes: dict[str, int] = {}  # batch name -> stored size, as listed
         self._client: S3Client | None = None  # kept between rounds (a mount's syncer)
 
-    def exchange(self, *, send: bool = True, receive: bool = True) -> MemorySync:
-        """One round: one listing, then what is new each way."""
+    def exchange(
+        self, *, send: bool = True, receive: bool = True, apply: bool = True
+    ) -> MemorySync:
+        """One round: one listing, then what is new each way. `apply=False`: trusted
+        batches are counted (`waiting`), not applied (a memory opened without its model
+        can send, and say whether the model is needed)."""
         report = MemorySync()
         with _store_lock(self.store):
             if self._client is None:
@@ -250,7 +268,7 @@ class SharedMemory:
             if send:
                 self._send(self._client, stored, report)
             if receive:
-                self._receive(self._client, stored, report)
+                self._receive(self._client, stored, report, apply=apply)
         return report
 
     def close(self) -> None:
@@ -323,7 +341,9 @@ class SharedMemory:
 
     # -- receiving -----------------------------------------------------------------------
 
-    def _receive(self, client: S3Client, stored: dict[str, list[int]], report: MemorySync) -> None:
+    def _receive(
+        self, client: S3Client, stored: dict[str, list[int]], report: MemorySync, *, apply: bool
+    ) -> None:
         """Apply the trusted batches not applied yet; a purge among them also leaves
         this signer's own batches (only it can sign them again)."""
         trust = trusted(self.store)
@@ -334,6 +354,9 @@ class SharedMemory:
             waiting = [s for s in seqs if not self.memory.batch_applied(signer, s)]
             if waiting and signer not in trust:
                 report.untrusted[signer] = len(waiting)
+                continue
+            if not apply:
+                report.waiting += len(waiting)
                 continue
             for seq in waiting:
                 purged |= self._apply_one(client, signer, seq, report)
