@@ -3,6 +3,7 @@ other commands go through it (its control socket), whatever folder they run in."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,32 @@ def test_another_interface_is_warned_of_and_a_bad_port_refused(tmp_path: Path) -
     assert done.returncode == 1 and "--port 70000 is not a port" in done.stderr
     assert "warning" not in done.stderr
     assert len(helix("--store", store, "log", "--json").stdout.splitlines()) > 1  # store fine
+
+
+def test_open_hands_the_url_with_its_token_to_the_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--open` gives the printed URL (token included) to the user's browser, which
+    Python's webbrowser finds through $BROWSER first; none found is said, not fatal."""
+    store = tmp_path / "store"
+    helix("init", store)
+    seen = tmp_path / "opened.txt"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", f"{browser} %s")
+    web = WebServer(store).start("--open")
+    try:
+        deadline = time.monotonic() + 30
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen.read_text() == web.url and "token=" in web.url
+    finally:
+        assert web.stop() == 0
+    monkeypatch.setenv("BROWSER", "/bin/false %s")
+    web = WebServer(store).start("--open")
+    try:
+        assert get(web.url)[0] == 200  # serving all the same
+    finally:
+        assert web.stop() == 0
+    assert "no browser found here" in web.said[-1]
