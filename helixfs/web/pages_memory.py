@@ -15,8 +15,9 @@ from helixfs.web.html import e, form, link, message_box, page, select, table, ur
 from helixfs.web.pages_vcs import Query, text_of
 from helixfs.web.site import Site
 
-STALE = "stale"  # active, but decayed unused: what `helix memories --archive-candidates` lists
-STATUS_CHOICES = (*STATUSES, STALE, "any")
+STALE = "stale"  # active, its file moved on in the branch looked from: `helix memories --stale`
+IDLE = "idle"  # active, but decayed unused: what `helix memories --archive-candidates` lists
+STATUS_CHOICES = (*STATUSES, STALE, IDLE, "any")
 RECALL_K = 10  # helix recall's default
 LIST_LIMIT = 100
 CHAIN_LIMIT = 50
@@ -83,10 +84,16 @@ def _listed(
     branch: str | None = None,
 ) -> list[MemoryRecord]:
     mem = site.memory()
-    if status == STALE:
-        stale = [c.memory for c in mem.archive_candidates(limit=LIST_LIMIT * 10)]
+    if status in (STALE, IDLE):
+        if status == STALE:  # as from the branch chosen (ADR 0063), else the trunk
+            with site.repo.lock:
+                view = _view(site, branch)
+                found = [] if view is None else mem.stale(view, limit=LIST_LIMIT * 10)
+            branch = None  # every memory that branch sees, whoever wrote it
+        else:
+            found = [c.memory for c in mem.archive_candidates(limit=LIST_LIMIT * 10)]
         return [
-            r for r in stale
+            r for r in found
             if (kind is None or r.type == kind) and (scope is None or r.scope == scope)
             and (tag is None or tag in r.tags) and (branch is None or r.branch == branch)
         ][:LIST_LIMIT]  # fmt: skip

@@ -4,6 +4,7 @@ what the page shows against what the CLI says of the same store."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,6 +175,25 @@ def test_filter_by_branch_and_search_as_from_it(page: Any, server: WebServer, st
     assert texts(page, "table.hits td:last-child")[0] == text
     page.get(server.base + "/memory?q=webfeat+banner")  # the trunk does not see it
     assert text not in texts(page, "table.hits td:last-child")
+
+
+def test_the_stale_filter_lists_memories_whose_file_moved_on(
+    page: Any, server: WebServer, store: Any, tmp_path: Path
+) -> None:
+    """`stale` is `helix memories --stale`: the file a memory is about changed since."""
+    source = tmp_path / "retry.py"
+    source.write_text("RETRIES = 3\n")
+    helix_json("--store", store, "commit", "-m", "retry policy", f"web/retry.py={source}")
+    text = "the web client retries three times"
+    made = helix_json("--store", store, "remember", "--source", "web/retry.py", text)
+    source.write_text("RETRIES = 5\n")
+    helix_json("--store", store, "commit", "-m", "more retries", f"web/retry.py={source}")
+    page.get(server.base + "/memory")
+    Select(page.find_element(By.ID, "f-status")).select_by_value("stale")
+    page.find_element(By.ID, "f-go").click()
+    wait(page).until(ec.url_contains("status=stale"))
+    assert made["id"] in texts(page, "table.memories a.id")
+    assert helix_json("--store", store, "memories", "--stale")[0]["id"] == made["id"]
 
 
 def test_supersession_chain_is_shown(page: Any, server: WebServer, store: Any) -> None:
