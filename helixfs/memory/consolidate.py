@@ -101,10 +101,12 @@ def older_loses(conn: apsw.Connection, decision: Decision, at: float) -> Decisio
 def identical(
     conn: apsw.Connection, cand: Candidate, scope: str, branch: str | None = None
 ) -> str | None:
-    """The active memory of `scope` with the same normalised text (a NOOP), if any."""
+    """The active memory of `scope` with the same normalised text (a NOOP), if any.
+    Only `norm` may pick the index: with `status=` free to, SQLite walked
+    memories_status_id over every active row (31 ms a write at 100,000 memories)."""
     row = fetch_one(
         conn,
-        "SELECT id FROM memories WHERE norm=? AND scope=? AND status='active' "
+        "SELECT id FROM memories WHERE norm=? AND +scope=? AND +status='active' "
         "AND +branch IS ? LIMIT 1",
         (normalize(cand.content), scope, branch),
     )
