@@ -28,7 +28,7 @@ import apsw
 from helixfs.memory import records
 from helixfs.memory.db import fetch_all, fetch_one, writing
 from helixfs.memory.tree import TreeView
-from helixfs.memory.types import MemoryRecord, Source, WriteResult
+from helixfs.memory.types import Source, WriteResult
 
 SENT = ("add", "update", "edit", "forget", "purge")  # history ops that travel
 BATCH_OPS = 2000  # operations in one batch at most
@@ -117,7 +117,7 @@ class SharesMemory:
             "at": row["valid_from"] if op == "add" else at,
             "branch": row.get("branch"),
             "base_commit": row.get("base_commit"),
-            "args": _portable(records.to_record(records.with_defaults(row))),
+            "args": records.to_record(records.with_defaults(row)).portable(),
         }
 
     def _origins(self, memory_id: str) -> list[str]:
@@ -205,22 +205,3 @@ class SharesMemory:
             if row is not None:
                 return str(row[0])
         return None
-
-
-def _portable(record: MemoryRecord) -> dict[str, Any]:
-    """A memory as `remember` takes it again elsewhere (strand.py's fields)."""
-    source: Source = record.source
-    return {
-        "content": record.content,
-        "type": record.type,
-        "tags": list(record.tags),
-        "scope": record.scope,
-        "source": {
-            "agent": source.agent,
-            "file": source.file,
-            "line": source.line,
-            "when": source.when,
-        },
-        "confidence": record.confidence,
-        "salience": record.salience,
-    }

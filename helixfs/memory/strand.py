@@ -47,7 +47,7 @@ import nacl.utils
 from helixfs.errors import InvalidInput, UnsupportedVersion
 from helixfs.memory import validate
 from helixfs.memory.engine import Memory
-from helixfs.memory.types import MEMORY_TYPES, MemoryRecord, Source
+from helixfs.memory.types import MEMORY_TYPES, Source
 
 MAGIC = b"HELIXDNA"
 VERSION = 1
@@ -151,7 +151,7 @@ def export_memories(
         for edge in memory.edges(record.id)
         if edge.src in index and edge.dst in index and edge.rel not in validate.RESERVED_RELATIONS
     }
-    return [_portable(record) for record in records], sorted(edges)
+    return [record.portable() for record in records], sorted(edges)
 
 
 def import_strand(memory: Memory, strand: Strand) -> dict[str, Any]:
@@ -176,26 +176,6 @@ def import_strand(memory: Memory, strand: Strand) -> dict[str, Any]:
             memory.relate(src, dst, rel)
             related += 1
     return {"signer": strand.signer, "memories": len(checked), **actions, "related": related}
-
-
-def _portable(record: MemoryRecord) -> dict[str, Any]:
-    """A memory as a strand carries it: what it says and where it came from, not the
-    ids, times and status of the store it leaves."""
-    source = record.source
-    return {
-        "content": record.content,
-        "type": record.type,
-        "tags": list(record.tags),
-        "scope": record.scope,
-        "source": {
-            "agent": source.agent,
-            "file": source.file,
-            "line": source.line,
-            "when": source.when,
-        },
-        "confidence": record.confidence,
-        "salience": record.salience,
-    }
 
 
 def remember_arguments(n: int, item: Any, carrier: str = "the strand") -> dict[str, Any]:

@@ -106,6 +106,26 @@ class MemoryRecord:
         data["stale"] = self.stale.to_json() if self.stale else None
         return data
 
+    def portable(self) -> dict[str, Any]:
+        """What it says and where it came from, as `remember` takes it again in another
+        store (a .dna strand, a shared-memory batch): not the ids, times and status of
+        the store it leaves."""
+        source = self.source
+        return {
+            "content": self.content,
+            "type": self.type,
+            "tags": list(self.tags),
+            "scope": self.scope,
+            "source": {
+                "agent": source.agent,
+                "file": source.file,
+                "line": source.line,
+                "when": source.when,
+            },
+            "confidence": self.confidence,
+            "salience": self.salience,
+        }
+
 
 @dataclass(frozen=True)
 class Hit:
