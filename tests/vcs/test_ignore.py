@@ -4,7 +4,6 @@ and every path in it is asked of `git check-ignore` and of vcs/ignore.py."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from helixfs.vcs.ignore import (
     rules_on_disk,
     user_excludes_path,
 )
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 # Each case: path -> content (a path ending in "/" is an empty folder). A `.helixignore`
 # is given to git appended to the `.gitignore` beside it: the same precedence. The keys
