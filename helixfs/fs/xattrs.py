@@ -6,7 +6,8 @@ hashes a header too) and `user.helix.commit` (last commit that changed
 the path) are readable but never listed, so `cp -a`, `rsync -X` and `tar --xattrs` do
 not copy them onto other files where they would lie. `user.helix.message` is write-only:
 it sets the message of the branch's next commit. The root of a tree (the mount root,
-a branch folder) has nowhere to store an xattr: setting one there gets ENOTSUP.
+a branch folder) keeps its xattrs in its root record (ADR 0044), versioned as any
+folder's are.
 """
 
 from __future__ import annotations
@@ -94,10 +95,6 @@ def set_(worktree: Worktree, node: Node, name: bytes, value: bytes) -> bool:
         return False
     if name.startswith(COMPUTED_PREFIX):
         raise NotPermitted(f"{name.decode(errors='replace')} is computed, not stored")
-    if node is worktree.root:
-        # A tree has no entry for its own root: the value would show until the next
-        # reload (a remount, a reset) and then be gone, never in a commit.
-        raise NotSupported()
     _check_room(node, name, value)
     worktree.set_xattr(node, name, value)
     return True

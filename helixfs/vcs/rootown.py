@@ -1,9 +1,10 @@
-"""A root folder's own mode and owner, which no tree entry can hold (ADR 0044).
+"""A root folder's own mode, owner and user xattrs, which no tree entry can hold (ADR 0044).
 
 A folder's attributes live in its parent's entry; the root has no parent, so a commit
-whose root is not 0755 and the mounting user's names a root record (objects.KIND_ROOT)
-holding them beside its listing. A root that keeps both defaults names its listing
-alone, as before: an old store, and every tree with such a root, keep their ids.
+whose root is not 0755 and the mounting user's, or has user xattrs, names a root record
+(objects.KIND_ROOT) holding them beside its listing. A root that keeps the defaults names
+its listing alone, as before: an old store, and every tree with such a root, keep their
+ids.
 """
 
 from __future__ import annotations
@@ -15,21 +16,25 @@ from helixfs.vcs.objects import MODE_DIR, TreeEntry
 from helixfs.vcs.treeops import EMPTY_TREE_ID, ROOT_PATH
 
 ROOT_KEYS = frozenset({attrs.OWNER})
-"""The hidden keys a root keeps. Its times are not versioned (ADR 0030), and its
-subfolder count is counted whenever it is loaded."""
+"""The hidden keys a root keeps (beside every user xattr). Its times are not versioned
+(ADR 0030), and its subfolder count is counted whenever it is loaded."""
 
-__all__ = ["ROOT_KEYS", "ROOT_PATH", "OwnKey", "merge_own", "own_key", "own_of"]
+__all__ = ["ROOT_KEYS", "ROOT_PATH", "OwnKey", "keeps", "merge_own", "own_key", "own_of"]
 
 OwnKey = tuple[int, attrs.Xattrs] | None
 
 
 def own_of(mode: int, xattrs: Mapping[bytes, bytes]) -> TreeEntry | None:
     """What a root record holds for a root of this mode and these keys; None: nothing."""
-    owner = xattrs.get(attrs.OWNER)
-    if mode == MODE_DIR and owner is None:
+    kept = tuple(sorted((k, v) for k, v in xattrs.items() if keeps(k)))
+    if mode == MODE_DIR and not kept:
         return None
-    kept = ((attrs.OWNER, owner),) if owner is not None else ()
     return TreeEntry(b"", mode, EMPTY_TREE_ID, 0, 0, kept)
+
+
+def keeps(key: bytes) -> bool:
+    """Whether a root stores this xattr key: its owner and every user xattr."""
+    return key in ROOT_KEYS or not attrs.is_hidden(key)
 
 
 def own_key(own: TreeEntry | None) -> OwnKey:

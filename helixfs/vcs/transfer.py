@@ -427,9 +427,10 @@ def export(
     counts = _Counts()
     try:
         _export_tree(repo, commit.tree, os.fsencode(staging), counts, progress or _ignore)
-        own = repo.trees.get(commit.tree).own  # the root's stored mode and owner
+        own = repo.trees.get(commit.tree).own  # the root's stored mode, owner, xattrs
         if own is not None:
             mode = stat.S_IMODE(own.mode)
+            _set_user_xattrs(os.fsencode(staging), own)
             _set_owner(os.fsencode(staging), own, counts)
         staging.chmod(mode)
         if target.exists():
@@ -533,15 +534,19 @@ def _pieces(repo: Repository, oid: ObjectId) -> Iterator[bytes | None]:
 
 
 def _finish(target: bytes, entry: TreeEntry, counts: _Counts) -> None:
+    _set_user_xattrs(target, entry)
+    _set_owner(target, entry, counts)  # before the mode: a chown clears setuid
+    os.chmod(target, stat.S_IMODE(entry.mode))  # 000 is a mode too, not "none recorded"
+    atime = attrs.time_of(attrs.lookup(entry.xattrs, attrs.ATIME), entry.mtime_ns)
+    os.utime(target, ns=(atime, entry.mtime_ns))
+
+
+def _set_user_xattrs(target: bytes, entry: TreeEntry) -> None:
     for key, value in attrs.user_xattrs(entry.xattrs):
         try:
             os.setxattr(target, key, value)
         except OSError:  # the destination filesystem may refuse user xattrs
             continue
-    _set_owner(target, entry, counts)  # before the mode: a chown clears setuid
-    os.chmod(target, stat.S_IMODE(entry.mode))  # 000 is a mode too, not "none recorded"
-    atime = attrs.time_of(attrs.lookup(entry.xattrs, attrs.ATIME), entry.mtime_ns)
-    os.utime(target, ns=(atime, entry.mtime_ns))
 
 
 def _set_owner(target: bytes, entry: TreeEntry, counts: _Counts) -> None:

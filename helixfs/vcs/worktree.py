@@ -103,7 +103,7 @@ from helixfs.vcs.objects import (
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
-from helixfs.vcs.rootown import ROOT_KEYS, ROOT_PATH, OwnKey, own_key, own_of
+from helixfs.vcs.rootown import ROOT_PATH, OwnKey, keeps, own_key, own_of
 from helixfs.vcs.treeops import holds_file, kept_out, show_path, subtree
 
 if TYPE_CHECKING:
@@ -868,7 +868,7 @@ class Worktree:
     def set_hidden(self, node: Node, changes: Mapping[bytes, bytes | None]) -> bool:
         """Set (or with None remove) hidden attribute keys: an owner, an atime (ADR
         0042). True when the entry changed (a save); ctime moves either way. A tree's
-        root keeps only its owner (in its root record, ADR 0044)."""
+        root keeps only its owner of them (in its root record, ADR 0044)."""
         with self._lock:
             self._writable()
             kept = dict(node.xattrs)
@@ -878,7 +878,7 @@ class Worktree:
                 else:
                     kept[key] = value
             if node is self.root:
-                kept = {key: value for key, value in kept.items() if key in ROOT_KEYS}
+                kept = {key: value for key, value in kept.items() if keeps(key)}
             if kept == node.xattrs:
                 self.mark_changed(node)
                 return False

@@ -58,19 +58,38 @@ async def test_message_xattr_names_the_next_commit(repo: Repository) -> None:
     assert repo.commit_info("HEAD").message == "second"
 
 
-async def test_the_root_refuses_xattrs_it_could_not_keep(client: Client) -> None:
-    """A tree stores no entry for its root: a user.* xattr set on the mount root (or a
-    branch folder) was shown until the next remount or reset, then silently gone."""
-    await expect_errno(errno.ENOTSUP, client.ops.setxattr(ROOT, b"user.k", b"v", CTX))
-    await expect_errno(errno.ENODATA, client.ops.getxattr(ROOT, b"user.k", CTX))
+async def test_the_roots_xattrs_are_stored_and_versioned(repo: Repository, client: Client) -> None:
+    """A tree has no entry for its root: the mount root's (or a branch folder's) user
+    xattrs live in its root record beside its mode and owner (ADR 0044). They survive a
+    remount, go with a branch made from it, and a reset takes them back."""
+    before = repo.resolve("HEAD")
     await client.ops.setxattr(ROOT, b"user.helix.message", b"still fine", CTX)
+    await client.ops.setxattr(ROOT, b"user.k", b"v", CTX)
+    client.ops.saver.flush_now()
+    assert repo.commit_info("HEAD").meta["changed"] == ["."]
+    assert repo.commit_info("HEAD").message == "still fine"
     await client.mkdir(".helix/branches/b")
     branch = await client.ino(".helix/branches/b")
-    await expect_errno(errno.ENOTSUP, client.ops.setxattr(branch, b"user.k", b"v", CTX))
-    await client.mkdir("d")
-    d = await client.ino("d")
-    await client.ops.setxattr(d, b"user.k", b"v", CTX)  # any folder below keeps them
-    assert await client.ops.getxattr(d, b"user.k", CTX) == b"v"
+    assert await client.ops.getxattr(branch, b"user.k", CTX) == b"v"  # made from it
+    await client.ops.setxattr(branch, b"user.mine", b"1", CTX)
+    assert list(await client.ops.listxattr(branch, CTX)) == [b"user.k", b"user.mine"]
+    await client.ops.removexattr(branch, b"user.k", CTX)
+    client.ops.close()
+    again = Client(make_ops(repo))
+    try:
+        assert list(await again.ops.listxattr(ROOT, CTX)) == [b"user.k"]
+        assert await again.ops.getxattr(ROOT, b"user.k", CTX) == b"v"
+        branch = await again.ino(".helix/branches/b")
+        assert list(await again.ops.listxattr(branch, CTX)) == [b"user.mine"]
+    finally:
+        again.ops.close()
+    repo.reset_hard(before.hex())
+    back = Client(make_ops(repo))
+    try:
+        await expect_errno(errno.ENODATA, back.ops.getxattr(ROOT, b"user.k", CTX))
+    finally:
+        back.ops.close()
+    assert repo.commit_info(before).tree == repo.commit_info(repo.resolve("HEAD")).tree
 
 
 async def test_commit_xattr_of_a_removed_file_names_no_other_commit(client: Client) -> None:

@@ -279,16 +279,18 @@ def test_owners_devices_times_survive_remount_branches_snapshots_and_export(
 def test_the_roots_owner_and_mode_survive_a_remount_and_an_export(
     make_mount: MountFactory, tmp_path: Path
 ) -> None:
-    """The mount root's owner and mode are stored in its root record (ADR 0044): the
-    kernel checks a second user against them, after a remount too, and export sets them."""
+    """The mount root's owner, mode and xattrs are stored in its root record (ADR 0044):
+    the kernel checks a second user against them, after a remount too, and export sets
+    them."""
     mnt = make_mount(0)
-    mnt.sh("chown 1001:1002 . && chmod 2770 .")
+    mnt.sh("chown 1001:1002 . && chmod 2770 . && setfattr -n user.tag -v blue .")
     mnt.helix("snapshot", "rooted")
     assert mnt.stop() == 0
     again = make_mount(0, store=mnt.store)
     for shown in (again.path, again.path / ".helix" / "snapshots" / "rooted"):
         st = shown.stat()
         assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1001, 1002, 0o2770)
+        assert os.getxattr(shown, "user.tag") == b"blue"
     user = "setpriv --reuid=1001 --regid=1001 --clear-groups"
     again.sh(f"{user} sh -c 'echo x > mine'")  # its folder: the kernel lets it in
     assert (again.path / "mine").stat().st_gid == 1002  # the setgid root's group
@@ -297,6 +299,7 @@ def test_the_roots_owner_and_mode_survive_a_remount_and_an_export(
     again.helix("export", "HEAD", str(exported))
     st = exported.stat()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1001, 1002, 0o2770)
+    assert os.getxattr(exported, "user.tag") == b"blue"
 
 
 def test_a_chown_is_a_commit_that_diff_and_log_show(mnt: Mount) -> None:
