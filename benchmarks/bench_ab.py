@@ -84,9 +84,26 @@ def one_round(
     figures: dict[str, float] = {}
     if "metadata" in only:
         metadata(where, archive, figures)
+    if "saves" in only:
+        saves(where, figures)
     if "throughput" in only:
         throughput(where, pid, mb, reads, figures)
     return figures
+
+
+SAVES = 200  # 10 KB saves per kind and round
+
+
+def saves(where: Path, figures: dict[str, float]) -> None:
+    """p50 / p95 ms of a 10 KB save until close() returned (HelixFS with its window of
+    300 ms, as a user mounts it), with and without fsync."""
+    folder = where / "saves"
+    folder.mkdir()
+    for fsync, label in ((False, "save"), (True, "save+fsync")):
+        samples = bench_fs.save_latencies(folder, SAVES, fsync, watch=False)
+        figures[f"{label} p50 ms"] = bench_fs.percentile(samples, 50)
+        figures[f"{label} p95 ms"] = bench_fs.percentile(samples, 95)
+    shutil.rmtree(folder)
 
 
 def metadata(where: Path, archive: Path, figures: dict[str, float]) -> None:
@@ -153,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-floor", action="store_true", help="skip the floorfs.py control")
     parser.add_argument("--store-dir", type=Path, default=None)
     parser.add_argument(
-        "--only", nargs="*", default=["metadata", "throughput"], choices=["metadata", "throughput"]
+        "--only", nargs="*", default=["metadata", "throughput"], choices=["metadata", "saves", "throughput"]
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.store_dir, prefix="helix-ab-") as base_dir:
