@@ -37,9 +37,10 @@ REPO = HERE.parent
 
 
 @contextmanager
-def checkout(rev: str, base: Path) -> Iterator[Path]:
-    """`rev` as a detached worktree under `base`, removed afterwards."""
-    where = base / f"src-{rev.replace('/', '_')}"
+def checkout(rev: str, base: Path, side: str) -> Iterator[Path]:
+    """`rev` as a detached worktree under `base`, removed afterwards (one per side: the
+    same commit on both sides measures the noise)."""
+    where = base / f"src-{side}-{rev.replace('/', '_')}"
     subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(where), rev],
         check=True,
@@ -56,19 +57,35 @@ def checkout(rev: str, base: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def helix_at(source: Path, base: Path) -> Iterator[tuple[Path, int]]:
-    """HelixFS from the checkout at `source`: the daemon imports that tree's package."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(source)
+def helix_at(
+    source: Path, base: Path, environ: dict[str, str] | None = None
+) -> Iterator[tuple[Path, int]]:
+    """HelixFS from the checkout at `source`: the daemon imports that tree's package,
+    with `environ` (settings such as HELIX_FUSE_WAIT) added to its environment."""
+    changes = {"PYTHONPATH": str(source), **(environ or {})}
+    saved = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
     try:
         with mounted(base, "ab", 300) as mount:
             yield mount.path, mount.proc.pid
         shutil.rmtree(mount.path, ignore_errors=True)
     finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def environment(pairs: list[str]) -> dict[str, str]:
+    """`NAME=VALUE` arguments as a dict; anything else is refused."""
+    found = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--old-env/--new-env take NAME=VALUE, not {pair!r}")
+        found[name] = value
+    return found
 
 
 @contextmanager
@@ -169,17 +186,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-reads", type=int, default=5_000)
     parser.add_argument("--no-floor", action="store_true", help="skip the floorfs.py control")
     parser.add_argument("--store-dir", type=Path, default=None)
+    parser.add_argument("--old-env", nargs="*", default=[], help="NAME=VALUE for OLD's daemon")
+    parser.add_argument("--new-env", nargs="*", default=[], help="NAME=VALUE for NEW's daemon")
     parser.add_argument(
-        "--only", nargs="*", default=["metadata", "throughput"], choices=["metadata", "saves", "throughput"]
+        "--only",
+        nargs="*",
+        default=["metadata", "throughput"],
+        choices=["metadata", "saves", "throughput"],
     )
     args = parser.parse_args(argv)
+    old_env, new_env = environment(args.old_env), environment(args.new_env)
     with tempfile.TemporaryDirectory(dir=args.store_dir, prefix="helix-ab-") as base_dir:
         base = Path(base_dir)
         archive = _archive(base, args.files)
-        with checkout(args.old, base) as old_src, checkout(args.new, base) as new_src:
+        with checkout(args.old, base, "old") as old_src, checkout(args.new, base, "new") as new_src:
             sides: dict[str, Callable[[], AbstractContextManager[tuple[Path, int]]]] = {
-                f"old {args.old}": lambda: helix_at(old_src, base),
-                f"new {args.new}": lambda: helix_at(new_src, base),
+                f"old {args.old}": lambda: helix_at(old_src, base, old_env),
+                f"new {args.new}": lambda: helix_at(new_src, base, new_env),
             }
             if not args.no_floor:
                 sides["floorfs.py"] = lambda: floor_at(base)
@@ -187,7 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     print_report(runs, args)
     path = write_results(
         "bench_ab",
-        {"old": args.old, "new": args.new, "files": args.files, "mb": args.mb, "rounds": runs},
+        {
+            "old": args.old,
+            "new": args.new,
+            "old_env": old_env,
+            "new_env": new_env,
+            "files": args.files,
+            "mb": args.mb,
+            "rounds": runs,
+        },
         quick=False,
     )
     print(f"\nJSON: {path}")

@@ -10,6 +10,11 @@ yields to the other trio tasks (the saver's timer, the control socket, replies o
 worker threads) at least every TURN_SECONDS while requests keep coming, and when none
 comes in time it waits as pyfuse3 does.
 
+How it waits before that is the setting `mount.fuse_wait` (ADR 0074): `spin` polls as
+said; `block` sleeps in poll(2) on /dev/fuse for up to BLOCK_MS instead, which leaves the
+core to the client (on a loaded two-core host the spin takes the CPU the client needs
+to send its next request); `trio` goes to pyfuse3's wait at once.
+
 This replaces `pyfuse3._wait_fuse_readable`, a private function that the loop looks up
 by name on each request. That is only safe with one reader task (the lock it skips
 orders several readers) and with the pyfuse3 versions it was read in; anything else
@@ -36,12 +41,18 @@ KNOWN_VERSIONS = ("3.3.", "3.4.", "3.5.")
 SPIN_SECONDS = 100e-6
 # Other trio tasks wait at most this long behind a stream of requests.
 TURN_SECONDS = 0.001
+# `block`: the longest the thread sleeps in poll(2) (its unit) before trio's wait: other
+# trio tasks wait no longer behind it than behind a stream of requests.
+BLOCK_MS = 1
+WAITS = ("spin", "block", "trio")
 
 
-def use_quick_wait(reader_tasks: int) -> bool:
-    """Install the quick wait for the session `pyfuse3.init` just opened, to be served
-    by `pyfuse3.main(max_tasks=reader_tasks)`; False (and pyfuse3's own wait kept)
-    where it does not apply."""
+def use_quick_wait(reader_tasks: int, how: str = "spin") -> bool:
+    """Install the quick wait (`how`, one of WAITS) for the session `pyfuse3.init` just
+    opened, to be served by `pyfuse3.main(max_tasks=reader_tasks)`; False (and
+    pyfuse3's own wait kept) where it does not apply."""
+    if how not in WAITS:
+        raise ValueError(f"mount.fuse_wait is one of {', '.join(WAITS)}, not {how!r}")
     version = getattr(pyfuse3, "__version__", "")
     slow_wait: Callable[[], Awaitable[bool]] | None = getattr(pyfuse3, "_wait_fuse_readable", None)
     fd = _fuse_fd()
@@ -53,7 +64,7 @@ def use_quick_wait(reader_tasks: int) -> bool:
     waiting.register(fd, select.POLLIN)
     next_turn = 0.0
 
-    def request_soon() -> bool:
+    def request_spun() -> bool:
         """A request (or the unmount's error) is there, or comes within SPIN_SECONDS."""
         if waiting.poll(0):
             return True
@@ -62,6 +73,15 @@ def use_quick_wait(reader_tasks: int) -> bool:
             if waiting.poll(0):
                 return True
         return False
+
+    def request_blocked() -> bool:
+        """... or comes within BLOCK_MS, asleep meanwhile (poll releases the GIL)."""
+        return bool(waiting.poll(BLOCK_MS))
+
+    def request_there() -> bool:
+        return bool(waiting.poll(0))
+
+    request_soon = {"spin": request_spun, "block": request_blocked, "trio": request_there}[how]
 
     async def wait_for_request() -> bool:
         nonlocal next_turn
@@ -74,7 +94,7 @@ def use_quick_wait(reader_tasks: int) -> bool:
         return True
 
     setattr(pyfuse3, "_wait_fuse_readable", wait_for_request)  # noqa: B010 (untyped, private)
-    log.info("pyfuse3 %s: a queued FUSE request is read without waiting", version)
+    log.info("pyfuse3 %s: a queued FUSE request is read without waiting (%s)", version, how)
     return True
 
 

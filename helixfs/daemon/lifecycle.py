@@ -117,6 +117,7 @@ class MountConfig:
     gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
     remote: str | None = None  # a remote kept in step in the background (daemon/syncer.py)
     relatime: bool = False  # reads set atime in memory (-o relatime); default noatime
+    fuse_wait: str = "spin"  # mount.fuse_wait: how the loop waits for requests (ADR 0074)
     # config keys the command line set (--quiet-window, -o gc_growth): they win over the
     # config files, also when `helix config set` changes those on the running mount
     flags: tuple[tuple[str, float], ...] = ()
@@ -156,7 +157,17 @@ class MountConfig:
             remotes.get(store_path, remote)  # an unknown name fails here, before mounting
         relatime = bool(helix.get("relatime", 0.0))
         window, growth = settings["mount.quiet_window"], settings["gc.growth"]
-        return cls(store_path, target, window, fuse, growth, remote, relatime, tuple(flags.items()))
+        return cls(
+            store_path,
+            target,
+            window,
+            fuse,
+            growth,
+            remote,
+            relatime,
+            settings["mount.fuse_wait"],
+            tuple(flags.items()),
+        )
 
 
 def _check_mountpoint(target: Path, store: Path) -> None:
@@ -401,7 +412,7 @@ def _mount(operations: Operations, config: MountConfig) -> None:
                 f"cannot mount on {config.mountpoint}: "
                 + (reason or f"{exc} (is /dev/fuse usable?)")
             ) from exc
-    use_quick_wait(READER_TASKS)
+    use_quick_wait(READER_TASKS, config.fuse_wait)
 
 
 @contextlib.contextmanager
