@@ -387,17 +387,58 @@ class Invalidator:
                 self._progress.notify_all()
 
 
+class _CommFiles:
+    """/proc/PID/comm of the processes that save, each kept open: a close reads its
+    saver's name again (it may have exec'd since the open), and one pread costs a
+    quarter of an open, read and close. The descriptor follows that process, not its
+    number: an exec shows the new name, and once the process is gone reads fail
+    (ESRCH), so a pid reused later is opened anew. A lock, because a descriptor
+    closed by one thread could be reused by an open of another before a pread."""
+
+    LIMIT = 64  # descriptors kept; past it all are closed (saving processes are few)
+
+    def __init__(self) -> None:
+        self._open: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def read(self, pid: int) -> bytes | None:
+        with self._lock:
+            fd = self._open.get(pid)
+            if fd is not None:
+                try:
+                    return os.pread(fd, 64, 0)  # TASK_COMM_LEN is 16
+                except OSError:
+                    del self._open[pid]  # gone: its number may be someone else's now
+                    os.close(fd)
+            try:
+                fd = os.open(f"/proc/{pid}/comm", os.O_RDONLY)
+            except OSError:
+                return None
+            try:
+                raw = os.pread(fd, 64, 0)
+            except OSError:
+                os.close(fd)
+                return None
+            if len(self._open) >= self.LIMIT:
+                self._close_all()
+            self._open[pid] = fd
+            return raw
+
+    def _close_all(self) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+        self._open.clear()
+
+
+_COMMS = _CommFiles()
+
+
 def process_name(pid: int) -> str | None:
     """None once the process has exited. A process sets its own name (prctl, a write
     to /proc/self/comm): what is not printable shows as '?', as in ps, so the name
     cannot add lines to a commit message or to `.helix/log`."""
-    try:  # os-level calls: a buffered open() cost 3x as much, once per saved file
-        fd = os.open(f"/proc/{pid}/comm", os.O_RDONLY)
-        try:
-            raw = os.read(fd, 64)  # TASK_COMM_LEN is 16
-        finally:
-            os.close(fd)
-    except OSError:
+    raw = _COMMS.read(pid)
+    if raw is None:
         return None
     name = raw.removesuffix(b"\n").decode("utf-8", "replace")
     return name if name.isprintable() else "".join(c if c.isprintable() else "?" for c in name)

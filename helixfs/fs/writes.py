@@ -98,8 +98,9 @@ class Writes:
             edited=None if edits is None or spool.base_id is None else (spool.base_id, edits),
             holes=spool.holes(),
             head=spool.take_head(),
+            mtime_ns=mtime,
+            ctime_ns=ctime,
         )
-        worktree.set_attrs(node, mtime_ns=mtime, ctime_ns=ctime)
         spool.stored(node.oid)
         self.saver.saved(worktree, meta or {}, sync=sync)
 

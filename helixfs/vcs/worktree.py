@@ -786,8 +786,12 @@ class Worktree:
         edited: tuple[ObjectId, list[tuple[int, int]]] | None = None,
         holes: Holes = (),
         head: tuple[int, list[tuple[ObjectId, int]]] | None = None,
+        mtime_ns: int | None = None,
+        ctime_ns: int | None = None,
     ) -> None:
         """Store the file's full new content; large sources are streamed in chunks.
+        mtime and ctime are now, unless `mtime_ns` / `ctime_ns` say (a close stores the
+        times its writes showed: one change recorded, not a second for set_attrs).
 
         `edited` = (content id, byte ranges) promises that `source` differs from that
         content only in those ranges: a big file is then re-cut around them only.
@@ -806,8 +810,9 @@ class Worktree:
                     stored = store_stream(source, self._bulk_sink, holes, head)
             self._write_content(stored, node.oid)
             node.oid, node.size = stored.oid, stored.size
-            node.mtime_ns = time.time_ns()
-            self._touch(node, ctime_ns=node.mtime_ns)
+            now = time.time_ns()
+            node.mtime_ns = now if mtime_ns is None else _in_range(mtime_ns, "mtime")
+            self._touch(node, ctime_ns=now if ctime_ns is None else _in_range(ctime_ns, "ctime"))
 
     def _store_edited(
         self,
@@ -848,8 +853,8 @@ class Worktree:
         with self._lock:
             self._writable()
             for what, value in (("mtime", mtime_ns), ("ctime", ctime_ns)):
-                if value is not None and not -(2**63) <= value < 2**63:
-                    raise InvalidInput(f"{what} {value} ns is out of range")
+                if value is not None:
+                    _in_range(value, what)
             now = time.time_ns()
             if size is not None:
                 self._resize(node, size, now)
@@ -1518,3 +1523,10 @@ def _relist(node: Node, name: bytes) -> None:
 
 
 __all__ = ["Node", "Worktree", "check_entry_name"]
+
+
+def _in_range(value: int, what: str) -> int:
+    """A time in ns that a tree entry can hold (a signed 64-bit count)."""
+    if not -(2**63) <= value < 2**63:
+        raise InvalidInput(f"{what} {value} ns is out of range")
+    return value
