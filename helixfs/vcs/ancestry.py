@@ -40,6 +40,14 @@ def next_generation(repo: Repository, parents: tuple[CommitId, ...] | list[Commi
     return 1 + max((generation(repo, p) for p in parents), default=0)
 
 
+def remember_generation(repo: Repository, cid: CommitId, value: int) -> None:
+    """A commit just written: the next one on it finds its generation without a read."""
+    memo = repo.generations
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    memo[cid] = value
+
+
 def generation(repo: Repository, cid: CommitId) -> int:
     """`cid`'s generation: recorded, or computed from its parents (iteratively: a
     history of 100,000 commits would overflow Python's stack)."""

@@ -30,6 +30,16 @@ def touched_groups(changes: Iterable[Change]) -> set[int]:
     return found
 
 
+def groups_of(entries: Iterable[TreeEntry]) -> set[int]:
+    """The link ids of these entries (those a commit's changed paths held)."""
+    found = set()
+    for entry in entries:
+        link_id = link_id_of(entry.xattrs)
+        if link_id is not None:
+            found.add(link_id)
+    return found
+
+
 def groups_at(trees: Trees, root: ObjectId, paths: Iterable[bytes]) -> set[int]:
     """The link ids of the entries at `paths` of `root` (a path not there: none)."""
     found = set()

@@ -39,7 +39,7 @@ from helixfs.lazy import lazy_module
 from helixfs.store import ANY, ObjectStore, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import history, journal, ondemand, retention, revisions
-from helixfs.vcs.ancestry import GENERATION, next_generation
+from helixfs.vcs.ancestry import GENERATION, next_generation, remember_generation
 from helixfs.vcs.content import ContentReader, RecordSource, Stored, pack_bytes, store_stream
 from helixfs.vcs.experiments import Experiments, refuse_if_running, tag_experiment
 from helixfs.vcs.ignore import NO_RULES, RuleFiles
@@ -655,8 +655,9 @@ class Repository:
             stored = self._store_changes(changes)
             bases: dict[ObjectId, ObjectId] = {}
             head_tree = self.commit_info(head).tree
-            tree = self.trees.apply(head_tree, stored, objects, bases=bases)
-            linked = linkmerge.groups_at(self.trees, head_tree, stored)
+            replaced: list[TreeEntry] = []
+            tree = self.trees.apply(head_tree, stored, objects, bases=bases, replaced=replaced)
+            linked = linkmerge.groups_of(replaced)  # the head's entries at the changed paths
             tree = linkmerge.settle_groups(self.trees, tree, linked, objects)
             if tree == head_tree:
                 return head
@@ -800,6 +801,8 @@ class Repository:
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
         )
         self._remember(Commit(*fields, id=cid), len(record))
+        if GENERATION in meta:  # the next commit's parent: its generation is known now
+            remember_generation(self, cid, meta[GENERATION])
         return cid
 
     def _work_follows(

@@ -321,9 +321,11 @@ class Trees:
         objects: Objects,
         mtime_ns: int | None = None,
         bases: dict[ObjectId, ObjectId] | None = None,
+        replaced: list[TreeEntry] | None = None,
     ) -> ObjectId:
         """The root id after writing/deleting `changes` (path -> content, a whole entry
-        to put there, or None).
+        to put there, or None). `replaced` learns the entries the changed paths held
+        (the walk finds them anyway: a commit asks them for their link groups).
 
         New tree records go to `objects`; cost is proportional to the changed paths.
         `bases` learns, per new file content, the one it replaces (a delta base hint).
@@ -349,7 +351,8 @@ class Trees:
                 raise InvalidInput(f"{show_path(path)} is changed twice in one commit")
             node[parts[-1]] = change
         now = mtime_ns if mtime_ns is not None else time.time_ns()
-        return self._apply(root, nested, objects, now, b"", {} if bases is None else bases)
+        found = {} if bases is None else bases
+        return self._apply(root, nested, objects, now, b"", found, replaced)
 
     def _apply(
         self,
@@ -359,6 +362,7 @@ class Trees:
         now: int,
         prefix: bytes,
         bases: dict[ObjectId, ObjectId],
+        replaced: list[TreeEntry] | None = None,
     ) -> ObjectId:
         tree = self.get(oid)
         names, entries, raws = list(tree.names), list(tree.entries), list(tree.raw)
@@ -366,12 +370,14 @@ class Trees:
             i = bisect.bisect_left(names, name)
             old = entries[i] if i < len(names) and names[i] == name else None
             path = prefix + name
+            if replaced is not None and old is not None and not isinstance(change, dict):
+                replaced.append(old)
             if change is None:
                 if old is None:
                     raise NotFound(f"cannot delete {show_path(path)}: no such path")
                 del names[i], entries[i], raws[i]
                 continue
-            new = self._new_entry(name, old, change, objects, now, path, bases)
+            new = self._new_entry(name, old, change, objects, now, path, bases, replaced)
             if old is None:
                 names.insert(i, name)
                 entries.insert(i, new)
@@ -392,6 +398,7 @@ class Trees:
         now: int,
         path: bytes,
         bases: dict[ObjectId, ObjectId],
+        replaced: list[TreeEntry] | None = None,
     ) -> TreeEntry:
         if isinstance(change, TreeEntry):
             return change._replace(name=name)  # its records are stored already
@@ -399,7 +406,7 @@ class Trees:
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")
             base = old.oid if old else EMPTY_TREE_ID
-            sub = self._apply(base, change, objects, now, path + b"/", bases)
+            sub = self._apply(base, change, objects, now, path + b"/", bases, replaced)
             if old is not None and sub == old.oid:
                 return old
             mode = old.mode if old else MODE_DIR
