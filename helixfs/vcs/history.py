@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId
 from helixfs.vcs.attrs import change_key, metadata_changes, owner_text
+from helixfs.vcs.links import relinked
 from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.text import as_text
 from helixfs.vcs.treeops import Change, show_path
@@ -98,9 +99,14 @@ def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text
         )
         if not touched:
             return False  # the list is complete: no tree needs decoding
-    return change_key(_entry_at(repo, commit.tree, path)) != change_key(
-        _entry_at(repo, parent.tree, path)
-    )
+    new, old = _entry_at(repo, commit.tree, path), _entry_at(repo, parent.tree, path)
+    if change_key(new) != change_key(old):
+        return True
+    if new is None or old is None or not relinked(old, new):
+        return False
+    # The name moved to another file's node (`rm b; ln a b`): a change, unless only new
+    # names joined it (`ln a b` changes b, not a); the diff knows which (ADR 0043). Rare.
+    return any(change.path == path for change in repo.trees.diff(parent.tree, commit.tree))
 
 
 def _normal(path: str) -> str:

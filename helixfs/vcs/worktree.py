@@ -1229,6 +1229,23 @@ class Worktree:
         trees, scopes = self.repo.trees, self._scopes
         return sorted(p for p in changed if not left_out(self.root, scopes, trees, p, head_tree))
 
+    def _links_touched(self) -> bool:
+        """Whether a recorded path names a hard-linked file now (rare)."""
+        for path in self._changed:
+            node = self._live(path)
+            if isinstance(node, Node) and node.group is not None:
+                return True
+        return False
+
+    def _with_relinked(
+        self, head_tree: ObjectId, tree: ObjectId, paths: list[bytes]
+    ) -> list[bytes]:
+        """`paths` and the names a re-link changed beside the recorded one: `rm b; ln a b`
+        moves b to a's file and makes a a link too, which the diff shows (ADR 0043);
+        `log a` reads this list before any tree."""
+        diff = self.repo.trees.diff(head_tree, tree)
+        return sorted({*paths, *(change.path for change in diff)})
+
     def _add_below(self, node: Node, path: bytes, changed: set[bytes]) -> None:
         for name, child in self._sorted(node) if node.children is not None else ():
             if len(changed) >= _CHANGED_LIMIT:
@@ -1425,7 +1442,11 @@ class Worktree:
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:  # the root's own mode and owner as encoded above, then the paths
-                changed = self._root_changed(self._stored_own) + self._changed_paths(head_tree)
+                paths = self._changed_paths(head_tree)
+                if self._links_touched():
+                    self._persist(root)  # the diff reads trees
+                    paths = self._with_relinked(head_tree, tree, paths)
+                changed = self._root_changed(self._stored_own) + paths
             # complete (fewer than 1000) lists let last_commit() skip decoding trees
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(changed, info)

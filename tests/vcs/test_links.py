@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helixfs.errors import IsADirectory, MergeConflict, NotPermitted, TooManyLinks
-from helixfs.vcs import Repository, Worktree, attrs, transfer
+from helixfs.vcs import Repository, Worktree, attrs, history, transfer
 from helixfs.vcs import links as links_module
 from helixfs.vcs.links import link_of
 from helixfs.vcs.node import Node
@@ -392,6 +392,28 @@ def test_a_name_moved_to_another_file_with_its_bytes_is_a_change(repo: Repositor
     tree.unlink(tree.root, b"b")
     tree.commit("rm b")  # c is alone again: the removed name is the change
     assert [(c.status, c.path) for c in repo.diff("HEAD~1", "HEAD")] == [("D", b"b")]
+
+
+def test_log_of_a_path_lists_the_commits_that_moved_it_to_another_file(
+    repo: Repository,
+) -> None:
+    """`helix log PATH` counts a re-link as the diff does: `rm b; ln a b` changed a and
+    b; `ln a d` changed only d; c, left alone when b went, changed by no commit."""
+    tree = _same_bytes(repo)
+    _relinked(tree, b"a", b"b")
+    _link(tree, b"a", b"d")
+    tree.commit("link d")
+    _relinked(tree, b"c", b"b")
+    tree.unlink(tree.root, b"b")
+    tree.commit("rm b")
+
+    def logged(path: bytes) -> list[str]:
+        return [c.message for c in history.touching(repo, repo.resolve("HEAD"), path)]
+
+    assert logged(b"a") == ["relink b'b'", "base"]
+    assert logged(b"b") == ["rm b", "relink b'b'", "relink b'b'", "base"]
+    assert logged(b"c") == ["relink b'b'", "base"]
+    assert logged(b"d") == ["link d"]
 
 
 @pytest.mark.parametrize("relinker", ["main", "other"])
