@@ -92,9 +92,9 @@ KEPT_SECONDS = 30.0
 
 
 def _kept(world: World, what: str, compute: Callable[[], Any]) -> Any:
-    """`compute()`, kept KEPT_SECONDS by a long-lived process (the daemon): the top
-    memories and the topics read every active memory, too much for each session's start
-    (a memory written meanwhile shows up within KEPT_SECONDS)."""
+    """`compute()`, kept KEPT_SECONDS by a long-lived process (the daemon): the topics
+    read every active memory, too much for each subagent's start (a memory written
+    meanwhile shows up within KEPT_SECONDS)."""
     key, now = (str(world.store), what, world.branch), time.monotonic()
     found = _KEPT.get(key)
     if found is None or now - found[0] > KEPT_SECONDS:
@@ -104,7 +104,9 @@ def _kept(world: World, what: str, compute: Callable[[], Any]) -> Any:
 
 
 def _top_memories(world: World) -> list[Any]:
-    return list(_kept(world, "top", lambda: world.memory.context(400, view=world.view()).hits))
+    """The engine keeps the ranking of every active memory until the memory changes
+    (ranking.KeptTop): what is left per call is the stale marks of the branch's tree."""
+    return list(world.memory.context(400, view=world.view()).hits)
 
 
 def _where(packer: Packer, repo: Any) -> str | None:

@@ -93,10 +93,24 @@ def project(store: Path, cwd: str) -> Iterator[dict[str, Any]]:
         yield data
 
 
+SWEEP_EVERY_SECONDS = 600.0
+SWEPT_MARK = ".swept"
+
+
 def sweep(store: Path, now: float | None = None) -> int:
-    """Remove the state of sessions idle for longer than EXPIRY_SECONDS."""
+    """Remove the state of sessions idle for longer than EXPIRY_SECONDS. At most once
+    every SWEEP_EVERY_SECONDS (the mark's mtime says when): a stat of every session's
+    file at each session start cost a busy store's SessionStart more than its answer."""
     folder = store.joinpath(*STATE_FOLDER)
-    limit = (now or time.time()) - EXPIRY_SECONDS
+    moment = now or time.time()
+    mark = folder / SWEPT_MARK
+    with contextlib.suppress(OSError):
+        if 0 <= moment - mark.stat().st_mtime < SWEEP_EVERY_SECONDS:
+            return 0
+    with contextlib.suppress(OSError):
+        mark.touch()
+        os.utime(mark, (moment, moment))
+    limit = moment - EXPIRY_SECONDS
     removed = 0
     for entry in folder.glob("*.json") if folder.is_dir() else ():
         with contextlib.suppress(OSError):

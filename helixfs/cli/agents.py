@@ -154,7 +154,7 @@ def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:
     import json
     import sys
 
-    from helixfs.cli.hook_launch import log
+    from helixfs.cli.hook_forward import log
 
     try:
         payload = json.loads(args.input if args.input is not None else sys.stdin.read())

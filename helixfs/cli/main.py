@@ -14,6 +14,7 @@ import contextvars
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -156,8 +157,28 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
     return COMMAND_MODULES
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = build_parser(modules_for(argv))
+# The parser of `helix hook`, kept by a long-lived process (the daemon): building it
+# costs ~2-4 ms (argparse's formatters, gettext), as much as a hook's whole answer
+# there. Only for modules whose options have no mutable default: argparse hands the
+# default list itself to every parse (a `nargs="*"` left empty), and `_intermix`
+# extends it. The lock keeps worker threads from parsing with it at once.
+_KEPT_MODULES = ("helixfs.cli.agents",)
+_KEPT_PARSERS: dict[tuple[str, ...], HelixArgumentParser] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _parse(argv: Sequence[str], *, keep: bool = False) -> argparse.Namespace:
+    modules = modules_for(argv)
+    if keep and modules == _KEPT_MODULES:
+        with _KEPT_LOCK:
+            parser = _KEPT_PARSERS.get(modules)
+            if parser is None:
+                parser = _KEPT_PARSERS[modules] = build_parser(modules)
+            return _parsed(parser, argv)
+    return _parsed(build_parser(modules), argv)
+
+
+def _parsed(parser: HelixArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     args, extra = parser.parse_known_args(list(argv))
     _intermix(parser, args, extra)
     args.json = bool(getattr(args, "json", False) or args.json_global)
@@ -223,7 +244,7 @@ def run_in_process(
     """
     with _using_streams(stdout, stderr):
         try:
-            args = _parse(argv)
+            args = _parse(argv, keep=True)
         except _ParserExit as stop:
             return _usage_failure(stop, argv, stdout, stderr)
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client

@@ -101,6 +101,7 @@ class Memory(FollowsTree, SharesMemory):
         self._embedding = ThreadPoolExecutor(2, thread_name_prefix="helix-memory-embed")
         # In-RAM vector indexes for long-lived processes (annindex.IndexCache).
         self._index_cache = IndexCache(conn, self._vectors.dim if self._vectors else 0)
+        self._tops = ranking.KeptTop()  # the best memories, until the database changes
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -638,7 +639,7 @@ class Memory(FollowsTree, SharesMemory):
         with self._lock:
             now = self._clock()
             visible = tree.visibility(self._conn, view)
-            hits = ranking.top_memories(self._conn, scope, 200, now, visible, self.half_life_days)
+            hits = self._tops.get(self._conn, scope, 200, now, visible, self.half_life_days)
             return tree.reweighed(self._conn, hits, view, now) if view is not None else hits
 
     # -- lifecycle of memories -----------------------------------------------------------

@@ -11,6 +11,7 @@ results are not k phrasings of the same fact.
 
 from __future__ import annotations
 
+import array
 import functools
 import math
 import struct
@@ -229,14 +230,28 @@ def memory_weight(
     """How much a memory's relevance counts: recency, salience, confidence, status.
     Salience decays from the last write of the memory (`updated`), not from its last
     recall (`last_seen`): a recall must not reorder other queries' results."""
-    age_days = max(0.0, now - row["updated"]) / _DAY
+    return weight_of(
+        row["updated"], row["salience"], row["confidence"], row["status"], now, half_life_days
+    )
+
+
+def weight_of(
+    updated: float,
+    salience: float,
+    confidence: float,
+    status: str,
+    now: float,
+    half_life_days: float = RECENCY_HALF_LIFE_DAYS,
+) -> float:
+    """memory_weight from the four columns it reads (a scan of thousands reads no more)."""
+    age_days = max(0.0, now - updated) / _DAY
     recency = 0.5 ** (age_days / half_life_days)
-    salience = effective_salience(row["salience"], row["updated"], now)
+    salient = effective_salience(salience, updated, now)
     return float(
         (1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * recency)
-        * (1.0 - SALIENCE_WEIGHT + SALIENCE_WEIGHT * salience)
-        * (0.2 + 0.8 * row["confidence"])
-        * STATUS_WEIGHT.get(row["status"], 0.2)
+        * (1.0 - SALIENCE_WEIGHT + SALIENCE_WEIGHT * salient)
+        * (0.2 + 0.8 * confidence)
+        * STATUS_WEIGHT.get(status, 0.2)
     )
 
 
@@ -346,7 +361,6 @@ def _mmr_by_words(pool: list[Candidate], k: int) -> list[Candidate]:
     matrix holds them), compared with the threshold as float32 (as numpy compares a
     float32 array with a Python float); the scores are float64 in both."""
     words = [word_set(c.row["content"]) for c in pool]
-    sims = [[_f32(jaccard(a, b)) for b in words] for a in words]
     duplicate = _f32(DUPLICATE_SIMILARITY)
     top = pool[0].score or 1.0
     scores = [c.score / top for c in pool]
@@ -364,7 +378,9 @@ def _mmr_by_words(pool: list[Candidate], k: int) -> list[Candidate]:
             break
         chosen.append(best)
         open_[best] = False
-        for i, sim in enumerate(sims[best]):
+        # only the chosen rows of the matrix are read: k rows, not the pool's square
+        row = array.array("f", [jaccard(words[best], b) for b in words]).tolist()
+        for i, sim in enumerate(row):
             if sim >= duplicate and sources[i] == sources[best]:
                 open_[i] = False
             closest[i] = max(closest[i], sim)
