@@ -212,7 +212,7 @@ class FloorFS(pyfuse3.Operations):  # type: ignore[misc]
 def main(mountpoint: str) -> None:
     options = set(pyfuse3.default_options) | {"fsname=floorfs", "default_permissions"}
     pyfuse3.init(FloorFS(), mountpoint, options)
-    use_quick_wait(1, os.environ.get("HELIX_FUSE_WAIT", "spin"))  # HelixFS's, ADR 0074
+    use_quick_wait(1, os.environ.get("HELIX_FUSE_WAIT", "auto"))  # HelixFS's, ADR 0074
     print(f"mounted {mountpoint}", flush=True)
     try:
         trio.run(pyfuse3.main, 1, 1)

@@ -180,7 +180,7 @@ KEYS: dict[str, Key] = {
             "zstd's level (1-22) when store.compression is zstd"),
         Key("mount.quiet_window", _window, "300ms", "HELIX_QUIET_WINDOW", True,
             "quiet time after a save before the mount commits (0: every operation)"),
-        Key("mount.fuse_wait", _choice("spin", "block", "trio"), "spin", "HELIX_FUSE_WAIT",
+        Key("mount.fuse_wait", _choice("auto", "spin", "block", "trio"), "auto", "HELIX_FUSE_WAIT",
             False, "how the FUSE loop waits for the next request (ADR 0074)"),
         Key("gc.growth", parse_size, "256MiB", "HELIX_GC_GROWTH", True,
             "store growth that starts a mount's automatic gc (0: never)"),

@@ -11,9 +11,10 @@ worker threads) at least every TURN_SECONDS while requests keep coming, and when
 comes in time it waits as pyfuse3 does.
 
 How it waits before that is the setting `mount.fuse_wait` (ADR 0074): `spin` polls as
-said; `block` sleeps in poll(2) on /dev/fuse for up to BLOCK_MS instead, which leaves the
-core to the client (on a loaded two-core host the spin takes the CPU the client needs
-to send its next request); `trio` goes to pyfuse3's wait at once.
+said; `block` sleeps in poll(2) on /dev/fuse for up to BLOCK_MS instead; `trio` goes to
+pyfuse3's wait at once. `auto` (the default) spins while the host has a core to spare
+(a load average under BUSY_LOAD per CPU) and goes to trio's wait at once when it has
+not: on a loaded host the spin takes the CPU the client needs to send its next request.
 
 This replaces `pyfuse3._wait_fuse_readable`, a private function that the loop looks up
 by name on each request. That is only safe with one reader task (the lock it skips
@@ -44,10 +45,15 @@ TURN_SECONDS = 0.001
 # `block`: the longest the thread sleeps in poll(2) (its unit) before trio's wait: other
 # trio tasks wait no longer behind it than behind a stream of requests.
 BLOCK_MS = 1
-WAITS = ("spin", "block", "trio")
+WAITS = ("auto", "spin", "block", "trio")
+# `auto`: above this load average per CPU the loop does not spin. A tar x on an idle
+# host adds about 1.5 by itself (the spinning loop and the client); the measured loss
+# of the spin was at 3 to 4 per CPU (ADR 0074), its gain at about 1 (ADR 0026).
+BUSY_LOAD = 1.5
+LOAD_LOOK_SECONDS = 1.0  # how often `auto` reads the load average
 
 
-def use_quick_wait(reader_tasks: int, how: str = "spin") -> bool:
+def use_quick_wait(reader_tasks: int, how: str = "auto") -> bool:
     """Install the quick wait (`how`, one of WAITS) for the session `pyfuse3.init` just
     opened, to be served by `pyfuse3.main(max_tasks=reader_tasks)`; False (and
     pyfuse3's own wait kept) where it does not apply."""
@@ -81,7 +87,26 @@ def use_quick_wait(reader_tasks: int, how: str = "spin") -> bool:
     def request_there() -> bool:
         return bool(waiting.poll(0))
 
-    request_soon = {"spin": request_spun, "block": request_blocked, "trio": request_there}[how]
+    busy = False
+    next_look = 0.0
+
+    def request_if_idle_host() -> bool:
+        """Spun while the host has a core to spare, else only looked for."""
+        nonlocal busy, next_look
+        if waiting.poll(0):
+            return True
+        now = time.perf_counter()
+        if now >= next_look:
+            next_look = now + LOAD_LOOK_SECONDS
+            busy = os.getloadavg()[0] > BUSY_LOAD * (os.cpu_count() or 1)
+        return not busy and request_spun()
+
+    request_soon = {
+        "auto": request_if_idle_host,
+        "spin": request_spun,
+        "block": request_blocked,
+        "trio": request_there,
+    }[how]
 
     async def wait_for_request() -> bool:
         nonlocal next_turn

@@ -117,7 +117,7 @@ class MountConfig:
     gc_growth: int = DEFAULT_GROWTH  # bytes of store growth that start a gc; 0 = never
     remote: str | None = None  # a remote kept in step in the background (daemon/syncer.py)
     relatime: bool = False  # reads set atime in memory (-o relatime); default noatime
-    fuse_wait: str = "spin"  # mount.fuse_wait: how the loop waits for requests (ADR 0074)
+    fuse_wait: str = "auto"  # mount.fuse_wait: how the loop waits for requests (ADR 0074)
     # config keys the command line set (--quiet-window, -o gc_growth): they win over the
     # config files, also when `helix config set` changes those on the running mount
     flags: tuple[tuple[str, float], ...] = ()

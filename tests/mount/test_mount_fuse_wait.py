@@ -11,7 +11,7 @@ from mount_harness import MountFactory
 from helixfs.daemon.fuseloop import use_quick_wait
 
 
-@pytest.mark.parametrize("how", ["spin", "block", "trio"])
+@pytest.mark.parametrize("how", ["auto", "spin", "block", "trio"])
 def test_every_wait_serves_a_tar_x_git_status_and_rm_rf(make_mount: MountFactory, how: str) -> None:
     mount = make_mount(300, env={**os.environ, "HELIX_FUSE_WAIT": how})
     for n in range(40):
@@ -33,5 +33,5 @@ def test_every_wait_serves_a_tar_x_git_status_and_rm_rf(make_mount: MountFactory
 
 
 def test_an_unknown_wait_is_refused_before_anything_is_changed() -> None:
-    with pytest.raises(ValueError, match="spin, block, trio"):
+    with pytest.raises(ValueError, match="auto, spin, block, trio"):
         use_quick_wait(1, "nap")
