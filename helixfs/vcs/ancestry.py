@@ -146,6 +146,24 @@ def ahead_behind(
     return counts[_OURS], counts[_THEIRS], True
 
 
+def only_reached(repo: Repository, tip: CommitId, others: list[CommitId]) -> list[CommitId]:
+    """The commits `tip` reaches and none of `others` does (`git rev-list tip ^others`),
+    newest generation first. The same walk as ahead_behind: it reads only the commits
+    above the common part, not the history below it (a push reads the commits it sends,
+    not every commit its tracking refs reach)."""
+    walk = _Paint(repo)
+    walk.reach(tip, _OURS)
+    for other in others:
+        walk.reach(other, _THEIRS)
+    found: list[CommitId] = []
+    while walk.left(_THEIRS):
+        cid, flag = walk.pop()
+        if not flag & _THEIRS:
+            found.append(cid)
+        walk.down(cid, flag)
+    return found
+
+
 class _Paint:
     """Flags painted down the history from some commits, visited highest generation
     first: a commit's flags are final when it is popped, all its descendants in the

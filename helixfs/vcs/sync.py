@@ -31,9 +31,9 @@ from helixfs import config
 from helixfs.errors import MergeConflict, NotFound, RefConflict
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
-from helixfs.vcs.ancestry import merge_bases
-from helixfs.vcs.maint import mark
+from helixfs.vcs.ancestry import merge_bases, only_reached
 from helixfs.vcs.objects import references, structure_references, uncompressed
+from helixfs.vcs.outgoing import new_objects
 from helixfs.vcs.refs import BRANCHES, HEAD, REMOTES, check_name
 from helixfs.vcs.repo import Repository
 
@@ -151,43 +151,20 @@ class Sync:
             return False
         return ancestor in merge_bases(self.repo, tip, ancestor)
 
-    def _known_commits(self) -> set[CommitId]:
-        """Every local commit some tracking ref reaches: all of it is on the remote.
-        A remote with no HEAD was never pushed to (or was emptied since): then what
-        tracking says is about another remote of that name, and nothing is known."""
-        known: set[CommitId] = set()
+    def _known_tips(self) -> list[CommitId]:
+        """The local commits tracking refs name: they and their history are on the
+        remote. A remote with no HEAD was never pushed to (or was emptied since): then
+        what tracking says is about another remote of that name, and nothing is known."""
         if self.remote.ref(HEAD) is None:
-            return known
-        stack = list(self.tracked().values())
-        while stack:
-            cid = stack.pop()
-            if cid in known or not self.repo.store.contains(ObjectId(cid)):
-                continue
-            known.add(cid)
-            stack.extend(CommitId(p) for p in self.repo.commit_info(cid).parents)
-        return known
+            return []
+        tips = set(self.tracked().values())
+        return [cid for cid in tips if self.repo.store.contains(ObjectId(cid))]
 
     def outgoing(self, tip: CommitId) -> list[ObjectId]:
-        """The objects of `tip`'s history the remote lacks, as far as tracking says."""
-        known = self._known_commits()
-        new: list[CommitId] = []
-        seen: set[CommitId] = set()
-        stack = [tip]
-        while stack:
-            cid = stack.pop()
-            if cid in seen or cid in known:
-                continue
-            seen.add(cid)
-            new.append(cid)
-            stack.extend(CommitId(p) for p in self.repo.commit_info(cid).parents)
-        boundary = {
-            CommitId(p) for cid in new for p in self.repo.commit_info(cid).parents if p in known
-        }
-        have = mark(self.repo, [self.repo.commit_info(cid).tree for cid in boundary])
-        have.update(ObjectId(cid) for cid in boundary)
-        before = set(have)
-        reached = mark(self.repo, [ObjectId(c) for c in new], reachable=have)
-        return [oid for oid in reached if oid not in before]
+        """The objects of `tip`'s history the remote lacks, as far as tracking says: the
+        commits no tracking ref reaches, and what their trees add to their parents'
+        (vcs/outgoing.py: read where the trees differ, not whole)."""
+        return new_objects(self.repo, only_reached(self.repo, tip, self._known_tips()))
 
     # ------------------------------------------------------------ sending
 
