@@ -1,7 +1,8 @@
 """`helix mount --remote NAME`: keep the store in step with a remote, in the background.
 
 Every round (about a second apart) pushes each branch whose head is not where the
-remote was last seen, then fetches: other machines' new branches appear, branches this
+remote was last seen (once it has stood still for a round, or has waited MOST_DEFERRED
+seconds while saves keep coming), then fetches: other machines' new branches appear, branches this
 machine has not moved are fast-forwarded. A remote change to a branch this machine has
 also moved is merged in here when it merges cleanly (the mount shows the merge, as
 after `helix merge`); when it conflicts, this machine's work goes to the remote as
@@ -22,6 +23,7 @@ applied to the daemon's memory.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from helixfs.errors import HelixError, RemoteUnavailable
+from helixfs.ids import CommitId
 from helixfs.vcs import remotes
 from helixfs.vcs.sync import BranchSync, Sync, host_name, notice
 
@@ -42,6 +45,10 @@ log = logging.getLogger(__name__)
 
 PAUSE = 1.0  # seconds between rounds while the remote answers
 MAX_PAUSE = 30.0  # while it does not
+# A branch still moving (saves coming in) is pushed once its head has stood still for a
+# round, or once its oldest unpushed commit has waited this long: a run of saves costs
+# one push every few seconds, not one a round (ADR 0070)
+MOST_DEFERRED = 3.0
 
 
 class RemoteSyncer:
@@ -63,6 +70,8 @@ class RemoteSyncer:
         self._opened: S3Store | None = None
         self._offline = False
         self._kept: dict[str, str | None] = {}  # branch -> the commit last kept apart
+        self._waiting: dict[str, tuple[CommitId, float]] = {}  # branch -> (head seen, since)
+        self.clock: Callable[[], float] = time.monotonic
         self.rounds = 0
 
     async def run(self) -> None:
@@ -147,10 +156,23 @@ class RemoteSyncer:
         return Sync(self._repo, self._opened, name, host, lazy=self._remote.lazy)
 
     def _outgoing(self, sync: Sync) -> list[str]:
-        tracked = sync.tracked()
-        return [
-            info.name for info in self._repo.branches() if tracked.get(info.name) != info.commit
-        ]
+        """The branches to push this round: moved since pushed, and either still since
+        the last round or waiting for MOST_DEFERRED seconds."""
+        tracked, now = sync.tracked(), self.clock()
+        moved = {
+            info.name: info.commit
+            for info in self._repo.branches()
+            if tracked.get(info.name) != info.commit
+        }
+        ready = []
+        for branch, head in moved.items():
+            seen, since = self._waiting.get(branch, (None, now))
+            if seen == head or now - since >= MOST_DEFERRED:
+                ready.append(branch)
+            self._waiting[branch] = (head, since)
+        for branch in (set(self._waiting) - set(moved)) | set(ready):
+            del self._waiting[branch]
+        return ready
 
     def _report(self, results: list[BranchSync]) -> None:
         for result in results:
