@@ -67,6 +67,13 @@ def register(subparsers: Any) -> None:
     clone.add_argument(
         "--lazy", action="store_true", help="commits and folders now, file contents when read"
     )
+    clone.add_argument(
+        "--trust",
+        metavar="KEY",
+        action="append",
+        default=[],
+        help="apply the shared-memory batches KEY signed (as `helix remote trust`; repeatable)",
+    )
 
     for name, handler, text in (
         ("push", cmd_push, "send BRANCHes (default: the current one) to the remote"),
@@ -273,6 +280,9 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
 
 
 def cmd_clone(args: argparse.Namespace, store: Path, out: Output) -> int:
+    """The branches, then the remote's shared memory: the batches of the keys given
+    with --trust are applied, as a pull would (the others are counted, left)."""
+    from helixfs.memory import remote_sync
     from helixfs.store.s3client import S3Location
     from helixfs.vcs import remotes
     from helixfs.vcs.clone import clone
@@ -280,6 +290,7 @@ def cmd_clone(args: argparse.Namespace, store: Path, out: Output) -> int:
     folder = Path(args.path).expanduser()
     location = S3Location.parse(args.url, args.endpoint, args.region)
     name = remotes.check_remote_name(args.name)
+    trusted = [remote_sync.check_key(k) for k in args.trust]  # bad input: before anything
     key = None
     if args.key:
         from helixfs.store.seal import parse_key
@@ -289,10 +300,40 @@ def cmd_clone(args: argparse.Namespace, store: Path, out: Output) -> int:
         raise UsageError(f"{folder} exists and is not empty: clone into a new folder")
     remote = remotes.Remote(name, location, key is not None, lazy=args.lazy)
     results = clone(folder, remote, key)
-    docs = [dataclasses.asdict(r) for r in results]
-    out.emit(
-        {"store": str(folder.resolve()), "remote": name, "branches": docs},
-        f"cloned {location} into {folder}: {len(results)} branch(es)"
-        + (" (lazy: file contents come when read)" if args.lazy else ""),
+    doc: dict[str, Any] = {
+        "store": str(folder.resolve()),
+        "remote": name,
+        "branches": [dataclasses.asdict(r) for r in results],
+    }
+    text = f"cloned {location} into {folder}: {len(results)} branch(es)" + (
+        " (lazy: file contents come when read)" if args.lazy else ""
     )
+    return _clone_memory(folder, remote, trusted, doc, text, out)
+
+
+def _clone_memory(
+    folder: Path,
+    remote: Remote,
+    trusted: list[str],
+    doc: dict[str, Any],
+    text: str,
+    out: Output,
+) -> int:
+    """The shared memory of a clone just made: a failure here leaves the clone (its
+    branches are whole) and says why memory is missing (`helix pull` brings it)."""
+    from helixfs.cli.remote_memory import share_memory
+    from helixfs.memory import remote_sync
+
+    try:
+        for key in trusted:
+            remote_sync.trust(folder, key)
+        memory = share_memory(folder, remote)
+    except HelixError as err:
+        out.emit(doc, text)
+        out.note(f"helix: error: the clone is made, but memory was not brought: {err}")
+        return 1
+    doc["memory"] = memory.as_json()
+    for refused in memory.refused:
+        out.note(refused)
+    out.emit(doc, text + "\n" + memory.summary())
     return 0

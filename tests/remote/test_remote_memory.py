@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli.conftest import fails, ok
+from cli.conftest import fails, ok, run_helix
 
 from helixfs.errors import InvalidInput
 from helixfs.memory import Memory, Source
@@ -195,3 +195,24 @@ def test_cli_trust_keys_push_pull(place: Place, tmp_path: Path) -> None:
     assert json.loads(ok(helix_b("remote", "keys", "--json")).out)["trusted"] == []
     (tmp_path / "b" / shared.TRUST_FILE).write_text("{not json")
     fails(helix_b("pull"), says="memory was not exchanged")
+
+
+def test_clone_brings_the_trusted_memory(place: Place, tmp_path: Path) -> None:
+    helix_a = new_store(tmp_path / "a", place, host="alpha")
+    key_a = json.loads(ok(helix_a("remote", "keys", "--json")).out)["own"]
+    ok(helix_a("remember", "Releases are tagged from the stable branch"))
+    ok(helix_a("push"))
+    url = ("clone", place.url, "--endpoint", place.endpoint)
+
+    fails(run_helix(*url, tmp_path / "bad", "--trust", "zz", store=None), says="not a public key")
+    assert not (tmp_path / "bad").exists()  # refused before anything was made
+
+    untrusting = json.loads(ok(run_helix(*url, tmp_path / "b", "--json", store=None)).out)
+    assert untrusting["memory"]["untrusted"] == {key_a: 1}
+    assert "Releases" not in ok(run_helix("recall", "releases", store=tmp_path / "b")).out
+
+    cloned = ok(run_helix(*url, tmp_path / "c", "--trust", key_a, store=None))
+    assert "1 batch(es) applied" in cloned.out
+    recalled = ok(run_helix("recall", "how are releases tagged", store=tmp_path / "c"))
+    assert "stable branch" in recalled.out
+    assert key_a in ok(run_helix("remote", "keys", store=tmp_path / "c")).out
