@@ -18,8 +18,12 @@ Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTA
   fetch round adds up to its pause, 1 s), and commits lost (a final check of every
   commit against the remote's history: must be 0).
 - save path: save+fsync of a small file in a mount with `--remote` and without
-  (separate stores, same disk), p50/p95, rounds interleaved. The --remote mount pushes
-  every commit in the background while the saves run.
+  (separate stores of 10,000 files (--save-files), same disk, both mounted throughout),
+  ROUNDS rounds (--rounds, 8) of a block of saves on each side, the first side turning.
+  `--base DIR` mounts a third side with --remote running the code of DIR (a worktree of
+  the commit before a change), in the same rounds. The --remote mount pushes
+  every commit in the background while the saves run. Per round the p50 ratio
+  remote / local; the verdict is the median ratio with its min and max, load beside.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -314,58 +319,100 @@ def save_latencies(mountpoint: Path, count: int) -> list[float]:
     return samples
 
 
-def save_path(server: SeaweedServer, work: Path, count: int, rounds: int) -> Any:
-    env = {**os.environ, **server.env()}
+def helix(env: dict[str, str], *args: str) -> None:
+    subprocess.run([*HELIX, *args], check=True, capture_output=True, env=env)
+
+
+def save_path_stores(
+    server: SeaweedServer, work: Path, env: dict[str, str], sides: dict[str, dict[str, str]],
+    files: int,
+) -> dict[str, Path]:  # fmt: skip
+    """One store per side, each holding the same FILES files; a --remote side's pushed
+    before it is mounted (its first rounds then find nothing to send)."""
     stores = {}
-    for side in ("local", "remote"):
-        store = work / f"save-{side}"
-        subprocess.run([*HELIX, "init", str(store)], check=True, capture_output=True, env=env)
-        stores[side] = store
-    where = location(server)
-    subprocess.run(
-        [
-            *HELIX,
-            "--store",
-            str(stores["remote"]),
-            "remote",
-            "add",
-            "origin",
-            f"s3://{where.bucket}/{where.prefix}",
-            "--endpoint",
-            server.endpoint,
-        ],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
+    for side, code in sides.items():
+        stores[side] = work / f"save-{side}"
+        side_env = {**env, **code}
+        helix(side_env, "init", str(stores[side]))
+        if files:
+            with Repository.open(stores[side]) as repo:
+                repo.commit({f"d{i % 100}/f{i}.txt": content(i, 0) for i in range(files)}, "seed")
+        if side != "local":
+            where = location(server)
+            url = f"s3://{where.bucket}/{where.prefix}"
+            helix(side_env, "--store", str(stores[side]), "remote", "add", "origin", url,
+                  "--endpoint", server.endpoint)  # fmt: skip
+            helix(side_env, "--store", str(stores[side]), "push")
+    return stores
+
+
+SETTLE = 3.0  # seconds after mounting before the first block: the syncer's first rounds
+
+
+def save_path(
+    server: SeaweedServer, work: Path, count: int, rounds: int, files: int, base: str | None
+) -> Any:
+    """Every mount up for the whole section (the --remote ones pushing in the
+    background), then `rounds` rounds of a block of `count` saves on each, the order
+    turning each round. The figure is each round's p50 ratio (remote / local); the
+    median of the ratios, with their min and max, is the answer to "within 10%".
+    `base`: a checkout of other code (e.g. main before a change), mounted as a third
+    side `remote@base` with --remote, so old and new are compared in the same rounds."""
+    env = {**os.environ, **server.env()}
+    sides: dict[str, dict[str, str]] = {"local": {}, "remote": {}}
+    if base is not None:
+        sides["remote@base"] = {"PYTHONPATH": base}
+    stores = save_path_stores(server, work, env, sides, files)
+    mounts = {side: work / f"mnt-{side}" for side in sides}
+    mounted: list[Path] = []
     rows, raw = [], []
-    for n in range(rounds):
-        for side in ("local", "remote"):
-            target = work / f"mnt-{side}"
-            target.mkdir(exist_ok=True)
-            extra = ["--remote", "origin"] if side == "remote" else []
-            subprocess.run(
-                [*HELIX, "mount", *extra, str(stores[side]), str(target)],
-                check=True,
-                capture_output=True,
-                env=env,
-            )
-            try:
+    ratios: dict[str, list[float]] = {side: [] for side in sides if side != "local"}
+    try:
+        for side, code in sides.items():
+            mounts[side].mkdir(exist_ok=True)
+            extra = [] if side == "local" else ["--remote", "origin"]
+            helix({**env, **code}, "mount", *extra, str(stores[side]), str(mounts[side]))
+            mounted.append(mounts[side])
+        time.sleep(SETTLE)
+        names = list(sides)
+        for n in range(rounds):
+            order = names[n % len(names) :] + names[: n % len(names)]
+            figures: dict[str, Any] = {}
+            for side in order:
                 before = load()
-                samples = save_latencies(target, count)
-            finally:
-                subprocess.run(
-                    [*HELIX, "umount", str(target)], check=True, capture_output=True, env=env
-                )
-            figures = summary([s * 1000 for s in samples])
-            raw.append({"round": n + 1, "side": side, "ms": figures, "load": before})
-            rows.append([f"round {n + 1} {side}", figures["p50"], figures["p95"], before])
+                samples = save_latencies(mounts[side], count)
+                figures[side] = {**summary([s * 1000 for s in samples]), "load": before}
+            row: list[Any] = [f"round {n + 1} ({order[0]} first)", figures["local"]["p50"]]
+            for side in ratios:
+                ratio = figures[side]["p50"] / figures["local"]["p50"]
+                ratios[side].append(ratio)
+                figures[side]["ratio_p50"] = ratio
+                row += [figures[side]["p50"], ratio]
+            raw.append({"round": n + 1, "first": order[0], **figures})
+            rows.append([*row, figures["local"]["load"]])
+    finally:
+        for target in mounted:
+            subprocess.run([*HELIX, "umount", str(target)], capture_output=True, env=env)
+    headers = ["round", "local p50"]
+    for side in ratios:
+        headers += [f"{side} p50", "ratio"]
     print_table(
-        "save+fsync of a small file, ms (a mount with --remote vs without)",
-        ["round", "p50 ms", "p95 ms", "load"],
+        f"save+fsync of a small file, ms, in a store of {files:,} files: a mount with"
+        f" --remote vs without ({count} saves per side per round, all mounted throughout)",
+        [*headers, "load"],
         rows,
     )
-    return raw
+    loads = [r["local"]["load"] for r in raw]
+    verdict: dict[str, Any] = {"load_min": min(loads), "load_max": max(loads)}
+    for side, values in ratios.items():
+        verdict[side] = {"median": statistics.median(values), "min": min(values),
+                         "max": max(values)}  # fmt: skip
+        print(
+            f"p50 ratio {side}/local over {rounds} rounds: median {verdict[side]['median']:.3f}"
+            f" (min {verdict[side]['min']:.3f}, max {verdict[side]['max']:.3f}), load"
+            f" {min(loads):.1f}-{max(loads):.1f}"
+        )
+    return {"files": files, "saves": count, "rounds": raw, **verdict}
 
 
 def attempt(section: Any) -> Any:
@@ -385,6 +432,14 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=["transfer", "machines", "save_path"], help="run one section"
     )
+    parser.add_argument("--rounds", type=int, default=8, help="save-path rounds (default 8)")
+    parser.add_argument("--saves", type=int, default=300, help="saves per side per round")
+    parser.add_argument(
+        "--save-files", type=int, default=10_000, help="files in each save-path store"
+    )
+    parser.add_argument(
+        "--base", help="save path: a checkout of other code, mounted as a third side"
+    )
     args = parser.parse_args()
     files, commits = (1_000, 100) if args.quick else (10_000, 1_000)
     counts = [1, 2] if args.quick else [1, 2, 4, 8]
@@ -398,7 +453,9 @@ def main() -> None:
         sections = {
             "transfer": lambda: transfer(server, work, files, commits, 1 if args.quick else 2),
             "machines": lambda: machines(server, work, counts, seconds),
-            "save_path": lambda: save_path(server, work, 200 if args.quick else 500, 2),
+            "save_path": lambda: save_path(
+                server, work, args.saves, args.rounds, args.save_files, args.base
+            ),
         }
         doc = {
             name: attempt(run)
