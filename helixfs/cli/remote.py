@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from helixfs.vcs.remotes import Remote
     from helixfs.vcs.repo import Repository
     from helixfs.vcs.sync import BranchSync, Sync
+    from helixfs.vcs.verify import Verified
 
 
 def register(subparsers: Any) -> None:
@@ -94,6 +95,12 @@ def register(subparsers: Any) -> None:
             )
             parser.add_argument(
                 "--keep", action="store_true", help="if they conflict, push ours as BRANCH@HOST"
+            )
+            parser.add_argument(
+                "--verify",
+                action="store_true",
+                help="then read back every object of the pushed branches on the remote, "
+                "checked against its id; write again any damaged or missing one",
             )
 
 
@@ -200,7 +207,11 @@ def _sync(repo: Repository, remote: Remote) -> Sync:
 
 
 def _report(
-    out: Output, remote: Remote, results: list[BranchSync], memory: MemorySync | None = None
+    out: Output,
+    remote: Remote,
+    results: list[BranchSync],
+    memory: MemorySync | None = None,
+    verified: Verified | None = None,
 ) -> int:
     docs = [dataclasses.asdict(r) for r in results]
     rows = []
@@ -212,13 +223,17 @@ def _report(
         rows.append((r.branch, what, (r.commit or "")[:12], f"{r.objects} objects"))
     doc: dict[str, Any] = {"remote": remote.name, "url": str(remote.location), "branches": docs}
     text = table(rows) if rows else "nothing to do"
+    if verified is not None:
+        doc["verified"] = verified.as_json()
+        text += "\n" + verified.summary()
     if memory is not None:
         doc["memory"] = memory.as_json()
         text += "\n" + memory.summary()
         for refused in memory.refused:
             out.note(refused)
     out.emit(doc, text)
-    return 1 if any(r.status == "conflict" for r in results) else 0
+    failed = verified is not None and bool(verified.unmendable)
+    return 1 if failed or any(r.status == "conflict" for r in results) else 0
 
 
 def cmd_push(args: argparse.Namespace, repo: Repository, out: Output) -> int:
@@ -246,6 +261,15 @@ def _fetch_contents(repo: Repository, remote: Remote, sync: Sync, out: Output) -
     return 0
 
 
+def _verify(repo: Repository, sync: Sync, results: list[BranchSync]) -> Verified:
+    """Read back the remote's branches the push left (a kept one's BRANCH@HOST)."""
+    from helixfs.vcs.verify import verify
+
+    branches = [r.kept_as or r.branch for r in results]
+    tips = sync.remote_branches(branches).values()
+    return verify(repo, sync.remote, tips)  # type: ignore[arg-type]
+
+
 def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> int:
     """`[NAME] [BRANCH...]`, then one of push, fetch, pull over the remote's store."""
     remote, branches = _split_words(args.words, _store_folder(repo))
@@ -255,8 +279,11 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
             repo.settle(branch)  # the saves still in the quiet window go too
     sync = _sync(repo, remote)
     try:
+        verified = None
         if what == "push":
             results = sync.push(branches, merge=args.merge, keep=args.keep)
+            if args.verify:
+                verified = _verify(repo, sync, results)
         elif what == "fetch" and args.contents:
             return _fetch_contents(repo, remote, sync, out)
         elif what == "fetch":
@@ -268,10 +295,10 @@ def _run(args: argparse.Namespace, repo: Repository, out: Output, what: str) -> 
         try:
             memory = share_memory(_store_folder(repo), remote)
         except HelixError as err:  # the branches went through: say so, then why not memory
-            _report(out, remote, results)
+            _report(out, remote, results, verified=verified)
             out.note(f"helix: error: memory was not exchanged: {err}")
             return 1
-        return _report(out, remote, results, memory)
+        return _report(out, remote, results, memory, verified)
     finally:
         sync.remote.close()  # type: ignore[attr-defined]
 
