@@ -346,7 +346,27 @@ def save_path_stores(
     return stores
 
 
+def daemon_of(store: Path) -> int:
+    """The pid of the daemon serving `store` (its command line names the store)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"mount" in words and str(store).encode() in words:
+                return int(entry.name)
+    raise RuntimeError(f"no daemon serves {store}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, all its threads (the syncer's included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 SETTLE = 3.0  # seconds after mounting before the first block: the syncer's first rounds
+PUSHED = 4.0  # seconds after a block: the syncer pushes what it saved (MOST_DEFERRED 3 s)
 
 
 def save_path(
@@ -374,14 +394,20 @@ def save_path(
             helix({**env, **code}, "mount", *extra, str(stores[side]), str(mounts[side]))
             mounted.append(mounts[side])
         time.sleep(SETTLE)
+        daemons = {side: daemon_of(stores[side]) for side in sides}
+        cpu = {side: 0.0 for side in sides}
         names = list(sides)
         for n in range(rounds):
             order = names[n % len(names) :] + names[: n % len(names)]
             figures: dict[str, Any] = {}
             for side in order:
-                before = load()
+                before, spent = load(), cpu_seconds(daemons[side])
                 samples = save_latencies(mounts[side], count)
-                figures[side] = {**summary([s * 1000 for s in samples]), "load": before}
+                time.sleep(PUSHED)  # the pushes these saves cause, counted on this side
+                spent = cpu_seconds(daemons[side]) - spent
+                cpu[side] += spent
+                figures[side] = {**summary([s * 1000 for s in samples]), "load": before,
+                                 "daemon_cpu_ms_per_save": spent * 1000 / count}  # fmt: skip
             row: list[Any] = [f"round {n + 1} ({order[0]} first)", figures["local"]["p50"]]
             for side in ratios:
                 ratio = figures[side]["p50"] / figures["local"]["p50"]
@@ -404,6 +430,12 @@ def save_path(
     )
     loads = [r["local"]["load"] for r in raw]
     verdict: dict[str, Any] = {"load_min": min(loads), "load_max": max(loads)}
+    per_save = {side: cpu[side] * 1000 / (count * rounds) for side in sides}
+    verdict["daemon_cpu_ms_per_save"] = per_save
+    print(
+        "daemon CPU per save (all threads, the pushes after each block included): "
+        + ", ".join(f"{side} {ms:.2f} ms" for side, ms in per_save.items())
+    )
     for side, values in ratios.items():
         verdict[side] = {"median": statistics.median(values), "min": min(values),
                          "max": max(values)}  # fmt: skip
