@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
+from helixfs.vcs import blamecache
 from helixfs.vcs.history import touching
 from helixfs.vcs.linediff import Range, changed_ranges, few_changes
 from helixfs.vcs.objects import TreeEntry
@@ -40,34 +41,69 @@ class BlameLine:
     text: bytes  # with its line end
 
 
-def blame(repo: Repository, head: CommitId, path: bytes) -> list[BlameLine]:
+def blame(repo: Repository, head: CommitId, path: bytes, *, cached: bool = True) -> list[BlameLine]:
+    """`cached=False`: neither read nor write the blame cache (blamecache.py): the walk
+    as it was before it, for tests and the benchmark's first-ever figure."""
     entry = _file_at(repo, repo.commit_info(head).tree, path)
     if entry is None:
         raise NotFound(f"{show_path(path)} is not in commit {hex_id(head)[:12]}")
     if entry.is_dir():
         raise IsADirectory(f"{show_path(path)} is a folder: blame takes a file")
     lines = _text_lines(repo, entry.oid, path)
+    owners = _owners(repo, head, path, entry.oid, lines, cached)
+    return [
+        BlameLine(i + 1, owner, text)
+        for i, (owner, text) in enumerate(zip(owners, lines, strict=True))
+    ]
+
+
+def _owners(
+    repo: Repository,
+    head: CommitId,
+    path: bytes,
+    blob: ObjectId,
+    lines: list[bytes],
+    cached: bool,
+) -> list[CommitId]:
     owners: list[CommitId | None] = [None] * len(lines)
     # the lines without a commit yet, as runs: (start, end) in the version walked to,
     # and the line of the blamed file the run starts at; edits split runs, so few
     pending: list[Run] = [(0, len(lines), 0)] if lines else []
-    current, last = lines, head
+    current, current_blob, last = lines, blob, head
+    newest: CommitId | None = None  # the newest commit that changed the path: the key
+    hit: CommitId | None = None
+    cache = blamecache.entries(repo, path) if cached else {}
     for commit in touching(repo, head, path):
+        newest = newest or commit.id
         last = commit.id
+        value = cache.get(commit.id)
+        known = None if value is None else blamecache.decode(value, current_blob, len(current))
+        if known is not None:
+            _fill(known, pending, owners)
+            pending, hit = [], commit.id
+            break
         tree = repo.commit_info(commit.parents[0]).tree if commit.parents else None
-        older = _older_lines(repo, _file_at(repo, tree, path) if tree is not None else None)
-        if older is None:  # the commit made the file (or made it text): the rest is its
+        older_entry = _file_at(repo, tree, path) if tree is not None else None
+        older = _older_lines(repo, older_entry)
+        if older is None or older_entry is None:  # the commit made the file (or made it text)
             break
         pending = _carried(_line_diff(older, current), pending, owners, commit.id)
         if not pending:
             break
-        current = older
+        current, current_blob = older, older_entry.oid
     for start, end, final in pending:  # the commit that made it (or the oldest seen)
         owners[final : final + end - start] = [last] * (end - start)
-    return [
-        BlameLine(i + 1, owner or last, text)
-        for i, (owner, text) in enumerate(zip(owners, lines, strict=True))
-    ]
+    done = [owner or last for owner in owners]
+    if cached and newest is not None and newest != hit:
+        blamecache.save(repo, path, newest, blob, done, superseded=hit)
+    return done
+
+
+def _fill(known: list[CommitId], runs: list[Run], owners: list[CommitId | None]) -> None:
+    """The waiting lines take their owners from the blame cached at the version the
+    walk is at: run (start, end, final) is that version's lines start..end."""
+    for start, end, final in runs:
+        owners[final : final + end - start] = known[start:end]
 
 
 def _file_at(repo: Repository, tree: ObjectId, path: bytes) -> TreeEntry | None:

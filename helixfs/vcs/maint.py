@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import REPACK_BATCH, Compaction
-from helixfs.vcs import damage, journal
+from helixfs.vcs import blamecache, damage, journal
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
 from helixfs.vcs.objects import (
@@ -262,6 +262,8 @@ def _gc(
                 repo.trees.forget_results()
         doomed += batch
     logical = sum(candidates[oid] for oid in doomed)
+    if not dry_run:  # the blame cached at a deleted commit can never be asked for again
+        blamecache.forget(repo, set(doomed))
     report = GcReport(dry_run, found.stored - len(doomed), len(doomed), logical, None, None)
     if dry_run:
         return report
