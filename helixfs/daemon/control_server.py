@@ -39,7 +39,11 @@ MEMORY_COMMANDS = frozenset(
     {"remember", "relate", "recall", "context", "memories", "history", "forget", "rollback"}
     | {"purge", "archive", "checkpoint", "resume", "brief", "edit", "confirm", "memory"}
 )
-WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc"}) | MEMORY_COMMANDS
+# And the long readers of history: a first blame of a long-edited file walks all of its
+# versions (a blame cached since is quick, ADR 0066), and a comparison of experiments
+# diffs each against their common base; on the trio thread either stalls the mount.
+WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc", "blame"}) | MEMORY_COMMANDS
+WORKER_SUBCOMMANDS = {"experiment": frozenset({"compare"})}
 REPLY_SECONDS = 10.0  # a stopping daemon waits this long at most to answer a command that ran
 
 
@@ -125,7 +129,7 @@ class ControlServer:
             # chdir into the mount is a lookup this loop must answer: not on this thread.
             await trio.to_thread.run_sync(_enter, cwd)
             try:
-                if command_name(argv) in WORKER_COMMANDS:
+                if runs_on_a_worker(argv):
                     result: tuple[int, bytes, bytes] = await trio.to_thread.run_sync(
                         self.run_command, argv
                     )
@@ -170,6 +174,14 @@ def _parse_request(frame: bytes) -> dict[str, Any]:
 def command_name(argv: Sequence[str]) -> str | None:
     """The subcommand of a helix command line (global options come first)."""
     return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def runs_on_a_worker(argv: Sequence[str]) -> bool:
+    """Whether a forwarded command runs off the trio thread (see WORKER_COMMANDS)."""
+    words = [arg for arg in argv if not arg.startswith("-")][:2]
+    if not words or words[0] in WORKER_COMMANDS:
+        return bool(words)
+    return len(words) == 2 and words[1] in WORKER_SUBCOMMANDS.get(words[0], ())
 
 
 def _enter(cwd: str) -> None:

@@ -304,6 +304,26 @@ def test_command_name_skips_global_options() -> None:
     assert command_name(["--version"]) is None
 
 
+def test_long_readers_of_history_run_off_the_fuse_thread(store: Path) -> None:
+    """`experiment compare` and `blame` can read history for seconds: on the trio
+    thread (the FUSE loop's) they stalled the mount meanwhile. `log` stays there."""
+    threads: dict[str, threading.Thread] = {}
+
+    def record(argv: list[str], out: TextIO, err: TextIO) -> int:
+        threads[" ".join(argv)] = threading.current_thread()
+        return 0
+
+    commands = [["--json", "experiment", "compare", "a", "b"], ["blame", "f"], ["log"]]
+    commands += [["experiment", "list"]]
+    with ServedStore(store, record) as running:
+        for argv in commands:
+            assert forward(store, argv, io.StringIO(), io.StringIO()) == 0
+        loop = running._thread
+    assert threads["--json experiment compare a b"] is not loop
+    assert threads["blame f"] is not loop
+    assert threads["log"] is loop and threads["experiment list"] is loop
+
+
 class ServedStore:
     """A ControlServer for `store` on a trio loop in a background thread."""
 
