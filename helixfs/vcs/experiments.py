@@ -101,6 +101,12 @@ class Experiment:
     scores: tuple[Score, ...] = ()
     picked: Picked | None = None
 
+    def commits(self) -> list[CommitId]:
+        """Every commit the record names: gc keeps them (maint.roots)."""
+        named = [self.base, *(s.commit for s in self.scores)]
+        named += [c for c in (self.tip, self.picked.commit if self.picked else None) if c]
+        return list(dict.fromkeys(named))
+
     @property
     def running(self) -> bool:
         return self.stopped_ns is None

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from helixfs.errors import HelixError, NotFound
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import REPACK_BATCH, Compaction
-from helixfs.vcs import blamecache, damage, journal
+from helixfs.vcs import blamecache, damage, experiments, journal
 from helixfs.vcs.ancestry import stored_generation
 from helixfs.vcs.content import EMPTY
+from helixfs.vcs.experiments import EXPERIMENTS
 from helixfs.vcs.objects import (
     DIRECTORY_KINDS,
     HEADER_SIZE,
@@ -142,7 +143,17 @@ def roots(
     the constants, and content a mount still serves."""
     journaled = [oid for _, oid, _ in _journaled(repo)]
     refs = [oid for name, oid in _roots(repo) if name not in without]
-    return refs + journaled + list(CONSTANTS) + list(in_use)
+    named = [oid for name, oid in _experimented(repo) if name not in without]
+    return refs + named + journaled + list(CONSTANTS) + list(in_use)
+
+
+def _experimented(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
+    """The commits experiment records name (base, tip, each score's, the pick's), so
+    a score stays on a commit its branch was reset past or deleted with (ADR 0069). A
+    record that cannot be read stops gc (raised): what it names is not known."""
+    for name, value in repo.store.refs(EXPERIMENTS):
+        for cid in experiments.decode(name[len(EXPERIMENTS) :], value).commits():
+            yield name, ObjectId(cid)
 
 
 def mark(

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from helixfs.errors import AlreadyExists, InvalidInput, InvalidName, MergeConflict, NotFound
+from helixfs.errors import (
+    AlreadyExists,
+    InvalidInput,
+    InvalidName,
+    MergeConflict,
+    NotFound,
+    UnsupportedVersion,
+)
 from helixfs.ids import hex_id
+from helixfs.store import RefUpdate
 from helixfs.vcs import Repository
 from helixfs.vcs.experiments import EXPERIMENTS, RUNNING_ON, decode, encode
 
@@ -181,3 +189,37 @@ def test_status_names_the_experiment_running_on_the_branch(repo: Repository) -> 
     assert any("experiment here runs here" in line for line in status_lines(state, repr))
     repo.experiments.stop()
     assert status(repo, mounted=False).experiment is None
+
+
+def test_gc_keeps_every_commit_an_experiment_record_names(repo: Repository) -> None:
+    """A score on a commit its branch was reset past, and the tip of a stopped
+    experiment whose branch was deleted: no branch reaches them, the record does."""
+    repo.commit({"app.py": b"v = 1\n"}, "base")
+    repo.experiments.start("a")
+    scored = repo.commit({"app.py": b"v = 2\n"}, "try", branch="a")
+    repo.experiments.score("a", 0.9)
+    repo.reset_hard(hex_id(repo.branch_head("main")), branch="a")  # the try undone
+    repo.experiments.start("b")
+    tip = repo.commit({"app.py": b"v = 3\n"}, "other try", branch="b")
+    repo.experiments.stop("b")
+    repo.delete_branch("b")
+    repo.experiments.stop("a")
+    dropped = repo.commit({"junk": b"x\n"}, "junk", branch="a")
+    repo.reset_hard(hex_id(repo.commit_info(dropped).parents[0]), branch="a")  # gc takes it
+    assert repo.gc(dry_run=True).unreachable > 0
+    repo.gc()
+    assert repo.read(hex_id(scored), "app.py") == b"v = 2\n"
+    assert repo.read(hex_id(tip), "app.py") == b"v = 3\n"
+    assert not repo.store.contains(dropped)
+    repo.gc(without=[EXPERIMENTS + "a", EXPERIMENTS + "b"])  # counted as gone: they go
+    assert not repo.store.contains(scored)
+
+
+def test_gc_stops_at_an_experiment_record_it_cannot_read(repo: Repository) -> None:
+    repo.commit({"app.py": b"v = 1\n"}, "base")
+    repo.experiments.start("a")
+    record = repo.store.ref(EXPERIMENTS + "a")
+    assert record is not None
+    repo.store.write({}, [RefUpdate(EXPERIMENTS + "a", record[:3] + b"\x09{}")])
+    with pytest.raises(UnsupportedVersion, match="upgrade"):
+        repo.gc()
