@@ -172,6 +172,7 @@ class Worktree:
             self.root.pure = root_tree == head_tree
             self._changed: set[bytes] = set()  # recorded up to _CHANGED_LIMIT paths
             self._renamed: set[bytes] = set()  # where directories moved since the commit
+            self._linked = False  # a hard link made since the commit: a re-link to list
             self._unsaved = False
             # Saved state that is not committed yet (after a lost CAS, or an open that
             # skipped recovery): the next commit must include it.
@@ -553,6 +554,7 @@ class Worktree:
             children[name] = node
             self._bump(parent, name, node)
             self._touch(parent, self._join(parent, name), relisted=name, subject=node)
+            self._linked = True
             node.ctime_ns = time.time_ns()
             self._mark_places(node)  # every name's entry carries the count
             return node
@@ -1229,14 +1231,6 @@ class Worktree:
         trees, scopes = self.repo.trees, self._scopes
         return sorted(p for p in changed if not left_out(self.root, scopes, trees, p, head_tree))
 
-    def _links_touched(self) -> bool:
-        """Whether a recorded path names a hard-linked file now (rare)."""
-        for path in self._changed:
-            node = self._live(path)
-            if isinstance(node, Node) and node.group is not None:
-                return True
-        return False
-
     def _with_relinked(
         self, head_tree: ObjectId, tree: ObjectId, paths: list[bytes]
     ) -> list[bytes]:
@@ -1427,6 +1421,7 @@ class Worktree:
                 self._persist(root)
                 self._changed.clear()
                 self._renamed.clear()
+                self._linked = False
                 self._pending = False
                 self._pending_meta.clear()
                 self._savers.clear()
@@ -1443,7 +1438,7 @@ class Worktree:
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:  # the root's own mode and owner as encoded above, then the paths
                 paths = self._changed_paths(head_tree)
-                if self._links_touched():
+                if self._linked:  # only a link() moves a name to another node
                     self._persist(root)  # the diff reads trees
                     paths = self._with_relinked(head_tree, tree, paths)
                 changed = self._root_changed(self._stored_own) + paths
@@ -1475,6 +1470,7 @@ class Worktree:
             self._work_value = root if root != tree else None
             self._changed.clear()
             self._renamed.clear()
+            self._linked = False
             self._unsaved = self._pending = False
             self._next_message = None
             self._pending_meta.clear()
