@@ -28,6 +28,9 @@ from helixfs.errors import InvalidInput
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
+# Who runs a forwarded command (`args.daemon_owner`), as its messages name it.
+MOUNT_OWNER = "the running mount"
+
 Handler = Callable[[argparse.Namespace, "Repository", Output], int]
 StoreHandler = Callable[[argparse.Namespace, Path, Output], int]
 

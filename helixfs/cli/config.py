@@ -1,9 +1,9 @@
 """`helix config get|set|unset|list`: the store's config.toml and the user's (helixfs/config.py).
 
-Run by the mount's daemon when one serves the store (ADR 0002), so that a `set` there
-is applied to the running mount (`Repository.reconfigure`) where its key can change
-live; the others are said to need a remount. Without a mount the files alone change:
-the next command or mount reads them.
+Run by the process that holds the store when one does (a mount's daemon or a foreground
+`helix web`, ADR 0002), so that a `set` there is applied to it (`Repository.reconfigure`)
+where its key can change live; the others are said to wait for the store to be opened
+again. With no such process the files alone change: the next command or mount reads them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helixfs import config
-from helixfs.cli.command import add_command
+from helixfs.cli.command import MOUNT_OWNER, add_command
 from helixfs.cli.output import Output, table
 from helixfs.errors import InvalidInput, NotFound
 
@@ -77,7 +77,7 @@ def _change(args: argparse.Namespace, store: Path, out: Output) -> int:
     found = after.entries.get(args.key)  # None: a typo just removed from the file
     lines = [said, *(_overridden(after, args.key, path) if found is not None else [])]
     if running is not None and before is not None:
-        lines += _applied(running, before, after)
+        lines += _applied(running, before, after, args.daemon_owner)
     doc = _doc(found) if found is not None else {}
     out.emit({"key": args.key, "file": str(path), **doc}, "\n".join(lines))
     return 0
@@ -118,9 +118,12 @@ def _overridden(settings: config.Settings, name: str, path: Path) -> list[str]:
     return []
 
 
-def _applied(repo: Repository, before: config.Settings, after: config.Settings) -> list[str]:
-    """In the mount's daemon: take what changed live, name what waits for a remount.
-    The mount's own flags (--quiet-window, -o gc_growth) still win over the files."""
+def _applied(
+    repo: Repository, before: config.Settings, after: config.Settings, owner: str
+) -> list[str]:
+    """In the process holding the store (`owner`): take what changed live, name what
+    waits for the store to be opened again. A mount's own flags (--quiet-window,
+    -o gc_growth) still win over the files."""
     target = after.with_flags(before.flags())
     changed = before.changed(target)
     # the keys it cannot take live keep, in repo.settings, the values the mount uses
@@ -131,9 +134,11 @@ def _applied(repo: Repository, before: config.Settings, after: config.Settings) 
     lines = [
         f"note: the mount's flag keeps {name} at {value}" for name, value in before.flags().items()
     ]
+    mount = owner == MOUNT_OWNER
+    reopened = "mounted again (helix umount)" if mount else f"opened again (stop {owner})"
     for name in changed:
         if config.KEYS[name].live:
-            lines.append(f"applied {name} to the running mount")
+            lines.append(f"applied {name} to {owner}")
         else:
-            lines.append(f"{name} takes effect when the store is mounted again (helix umount)")
+            lines.append(f"{name} takes effect when the store is {reopened}")
     return lines

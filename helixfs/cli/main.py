@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from helixfs import __version__
-from helixfs.cli.command import UsageError, path_argument
+from helixfs.cli.command import MOUNT_OWNER, UsageError, path_argument
 from helixfs.cli.memory_held import MemorySource, holding
 from helixfs.cli.output import Output, shown
 from helixfs.cli.store_path import resolve_store, tree_place
@@ -236,9 +236,11 @@ def run_in_process(
     stdout: TextIO,
     stderr: TextIO,
     memory: MemorySource | None = None,
+    owner: str = MOUNT_OWNER,
 ) -> int:
     """Run one command line against an already open repository (the daemon's), and its
-    open memory if it has one.
+    open memory if it has one. `owner` names the process that holds it, as a command
+    tells the user what it changed there (`helix config set`).
 
     Never raises for user errors and never exits the process: returns the exit status.
     """
@@ -249,6 +251,7 @@ def run_in_process(
             return _usage_failure(stop, argv, stdout, stderr)
         args.in_daemon = True  # no terminal, no stdin: the client's stay with the client
         args.daemon_repo = repo  # for a store handler that reads it if it is open (hook)
+        args.daemon_owner = owner
         out = Output(stdout, stderr, as_json=args.json)
         store = repo.path or Path()
         try:

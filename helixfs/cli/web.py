@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from helixfs.cli.command import add_command
 from helixfs.cli.memory_held import lent_source
@@ -103,9 +103,12 @@ def _serve_here(args: argparse.Namespace, store: Path, out: Output) -> int:
     store = Path(os.path.realpath(store))  # the control socket's commands chdir
     repo = open_repository(store)
     memory = KeptOpen(store / MEMORY_DB, lambda: process_embedder(store))
-    control = ControlServer(
-        store, lambda argv, stdout, stderr: run_in_process(argv, repo, stdout, stderr, memory)
-    )
+    owner = f"helix web (pid {os.getpid()})"
+
+    def run(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
+        return run_in_process(argv, repo, stdout, stderr, memory, owner)
+
+    control = ControlServer(store, run)
     try:
         commands = ControlThread(control).start()
         try:

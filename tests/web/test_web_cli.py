@@ -73,3 +73,22 @@ def test_open_hands_the_url_with_its_token_to_the_browser(
     finally:
         assert web.stop() == 0
     assert "no browser found here" in web.said[-1]
+
+
+def test_config_set_through_helix_web_names_it_not_a_mount(tmp_path: Path) -> None:
+    """A foreground `helix web` holds the store: a `config set` is applied to it, and
+    the message says so, not "the running mount" there is none of."""
+    store = tmp_path / "store"
+    helix("init", store)
+    web = WebServer(store)
+    web.start()
+    try:
+        said = helix("--store", store, "config", "set", "cache.frames", "3MiB").stdout
+        assert "applied cache.frames to helix web (pid " in said
+        said = helix("--store", store, "config", "set", "memory.half_life", "9d").stdout
+        waits = "memory.half_life takes effect when the store is opened again (stop helix web"
+        assert waits in said
+        assert "mount" not in said
+    finally:
+        assert web.stop() == 0
+    assert "3MiB" in helix("--store", store, "config", "get", "cache.frames").stdout
