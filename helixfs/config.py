@@ -16,10 +16,12 @@ Shared by every layer (like errors.py): it imports nothing of ours but errors.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,22 +357,37 @@ def set_value(path: Path, name: str, text: str) -> Value:
     spec = key(name)
     stored = _typed(spec, text)
     check(name, stored)
-    values = read_file(path, checked=False)
-    values[name] = stored
-    write_file(path, values)
+    with _changing(path):
+        values = read_file(path, checked=False)
+        values[name] = stored
+        write_file(path, values)
     return stored
 
 
 def unset_value(path: Path, name: str) -> bool:
     """Remove `name` from the file; whether it was there. A name the table lacks is
     refused unless the file has it (a typo in a hand-written file is removed so)."""
-    values = read_file(path, checked=False)
-    if name not in values:
-        key(name)
-        return False
-    del values[name]
-    write_file(path, values)
+    with _changing(path):
+        values = read_file(path, checked=False)
+        if name not in values:
+            key(name)
+            return False
+        del values[name]
+        write_file(path, values)
     return True
+
+
+@contextmanager
+def _changing(path: Path) -> Iterator[None]:
+    """Hold the file's lock across a read-modify-write: two `helix config set` of
+    different keys at once must both land, not the later one's copy of the file win."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _typed(spec: Key, text: str) -> Value:

@@ -115,6 +115,30 @@ def test_set_get_unset_and_a_bad_value_changes_nothing(store: Path, name: str) -
     assert json.loads(out)["source"] == "default"
 
 
+def _set_many_times(path: Path, name: str, start: Any) -> None:
+    start.wait()
+    for _ in range(20):
+        config.set_value(path, name, GOOD[name])
+
+
+def test_concurrent_sets_of_different_keys_all_land(tmp_path: Path) -> None:
+    """Each `config set` reads, changes and rewrites the whole file: without the file's
+    lock, two at once lose one key, or one fails renaming the other's temporary."""
+    import multiprocessing
+
+    path = tmp_path / "config.toml"
+    names = list(config.KEYS)
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(len(names))
+    workers = [context.Process(target=_set_many_times, args=(path, name, start)) for name in names]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0] * len(names)
+    assert set(config.read_file(path, checked=False)) == set(names)
+
+
 def test_an_unknown_key_is_refused_with_the_keys(store: Path) -> None:
     code, _, err = helix(store, "config", "set", "cache.frame", "1MiB")
     assert code == 1 and "unknown config key 'cache.frame'" in err
