@@ -39,10 +39,17 @@ MEMORY_COMMANDS = frozenset(
     {"remember", "relate", "recall", "context", "memories", "history", "forget", "rollback"}
     | {"purge", "archive", "checkpoint", "resume", "brief", "edit", "confirm", "memory"}
 )
+# And the hooks (ADR 0052): the first after a mount imports the memory engine (~0.3 s
+# under load), and on the trio thread the mount would stop for it.
+HOOK_COMMANDS = frozenset({"hook"})
 # And the long readers of history: a first blame of a long-edited file walks all of its
 # versions (a blame cached since is quick, ADR 0066), and a comparison of experiments
 # diffs each against their common base; on the trio thread either stalls the mount.
-WORKER_COMMANDS = frozenset({"import", "export", "demo", "commit", "gc", "blame"}) | MEMORY_COMMANDS
+WORKER_COMMANDS = (
+    frozenset({"import", "export", "demo", "commit", "gc", "blame"})
+    | MEMORY_COMMANDS
+    | HOOK_COMMANDS
+)
 WORKER_SUBCOMMANDS = {"experiment": frozenset({"compare"})}
 REPLY_SECONDS = 10.0  # a stopping daemon waits this long at most to answer a command that ran
 

@@ -316,6 +316,7 @@ async def serve(
         await nursery.start(control.serve)
         nursery.start_soon(side_job, "read-ahead tuning", _tune_once_answering, config.mountpoint)
         nursery.start_soon(side_job, "the workspace index", memory_files.index_forever)
+        nursery.start_soon(side_job, "opening the memory", memory_files.open_soon)
         collector = Collector(repo, config.gc_growth)
         stack.callback(repo.subscribe_settings(_live_settings(saver, collector)))
         nursery.start_soon(side_job, "automatic gc", collector.run)
@@ -353,13 +354,17 @@ def _command_runner(
 ) -> CommandRunner:
     """Forwarded commands run on the daemon's repository and its memory, whose vector
     indexes stay warm. A search of the workspace (`recall --workspace`) also starts the
-    index the daemon keeps on HEAD."""
+    index the daemon keeps on HEAD. A hook never waits for the model: until the kept
+    memory is open, it reads a lexical one (MemoryFiles.for_a_hook)."""
 
     def run(argv: list[str], out: TextIO, err: TextIO) -> int:
         if command_name(argv) == "recall" and "--workspace" in argv:
             note = memory_files.want_workspace()
             if note is not None:
                 err.write(note + "\n")
+        if command_name(argv) == "hook":
+            with memory_files.for_a_hook() as memory:
+                return runner(argv, repo, out, err, memory)
         return runner(argv, repo, out, err, memory_files.memory)
 
     return run

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import stat
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +61,9 @@ BUSY_NOTE = "# lexical search while the memory is busy (a long write): search ag
 # How long a read waits for the memory another thread uses (a forwarded command) before
 # it answers lexically from a connection of its own: the whole mount waits with it.
 BUSY_WAIT = 0.05
+# How long after the mount is up the kept memory starts opening: a mount that lives
+# less (a script's, a test's) never loads the model; an agent's session starts later.
+WARM_DELAY = 2.0
 RECENT_COMMITS = 20  # whose changed files a first index embeds first
 INDEX_PENDING_NOTE = (
     "helix: note: the workspace index is being built: passages of its files join the "
@@ -128,6 +131,22 @@ class MemoryFiles:
             yield interim, note
         finally:
             interim.close()
+
+    async def open_soon(self, delay: float = WARM_DELAY) -> None:
+        """Open the kept memory (imports, model, vector indexes) on its thread a moment
+        after the mount is up, if this store has a memory: an agent's first hook or
+        search then finds it warm. A store that never used memory pays nothing."""
+        await trio.sleep(delay)
+        if (self.store / MEMORY_DB).exists():
+            self._kept().open_in_background()
+
+    @contextmanager
+    def for_a_hook(self) -> Iterator[Callable[[], Memory]]:
+        """The memory a forwarded hook uses: the kept one once open and free, or else a
+        lexical one for this call while the kept one opens on its thread. A hook has
+        milliseconds (ADR 0052); loading the model takes more than a second."""
+        with self._reading() as (memory, _note):
+            yield lambda: memory
 
     def want_workspace(self) -> str | None:
         """A search asked for workspace passages (`helix recall --workspace`, from the CLI

@@ -305,8 +305,9 @@ def test_command_name_skips_global_options() -> None:
 
 
 def test_long_readers_of_history_run_off_the_fuse_thread(store: Path) -> None:
-    """`experiment compare` and `blame` can read history for seconds: on the trio
-    thread (the FUSE loop's) they stalled the mount meanwhile. `log` stays there."""
+    """`experiment compare` and `blame` can read history for seconds, and the first hook
+    after a mount imports the memory engine: on the trio thread (the FUSE loop's) they
+    stalled the mount meanwhile. `log` stays there."""
     threads: dict[str, threading.Thread] = {}
 
     def record(argv: list[str], out: TextIO, err: TextIO) -> int:
@@ -314,13 +315,14 @@ def test_long_readers_of_history_run_off_the_fuse_thread(store: Path) -> None:
         return 0
 
     commands = [["--json", "experiment", "compare", "a", "b"], ["blame", "f"], ["log"]]
-    commands += [["experiment", "list"]]
+    commands += [["experiment", "list"], ["hook", "SessionStart", "--input", "{}"]]
     with ServedStore(store, record) as running:
         for argv in commands:
             assert forward(store, argv, io.StringIO(), io.StringIO()) == 0
         loop = running._thread
     assert threads["--json experiment compare a b"] is not loop
     assert threads["blame f"] is not loop
+    assert threads["hook SessionStart --input {}"] is not loop
     assert threads["log"] is loop and threads["experiment list"] is loop
 
 
@@ -717,6 +719,50 @@ def test_a_search_name_that_is_not_utf8_is_invalid_not_an_io_error(store: Path) 
         assert refused.value.errno == errno.EINVAL
     finally:
         files.close()
+
+
+def test_a_hook_reads_a_lexical_memory_until_the_kept_one_is_open(tmp_path: Path) -> None:
+    """ADR 0052: the first hook after a mount opened the daemon's kept memory itself: the
+    model (1.3 s here), the vector indexes. It now reads a lexical memory of its own
+    while the kept one opens on its thread, and the kept one once it is open."""
+    store = tmp_path / "store"
+    store.mkdir()
+    with Memory.open(store / MEMORY_DB, None, warn_lexical=False) as memory:
+        memory.remember("the parser holds the session lock", type="gotcha")
+    files = MemoryFiles(store)
+    try:
+        with files.for_a_hook() as source:
+            interim = source()
+            assert interim.lexical_only
+            assert "session lock" in interim.context().text
+        kept = files.memory()  # waits for the opening the hook started
+        assert kept is not interim
+        with files.for_a_hook() as source:
+            assert source() is kept
+    finally:
+        files.close()
+
+
+def test_a_mount_opens_its_memory_soon_only_if_the_store_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So an agent's first hook finds the model loaded; a store that never used memory
+    gets no memory.db and loads no model."""
+    monkeypatch.setenv("HELIX_MEMORY_LEXICAL", "1")  # the opening, not the model, is tested
+    unused, used = tmp_path / "unused", tmp_path / "used"
+    unused.mkdir()
+    used.mkdir()
+    Memory.open(used / MEMORY_DB, None, warn_lexical=False).close()
+    for store in (unused, used):
+        files = MemoryFiles(store)
+        try:
+            trio.run(files.open_soon, 0)
+            kept = files._kept()
+            if store is used:
+                wait_until(lambda: kept.ready() is not None)  # noqa: B023 - called here
+        finally:
+            files.close()
+    assert not (unused / MEMORY_DB).exists()
 
 
 @pytest.fixture
