@@ -55,7 +55,7 @@ from helixfs.memory.db import (
 from helixfs.memory.embed import MODEL_INSTALL
 from helixfs.memory.extract import INJECTION_TAG, Candidate, candidate, extract
 from helixfs.memory.redact import redact
-from helixfs.memory.shared import SharesMemory
+from helixfs.memory.shared import ARCHIVED_ON_REQUEST, SharesMemory
 from helixfs.memory.tree import TreeView
 from helixfs.memory.treeapi import FollowsTree
 from helixfs.memory.types import (
@@ -679,7 +679,7 @@ class Memory(FollowsTree, SharesMemory):
                     {"status": "archived", "updated": now},
                     "archive",
                     now,
-                    "archived on request",
+                    ARCHIVED_ON_REQUEST,
                 )
         return len(resolved)
 
@@ -757,13 +757,20 @@ class Memory(FollowsTree, SharesMemory):
                     now,
                     f"to seq {to_seq}" if to_seq else "undo last change",
                 )
-            if self._vectors and before["content"] != state["content"]:
-                vector = self._vectors.embed_memories([state["content"]])[0]
-                with writing(self._conn):
-                    rowid = records.rowid_of(self._conn, resolved)
-                    records.set_vector(self._conn, rowid, vector, state["status"] == "active")
-                    self._index_cache.vector_written(rowid, vector)
+            if before["content"] != state["content"]:
+                self._reembed(resolved, state["content"], state["status"] == "active")
             return self.get(resolved)
+
+    def _reembed(self, memory_id: str, content: str, active: bool) -> None:
+        """The vector of a memory whose text was set back or from elsewhere (no-op
+        without a model)."""
+        if not self._vectors:
+            return
+        vector = self._vectors.embed_memories([content])[0]
+        with writing(self._conn):
+            rowid = records.rowid_of(self._conn, memory_id)
+            records.set_vector(self._conn, rowid, vector, active)
+            self._index_cache.vector_written(rowid, vector)
 
     def edit(
         self,

@@ -42,13 +42,21 @@ import nacl.exceptions
 import nacl.signing
 
 from helixfs.errors import CorruptObject, InvalidInput, UnsupportedVersion
+from helixfs.memory import validate
 from helixfs.memory.engine import Memory
+from helixfs.memory.shared import EDIT_FIELDS, ROLLBACK_FIELDS
 from helixfs.memory.strand import identity, public_key, remember_arguments
+from helixfs.memory.types import MEMORY_TYPES, STATUSES
 from helixfs.store.s3client import S3Client, S3Location
 from helixfs.store.seal import Sealed
 
 PREFIX = "memory/"
-MAGIC, VERSION = b"HELIXMOP", 1
+MAGIC, VERSION, LATEST = b"HELIXMOP", 1, 2
+# the operations each batch version may hold (2: memory lifecycle and relations, ADR 0078)
+OPS: dict[int, tuple[str, ...]] = {
+    1: ("remember", "forget", "purge"),
+    2: ("remember", "forget", "purge", "archive", "edit", "rollback", "relate"),
+}
 TRUST_FILE = "trusted-keys.json"
 STATE_FILE = "memory-sync.json"  # per remote location: the history row sent up to
 TRUST_FORMAT = "helix-trusted-keys"
@@ -131,8 +139,12 @@ def batch_name(signer: str, seq: int) -> str:
 
 
 def encode(ops: list[dict[str, Any]], seq: int, key: nacl.signing.SigningKey) -> bytes:
+    """A signed batch: version 1 when it holds only what version 1 had, so a machine
+    not yet upgraded still reads those; version 2 (which it refuses, saying to
+    upgrade) when it holds an archive, edit, rollback or relate."""
+    version = VERSION if all(op["op"] in OPS[VERSION] for op in ops) else LATEST
     body = {"signer": public_key(key), "seq": seq, "created": time.time(), "ops": ops}
-    signed = MAGIC + bytes((VERSION,)) + json.dumps(body, sort_keys=True).encode()
+    signed = MAGIC + bytes((version,)) + json.dumps(body, sort_keys=True).encode()
     return signed + key.sign(signed).signature
 
 
@@ -141,8 +153,9 @@ def decode(data: bytes, signer: str, seq: int) -> list[dict[str, Any]]:
     its signature, its name and every operation must check."""
     if len(data) < len(MAGIC) + 1 + _SIG or not data.startswith(MAGIC):
         raise InvalidInput("not a HelixFS memory batch")
-    if data[len(MAGIC)] != VERSION:
-        raise UnsupportedVersion(f"batch version {data[len(MAGIC)]}: upgrade HelixFS to read it")
+    version = data[len(MAGIC)]
+    if version not in OPS:
+        raise UnsupportedVersion(f"batch version {version}: upgrade HelixFS to read it")
     signed, signature = data[:-_SIG], data[-_SIG:]
     try:
         nacl.signing.VerifyKey(bytes.fromhex(signer)).verify(signed, signature)
@@ -156,18 +169,14 @@ def decode(data: bytes, signer: str, seq: int) -> list[dict[str, Any]]:
     ops = body.get("ops")
     if not isinstance(ops, list) or len(ops) > MAX_OPS:
         raise InvalidInput(f"it has no list of at most {MAX_OPS} operations")
-    return [_checked(n, op) for n, op in enumerate(ops)]
+    return [_checked(n, op, version) for n, op in enumerate(ops)]
 
 
-def _checked(n: int, op: Any) -> dict[str, Any]:
-    if not isinstance(op, dict) or op.get("op") not in ("remember", "forget", "purge"):
-        raise InvalidInput(f"operation {n} is not remember, forget or purge")
-    ids = op.get("ids")
-    if not (isinstance(ids, list) and 0 < len(ids) <= 64):
-        raise InvalidInput(f"operation {n} names no memory")
-    if not all(isinstance(i, str) and _ID.fullmatch(i) for i in ids):
-        raise InvalidInput(f"operation {n} names a memory by something that is not an id")
-    checked: dict[str, Any] = {"op": op["op"], "ids": list(ids)}
+def _checked(n: int, op: Any, version: int) -> dict[str, Any]:
+    allowed = OPS[version]
+    if not isinstance(op, dict) or op.get("op") not in allowed:
+        raise InvalidInput(f"operation {n} is not one of {', '.join(allowed)}")
+    checked: dict[str, Any] = {"op": op["op"], "ids": _ids(n, op.get("ids"))}
     if op["op"] == "purge":
         return checked
     at = op.get("at")
@@ -177,6 +186,8 @@ def _checked(n: int, op: Any) -> dict[str, Any]:
     if op["op"] == "forget":
         checked["reason"] = str(op.get("reason") or "")[:1000]
         return checked
+    if op["op"] in ("archive", "edit", "rollback", "relate"):
+        return _checked_change(n, op, checked)
     checked["args"] = remember_arguments(n, op.get("args"), "the batch")
     for name in ("branch", "base_commit"):
         value = op.get(name)
@@ -184,6 +195,74 @@ def _checked(n: int, op: Any) -> dict[str, Any]:
             raise InvalidInput(f"operation {n} has a {name} that is not a name")
         checked[name] = value
     return checked
+
+
+def _ids(n: int, ids: Any) -> list[str]:
+    if not (isinstance(ids, list) and 0 < len(ids) <= 64):
+        raise InvalidInput(f"operation {n} names no memory")
+    if not all(isinstance(i, str) and _ID.fullmatch(i) for i in ids):
+        raise InvalidInput(f"operation {n} names a memory by something that is not an id")
+    return list(ids)
+
+
+def _checked_change(n: int, op: dict[str, Any], checked: dict[str, Any]) -> dict[str, Any]:
+    """An archive, edit, rollback or relate (version 2), checked onto `checked`."""
+    if op["op"] == "relate":
+        checked["to"] = _ids(n, op.get("to"))
+        try:
+            checked["rel"] = validate.check_relation(op.get("rel"))  # type: ignore[arg-type]
+        except InvalidInput as err:
+            raise InvalidInput(f"operation {n}: {err}") from None
+    elif op["op"] != "archive":
+        checked["state"] = _checked_state(n, op["op"], op.get("state"))
+    return checked
+
+
+def _checked_state(n: int, op: str, state: Any) -> dict[str, Any]:
+    fields = EDIT_FIELDS if op == "edit" else ROLLBACK_FIELDS
+    if not isinstance(state, dict) or not state or not set(state) <= set(fields):
+        raise InvalidInput(f"operation {n} sets no state, or columns an {op} does not set")
+    try:
+        return {name: _STATE_CHECKS[name](value) for name, value in state.items()}
+    except (InvalidInput, TypeError, ValueError) as err:
+        raise InvalidInput(f"operation {n} sets a state that does not check: {err}") from None
+
+
+def _one_of(kind: str, allowed: Iterable[str]) -> Any:
+    def check(value: Any) -> str:
+        if value not in tuple(allowed):
+            raise InvalidInput(f"unknown {kind} {value!r}")
+        return str(value)
+
+    return check
+
+
+def _short_text(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 4000:
+        raise InvalidInput("a subject or value that is not text under 4000 characters")
+    return value
+
+
+def _a_time(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"valid_to {value!r} is not a time")
+    return float(value)
+
+
+_STATE_CHECKS: dict[str, Any] = {
+    "content": lambda v: validate.check_text("memory content", v),
+    "type": _one_of("memory type", MEMORY_TYPES),
+    "tags": lambda v: list(validate.check_tags(v if isinstance(v, list) else str(v))),
+    "scope": lambda v: validate.check_name("scope", v),
+    "confidence": lambda v: validate.check_unit("confidence", v),
+    "salience": lambda v: validate.check_unit("salience", v),
+    "status": _one_of("status", STATUSES),
+    "valid_to": _a_time,
+    "subject": _short_text,
+    "value": _short_text,
+}
 
 
 # ---------------------------------------------------------------- the exchange

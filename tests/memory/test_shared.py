@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from helixfs.memory import Memory, Source
+import nacl.signing
+import pytest
+
+from helixfs.errors import InvalidInput, UnsupportedVersion
+from helixfs.memory import Memory, Source, remote_sync
 
 
 def _remember(content: str, at: float, ids: list[str], **extra: Any) -> dict[str, Any]:
@@ -47,3 +51,64 @@ def test_a_batch_applies_once_with_its_branch_and_is_never_sent_on(mem: Memory) 
     mine = mem.remember("Releases are cut on Fridays").id
     ops, _ = mem.own_operations(0)
     assert [(o["op"], o["ids"]) for o in ops] == [("remember", [mine])]
+
+
+def _signed(ops: list[dict[str, Any]], version: int | None = None) -> tuple[bytes, str]:
+    """`ops` as batch 1 of a new key, at the version given (or the one encode picks)."""
+    key = nacl.signing.SigningKey.generate()
+    data = remote_sync.encode(ops, 1, key)
+    if version is not None:  # signed again with another version byte
+        signed = data[: len(remote_sync.MAGIC)] + bytes((version,)) + data[9:-64]
+        data = signed + key.sign(signed).signature
+    return data, key.verify_key.encode().hex()
+
+
+@pytest.mark.parametrize(
+    ("op", "says"),
+    [
+        ({"op": "edit", "state": {"status": "active"}}, "columns an edit does not set"),
+        ({"op": "rollback", "state": {"status": "gone"}}, "unknown status"),
+        ({"op": "rollback", "state": {"confidence": 7}}, "between 0 and 1"),
+        ({"op": "edit", "state": {}}, "sets no state"),
+        ({"op": "relate", "to": ["01B"], "rel": "supersedes"}, "set by consolidation"),
+        ({"op": "relate", "rel": "uses"}, "names no memory"),
+    ],
+)
+def test_a_batch_with_a_change_that_does_not_check_is_refused(
+    op: dict[str, Any], says: str
+) -> None:
+    data, signer = _signed([{"ids": ["01A"], "at": 1_700_000_000.0, **op}])
+    assert data[len(remote_sync.MAGIC)] == 2
+    with pytest.raises(InvalidInput, match=says):
+        remote_sync.decode(data, signer, 1)
+
+
+def test_a_version_1_batch_holds_only_what_version_1_had() -> None:
+    archive = {"op": "archive", "ids": ["01A"], "at": 1_700_000_000.0}
+    data, signer = _signed([archive], version=1)
+    with pytest.raises(InvalidInput, match="not one of remember, forget, purge"):
+        remote_sync.decode(data, signer, 1)
+    data, signer = _signed([archive], version=3)
+    with pytest.raises(UnsupportedVersion, match="upgrade HelixFS"):
+        remote_sync.decode(data, signer, 1)
+
+
+def test_a_relation_to_a_memory_not_here_changes_nothing(mem: Memory) -> None:
+    here = mem.remember("The queue is RabbitMQ").id
+    relate = {"op": "relate", "ids": [here], "at": 1.0e9, "to": ["01NOTHERE"], "rel": "uses"}
+    assert mem.apply_batch("k" * 64, 1, [relate]) == {"unknown": 1}
+    assert mem.edges(here) == []
+
+
+def test_an_edit_from_elsewhere_is_embedded_again(vmem: Memory, clock: Any) -> None:
+    came = _remember("The web server is nginx behind a load balancer", clock.now, ["01OTHER"])
+    assert vmem.apply_batch("k" * 64, 1, [came]) == {"add": 1}
+    text = "Payments are settled through Stripe every night"
+    edit = {"op": "edit", "ids": ["01OTHER"], "at": clock.now + 1, "state": {"content": text}}
+    assert vmem.apply_batch("k" * 64, 2, [edit]) == {"edit": 1}
+    vmem.remember("The reverse proxy in front of the app is nginx")
+    # by meaning alone: the old text's vector would match the proxy, not the payments
+    hits = vmem.search("card payment provider", mode="vector", k=1, reinforce=False)
+    assert hits and hits[0].content == text
+    hits = vmem.search("nginx web server", mode="vector", k=1, reinforce=False)
+    assert hits and hits[0].content != text

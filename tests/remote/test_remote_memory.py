@@ -13,7 +13,7 @@ import pytest
 from cli.conftest import fails, ok, run_helix
 
 from helixfs.errors import InvalidInput
-from helixfs.memory import Memory, Source
+from helixfs.memory import Memory, MemoryRecord, Source
 from helixfs.memory import remote_sync as shared
 from helixfs.store.s3client import S3Client, S3Location
 from helixfs.store.seal import Sealed, new_key
@@ -149,6 +149,110 @@ def test_forget_and_purge_propagate(machines: tuple[Machine, Machine], place: Pl
     assert b"staging" in opened and b"ops/legacy" not in opened and b"locker" not in opened
     if a.sealer is not None:
         assert not any(b"staging" in blob for blob in stored.values())
+
+
+def _held(machine: Machine, text: str) -> MemoryRecord:
+    """The one memory of `machine` (any status) whose text holds `text`."""
+    (found,) = [m for m in machine.memory.memories(status=None) if text in m.content]
+    return found
+
+
+def _state(machine: Machine) -> dict[str, tuple[str, str]]:
+    """Every memory's (status, content) by its first words: what both must agree on."""
+    return {
+        " ".join(m.content.split()[:3]): (m.status, m.content)
+        for m in machine.memory.memories(status=None)
+    }
+
+
+def _relations(machine: Machine) -> set[tuple[str, str, str]]:
+    """Every hand-made edge, by the first words of the memories at its ends."""
+    found = set()
+    for m in machine.memory.memories(status=None):
+        for edge in machine.memory.edges(m.id):
+            if edge.rel in ("supersedes", "reasserts"):
+                continue
+            ends = (machine.memory.get(edge.src).content, machine.memory.get(edge.dst).content)
+            found.add((ends[0].split()[1], edge.rel, ends[1].split()[1]))
+    return found
+
+
+def test_archive_edit_rollback_and_relations_travel(machines: tuple[Machine, Machine]) -> None:
+    a, b = machines
+    deploy = a.memory.remember("The deploy script is deploy.sh").id
+    stage = a.memory.remember("Staging runs on stage-3").id
+    cache = a.memory.remember("The cache is Redis 7").id
+    a.sync()
+    b.sync()
+    a.memory.archive([cache])
+    a.memory.relate(deploy, stage, "depends_on")
+    a.memory.edit(deploy, "The deploy script is ship.sh")
+    report = a.sync()
+    assert report.sent == 3
+    got = b.sync()
+    assert got.actions == {"archive": 1, "relate": 1, "edit": 1} and not got.refused
+    assert _held(b, "Redis").status == "archived"
+    assert _held(b, "deploy script").content == "The deploy script is ship.sh"
+    assert _relations(b) == {("deploy", "depends_on", "runs")}  # deploy script -> staging
+    assert [h.op for h in b.memory.history(_held(b, "Redis").id)][-1] == "archive"
+    # B undoes the edit that came from A, on its own copy: A's memory follows
+    b.memory.rollback(_held(b, "deploy script").id)
+    b.sync()
+    assert a.sync().actions == {"rollback": 1}
+    assert a.memory.get(deploy).content == "The deploy script is deploy.sh"
+    # a rollback of an archive brings the memory back on both
+    a.memory.rollback(cache)
+    a.sync()
+    b.sync()
+    assert _held(b, "Redis").status == "active"
+    assert _state(a) == _state(b) and _relations(a) == _relations(b)
+    # nothing echoes, and each batch is applied once
+    assert a.sync().sent == 0 and b.sync().sent == 0
+    assert b.memory.apply_batch(a.key, 2, []) is None
+
+
+def test_changes_made_apart_to_one_memory_end_with_the_later(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, b = machines
+    first = a.memory.remember("The CI runner image is ubuntu-22").id
+    second = a.memory.remember("The linter is flake8 with defaults").id
+    a.sync()
+    b.sync()
+    mine = _held(b, "CI runner").id
+    # while apart: B forgets the first, then A edits it and archives it (later, so the
+    # archive wins the status and A's edit the text); both edit the second, A last
+    b.memory.forget(mine, reason="gone")
+    b.memory.edit(_held(b, "linter").id, "The linter is ruff, set in pyproject")
+    a.memory.edit(first, "The CI runner image is ubuntu-24")
+    a.memory.archive([first])
+    a.memory.edit(second, "The linter is ruff with rule set E F I")
+    b.sync()
+    a_got = a.sync()  # B's changes reach A after A's own later ones
+    assert a_got.actions == {"older": 2}
+    b_got = b.sync()
+    assert b_got.actions == {"edit": 2, "archive": 1}
+    assert a.memory.get(first).status == "archived"
+    assert b.memory.get(mine).content == "The CI runner image is ubuntu-24"
+    assert _state(a) == _state(b)
+    assert _held(b, "linter").content == "The linter is ruff with rule set E F I"
+
+
+def test_a_new_operation_is_a_version_2_batch_and_an_old_one_stays_1(
+    machines: tuple[Machine, Machine], place: Place
+) -> None:
+    a, b = machines
+    kept = a.memory.remember("Logs rotate daily at midnight").id
+    a.sync()
+    a.memory.archive([kept])
+    a.sync()
+    with _raw(place) as client:
+        versions = [
+            a.opened(name, client.get(name) or b"")[len(shared.MAGIC)]
+            for name in (shared.batch_name(a.key, 1), shared.batch_name(a.key, 2))
+        ]
+    assert versions == [1, 2]  # a machine not yet upgraded still reads the first
+    assert b.sync().actions == {"add": 1, "archive": 1}
 
 
 def test_untrusted_and_tampered_batches_change_nothing(
