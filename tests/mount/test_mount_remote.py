@@ -58,9 +58,15 @@ def test_commits_cross_between_mounts_and_survive_an_outage(
     server.kill()  # offline: saves still work, and are committed locally
     (alpha.path / "offline.txt").write_text("written offline\n")
     assert any("offline.txt" in str(c) for c in alpha.log(limit=3))
+    # beta changes the same branch meanwhile, another file: merged in on both sides
+    (beta.path / "beta-offline.txt").write_text("beta, offline too\n")
     server.start()
     wait_until(lambda: (beta.path / "offline.txt").exists(), WAIT, "the offline save on beta")
     assert (beta.path / "offline.txt").read_text() == "written offline\n"
+    merged = alpha.path / "beta-offline.txt"
+    wait_until(merged.exists, WAIT, "beta's offline save merged into alpha's main")
+    assert merged.read_text() == "beta, offline too\n"
+    assert (alpha.path / "hello.txt").read_text() == "from alpha\n"
 
 
 def _memory_crosses(alpha: Mount, beta: Mount) -> None:

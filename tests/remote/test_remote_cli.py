@@ -225,3 +225,27 @@ def test_an_object_corrupted_on_the_server_is_refused(tmp_path: Path, place: Pla
     assert not clone.exists()
     # the machine that has the good copy is unharmed, and fsck says so
     assert ok(helix("fsck", "--json")).json()["problems"] == []
+
+
+def test_credentials_come_from_a_credentials_file_or_say_where_to_put_them(
+    tmp_path: Path, place: Place
+) -> None:
+    helix = new_store(tmp_path / "a", place)
+    commit(helix, tmp_path, "a.txt", "a\n")
+    profile = tmp_path / "aws" / "credentials"
+    profile.parent.mkdir()
+    profile.write_text(
+        f"[helix]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    )
+    none_in_env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
+    from_file = {**none_in_env, "AWS_SHARED_CREDENTIALS_FILE": str(profile)}
+    before = store_state(tmp_path / "a")
+    missing = fails(helix("push", env=dict(none_in_env)), says="no AWS credentials")
+    assert "~/.aws/credentials" in missing.err
+    assert store_state(tmp_path / "a") == before and place.keys() == []
+    pushed = ok(helix("push", "--json", env={**from_file, "AWS_PROFILE": "helix"}))
+    assert pushed.json()["branches"][0]["status"] == "created"
+    assert SECRET_KEY not in pushed.out + pushed.err
+    assert SECRET_KEY.encode() not in b"".join(
+        p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )

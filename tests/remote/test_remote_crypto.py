@@ -95,3 +95,40 @@ def test_a_plain_store_refuses_an_encrypted_remote_and_back(tmp_path: Path, plac
     plain = new_store(tmp_path / "b", place)
     fails(plain("fetch"), says="is encrypted")
     fails(plain("push"), says="is encrypted")
+
+
+def test_a_damaged_or_moved_sealed_object_is_refused(tmp_path: Path, place: Place) -> None:
+    """Every object fetched is checked, encrypted too: a flipped byte fails its seal, and
+    a whole sealed object stored under another object's name fails to open there."""
+    helix = new_store(tmp_path / "a", place, "--encrypt")
+    commit(helix, tmp_path, "notes.txt", SECRET_TEXT)
+    ok(helix("push"))
+    key = tmp_path / "key.txt"
+    key.write_text(ok(helix("remote", "key", "export", "origin")).out)
+    clone = ("clone", place.url, "--endpoint", place.endpoint, "--key", key)
+    with place.store() as remote:
+        names = sorted(k for k, _ in remote._client.listing("objects/"))
+        sealed = {name: remote._client.get(name) or b"" for name in names}
+    assert len(names) >= 3  # a commit, its tree and the file's blob, each loose
+    refused = 0
+    for n, name in enumerate(names):
+        other = sealed[names[(n + 1) % len(names)]]
+        flipped = sealed[name][:-1] + bytes([sealed[name][-1] ^ 1])
+        for m, damaged in enumerate((flipped, other)):
+            with place.store() as remote:
+                remote._client.raw_put(name, damaged)
+            target = tmp_path / f"b{n}-{m}"
+            result = run_helix(*clone, target, store=None)
+            if result.code == 0:  # an object a new store holds already is not fetched
+                assert ok(helix_on(target)("cat", "main", "notes.txt")).out == SECRET_TEXT
+                ok(helix_on(target)("fsck"))
+                continue
+            refused += 1
+            assert "Traceback" not in result.err and "swordfish" not in result.err
+            assert "corrupt" in result.err or "damaged" in result.err, result.err
+            assert not target.exists()
+        with place.store() as remote:
+            remote._client.raw_put(name, sealed[name])
+    assert refused >= 6  # both damages of the commit, its tree and the blob at least
+    ok(run_helix(*clone, tmp_path / "whole", store=None))
+    assert ok(helix_on(tmp_path / "whole")("cat", "main", "notes.txt")).out == SECRET_TEXT
