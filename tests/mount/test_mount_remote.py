@@ -107,3 +107,34 @@ def test_a_conflict_from_elsewhere_is_kept_apart_and_reported(
         os.listdir(beta.path / ".helix" / "branches")
     )
     assert branches & {"main@alpha", "main@beta"}
+
+
+ROUNDS = 100  # saves into main on each machine, as issue 31's race asks
+
+
+def _names_seen(mount: Mount) -> set[str]:
+    """The files of main here, and of every main@HOST a lost race kept apart."""
+    seen = {p.name for p in mount.path.iterdir()}
+    for kept in (mount.path / ".helix" / "branches").glob("main@*"):
+        seen |= {p.name for p in kept.iterdir()}
+    return seen
+
+
+def test_two_mounts_saving_into_one_branch_lose_no_save(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> None:
+    """Two daemons, each saving ROUNDS files into the same branch while both push it:
+    every save ends on both machines, merged into main or kept as main@HOST; fsck clean."""
+    alpha, beta = two_machines(make_mount, tmp_path, server)
+    wanted = set()
+    for i in range(ROUNDS):
+        for mount, host in ((alpha, "alpha"), (beta, "beta")):
+            name = f"{host}-{i}.txt"
+            (mount.path / name).write_text(f"{host} {i}\n")
+            wanted.add(name)
+    for mount in (alpha, beta):
+        wait_until(lambda m=mount: wanted <= _names_seen(m), WAIT * 2, "every save on both")
+        checked = json.loads(mount.helix("fsck", "--json").stdout)
+        assert checked["problems"] == [], checked
+    merges = [c for c in alpha.log() + beta.log() if len(c.get("parents", ())) > 1]
+    assert merges  # the two raced: main was merged, not only fast-forwarded
