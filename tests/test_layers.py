@@ -54,3 +54,29 @@ def test_every_layer_imports_only_downwards() -> None:
 def test_every_subpackage_has_a_layer() -> None:
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert packages <= set(ALLOWED), f"unmapped layers: {packages - set(ALLOWED)}"
+
+
+def test_no_module_calls_a_private_of_the_repository() -> None:
+    """The helpers of vcs/ (merge, pick, revisions, worktree...) take a Repository and
+    use its public methods only: a private reached from outside is an API the class
+    does not admit to (DESIGN.md, house change 1)."""
+    reached = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "repo.py" and path.parent.name == "vcs":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and _names_a_repository(node.value)
+            ):
+                reached.append(f"{path.relative_to(PACKAGE)}:{node.lineno} .{node.attr}")
+    assert reached == []
+
+
+def _names_a_repository(node: ast.expr) -> bool:
+    """`repo` or `self.repo`: how every helper names the Repository it was given."""
+    if isinstance(node, ast.Name):
+        return node.id == "repo"
+    return isinstance(node, ast.Attribute) and node.attr == "repo"

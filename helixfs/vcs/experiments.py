@@ -7,7 +7,7 @@ is two refs (ADR 0060):
 - `experiments/NAME` holds its record (below): made by `start`, rewritten by `stop`,
   `score` and `pick`, each a compare-and-swap on the bytes it read;
 - `experiment-on/BRANCH` holds NAME while the experiment runs on BRANCH. Every commit
-  `Repository._write_commit` makes on BRANCH (a mount's saves, API commits, merges,
+  `Repository.write_commit` makes on BRANCH (a mount's saves, API commits, merges,
   reverts) gets meta `experiment=NAME` from it (`tag`). It is one ref read, which the
   store keeps in memory, so a mount's saver tags its commits from the moment a command
   run through its daemon moved the ref: no restart, no second copy of the state.

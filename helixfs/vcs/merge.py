@@ -511,7 +511,7 @@ def merge_branches(
         objects: dict[ObjectId, bytes] = {}
         refs = [
             RefUpdate(branch_ref(target), theirs, expected=ours),
-            repo._work_follows(target, ours, theirs, objects),
+            repo.work_follows(target, ours, theirs, objects),
         ]
         repo.store.write(objects, refs, uncompressed=uncompressed(objects))
         return MergeResult("fast-forward", theirs)
@@ -531,7 +531,7 @@ def merge_branches(
     if merger.conflicts:
         meta["conflicts"] = [p.decode("utf-8", "surrogateescape") for p in merger.conflicts]
     text = message or f"merge {branch} into {target}"
-    cid = repo._write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
+    cid = repo.write_commit(target, tree, [ours, theirs], text, meta, merger.objects)
     status = "conflicts" if merger.conflicts else "merged"
     return MergeResult(status, cid, merger.conflicts, list(merger.marked), merger.reasons)
 

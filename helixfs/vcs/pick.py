@@ -65,5 +65,5 @@ def apply_commit(
     key = "reverts" if undo else "picked"
     text = message or (f'revert "{subject}"' if undo else source.message or subject)
     meta: dict[str, object] = {key: hex_id(source.id), "changed": changed[:1000]}
-    cid = repo._write_commit(target, tree, [head], text, meta, merger.objects)
+    cid = repo.write_commit(target, tree, [head], text, meta, merger.objects)
     return PickResult("applied", cid, source.id)

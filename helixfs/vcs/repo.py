@@ -309,7 +309,7 @@ class Repository:
         paths = self.trees.changed_paths(head_tree, tree)
         changes = [path_text(p) for p in itertools.islice(paths, 1000)]
         meta = {"recovered": True, "changed": changes}
-        return self._write_commit(branch, tree, [head], "recovered pending changes", meta, objects)
+        return self.write_commit(branch, tree, [head], "recovered pending changes", meta, objects)
 
     # -- subscribers and worktrees --------------------------------------------------------
 
@@ -380,7 +380,7 @@ class Repository:
             name = branch if branch is not None else self.current_branch()
             tree = self._worktrees.get(name)
             if tree is None:
-                self._branch_head(name)
+                self.branch_head(name)
                 tree = Worktree(self, name)
                 self._worktrees[name] = tree
             return tree
@@ -454,7 +454,7 @@ class Repository:
             work = self.store.ref(work_ref(branch))
             if work is None:
                 return []
-            head = self.commit_info(self._branch_head(branch)).tree
+            head = self.commit_info(self.branch_head(branch)).tree
             walk = stored_ignored(self.trees, journal.tree_of(work), head, NO_RULES)
             return list(itertools.islice(walk, LISTED_MAX))
 
@@ -522,16 +522,13 @@ class Repository:
             )
         return head.name
 
-    def branch_head(self, branch: str) -> CommitId:
-        """The commit a branch points at; NotFound "no branch named ..." otherwise."""
-        return self._branch_head(branch)
-
     def has_branch(self, branch: str) -> bool:
         """One ref read (cached), where `branches()` lists them all: a lookup in
         .helix/branches/ must not cost the number of branches."""
         return storable(branch) and self.store.ref(branch_ref(branch)) is not None
 
-    def _branch_head(self, branch: str) -> CommitId:
+    def branch_head(self, branch: str) -> CommitId:
+        """The commit a branch points at; NotFound "no branch named ..." otherwise."""
         value = self.store.ref(branch_ref(branch)) if storable(branch) else None
         if value is None:
             raise NotFound(f"no branch named {shown_name(branch)}")
@@ -650,7 +647,7 @@ class Repository:
         with self.lock:
             name = branch if branch is not None else self.current_branch()
             self._settle(name)
-            head = self._branch_head(name)
+            head = self.branch_head(name)
             objects: dict[ObjectId, bytes] = {}
             stored = self._store_changes(changes)
             bases: dict[ObjectId, ObjectId] = {}
@@ -664,7 +661,7 @@ class Repository:
             info = dict(meta or {})
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
             info["changed"] = sorted(map(path_text, stored))[:1000]
-            cid = self._write_commit(
+            cid = self.write_commit(
                 name, tree, [head], message, info, objects, bases, author, started
             )
             self._moved_if_live(name)
@@ -690,11 +687,11 @@ class Repository:
         with self.lock:
             name = branch if branch is not None else self.current_branch()
             self._settle(name)
-            head = self._branch_head(name)
+            head = self.branch_head(name)
             if tree == self.commit_info(head).tree:
                 return None
             info = dict(meta or {})
-            cid = self._write_commit(
+            cid = self.write_commit(
                 name, tree, [head], message, info, dict(objects or {}), author=author
             )
             self._moved_if_live(name)
@@ -723,7 +720,7 @@ class Repository:
             for branch in branches:
                 old = self.store.ref(branch_ref(branch))
                 was = CommitId(old) if old else None
-                updates.append(self._work_follows(branch, was, targets[BRANCHES + branch], objects))
+                updates.append(self.work_follows(branch, was, targets[BRANCHES + branch], objects))
             self.store.write(objects, updates, uncompressed=uncompressed(objects))
             for branch in branches:
                 self._moved(branch)
@@ -757,7 +754,7 @@ class Repository:
                 raise InvalidInput(f"content for {path!r} must be bytes, a file or None")
         return stored
 
-    def _write_commit(
+    def write_commit(
         self,
         branch: str,
         tree: ObjectId,
@@ -805,7 +802,7 @@ class Repository:
             remember_generation(self, cid, meta[GENERATION])
         return cid
 
-    def _work_follows(
+    def work_follows(
         self,
         branch: str,
         old: CommitId | None,
@@ -862,12 +859,12 @@ class Repository:
     def delete_branch(self, name: str) -> CommitId:
         """Drop a branch ref (its commits stay until gc). The HEAD branch cannot go."""
         with self.lock:
-            cid = self._branch_head(check_name(name))
+            cid = self.branch_head(check_name(name))
             if name == self.head_branch():
                 raise InvalidInput(f"cannot delete {name!r}: it is the current branch (HEAD)")
             refuse_if_running(self.store, name, "delete")
             self._settle(name)
-            cid = self._branch_head(name)
+            cid = self.branch_head(name)
             self.store.write(
                 {},
                 [
@@ -885,14 +882,14 @@ class Repository:
     def rename_branch(self, old: str, new: str) -> None:
         with self.lock:
             check_name(new)
-            cid = self._branch_head(check_name(old))
+            cid = self.branch_head(check_name(old))
             if old == new:
                 return  # as rename(2) of a name onto itself, and as for snapshots
             if self.store.ref(branch_ref(new)) is not None:
                 raise AlreadyExists(f"branch {new!r} already exists")
             refuse_if_running(self.store, old, "rename")
             self._settle(old)
-            cid = self._branch_head(old)
+            cid = self.branch_head(old)
             work = self.store.ref(work_ref(old))
             refs = [
                 RefUpdate(branch_ref(old), None, expected=cid),
@@ -966,7 +963,7 @@ class Repository:
         with self.lock:
             self._refuse_snapshot_checkout(check_name(branch))
             # a dangling or unreadable head would leave every later command failing
-            head = self.commit_info(self._branch_head(branch))
+            head = self.commit_info(self.branch_head(branch))
             self.trees.get(head.tree)
             old = self.head_branch()
             if old == branch:
@@ -986,14 +983,14 @@ class Repository:
         """Move a branch to `rev`. Its pending work is committed first, so it stays in log."""
         with self.lock:
             name = branch if branch is not None else self.current_branch()
-            self._branch_head(name)
+            self.branch_head(name)
             target = self.resolve(rev)
             self._settle(name)
-            head = self._branch_head(name)
+            head = self.branch_head(name)
             objects: dict[ObjectId, bytes] = {}
             refs = [
                 RefUpdate(branch_ref(name), target, expected=head),
-                self._work_follows(name, head, target, objects),
+                self.work_follows(name, head, target, objects),
             ]
             self.store.write(objects, refs, uncompressed=uncompressed(objects))
             self._moved(name)

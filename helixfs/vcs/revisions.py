@@ -85,7 +85,7 @@ def _head(repo: Repository) -> CommitId:
     the head of the branch HEAD names."""
     head = repo.folder_head()
     if head is None or head.kind == "branch":
-        return repo._branch_head(repo.current_branch())
+        return repo.branch_head(repo.current_branch())
     if head.kind == "commit":
         return resolve_id(repo, head.name)
     value = repo.store.ref(snapshot_ref(head.name))

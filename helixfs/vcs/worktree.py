@@ -153,7 +153,7 @@ class Worktree:
         """Re-read the branch head (after an out-of-band ref move). Nodes are replaced."""
         with self._lock:
             store = self.repo.store
-            head = self._fixed if self._fixed is not None else self.repo._branch_head(self.branch)
+            head = self._fixed if self._fixed is not None else self.repo.branch_head(self.branch)
             shown = self._shown(head)
             head_tree = shown.tree
             work = None if self.readonly else store.ref(work_ref(self.branch))
@@ -1446,7 +1446,7 @@ class Worktree:
             info["changed"] = [p.decode("utf-8", "surrogateescape") for p in changed]
             text = message or self._next_message or auto_message(changed, info)
             try:
-                cid = self.repo._write_commit(
+                cid = self.repo.write_commit(
                     self.branch,
                     tree,
                     [self._head],

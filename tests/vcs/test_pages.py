@@ -272,7 +272,7 @@ def test_a_flat_big_tree_from_an_older_store_is_read_and_paged_on_its_next_save(
     flat = encode_tree(entries)  # what HelixFS wrote before paged trees
     root = encode_tree([TreeEntry(b"old", MODE_DIR, _id(flat))])
     objects = {**content.objects, _id(flat): flat, _id(root): root}
-    repo._write_commit("main", _id(root), [repo.resolve()], "an old store", {}, objects)
+    repo.write_commit("main", _id(root), [repo.resolve()], "an old store", {}, objects)
     assert [e.name for e in repo.ls("HEAD", "old")] == [e.name for e in entries]
     tree = repo.worktree()
     old = tree.lookup(tree.root, b"old")

@@ -127,7 +127,7 @@ def test_last_change_never_names_a_commit_without_the_path(repo: Repository) -> 
     root = repo.resolve("HEAD")
     tree = repo.commit_info(repo.commit({"abs": b"1"}, "real", branch=None)).tree
     repo.reset_hard(root.hex())
-    lying = repo._write_commit("main", tree, [root], "listed wrong", {"changed": ["other"]}, {})
+    lying = repo.write_commit("main", tree, [root], "listed wrong", {"changed": ["other"]}, {})
     assert history.last_change(repo, lying, b"abs") == lying
 
 
