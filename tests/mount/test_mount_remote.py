@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from mount_harness import Mount, MountFactory, helix, wait_until
-from seaweed import SeaweedServer, serving
+from seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer, serving
 
 WAIT = 90.0  # seconds a change may take to cross, on a loaded machine
 
@@ -67,6 +67,21 @@ def test_commits_cross_between_mounts_and_survive_an_outage(
     wait_until(merged.exists, WAIT, "beta's offline save merged into alpha's main")
     assert merged.read_text() == "beta, offline too\n"
     assert (alpha.path / "hello.txt").read_text() == "from alpha\n"
+    _no_credentials_in_logs_or_stores(alpha, beta)
+
+
+def _no_credentials_in_logs_or_stores(*mounts: Mount) -> None:
+    """What the daemons said (their syncers' rounds) and every file of their stores
+    hold neither the access key nor the secret (issue 31)."""
+    for mount in mounts:
+        mount.stop()
+        said = "".join(mount.output)
+        assert "remote origin: main" in said  # the syncer's log was read
+        assert SECRET_KEY not in said and ACCESS_KEY not in said
+        for path in mount.store.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert SECRET_KEY.encode() not in data and ACCESS_KEY.encode() not in data, path
 
 
 def _memory_crosses(alpha: Mount, beta: Mount) -> None:
