@@ -23,6 +23,7 @@ class Backend:
     current: Callable[[], ObjectStore]
     reopen: Callable[[], ObjectStore]  # close and open again (memory: the same object)
     tamper: Callable[[ObjectId, Callable[[bytes], bytes]], None]  # edit the stored frame
+    lists_ids: bool = True  # False: ids() is refused (an encrypted remote's keyed names)
 
     @property
     def store(self) -> ObjectStore:
@@ -83,25 +84,28 @@ def raw_rows(path: Path, family: str) -> dict[bytes, bytes]:
     return rows
 
 
-def s3_backend(endpoint: str, prefix: str) -> Iterator[Backend]:
-    """An S3Store on its own prefix of the session's SeaweedFS bucket."""
+def s3_backend(endpoint: str, prefix: str, *, sealed: bool = False) -> Iterator[Backend]:
+    """An S3Store on its own prefix of the session's SeaweedFS bucket; `sealed`: an
+    encrypted remote's (ADR 0057), whose stored objects are sealed under keyed names."""
     from helixfs.store.s3 import S3Store
     from helixfs.store.s3client import S3Location
+    from helixfs.store.seal import Sealed, new_key
 
     location = S3Location("helix", prefix, endpoint)
-    holder: list[S3Store] = [S3Store(location)]
+    sealer = Sealed(new_key()) if sealed else None
+    holder: list[S3Store] = [S3Store(location, sealer=sealer)]
 
     def reopen() -> ObjectStore:
         holder[0].close()
-        holder[0] = S3Store(location)
+        holder[0] = S3Store(location, sealer=sealer)
         return holder[0]
 
     def tamper(oid: ObjectId, change: Callable[[bytes], bytes]) -> None:
         client = holder[0]._client
-        key = f"objects/{oid.hex()}"
+        key = holder[0]._key(oid)  # sealed: the keyed name, and `change` hits ciphertext
         frame = client.get(key)
         assert frame is not None, "tampering with an object that is not stored"
         client.raw_put(key, change(frame))
 
-    yield Backend(lambda: holder[0], reopen, tamper)
+    yield Backend(lambda: holder[0], reopen, tamper, lists_ids=not sealed)
     holder[0].close()

@@ -1,4 +1,5 @@
-"""The ObjectStore contract, run against every backend (MemoryStore and RocksStore)."""
+"""The ObjectStore contract, run against every backend: MemoryStore, RocksStore, and
+S3Store on SeaweedFS, plain and encrypted (whose object names are keyed: it lists no ids)."""
 
 from __future__ import annotations
 
@@ -172,18 +173,25 @@ def test_ids_and_delete(backend: Backend) -> None:
     store = backend.store
     items = dict(obj(f"object {i}".encode() * 50) for i in range(20))
     store.write(items)
-    assert set(store.ids()) == set(items)
+    if backend.lists_ids:
+        assert set(store.ids()) == set(items)
     doomed = list(items)[:5]
     store.delete(doomed)
     store.delete(doomed)  # deleting what is gone is a no-op
     for oid in doomed:
         assert not store.contains(oid)
-    assert set(backend.reopen().ids()) == set(items) - set(doomed)
+    assert all(backend.reopen().contains(oid) for oid in set(items) - set(doomed))
+    if backend.lists_ids:
+        assert set(backend.store.ids()) == set(items) - set(doomed)
 
 
 def test_ids_with_a_prefix(backend: Backend) -> None:
     items = dict(obj(f"object {i}".encode()) for i in range(300))
     backend.store.write(items)
+    if not backend.lists_ids:  # an encrypted remote's names are keyed (ADR 0057)
+        with pytest.raises(InvalidInput, match="do not reveal ids"):
+            list(backend.store.ids())
+        return
     for prefix in (b"", next(iter(items))[:1], next(iter(items))[:2], b"\xff\xff\xff"):
         expected = {oid for oid in items if oid.startswith(prefix)}
         assert set(backend.store.ids(prefix)) == expected
