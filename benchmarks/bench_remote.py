@@ -11,6 +11,12 @@ Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTA
   the same history (built by git fast-import) to a bare repository on the same disk,
   and `git clone --no-local` of it. Rounds interleaved, machine load beside each. Then
   `clone --lazy` of it (commits and folders, no file contents): seconds, objects.
+- lazy mount: the same history pushed once; each round `helix clone --lazy` and a full
+  `helix clone` of it (the order turning), each mounted (`helix mount`) and used at once:
+  `find` of the tree, a read of one file never read (then of a second: the first opens the
+  S3 client), an lstat of every path (what `git status` does). Seconds of each, "usable"
+  (clone + mount + first read), and what the store holds after (objects, and how many of
+  main's file contents), counted once it is unmounted.
 - machines: N stores (N processes, each its own RocksDB and S3 client) each committing
   into its own branch and pushing after every commit, for SECONDS seconds. Figures:
   total commits/s pushed, p95 time from a commit to its being listed on the remote by an
@@ -32,6 +38,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import stat
 import statistics
 import subprocess
 import sys
@@ -194,6 +201,102 @@ def transfer(server: SeaweedServer, work: Path, files: int, commits: int, rounds
         rows,
     )
     return raw
+
+
+# ---------------------------------------------------------------- a lazy clone, mounted
+
+
+def timed(step: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = step()
+    return time.perf_counter() - start, result
+
+
+def listed(mountpoint: Path) -> list[str]:
+    """`find` of the tree (not `.helix`): every path, as a listing walks it."""
+    out = subprocess.run(
+        ["find", str(mountpoint), "-path", str(mountpoint / ".helix"), "-prune", "-o", "-print"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return out.splitlines()[1:]  # the mountpoint itself first
+
+
+def stat_all(paths: list[str]) -> int:
+    """An lstat of every path, as `git status` does of a worktree: how many are files."""
+    return sum(1 for p in paths if stat.S_ISREG(os.lstat(p).st_mode))
+
+
+def held(store: Path) -> dict[str, int]:
+    """What the store holds once unmounted: objects, and file contents of main's tree."""
+    with Repository.open(store) as repo:
+        objects = sum(1 for _ in repo.store.ids())
+        root = repo.commit_info("main").tree
+        files = [e for _, e in repo.trees.walk(root) if e.is_file()]
+        contents = sum(1 for e in files if repo.store.contains(e.oid))
+    return {"objects": objects, "contents": contents, "files": len(files)}
+
+
+def mounted_clone(
+    url: str, endpoint: str, work: Path, name: str, lazy: bool, reads: tuple[str, str]
+) -> dict[str, Any]:
+    """`helix clone [--lazy]`, `helix mount`, then what an agent does first: list the
+    tree, read one file, stat every file; seconds of each, and what came down by then."""
+    store, mountpoint = work / f"{name}-store", work / f"{name}-mnt"
+    mountpoint.mkdir()
+    one, other = reads
+    flag = ["--lazy"] if lazy else []
+    figures: dict[str, Any] = {"load": load()}
+    figures["clone_s"], _ = timed(
+        lambda: helix(dict(os.environ), "clone", *flag, url, str(store), "--endpoint", endpoint)
+    )
+    figures["mount_s"], _ = timed(
+        lambda: helix(dict(os.environ), "mount", str(store), str(mountpoint))
+    )
+    try:
+        figures["find_s"], paths = timed(lambda: listed(mountpoint))
+        figures["read_s"], data = timed(lambda: (mountpoint / one).read_bytes())
+        # a second file: the first read also opened the S3 client (ondemand.py)
+        figures["read2_s"], _ = timed(lambda: (mountpoint / other).read_bytes())
+        figures["stat_s"], files = timed(lambda: stat_all(paths))
+        figures.update(entries=len(paths), files_stat=files, read_bytes=len(data))
+    finally:
+        subprocess.run([*HELIX, "umount", str(mountpoint)], capture_output=True, check=False)
+    figures["usable_s"] = figures["clone_s"] + figures["mount_s"] + figures["read_s"]
+    figures.update(held(store))
+    shutil.rmtree(store, ignore_errors=True)
+    mountpoint.rmdir()
+    return figures
+
+
+def lazy_mount(server: SeaweedServer, work: Path, files: int, commits: int, rounds: int) -> Any:
+    """A FILES-file history pushed once; each round a lazy and a full clone of it (the
+    order turning), each mounted and used at once."""
+    source, where = work / "lazy-history", location(server)
+    build_helix(source, files, commits).close()
+    helix_push(source, where)
+    url = f"s3://{where.bucket}/{where.prefix}"
+    middle = files // 2
+    # files never read before on either side
+    reads = (f"d{middle % 100}/f{middle}.txt", f"d{(middle + 1) % 100}/f{middle + 1}.txt")
+    rows, raw = [], []
+    for n in range(rounds):
+        sides = ["lazy", "full"] if n % 2 == 0 else ["full", "lazy"]
+        for side in sides:
+            f = mounted_clone(url, server.endpoint, work, f"{side}{n}", side == "lazy", reads)
+            raw.append({"round": n + 1, "side": side, **f})
+            rows.append(
+                [f"round {n + 1} {side}", f["clone_s"], f["mount_s"], f["find_s"],
+                 f["read_s"] * 1000, f["read2_s"] * 1000, f["stat_s"], f["usable_s"], f["entries"],
+                 f"{f['contents']:,} / {f['files']:,}", f["objects"], f["load"]]
+            )  # fmt: skip
+    print_table(
+        f"a clone of {files:,} files x {commits:,} commits, mounted and used at once:"
+        " lazy (contents when read) vs full",
+        ["round", "clone s", "mount s", "find s", "read ms", "2nd read ms", "stat all s",
+         "usable s", "entries", "contents here", "objects here", "load"],
+        rows,
+    )  # fmt: skip
+    return {"files": files, "commits": commits, "rounds": raw}
 
 
 # ---------------------------------------------------------------- N machines
@@ -462,7 +565,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
-        "--only", choices=["transfer", "machines", "save_path"], help="run one section"
+        "--only",
+        choices=["transfer", "lazy_mount", "machines", "save_path"],
+        help="run one section",
     )
     parser.add_argument("--rounds", type=int, default=8, help="save-path rounds (default 8)")
     parser.add_argument("--saves", type=int, default=300, help="saves per side per round")
@@ -484,6 +589,7 @@ def main() -> None:
     try:
         sections = {
             "transfer": lambda: transfer(server, work, files, commits, 1 if args.quick else 2),
+            "lazy_mount": lambda: lazy_mount(server, work, files, commits, 1 if args.quick else 3),
             "machines": lambda: machines(server, work, counts, seconds),
             "save_path": lambda: save_path(
                 server, work, args.saves, args.rounds, args.save_files, args.base
