@@ -3,20 +3,23 @@
 The events that only read the memory (PreToolUse's ambient context, UserPromptSubmit,
 PostToolUse's failed-build lookup, PreCompact, SubagentStart) get a `Reader`
 (memory/reader.py: the engine's own SQL and ranking, without numpy, sqlite-vec or the
-embedder) in place of the engine, and no repository. The others still open the engine
-and the store: SessionStart reads the branch and its commits from the repository
-(RocksDB, the vcs), Stop writes a checkpoint (a write must not be lost: it is made
-where it is asked, not queued).
+embedder) in place of the engine, and no repository. SessionStart and Stop get the
+reader too (Stop's: `Checkpointing`, which makes the automatic checkpoint's one INSERT
+where it is asked, not queued) and the repository, opened only when the handler asks
+for it (the branch, its commits, other branches' commits).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from helixfs.memory import Memory
+    from helixfs.vcs.repo import Repository
 
 LIGHT_EVENTS = (
     "PreToolUse",
@@ -25,7 +28,10 @@ LIGHT_EVENTS = (
     "PostToolUseFailure",
     "PreCompact",
     "SubagentStart",
+    "SessionStart",
+    "Stop",
 )
+WITH_REPOSITORY = ("SessionStart", "Stop")
 
 
 def answer(store: str, event: str, text: str) -> str | None:
@@ -36,10 +42,10 @@ def answer(store: str, event: str, text: str) -> str | None:
     import apsw
 
     from helixfs.errors import HelixError
-    from helixfs.memory.reader import Reader
+    from helixfs.memory.reader import Checkpointing, Reader
 
     try:
-        reader = Reader(Path(store) / "memory.db")
+        reader = (Checkpointing if event == "Stop" else Reader)(Path(store) / "memory.db")
     except (apsw.Error, HelixError):
         return None
     from helixfs.agents import hooks
@@ -48,11 +54,32 @@ def answer(store: str, event: str, text: str) -> str | None:
     payload = json.loads(text)
     if not isinstance(payload, dict):
         raise ValueError("the hook's input is not a JSON object")
-    with reader:
-        world = World(Path(store), cast("Memory", reader), _no_repository)
+    with reader, ExitStack() as stack:
+        opener = _repository(Path(store), stack) if event in WITH_REPOSITORY else _no_repository
+        world = World(Path(store), cast("Memory", reader), opener)
         result = hooks.answer(event, payload, world)
     return "" if result is None else json.dumps(result, ensure_ascii=False) + "\n"
 
 
 def _no_repository() -> None:
     return None
+
+
+def _repository(store: Path, stack: ExitStack) -> Callable[[], Repository | None]:
+    """The store's repository, opened on first use and closed with the answer; None
+    when it cannot be (another process holds the store: the hook answers from memory
+    alone), as the engine's path does (cli/agents.py)."""
+    opened: list[Repository | None] = []
+
+    def repository() -> Repository | None:
+        if not opened:
+            from helixfs.errors import HelixError
+            from helixfs.vcs.repo import Repository
+
+            try:
+                opened.append(stack.enter_context(Repository.open(store)))
+            except HelixError:
+                opened.append(None)
+        return opened[0]
+
+    return repository

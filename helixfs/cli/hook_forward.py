@@ -6,8 +6,8 @@ It runs `helix hook EVENT` with the JSON Claude Code wrote on stdin, and must co
 milliseconds: so it starts without `site`, imports only the standard library and the
 control socket's wire format, and hands the command line to the mount's daemon, whose
 memory is open and warm (ADR 0052). With no daemon, it turns `site` on and runs the
-command itself (lexical memory only: no model is loaded for a hook), or, for the
-events that only read memory, answers from memory.db without the engine (light.py).
+command itself (lexical memory only: no model is loaded for a hook), or, for every
+event once the engine has made memory.db, answers from it without the engine (light.py).
 
 Whatever goes wrong, it exits 0 and prints nothing: a hook never fails the agent's step.
 The reason goes to STORE/hooks.log.
@@ -105,8 +105,8 @@ def _exactly(sock: _socket.socket, size: int) -> bytes:
 
 
 def _answer_here(store: str, argv: list[str]) -> str:
-    """No daemon: the events that only read memory are answered from memory.db by the
-    light path (agents/light.py); the others run the command in this process, with
+    """No daemon: the light path answers from memory.db (agents/light.py); a memory.db
+    the engine has not made yet (or upgraded) runs the command in this process, with
     site-packages turned on."""
     import io
     import site

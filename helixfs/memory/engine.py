@@ -49,7 +49,6 @@ from helixfs.memory.db import (
     fetch_all,
     fetch_one,
     get_meta,
-    new_id,
     writing,
 )
 from helixfs.memory.embed import MODEL_INSTALL
@@ -623,10 +622,7 @@ class Memory(FollowsTree, SharesMemory):
         view: TreeView | None = None,
     ) -> ContextBlock:
         """The best memories (and passages, with a query) packed greedily under the budget."""
-        if not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= 1_000_000:
-            raise InvalidInput(
-                f"budget must be a whole number of tokens in 1..1000000, got {budget_tokens!r}"
-            )
+        validate.check_budget(budget_tokens)
         if query is not None:
             hits = self.search(query, k=50, scope=scope, view=view)
         else:
@@ -853,24 +849,9 @@ class Memory(FollowsTree, SharesMemory):
         files: Sequence[str] = (),
         scope: str = "global",
     ) -> Checkpoint:
-        validate.check_text("task", task, limit=4000)
-        validate.check_name("scope", scope)
-        with self._lock, writing(self._conn):
-            saved = notes.save_checkpoint(
-                self._conn,
-                new_id(self._clock()),
-                scope,
-                self._clock(),
-                task,
-                {
-                    "done": done,
-                    "next": next,
-                    "hypotheses": hypotheses,
-                    "blocked": blocked,
-                    "files": files,
-                },
-            )
-        return saved
+        lists = {"done": done, "next": next, "hypotheses": hypotheses, "blocked": blocked}
+        with self._lock:
+            return notes.checkpoint(self._conn, self._clock, task, scope, {**lists, "files": files})
 
     def last_checkpoint(self, scope: str | None = None) -> Checkpoint:
         with self._lock:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
 from helixfs.errors import InvalidInput, NotFound
-from helixfs.memory.db import fetch_all, fetch_one
+from helixfs.memory import validate
+from helixfs.memory.db import fetch_all, fetch_one, new_id, writing
 from helixfs.memory.ranking import top_memories
 from helixfs.memory.redact import redact
 from helixfs.memory.tokens import estimate_tokens, fts_query
@@ -82,6 +83,21 @@ def _clean_list(kind: str, items: Sequence[str]) -> list[str]:
             raise InvalidInput(f"each {kind} item must be non-empty text under 4000 chars")
         cleaned.append(redact(item.strip()).text)
     return cleaned
+
+
+def checkpoint(
+    conn: apsw.Connection,
+    clock: Callable[[], float],
+    task: str,
+    scope: str,
+    lists: dict[str, Sequence[str]],
+) -> Checkpoint:
+    """Memory.checkpoint's write, checked, in a transaction of its own: the engine's and
+    a hook's with no daemon (reader.Checkpointing), which opens no engine for one INSERT."""
+    validate.check_text("task", task, limit=4000)
+    validate.check_name("scope", scope)
+    with writing(conn):
+        return save_checkpoint(conn, new_id(clock()), scope, clock(), task, lists)
 
 
 def save_checkpoint(

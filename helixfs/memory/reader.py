@@ -29,7 +29,7 @@ from helixfs.memory.db import (
     table_exists,
 )
 from helixfs.memory.tree import TreeView, visibility
-from helixfs.memory.types import Hit, MemoryRecord, SearchMode
+from helixfs.memory.types import Checkpoint, ContextBlock, Hit, MemoryRecord, SearchMode
 
 
 class Reader:
@@ -122,6 +122,33 @@ class Reader:
         filters = lexical.Filters(("active",), scope, validate.check_types(types))
         return self._ranked(query, k, filters, True, reinforce, mode, view)
 
+    def context(
+        self, budget_tokens: int = 2000, *, scope: str | None = None, view: TreeView | None = None
+    ) -> ContextBlock:
+        """Memory.context without a query: the best active memories under the budget,
+        ranked afresh (the engine keeps its ranking; a hook's process lives once)."""
+        from helixfs.memory import ranking
+
+        validate.check_budget(budget_tokens)
+        if scope is not None:
+            validate.check_name("scope", scope)
+        self._marked([], view)
+        hits = ranking.top_memories(
+            self._conn, scope, 200, self._clock(), visibility(self._conn, None), self._half_life()
+        )
+        return ranking.pack(hits, budget_tokens)
+
+    def last_checkpoint(self, scope: str | None = None) -> Checkpoint:
+        from helixfs.memory import notes
+
+        return notes.last_checkpoint(self._conn, scope)
+
+    def _half_life(self) -> float:
+        """The store's memory.half_life in days, as the engine reads it."""
+        from helixfs import config
+
+        return float(config.load(self._store)["memory.half_life"]) / 86400
+
     def _ranked(
         self,
         query: str,
@@ -137,11 +164,10 @@ class Reader:
         if reinforce or view is not None:
             raise InvalidInput("the reader neither reinforces nor marks staleness")
         # Imported here: PreToolUse, PreCompact and SubagentStart rank nothing (~30 ms)
-        from helixfs import config
         from helixfs.memory import ranking, retrieval, when
 
         lexical.check_query(query, k, mode, filters.scope)
-        half_life_days = config.load(self._store)["memory.half_life"] / 86400  # as the engine
+        half_life_days = self._half_life()
         keys = ranking.lexical(self._conn, query, k, filters, chunks, mode)
         now = self._clock()
         period = when.period_of(query, now)
@@ -164,3 +190,29 @@ class Reader:
         if view is not None:
             raise InvalidInput("the reader marks no staleness: open the engine for a view")
         return [records.to_record(row) for row in rows]
+
+
+class Checkpointing(Reader):
+    """The reader, and the one write a hook makes with no daemon: Stop's automatic
+    checkpoint (Memory.checkpoint's own write, notes.checkpoint), made where it is
+    asked, with the engine's durability (synchronous=NORMAL under WAL)."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(path, clock)
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    def checkpoint(
+        self,
+        task: str,
+        *,
+        done: Sequence[str] = (),
+        next: Sequence[str] = (),
+        hypotheses: Sequence[str] = (),
+        blocked: Sequence[str] = (),
+        files: Sequence[str] = (),
+        scope: str = "global",
+    ) -> Checkpoint:
+        from helixfs.memory import notes
+
+        lists = {"done": done, "next": next, "hypotheses": hypotheses, "blocked": blocked}
+        return notes.checkpoint(self._conn, self._clock, task, scope, {**lists, "files": files})

@@ -59,6 +59,13 @@ def check_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(types) or None
 
 
+def check_budget(budget_tokens: int) -> None:
+    if not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= 1_000_000:
+        raise InvalidInput(
+            f"budget must be a whole number of tokens in 1..1000000, got {budget_tokens!r}"
+        )
+
+
 def check_limit(value: int, upper: int = 100_000, name: str = "limit") -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= upper:
         raise InvalidInput(f"{name} must be a whole number in 1..{upper}, got {value!r}")

@@ -4,6 +4,7 @@ does: same inputs, same output lines, on a real memory.db; and it loads no engin
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,13 @@ from typing import Any, cast
 
 import apsw
 import pytest
-from hookrun import REPO, launcher, payload
+from hookrun import REPO, helix, launcher, payload
 
 from helixfs.agents import hooks, light
 from helixfs.agents.context import World
 from helixfs.agents.session import session
 from helixfs.memory import Memory, Source, retrieval
-from helixfs.memory.reader import Reader
+from helixfs.memory.reader import Checkpointing
 from helixfs.memory.retrieval import Candidate
 
 pytestmark = pytest.mark.timeout(120)
@@ -66,6 +67,9 @@ def events(proj: Path) -> list[tuple[str, dict[str, Any]]]:
         ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
         ("PreCompact", {"trigger": "auto", "custom_instructions": ""}),
         ("SubagentStart", {"agent_id": "a1", "agent_type": "Explore"}),
+        ("Stop", {"stop_hook_active": False}),  # after the Edit: a checkpoint, a reminder
+        ("SessionStart", {"source": "compact"}),  # the checkpoint, what PreCompact kept
+        ("SessionStart", {"source": "startup"}),
     ]
 
 
@@ -83,20 +87,32 @@ def answers(store: Path, proj: Path, memory: Any, session_id: str) -> list[Any]:
         return [*alone, *together, state.data.get("compact"), sorted(state.injected)]
 
 
-def test_the_light_path_answers_every_read_event_as_the_engine(
-    world_dirs: tuple[Path, Path],
+def test_the_light_path_answers_every_event_as_the_engine(
+    world_dirs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     store, proj = world_dirs
     assert {event for event, _ in events(proj)} == set(light.LIGHT_EVENTS)
-    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
-        by_engine = answers(store, proj, memory, "engine")
-    with Reader(store / "memory.db") as reader:
-        by_reader = answers(store, proj, reader, "reader")
+    engine_store, reader_store = tmp_path / "engine", tmp_path / "reader"
+    shutil.copytree(store, engine_store)  # Stop writes a checkpoint: one copy per side
+    shutil.copytree(store, reader_store)
+    with Memory.open(engine_store / "memory.db", None, warn_lexical=False) as memory:
+        by_engine = answers(engine_store, proj, memory, "engine")
+    with Checkpointing(reader_store / "memory.db") as reader:
+        by_reader = answers(reader_store, proj, reader, "reader")
     assert by_reader == by_engine
     said = json.dumps(by_engine)
     assert "TokenCache" in said and "src/auth.py:" in said and "fixed" in said  # not vacuous
-    assert all(by_engine[n] for n in (0, 1, 2, 5, 6, 7, 10))  # alone, each one says something
+    alone = len(events(proj))
+    assert all(by_engine[n] for n in (0, 1, 2, 5, 6, 7, 10, 12, 13))  # alone, each says something
+    assert by_engine[alone + 11]["decision"] == "block"  # Stop after the Edit
+    assert "Last checkpoint: (automatic) TokenCache eviction" in said
     assert by_engine[-2]  # PreCompact kept the memories shown
+    saved = []
+    for side in (engine_store, reader_store):
+        with Memory.open(side / "memory.db", None, warn_lexical=False) as memory:
+            cp = memory.last_checkpoint()
+            saved.append((cp.task, cp.done, cp.next, cp.files))
+    assert saved[0] == saved[1] and saved[1][3] == ("auth.py",)
 
 
 def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs(
@@ -121,6 +137,44 @@ def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs
         assert heavy not in imported
     assert not any(name.startswith("__editable__") for name in imported)  # no .pth run
     assert not (store / "hooks.log").exists()
+
+
+def imports_of(store: Path, event: str, data: dict[str, Any]) -> tuple[str, set[str]]:
+    """The launcher's stdout with no daemon, and the modules it imported."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *launcher(store, event)[1:]],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HELIX_MEMORY_LEXICAL": "1"},
+    )
+    assert done.returncode == 0
+    assert not (store / "hooks.log").exists(), (store / "hooks.log").read_text()
+    return done.stdout, {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+
+
+def test_session_start_and_stop_with_no_daemon_open_no_engine(tmp_path: Path) -> None:
+    """On a real store (the repository too): the branch is read, the checkpoint saved,
+    without numpy, sqlite-vec, the engine or the CLI."""
+    store, proj = tmp_path / "store", tmp_path / "proj"
+    proj.mkdir()
+    assert helix(store, "init").returncode == 0
+    assert helix(store, "remember", "--", "the parser keeps its schema version").returncode == 0
+    start = payload("SessionStart", "s1", proj, source="startup")
+    said, imported = imports_of(store, "SessionStart", start)
+    context = json.loads(said)["hookSpecificOutput"]["additionalContext"]
+    assert "Branch main at " in context and "schema version" in context
+    edit = {"file_path": str(proj / "x.py"), "old_string": "a", "new_string": "b"}
+    edited = payload("PreToolUse", "s1", proj, tool_name="Edit", tool_input=edit)
+    imports_of(store, "PreToolUse", edited)
+    said, stopped = imports_of(store, "Stop", payload("Stop", "s1", proj, stop_hook_active=False))
+    assert json.loads(said)["decision"] == "block"
+    resumed = helix(store, "--json", "resume")
+    assert json.loads(resumed.stdout)["files"] == ["x.py"]
+    for heavy in ("numpy", "sqlite_vec", "helixfs.memory.engine", "helixfs.cli.main"):
+        assert heavy not in imported and heavy not in stopped
+    assert "helixfs.memory.reader" in imported and "helixfs.memory.reader" in stopped
 
 
 def test_a_memory_db_the_engine_never_opened_or_upgraded_is_left_to_the_engine(
