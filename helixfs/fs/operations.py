@@ -148,6 +148,7 @@ class Operations(pyfuse3.Operations):
         self._unsubscribe = repo.subscribe(self._ref_moved)
         self._unsubscribe_snapshots = repo.subscribe_snapshots(self._snapshot_moved)
         self._release_in_use = repo.keep_in_use(self._open_content)
+        self._release_chunks = repo.keep_chunks_in_use(self.spools.prestored)
         self._loop: tuple[int, trio.lowlevel.TrioToken] | None = None
         # view updates for ref moves made on other threads, applied on the loop thread
         self._moves: collections.deque[Callable[[], None]] = collections.deque()
@@ -202,15 +203,17 @@ class Operations(pyfuse3.Operations):
         self._unsubscribe_snapshots = lambda: None
         self._release_in_use()
         self._release_in_use = lambda: None
+        self._release_chunks()
+        self._release_chunks = lambda: None
 
     def _open_content(self) -> list[ObjectId]:
         """The stored content open descriptors read (a spool reads its unwritten bytes
         from its node's content too): gc keeps it even where no ref reaches it any more,
         in a deleted branch or a commit a reset left behind. Called by gc on a worker
-        thread: `files()` copies the handle table in one step, under the GIL. And the
-        chunks of files stored ahead of their close (ADR 0048), which nothing reaches yet."""
-        open_files = [h.node.oid for h in self._handles.files() if h.node.oid is not None]
-        return open_files + self.spools.prestored()
+        thread: `files()` copies the handle table in one step, under the GIL. The chunks
+        of files stored ahead of their close (ADR 0048), which nothing reaches yet, are
+        named apart (`keep_chunks_in_use`): gc need not read them."""
+        return [h.node.oid for h in self._handles.files() if h.node.oid is not None]
 
     def _follow_open(self, old: Node, new: Node) -> None:
         """Views.regenerate: a file its branch's reload left as it was got a new node;

@@ -56,6 +56,7 @@ CONSTANTS = (EMPTY.oid, EMPTY_TREE_ID)
 """Kept by gc whatever refs say: a new empty file or directory points at them unwritten."""
 
 Progress = Callable[[int, int], None] | None
+LiveChunks = Callable[[], Iterable[ObjectId]]
 DELETE_BATCH = 1000  # objects deleted per hold of the repository lock (~20 ms)
 # Marking runs beside a mount's requests. Python hands the GIL over only every 5 ms, and
 # a request needs it several times: without a pause now and then, a save during a mark
@@ -196,11 +197,18 @@ class _Unreachable:
 
 
 def unreachable(
-    repo: Repository, reachable: set[ObjectId], since_ns: int, progress: Progress = None
+    repo: Repository,
+    reachable: set[ObjectId],
+    since_ns: int,
+    progress: Progress = None,
+    live_chunks: LiveChunks = tuple,
 ) -> _Unreachable:
-    """The stored objects `reachable` leaves out."""
+    """The stored objects `reachable` leaves out. `live_chunks` is asked again after
+    the listing: a file stored ahead of its close adds chunks while the mark runs, and
+    each would be read here only to learn its size."""
     found = _Unreachable({}, 0, [])
     all_ids = list(repo.store.ids())
+    reachable.update(live_chunks())
     found.stored = len(all_ids)
     for done, oid in enumerate(all_ids, 1):
         if oid not in reachable:
@@ -222,6 +230,7 @@ def gc(
     progress: Progress = None,
     grace_seconds: float = 0,
     without: Collection[str] = (),
+    live_chunks: LiveChunks = tuple,
 ) -> GcReport:
     """Drop every object no ref reaches, while a mount goes on serving.
 
@@ -238,10 +247,11 @@ def gc(
     it is younger than that: a reset or a deleted branch stays restorable by its id for
     a while, as git's reflog keeps it (the states a later save replaced before their
     commit are no commits: they go at once). `without`: refs counted as gone (a dry run
-    of removing them).
+    of removing them). `live_chunks()`: chunks (blobs) that no ref reaches yet but a
+    mount holds, taken as reachable without being read (ADR 0071).
     """
     with repo.store.scanning():
-        return _gc(repo, live, dry_run, progress, grace_seconds, without)
+        return _gc(repo, live, dry_run, progress, grace_seconds, without, live_chunks)
 
 
 def _gc(
@@ -251,12 +261,14 @@ def _gc(
     progress: Progress,
     grace_seconds: float,
     without: Collection[str],
+    live_chunks: LiveChunks,
 ) -> GcReport:
     since_ns = time.time_ns() - int(grace_seconds * 1e9) if grace_seconds > 0 else 2**63
     with repo.lock:
         start = roots(repo, live(), without)
-    reachable = mark(repo, start, progress)
-    found = unreachable(repo, reachable, since_ns, progress)
+        held = set(live_chunks())  # blobs point at nothing: marked without a read
+    reachable = mark(repo, start, progress, reachable=held)
+    found = unreachable(repo, reachable, since_ns, progress, live_chunks)
     mark(repo, found.recent, reachable=reachable)
     candidates = {oid: size for oid, size in found.sizes.items() if oid not in reachable}
     if candidates and not dry_run:
@@ -267,6 +279,7 @@ def _gc(
     for at in range(0, len(pending), DELETE_BATCH):
         with repo.lock:
             mark(repo, roots(repo, live(), without), reachable=reachable)
+            reachable.update(live_chunks())
             batch = [oid for oid in pending[at : at + DELETE_BATCH] if oid not in reachable]
             if batch and not dry_run:
                 repo.store.delete(batch)

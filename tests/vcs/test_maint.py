@@ -796,3 +796,21 @@ def test_a_salvage_copies_paged_folders_and_the_roots_record_whole(
         assert copy.read("main", "many/f599") == b"599"
         own = copy.trees.get(copy.commit_info("main").tree).own
         assert own is not None and own.mode & 0o7777 == 0o700
+
+
+def test_gc_keeps_chunks_in_use_without_reading_them(
+    repo: Repository, store: CountingStore
+) -> None:
+    """A file stored ahead of its close (ADR 0048) names its chunks to gc apart
+    (keep_chunks_in_use): gc keeps them unread, since a blob points at nothing (ADR
+    0071); released, they go."""
+    held = [_orphan(store, os.urandom(20_000)) for _ in range(3)]
+    other = _orphan(store, b"nobody holds this one")
+    release = repo.keep_chunks_in_use(lambda: held)
+    store.gets.clear()
+    repo.gc()
+    assert all(store.contains(oid) for oid in held) and not store.contains(other)
+    assert not set(held) & set(store.gets)
+    release()
+    repo.gc()
+    assert not any(store.contains(oid) for oid in held)
