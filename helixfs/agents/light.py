@@ -5,8 +5,8 @@ PostToolUse's failed-build lookup, PreCompact, SubagentStart) get a `Reader`
 (memory/reader.py: the engine's own SQL and ranking, without numpy, sqlite-vec or the
 embedder) in place of the engine, and no repository. SessionStart and Stop get the
 reader too (Stop's: `Checkpointing`, which makes the automatic checkpoint's one INSERT
-where it is asked, not queued) and the repository, opened only when the handler asks
-for it (the branch, its commits, other branches' commits).
+where it is asked, not queued) and the branches and commits, read from the version store
+opened read-only (vcs/heads.py, no Repository) only when the handler asks for them.
 """
 
 from __future__ import annotations
@@ -66,18 +66,18 @@ def _no_repository() -> None:
 
 
 def _repository(store: Path, stack: ExitStack) -> Callable[[], Repository | None]:
-    """The store's repository, opened on first use and closed with the answer; None
-    when it cannot be (another process holds the store: the hook answers from memory
-    alone), as the engine's path does (cli/agents.py)."""
+    """The store's branches and commits, read-only (vcs/heads.py: the Repository's
+    answers to what the hooks ask, without its imports or its lock), opened on first
+    use and closed with the answer; None when there is no version store to read."""
     opened: list[Repository | None] = []
 
     def repository() -> Repository | None:
         if not opened:
             from helixfs.errors import HelixError
-            from helixfs.vcs.repo import Repository
+            from helixfs.vcs.heads import Heads
 
             try:
-                opened.append(stack.enter_context(Repository.open(store)))
+                opened.append(cast("Repository", stack.enter_context(Heads.open(store))))
             except HelixError:
                 opened.append(None)
         return opened[0]

@@ -44,6 +44,7 @@ from helixfs.errors import (
     HelixError,
     InvalidInput,
     NotFound,
+    ReadOnly,
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id, object_id
@@ -163,8 +164,12 @@ class RocksStore:
         max_delta_depth: int = MAX_DELTA_DEPTH,
         verify_writes: bool = True,
         compression: Compression = LZ4,
+        read_only: bool = False,
     ) -> None:
+        """`read_only`: for a reader beside the store's writer (a hook with no daemon):
+        no LOCK, no owner file, no format upgrade; every write is refused."""
         self.path = Path(path)
+        self.read_only = read_only
         self.compression = compression  # of new plain frames; reads take any codec
         self.max_delta_depth = min(max_delta_depth, CHAIN_HARD_LIMIT - 1)
         self._verify_writes = verify_writes
@@ -187,7 +192,7 @@ class RocksStore:
         self._scanner = _ScanDepth()
         self._epoch = 0  # bumped twice by each gc (odd while it runs); see _remember
         self._hits = self._misses = 0  # gets served from memory (either cache) vs disk
-        self._db = open_db(self.path)
+        self._db = open_db(self.path, read_only=read_only)
         self._space = SpaceGuard(self.path)
         self._objects = self._db.get_column_family_handle("objects")
         self._refs = self._db.get_column_family_handle("refs")
@@ -223,7 +228,8 @@ class RocksStore:
         except BaseException:
             self.close()
             raise
-        claim_owner(self.path)
+        if not read_only:
+            claim_owner(self.path)
 
     # ------------------------------------------------------------------ reads
 
@@ -341,7 +347,7 @@ class RocksStore:
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
-        self._check_open()
+        self._check_writable()
         if bulk:
             check_bulk(refs, sync)
         check_objects(objects, rehash=self._verify_writes)
@@ -391,7 +397,7 @@ class RocksStore:
 
     def delete(self, oids: Iterable[ObjectId]) -> None:
         """Drop objects; every surviving delta on a dropped base is re-encoded first."""
-        self._check_open()
+        self._check_writable()
         with self._lock:
             # each frame read once: it tells if the object is there, its base and its body
             frames = {oid: read(self._objects_cf, oid) for oid in map(check_oid, oids)}
@@ -452,7 +458,7 @@ class RocksStore:
         then kept by every write). Returns how many objects became deltas. A mount goes
         on meanwhile: each batch holds the lock, and an object reads the same either way.
         """
-        self._check_open()
+        self._check_writable()
         self.prepare_delete()  # the index of deltas by base, built outside the lock
         packed = 0
         pending = list(pairs)
@@ -606,7 +612,7 @@ class RocksStore:
             self._unlogged = False
 
     def sync(self) -> None:
-        self._check_open()
+        self._check_writable()
         with self._lock:
             if not (self._unsynced or self._unlogged):
                 return  # everything written so far is durable already
@@ -628,7 +634,7 @@ class RocksStore:
         those go too: that rewrites every live chunk, so it waits until it pays (ADR
         0014), and it goes in steps that fit the disk's free room (ADR 0028).
         """
-        self._check_open()
+        self._check_writable()
         everything = rocksdict.CompactOptions()
         everything.set_bottommost_level_compaction(
             rocksdict.BottommostLevelCompaction.force_optimized()
@@ -800,11 +806,17 @@ class RocksStore:
         if self._closed:
             raise InvalidInput(f"store {self.path} is closed")
 
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise ReadOnly(f"store {self.path} is open read-only")
+
     def _check_format(self) -> None:
         meta = self._db.get_column_family("meta")
         found = read(meta, b"format")
         if found is None or found in OLDER_FORMATS:
-            meta[b"format"] = STORE_FORMAT
+            if not self.read_only:  # the writer's next open records it
+                meta[b"format"] = STORE_FORMAT
         elif found != STORE_FORMAT:
             raise UnsupportedVersion(
                 f"store {self.path} has layout {found!r}, this HelixFS reads {STORE_FORMAT!r}: "

@@ -35,10 +35,13 @@ RELOCATE_AT_GARBAGE = 0.25  # compact() moves live blobs once this share of blob
 BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
 
 
-def open_db(path: Path) -> rocksdict.Rdict:
-    """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error."""
+def open_db(path: Path, *, read_only: bool = False) -> rocksdict.Rdict:
+    """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error.
+    `read_only`: RocksDB's read-only open, which takes no LOCK (the store's writer may
+    be running), writes nothing and sees what was written before it opened."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise InvalidInput(f"cannot create store directory {path}: {err.strerror}") from err
     cache = rocksdict.Cache(BLOCK_CACHE_BYTES)  # one block cache shared by every family
@@ -54,8 +57,9 @@ def open_db(path: Path) -> rocksdict.Rdict:
         name: db_options(cache, blobs=name in BLOB_FAMILIES)
         for name in existing.union(COLUMN_FAMILIES)
     }
+    access = rocksdict.AccessType.read_only() if read_only else rocksdict.AccessType.read_write()
     try:
-        return rocksdict.Rdict(str(path), options, column_families=families)
+        return rocksdict.Rdict(str(path), options, column_families=families, access_type=access)
     except Exception as err:  # rocksdict raises bare Exception with RocksDB's status text
         text = str(err)
         if "LOCK" in text and ("lock" in text.lower() or "unavailable" in text):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from helixfs.errors import InvalidName
-from helixfs.vcs.treeops import show_path
+from helixfs.vcs.text import show_path
 
 HEAD = "HEAD"
 BRANCHES = "branches/"

@@ -1,4 +1,6 @@
-"""Whether a file's content is text: the one test diff, blame, merge and the web share."""
+"""Whether a file's content is text: the one test diff, blame, merge and the web share;
+and a path shown on one line (a module of the standard library alone: refs.py and
+heads.py import it without the tree operations)."""
 
 from __future__ import annotations
 
@@ -11,3 +13,10 @@ def as_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def show_path(path: bytes) -> str:
+    """A path on one line of text, for messages and diff headers: bytes that are not
+    UTF-8 as `\\xNN`, and control characters (a newline, a tab) escaped the same way."""
+    text = path.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

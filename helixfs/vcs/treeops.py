@@ -53,6 +53,7 @@ from helixfs.vcs.objects import (
     root_record,
 )
 from helixfs.vcs.pages import pages_of, repage, write_pages
+from helixfs.vcs.text import show_path as show_path  # re-exported: the vcs imports it here
 
 EMPTY_TREE_RECORD = encode_tree_raw([])
 EMPTY_TREE_ID = object_id(EMPTY_TREE_RECORD)
@@ -104,13 +105,6 @@ def _why(part: bytes) -> str:
     if NUL in part:
         return "it holds a NUL byte"
     return "a name is longer than 255 bytes"
-
-
-def show_path(path: bytes) -> str:
-    """A path on one line of text, for messages and diff headers: bytes that are not
-    UTF-8 as `\\xNN`, and control characters (a newline, a tab) escaped the same way."""
-    text = path.decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True, slots=True)

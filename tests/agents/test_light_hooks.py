@@ -20,6 +20,7 @@ from helixfs.agents.session import session
 from helixfs.memory import Memory, Source, retrieval
 from helixfs.memory.reader import Checkpointing
 from helixfs.memory.retrieval import Candidate
+from helixfs.vcs.repo import Repository
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -174,7 +175,25 @@ def test_session_start_and_stop_with_no_daemon_open_no_engine(tmp_path: Path) ->
     assert json.loads(resumed.stdout)["files"] == ["x.py"]
     for heavy in ("numpy", "sqlite_vec", "helixfs.memory.engine", "helixfs.cli.main"):
         assert heavy not in imported and heavy not in stopped
-    assert "helixfs.memory.reader" in imported and "helixfs.memory.reader" in stopped
+    assert "helixfs.vcs.repo" not in imported and "helixfs.vcs.repo" not in stopped
+    assert "helixfs.memory.reader" in imported and "helixfs.vcs.heads" in stopped
+
+
+def test_session_start_names_the_branch_while_another_process_holds_the_store(
+    tmp_path: Path,
+) -> None:
+    """The version store is read read-only: a writer's lock (a CLI command, a daemon
+    going down) no longer hides the branch from the briefing."""
+    store, proj = tmp_path / "store", tmp_path / "proj"
+    proj.mkdir()
+    assert helix(store, "init").returncode == 0
+    assert helix(store, "remember", "--", "the parser keeps its schema version").returncode == 0
+    with Repository.open(store) as repo:
+        repo.commit({"a.txt": b"1"}, "held while the hook ran")
+        start = payload("SessionStart", "s1", proj, source="startup")
+        said, _ = imports_of(store, "SessionStart", start)
+    context = json.loads(said)["hookSpecificOutput"]["additionalContext"]
+    assert "Branch main at " in context and "(held while the hook ran)" in context
 
 
 def test_a_memory_db_the_engine_never_opened_or_upgraded_is_left_to_the_engine(
