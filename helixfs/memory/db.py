@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import struct
 import threading
 import time
@@ -269,6 +268,8 @@ def new_id(now: float | None = None) -> str:
         if millis <= _last_id[0]:
             millis, rand = _last_id[0], _last_id[1] + 1
         else:
+            import secrets  # here: only a write makes an id (~5 ms of a hook's start)
+
             rand = secrets.randbits(80)
         _last_id[0], _last_id[1] = millis, rand
     value = (millis << 80) | (rand & ((1 << 80) - 1))

@@ -32,12 +32,14 @@ from __future__ import annotations
 import struct
 import threading
 from enum import IntEnum
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import lz4.block
-import zstandard
 
 from helixfs.errors import CorruptObject, UnsupportedVersion
+
+if TYPE_CHECKING:
+    import zstandard
 from helixfs.ids import ID_SIZE, ObjectId, hex_id, object_id
 
 MAGIC = b"HXS"
@@ -177,9 +179,21 @@ class _Zstd(threading.local):
 
     def __init__(self) -> None:
         self.levels: dict[int, zstandard.ZstdCompressor] = {}
-        self.decompressor = zstandard.ZstdDecompressor()
+        self._decompressor: zstandard.ZstdDecompressor | None = None
+
+    @property
+    def decompressor(self) -> zstandard.ZstdDecompressor:
+        """Made (and zstandard imported) at the first zstd frame: a store of LZ4 frames
+        never loads it (~5 ms of a hook's start)."""
+        if self._decompressor is None:
+            import zstandard
+
+            self._decompressor = zstandard.ZstdDecompressor()
+        return self._decompressor
 
     def compressor(self, level: int) -> zstandard.ZstdCompressor:
+        import zstandard
+
         found = self.levels.get(level)
         if found is None:
             found = self.levels[level] = zstandard.ZstdCompressor(level=level)
@@ -209,6 +223,8 @@ def decode_plain(oid: ObjectId, frame: bytes, codec: Codec) -> bytes:
 
 
 def _decode_zstd(oid: ObjectId, frame: bytes) -> bytes:
+    import zstandard
+
     if len(frame) < HEADER_SIZE + 4:
         raise CorruptObject(f"object {hex_id(oid)} is corrupt: truncated zstd frame")
     (size,) = _SIZE.unpack_from(frame, HEADER_SIZE)
