@@ -3,6 +3,7 @@ mount, beside a bare `helix recall` process.
 
     python benchmarks/bench_hooks.py            # 10,000 memories, a 5,000-file workspace
     python benchmarks/bench_hooks.py --quick    # 1,000 memories, 500 files
+    python benchmarks/bench_hooks.py --quick --against /tmp/old   # beside another tree
 
 Prints a table and writes JSON to benchmarks/results/bench_hooks[-quick]-TIMESTAMP.json.
 
@@ -15,6 +16,10 @@ dedup. Sides, interleaved round by round (the machine's load printed with each r
 - baseline: `helix recall QUERY` as a process (the console script), in both states;
   and the floor: the interpreter alone, started the way a hook is (`sh -c 'python -P
   -S -c pass'`).
+- against (`--against TREE`, a checkout of another commit, e.g. `git worktree add
+  --detach /tmp/old main`): the no-daemon side again with that tree's launcher and
+  package, on the same store and inputs, in the same rounds, the two trees' turns
+  alternating round by round (this tree first, then that one first...).
 Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): embedding 10,000 memories
 for the bench would take longer than the bench. Bytecode is written
 (PYTHONDONTWRITEBYTECODE unset for the children), as in an installed package.
@@ -43,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_fs import HELIX, _wait_ready, helix, unmount  # noqa: E402
 from common import print_table, summary, write_results  # noqa: E402
 
-from helixfs.agents.claude_hooks import hook_command  # noqa: E402
+from helixfs.agents.claude_hooks import hook_command, package_root  # noqa: E402
 from helixfs.memory import Memory, MemoryImport, Source  # noqa: E402
 
 WORDS = ["token", "cache", "retry", "session", "lock", "parser", "schema", "index", "branch"]
@@ -138,10 +143,14 @@ def timed(run: Callable[[], subprocess.CompletedProcess[str]]) -> tuple[float, f
 
 
 def hook_call(
-    store: Path, cwd: Path, name: str, fields: dict[str, Any], n: int
+    store: Path, cwd: Path, name: str, fields: dict[str, Any], n: int, tree: Path | None = None
 ) -> Callable[[], Any]:
+    """The hook as installed; with `tree`, as that source tree's `hooks install` writes
+    it (its launcher, its package on PYTHONPATH)."""
     event = name.split()[0]
     command = hook_command(store, event)
+    if tree is not None:
+        command = command.replace(str(package_root()), str(tree.resolve()))
     data = {
         "session_id": f"bench-{name}-{n}-{time.time_ns()}",
         "transcript_path": "/tmp/t",
@@ -191,6 +200,7 @@ def round_of(
     per: int,
     samples: dict[str, dict[str, list[float]]],
     rng: random.Random,
+    tree: Path | None = None,
 ) -> None:
     def add(name: str, times: tuple[float, float]) -> None:
         samples[side].setdefault(name, []).append(times[0])
@@ -199,18 +209,46 @@ def round_of(
     for n in range(per):
         rel = rng.choice(files)
         for name, fields in events(root, rel).items():
-            add(name, timed(hook_call(store, root, name, fields, n)))
-        add("helix recall (baseline)", timed(recall_call(store, root)))
+            add(name, timed(hook_call(store, root, name, fields, n, tree)))
+        if tree is None:
+            add("helix recall (baseline)", timed(recall_call(store, root)))
         add("python -P -S -c pass (floor)", timed(floor_call()))
+
+
+def no_daemon_rounds(
+    r: int,
+    store: Path,
+    source: Path,
+    files: list[str],
+    per: int,
+    samples: dict[str, dict[str, list[float]]],
+    loads: list[dict[str, Any]],
+    against: Path | None,
+) -> None:
+    """This tree's no-daemon round, and the other tree's beside it (turns alternate);
+    each side draws the same files (its own generator, seeded by the round)."""
+    sides: list[tuple[str, Path | None]] = [("no daemon", None)]
+    if against is not None:
+        sides.append(("against", against))
+        if r % 2:
+            sides.reverse()
+    for side, tree in sides:
+        loads.append({"round": r, "side": side, "load": os.getloadavg()[0]})
+        round_of(side, store, source, files, per, samples, random.Random(r), tree)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--against", type=Path, help="another source tree: its no-daemon hooks beside these"
+    )
     args = parser.parse_args(argv)
+    if args.against is not None and not (args.against / "helixfs" / "cli").is_dir():
+        parser.error(f"--against {args.against}: not a HelixFS source tree")
     count, files_n, per = (1_000, 500, 3) if args.quick else (10_000, 5_000, 8)
-    sides = ("mounted", "no daemon", "cpu mounted", "cpu no daemon")
+    sides = ("mounted", "no daemon", "cpu mounted", "cpu no daemon", "against", "cpu against")
     samples: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     loads: list[dict[str, Any]] = []
     rng = random.Random(3)
@@ -226,10 +264,12 @@ def main(argv: list[str] | None = None) -> int:
             with mounted_at(store, target):
                 loads.append({"round": r, "side": "mounted", "load": os.getloadavg()[0]})
                 round_of("mounted", store, target, files, per, samples, rng)
-            loads.append({"round": r, "side": "no daemon", "load": os.getloadavg()[0]})
-            round_of("no daemon", store, source, files, per, samples, rng)
+            no_daemon_rounds(r, store, source, files, per, samples, loads, args.against)
     table(samples, loads)
+    if args.against is not None:
+        against_table(samples, args.against)
     doc = {
+        "against": str(args.against) if args.against is not None else None,
         "memories": count,
         "files": files_n,
         "rounds": args.rounds,
@@ -272,6 +312,19 @@ def table(samples: dict[str, dict[str, list[float]]], loads: list[dict[str, Any]
     print(
         "load average (1 min) at each round's start: "
         + ", ".join(f"{x['side']} {x['round']}: {x['load']:.2f}" for x in loads)
+    )
+
+
+def against_table(samples: dict[str, dict[str, list[float]]], against: Path) -> None:
+    rows = []
+    for name in samples["against"]:
+        d, a = summary(samples["no daemon"][name]), summary(samples["against"][name])
+        cd, ca = summary(samples["cpu no daemon"][name]), summary(samples["cpu against"][name])
+        rows.append((name, a["p50"], a["p95"], ca["p50"], d["p50"], d["p95"], cd["p50"]))
+    print_table(
+        f"no daemon, ms: {against} (against) beside this tree, in the same rounds",
+        ("event", "against p50", "p95", "cpu p50", "this p50", "p95", "cpu p50"),
+        rows,
     )
 
 
