@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from helixfs.memory import records, retrieval, workspace
+from helixfs.memory import records, retrieval
 from helixfs.memory.lexical import Filters, lexical_memories, memory_rows
 from helixfs.memory.retrieval import Candidate, Indexes
 from helixfs.memory.tokens import estimate_tokens
 from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 from helixfs.memory.types import ContextBlock, Hit
-from helixfs.memory.when import Period, within
+
+if TYPE_CHECKING:
+    from helixfs.memory.when import Period
 
 POOL_MIN = 50
 DATE_BOOST = 1.0  # a memory of the period the query names (when.py) counts this much more
@@ -88,6 +90,10 @@ def _weighted(
     period: Period | None = None,
     half_life_days: float = retrieval.RECENCY_HALF_LIFE_DAYS,
 ) -> list[Candidate]:
+    # Here, not at the top: a hook that ranks no query (a SessionStart, a PreToolUse)
+    # imports neither (their regexes, datetime: ~5 ms of its start).
+    from helixfs.memory.when import within
+
     memory_rowids = [int(k[2:]) for k in fused if k.startswith("m:")]
     chunk_rowids = [int(k[2:]) for k in fused if k.startswith("c:")]
     out: list[Candidate] = []
@@ -111,6 +117,8 @@ def _chunk_rows(conn: apsw.Connection, rowids: list[int]) -> dict[int, dict[str,
         "SELECT rowid, path, start_line, end_line, text, hash, commit_id FROM chunks "
         f"WHERE rowid IN ({placeholders})"
     )
+    from helixfs.memory import workspace
+
     commit = workspace.passage_commits(conn)
     return {
         int(r[0]): {

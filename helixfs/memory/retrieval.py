@@ -23,7 +23,6 @@ import apsw
 
 from helixfs import config
 from helixfs.memory.db import pack_vector, table_exists, unpack_vector
-from helixfs.memory.extract import GATE_THRESHOLD, gate_score
 from helixfs.memory.lexical import Filters, Scored, memory_filter_sql
 from helixfs.memory.tokens import fts_query, jaccard, word_set
 
@@ -265,6 +264,8 @@ def substance(content: str) -> float:
         return 1.0  # what the gate drops is short: skip its regexes (~0.1 ms a text)
     if any(c.isdigit() for c in content):
         return 1.0  # "quarry runs dbt 1.8": a short fact with a value is no small talk
+    from helixfs.memory.extract import GATE_THRESHOLD, gate_score  # its regexes: ~10 ms
+
     score = gate_score(content)
     return 1.0 - CONTENTLESS_PENALTY * max(0.0, 1.0 - score / GATE_THRESHOLD)
 
