@@ -38,7 +38,8 @@ BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
 def open_db(path: Path, *, read_only: bool = False) -> rocksdict.Rdict:
     """Open (creating if needed) the RocksDB at `path`, mapping its LOCK error.
     `read_only`: RocksDB's read-only open, which takes no LOCK (the store's writer may
-    be running), writes nothing and sees what was written before it opened."""
+    be running), writes nothing to the database (rocksdict rewrites its own
+    rocksdict-config.json, as at every open) and sees what was written before it opened."""
     try:
         if not read_only:
             path.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 branches, a branch's commits back along first parents (ADR 0052).
 
 `Heads` reads them from RocksDB opened read-only: no LOCK taken (a writer may hold the
-store: a CLI command, an unmounting daemon), no recovery run, nothing written. It has
+store: a CLI command, an unmounting daemon), no recovery run, nothing written to the
+database (rocksdict rewrites its own rocksdict-config.json, as at every open). It has
 the Repository's methods a hook calls, with the Repository's answers, and none of its
 imports: the Repository and the tree operations under it cost ~40 ms to import and ~25
 ms to open read-write, most of a hook's budget. Revisions are names only (a branch,
