@@ -17,7 +17,6 @@ A stale memory still answers, marked with how and by which commit, at a lower we
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,8 +27,6 @@ from helixfs.errors import HelixError
 from helixfs.memory import records
 from helixfs.memory.db import fetch_all, writing
 from helixfs.memory.types import Hit, Staleness
-
-log = logging.getLogger("helixfs.memory")
 
 # What a stale memory's relevance still counts for: a renamed file's memory is likely
 # still right (its content may be the same), a changed one may be, a deleted one less.
@@ -86,7 +83,9 @@ def check_rows(
             if stale is not None:
                 found[row["id"]] = stale
     except TreeUnavailable as err:
-        log.info("memories not checked against the tree: %s", err)
+        import logging  # here: a hook with no daemon never gets here (~3 ms of its start)
+
+        logging.getLogger("helixfs.memory").info("memories not checked against the tree: %s", err)
         return {}
     return found
 

@@ -136,6 +136,7 @@ def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs
     assert "helixfs.memory.reader" in imported
     for heavy in ("numpy", "sqlite_vec", "helixfs.memory.engine", "helixfs.vcs", "helixfs.store"):
         assert heavy not in imported
+    assert "logging" not in imported and "secrets" not in imported  # ~3, ~5 ms of a start
     assert not any(name.startswith("__editable__") for name in imported)  # no .pth run
     assert not (store / "hooks.log").exists()
 
