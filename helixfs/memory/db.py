@@ -349,11 +349,23 @@ def connect(path: str | os.PathLike[str]) -> apsw.Connection:
 
 def load_vectors_extension(conn: apsw.Connection) -> None:
     """sqlite-vec, for the vec0 tables (memory_vec, chunk_vec)."""
-    import sqlite_vec
-
     conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn.load_extension(vectors_extension_path())
     conn.enable_load_extension(False)
+
+
+def vectors_extension_path() -> str:
+    """sqlite_vec.loadable_path(), found without importing the package: its __init__
+    imports numpy (~65 ms), which a hook with no daemon that reads no vector (a
+    SessionStart, a PreToolUse on a store with embeddings) must not pay."""
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:  # not a plain folder package
+        import sqlite_vec
+
+        return str(sqlite_vec.loadable_path())
+    return os.path.normpath(os.path.join(list(spec.submodule_search_locations)[0], "vec0"))
 
 
 def _use_wal(conn: apsw.Connection) -> None:

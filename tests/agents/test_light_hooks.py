@@ -199,6 +199,38 @@ def test_session_start_names_the_branch_while_another_process_holds_the_store(
     assert "Branch main at " in context and "(held while the hook ran)" in context
 
 
+def test_a_store_with_embeddings_is_read_without_numpy_by_the_events_that_rank_nothing(
+    tmp_path: Path,
+) -> None:
+    """sqlite-vec's package imports numpy: the reader loads its library by path
+    (db.vectors_extension_path), so a vector store costs a hook nothing more."""
+    import sqlite_vec
+
+    from helixfs.memory.db import vectors_extension_path
+    from helixfs.memory.embed import load_embedder
+
+    assert vectors_extension_path() == sqlite_vec.loadable_path()
+    store, proj = tmp_path / "store", tmp_path / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src" / "auth.py").write_text(AUTH)
+    assert helix(store, "init").returncode == 0
+    with Memory.open(store / "memory.db", load_embedder()) as memory:
+        for text, file in MEMORIES[:4]:
+            memory.remember(text, type="fact", tags=("auth",), source=Source("test", file))
+    with apsw.Connection(str(store / "memory.db")) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name='memory_vec'").fetchone()
+    read = {"tool_name": "Read", "tool_input": {"file_path": str(proj / "src" / "auth.py")}}
+    for event, fields in [
+        ("SessionStart", {"source": "startup"}),
+        ("PreToolUse", read),
+        ("Stop", {"stop_hook_active": False}),
+    ]:
+        said, imported = imports_of(store, event, payload(event, event, proj / "src", **fields))
+        assert "numpy" not in imported and "sqlite_vec" not in imported, event
+        if event != "Stop":
+            assert "refresh_token" in said or "TokenCache" in said, event
+
+
 def test_a_memory_db_the_engine_never_opened_or_upgraded_is_left_to_the_engine(
     tmp_path: Path,
 ) -> None:
