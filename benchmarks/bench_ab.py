@@ -9,7 +9,9 @@ within the run slows both alike. Each round runs `tar x` / `git status` / `rm -r
 bench_fs's tree with its .git, a sequential write of `--mb` MiB (then fsync and close),
 its cold read after drop_caches and 4 KiB random cold reads, with the daemon's CPU
 seconds per phase; floorfs.py runs the same round beside them as a control for the
-host's speed. The load average is printed beside every round. Nothing is asserted.
+host's speed, and `--disk` a plain folder on the same disk (floorfs.py keeps its data in
+a dict, so its "cold" read never touches a disk; a store's does). The load average is
+printed beside every round. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -92,6 +94,18 @@ def environment(pairs: list[str]) -> dict[str, str]:
 def floor_at(base: Path) -> Iterator[tuple[Path, int]]:
     with floor_mounted(base) as path:
         yield path, 0
+
+
+@contextmanager
+def disk_at(base: Path) -> Iterator[tuple[Path, int]]:
+    """A plain folder beside the stores: what the disk itself gives a cold read, which
+    floorfs.py (its data in a dict, never on a disk) cannot show."""
+    where = base / "disk"
+    where.mkdir()
+    try:
+        yield where, 0
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def one_round(
@@ -185,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=int, default=512)
     parser.add_argument("--random-reads", type=int, default=5_000)
     parser.add_argument("--no-floor", action="store_true", help="skip the floorfs.py control")
+    parser.add_argument(
+        "--disk", action="store_true", help="also a plain folder on the stores' disk (control)"
+    )
     parser.add_argument("--store-dir", type=Path, default=None)
     parser.add_argument("--old-env", nargs="*", default=[], help="NAME=VALUE for OLD's daemon")
     parser.add_argument("--new-env", nargs="*", default=[], help="NAME=VALUE for NEW's daemon")
@@ -206,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             if not args.no_floor:
                 sides["floorfs.py"] = lambda: floor_at(base)
+            if args.disk:
+                sides["disk"] = lambda: disk_at(base)
             runs = run_rounds(sides, archive, args)
     print_report(runs, args)
     path = write_results(
@@ -235,7 +254,8 @@ def run_rounds(
         load = os.getloadavg()[0]
         with sides[name]() as (where, pid):
             figures = one_round(where, pid, archive, args.mb, args.random_reads, args.only)
-            still_mounted(where)
+            if name != "disk":  # the one side that is a plain folder
+                still_mounted(where)
             shutil.rmtree(where / "t", ignore_errors=True)
         figures["load"] = load
         runs[name].append(figures)

@@ -431,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             Side("gitfs", "versioning", None, gitfs_reason()),
             bindfs_side(base),
             folder_side("tmpfs", Path(native)),
+            folder_side("disk", base),  # the stores' own disk: a cold read's ceiling
             *floor_sides(base),
         ]
         if args.sides:
