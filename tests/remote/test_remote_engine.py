@@ -1,17 +1,36 @@
 """The S3 server answers conditional writes as the client counts on (issue 31): of
 writers racing to create one key with `If-None-Match: *`, exactly one wins, and an
-`If-Match` on a key that is not there is a lost race, not an error (SeaweedFS answers
-412 where AWS answers 404: store/s3client.py takes both)."""
+`If-Match` on a key that is not there is a lost race, not an error. SeaweedFS answers
+that with 412 and AWS with 404 (store/s3client.py takes both): each test runs against
+SeaweedFS and against moto's server, which answers as AWS does."""
 
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from motoserver import MotoServer, moto_serving
 
 from helixfs.store.s3client import S3Client, S3Location
 
 from .conftest import Place
 
 WRITERS = 16
+
+
+@pytest.fixture(scope="module")
+def aws_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    with moto_serving(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+@pytest.fixture(params=["seaweedfs", "aws"])
+def place(request: pytest.FixtureRequest) -> Place:
+    """A fresh prefix on SeaweedFS (412 for a missing If-Match) or on moto (AWS: 404)."""
+    server = request.getfixturevalue("s3_server" if request.param == "seaweedfs" else "aws_like")
+    return Place(server, f"t/{uuid.uuid4().hex[:12]}")
 
 
 def _client(place: Place) -> S3Client:
