@@ -249,3 +249,23 @@ def test_credentials_come_from_a_credentials_file_or_say_where_to_put_them(
     assert SECRET_KEY.encode() not in b"".join(
         p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()
     )
+
+
+def test_pull_of_named_branches_moves_only_those(tmp_path: Path, place: Place) -> None:
+    alpha = new_store(tmp_path / "a", place, host="alpha")
+    commit(alpha, tmp_path, "a.txt", "a\n")
+    ok(alpha("branch", "topic"))
+    ok(alpha("push", "origin", "main", "topic"))
+    ok(run_helix("clone", place.url, tmp_path / "b", "--endpoint", place.endpoint, store=None))
+    beta = helix_on(tmp_path / "b", host="beta")
+    commit(beta, tmp_path, "t.txt", "topic\n", "--branch", "topic")
+    commit(beta, tmp_path, "b.txt", "b\n")
+    ok(beta("push", "origin", "main", "topic"))
+    main_before = ok(alpha("log", "main", "--json")).json()
+    pulled = ok(alpha("pull", "origin", "topic", "--json")).json()["branches"]
+    assert [b["branch"] for b in pulled] == ["topic"]
+    assert ok(alpha("cat", "topic", "t.txt")).out == "topic\n"
+    assert ok(alpha("log", "main", "--json")).json() == main_before  # not named: unmoved
+    before = store_state(tmp_path / "a")
+    fails(alpha("pull", "origin", "no-such-branch"), says="no-such-branch")
+    assert store_state(tmp_path / "a") == before
