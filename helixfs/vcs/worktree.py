@@ -1068,14 +1068,15 @@ class Worktree:
         child.raw = encode_entry(child.entry())
         return child.raw
 
-    def _journal_commit(self, objects: Objects) -> bytes | None:
+    def _journal_commit(self, objects: Objects, own: TreeEntry | None) -> bytes | None:
         """The saved state for a commit whose work tree differs from its commit tree (it
         holds ignored paths): the work trees as a save journals them (over the last
         fold), so a commit encodes and writes only the commit trees, not both (ADR 0061).
         The dirty folders whose work tree is their commit tree are folded first. None:
-        fold them all instead (a journal too long, a paged folder, a root all pure)."""
+        fold them all instead (a journal too long, a paged folder, a root all pure).
+        `own`: the root's own attributes now (`_own`)."""
         root = self.root
-        if root.pure or not root.dirty or own_key(self._own()) != self._stored_own:
+        if root.pure or not root.dirty or own_key(own) != self._stored_own:
             return None  # pure at its last encode: most likely still, one tree to fold
         if self._fold_pure(root, objects) is not False:
             return None  # folded whole (its tree is the commit's), or a paged folder
@@ -1100,27 +1101,32 @@ class Worktree:
                     return None
                 if folded:
                     mark_stale(node, name)  # its journal piece is its entry now
+        if not (node.recheck or node.pure):
+            return False  # impure at its last encode, and no child left: impure still
         scope = self._scopes.inner(node)
         if node.recheck:
             pairs: Iterable[tuple[bytes, Node | None]] = node.children.items()
         else:
             pairs = ((name, node.children.get(name)) for name in node.stale or ())
-        pure = (node.recheck or node.pure) and all(
-            _keeps_pure(name, child, scope) for name, child in pairs if child is not None
-        )
-        if pure:
+        if all(_keeps_pure(name, child, scope) for name, child in pairs if child is not None):
             self._encode(node, objects)
             return True
         node.pure = False
         return False
 
     def _commit_tree(
-        self, node: Node, objects: Objects, tracked: ObjectId | None, outer: Scope = NO_RULES
+        self,
+        node: Node,
+        objects: Objects,
+        tracked: ObjectId | None,
+        outer: Scope = NO_RULES,
+        own: TreeEntry | None = None,
     ) -> ObjectId:
         """The tree a commit records: the work tree without the editor temp files and
         the ignored paths that `tracked` (the head commit's tree at this place) does not
-        hold. `outer`: the rules `node` inherits. A folder the last commit walked is
-        the head's tree there, with the names changed since made again (ADR 0061)."""
+        hold. `outer`: the rules `node` inherits; `own`: the root's own attributes (for
+        the root). A folder the last commit walked is the head's tree there, with the
+        names changed since made again (ADR 0061)."""
         trees, scopes = self.repo.trees, self._scopes
         if node.pure and not node.dirty:
             assert node.oid is not None
@@ -1131,7 +1137,6 @@ class Worktree:
             return trees.without_ephemeral(node.oid, objects, tracked, outer)
         head = trees.get(tracked) if tracked is not None else None
         scope = scopes.inner(node)
-        own = self._own() if node is self.root else None
         since = scopes.changed_since(node)
         if since is not None and tracked is not None and head is not None:
             children = node.children
@@ -1308,12 +1313,19 @@ class Worktree:
         for name in node.redo or ():
             node.pieces[name] = self._journal_piece(node.children.get(name), name)
         node.redo = None
-        pieces = node.pieces
-        names = sorted(pieces)
-        present = [piece for name in names if (piece := pieces[name]) is not None]
-        gone = [name for name in names if pieces[name] is None]
-        nested = [(sub.oid, self._journal_body(sub)) for _, sub in present if sub is not None]
-        node.journal = journal.encode_dir([raw for raw, _ in present], gone, nested)
+        raws: list[bytes] = []
+        gone: list[bytes] = []
+        nested: list[tuple[ObjectId | None, bytes]] = []
+        for name, piece in sorted(node.pieces.items()):  # one pass: a commit makes three
+            if piece is None:
+                gone.append(name)
+                continue
+            raws.append(piece[0])
+            sub = piece[1]
+            if sub is not None:  # a nested body unchanged since is kept on its folder
+                body = sub.journal if sub.journal is not None else self._journal_body(sub)
+                nested.append((sub.oid, body))
+        node.journal = journal.encode_dir(raws, gone, nested)
         return node.journal
 
     def _journal_piece(self, child: Node | None, name: bytes) -> tuple[bytes, Node | None] | None:
@@ -1410,12 +1422,13 @@ class Worktree:
                 return None
             started = time.perf_counter_ns()
             objects = self._unwritten
-            root: bytes | None = self._journal_commit(objects)
+            own = self._own()
+            root: bytes | None = self._journal_commit(objects, own)
             if root is None:  # the work trees are folded (encoded and written) too
                 root = self._encode(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
             self._scopes.begin()
-            tree = self._commit_tree(self.root, objects, head_tree)
+            tree = self._commit_tree(self.root, objects, head_tree, own=own)
             if tree == head_tree:
                 self._scopes.confirm()
                 self._persist(root)
