@@ -11,7 +11,9 @@ What is measured: each hook event run as Claude Code runs it (the command `helix
 install` writes, started by /bin/sh, the event's JSON on stdin), its wall time from
 spawn to exit; a fresh session id per call, so no answer is cut short by the session's
 dedup. Sides, interleaved round by round (the machine's load printed with each round):
-- mounted: the store is mounted, the launcher hands the event to the daemon;
+- mounted: the store is mounted, the launcher hands the event to the daemon: the
+  compiled launcher (cli/hook_launch.c, ADR 0080) when a C compiler built it, and the
+  Python launcher beside it ("mounted python"), call by call, turns alternating;
 - no daemon: the same store unmounted, the launcher runs the command itself;
 - baseline: `helix recall QUERY` as a process (the console script), in both states;
   and the floor: the interpreter alone, started the way a hook is (`sh -c 'python -P
@@ -48,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_fs import HELIX, _wait_ready, helix, unmount  # noqa: E402
 from common import print_table, summary, write_results  # noqa: E402
 
+from helixfs.agents import hook_binary  # noqa: E402
 from helixfs.agents.claude_hooks import hook_command, package_root  # noqa: E402
 from helixfs.memory import Memory, MemoryImport, Source  # noqa: E402
 
@@ -143,12 +146,19 @@ def timed(run: Callable[[], subprocess.CompletedProcess[str]]) -> tuple[float, f
 
 
 def hook_call(
-    store: Path, cwd: Path, name: str, fields: dict[str, Any], n: int, tree: Path | None = None
+    store: Path,
+    cwd: Path,
+    name: str,
+    fields: dict[str, Any],
+    n: int,
+    tree: Path | None = None,
+    binary: Path | None = None,
 ) -> Callable[[], Any]:
-    """The hook as installed; with `tree`, as that source tree's `hooks install` writes
-    it (its launcher, its package on PYTHONPATH)."""
+    """The hook as installed (through the compiled launcher `binary` if given); with
+    `tree`, as that source tree's `hooks install` writes it (its Python launcher, its
+    package on PYTHONPATH)."""
     event = name.split()[0]
-    command = hook_command(store, event)
+    command = hook_command(store, event, binary)
     if tree is not None:
         command = command.replace(str(package_root()), str(tree.resolve()))
     data = {
@@ -201,15 +211,24 @@ def round_of(
     samples: dict[str, dict[str, list[float]]],
     rng: random.Random,
     tree: Path | None = None,
+    binary: Path | None = None,
+    turn: int = 0,
 ) -> None:
-    def add(name: str, times: tuple[float, float]) -> None:
-        samples[side].setdefault(name, []).append(times[0])
-        samples["cpu " + side].setdefault(name, []).append(times[1])
+    """One round of `side`; with `binary`, each event through it and through the Python
+    launcher ("SIDE python"), call by call, which goes first alternating (from call to
+    call, and from round `turn` to round: the first hook after a mount opens the
+    daemon's memory, and must not fall to one side every round)."""
+
+    def add(name: str, times: tuple[float, float], at: str = side) -> None:
+        samples[at].setdefault(name, []).append(times[0])
+        samples["cpu " + at].setdefault(name, []).append(times[1])
 
     for n in range(per):
         rel = rng.choice(files)
-        for name, fields in events(root, rel).items():
-            add(name, timed(hook_call(store, root, name, fields, n, tree)))
+        for k, (name, fields) in enumerate(events(root, rel).items()):
+            turns = [(side, binary)] + ([(side + " python", None)] if binary else [])
+            for at, chosen in turns if (n + k + turn) % 2 == 0 else turns[::-1]:
+                add(name, timed(hook_call(store, root, name, fields, n, tree, chosen)), at)
         if tree is None:
             add("helix recall (baseline)", timed(recall_call(store, root)))
         add("python -P -S -c pass (floor)", timed(floor_call()))
@@ -248,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.against is not None and not (args.against / "helixfs" / "cli").is_dir():
         parser.error(f"--against {args.against}: not a HelixFS source tree")
     count, files_n, per = (1_000, 500, 3) if args.quick else (10_000, 5_000, 8)
-    sides = ("mounted", "no daemon", "cpu mounted", "cpu no daemon", "against", "cpu against")
+    sides: tuple[str, ...] = ("mounted", "no daemon", "cpu mounted", "cpu no daemon")
+    sides = (*sides, "against", "cpu against")
+    sides = (*sides, "mounted python", "cpu mounted python")
+    binary = hook_binary.build()  # what `helix hooks install` builds; None: no compiler
+    print(f"mounted hooks run {binary or 'the Python launcher (no compiled launcher)'}")
     samples: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     loads: list[dict[str, Any]] = []
     rng = random.Random(3)
@@ -263,12 +286,15 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):  # the same store, mounted then not, round by round
             with mounted_at(store, target):
                 loads.append({"round": r, "side": "mounted", "load": os.getloadavg()[0]})
-                round_of("mounted", store, target, files, per, samples, rng)
+                round_of("mounted", store, target, files, per, samples, rng, binary=binary, turn=r)
             no_daemon_rounds(r, store, source, files, per, samples, loads, args.against)
     table(samples, loads)
+    if binary is not None:
+        launchers_table(samples)
     if args.against is not None:
         against_table(samples, args.against)
     doc = {
+        "compiled_launcher": str(binary) if binary else None,
         "against": str(args.against) if args.against is not None else None,
         "memories": count,
         "files": files_n,
@@ -312,6 +338,19 @@ def table(samples: dict[str, dict[str, list[float]]], loads: list[dict[str, Any]
     print(
         "load average (1 min) at each round's start: "
         + ", ".join(f"{x['side']} {x['round']}: {x['load']:.2f}" for x in loads)
+    )
+
+
+def launchers_table(samples: dict[str, dict[str, list[float]]]) -> None:
+    rows = []
+    for name in samples["mounted python"]:
+        c, p = summary(samples["mounted"][name]), summary(samples["mounted python"][name])
+        cc, cp = summary(samples["cpu mounted"][name]), summary(samples["cpu mounted python"][name])
+        rows.append((name, p["p50"], p["p95"], cp["p50"], c["p50"], c["p95"], cc["p50"]))
+    print_table(
+        "mounted, ms: the Python launcher beside the compiled one, call by call",
+        ("event", "python p50", "p95", "cpu p50", "compiled p50", "p95", "cpu p50"),
+        rows,
     )
 
 

@@ -9,10 +9,13 @@ Each entry runs `helix hook EVENT` through the launcher (cli/hook_launch.py): th
 this installation started without `site` (`-S`, `-P`), which forwards the command line
 to the mount's daemon in a few milliseconds, where the console script's own start (site
 and the editable-install finder: ~25 ms here) would spend the whole budget (ADR 0052).
+When `install` could build it (hook_binary.py), the compiled launcher runs first: the
+mounted path in C, without the interpreter's ~10 ms start (ADR 0080).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -45,21 +48,46 @@ def package_root() -> Path:
     return Path(helixfs.__file__).resolve().parent.parent
 
 
-def hook_command(store: Path, event: str) -> str:
+def hook_command(store: Path, event: str, binary: Path | None = None) -> str:
     """The launcher run as a file, not with -m: runpy and what it imports (importlib.util,
-    contextlib, collections...) cost ~6 ms of CPU a start, half again the interpreter's."""
+    contextlib, collections...) cost ~6 ms of CPU a start, half again the interpreter's.
+
+    With `binary` (hook_binary.build), the compiled launcher runs first, given the
+    Python launcher's command line to exec for anything but a daemon that answers
+    (ADR 0080); a shell test runs the Python one directly if the binary is gone (a
+    cleared cache), so a hook never fails on a missing file."""
     python = str(Path(sys.executable).absolute())
     script = str(package_root() / "helixfs" / "cli" / f"{LAUNCHER}.py")
     words = [python, "-P", "-S", script, "--store", str(store.absolute()), event]
-    return f"PYTHONPATH={shlex.quote(str(package_root()))} " + shlex.join(words)
+    env = f"PYTHONPATH={shlex.quote(str(package_root()))} "
+    if binary is None:
+        return env + shlex.join(words)
+    compiled = shlex.quote(str(binary))
+    return (
+        f"if [ -x {compiled} ]; then {env}exec {compiled} {shlex.join(words)}; fi; "
+        f"{env}exec {shlex.join(words)}"
+    )
+
+
+def launcher_of(command: str | None) -> str | None:
+    """Which launcher an installed command runs: "compiled", "python", or "python
+    (compiled launcher missing)" when the binary it names is gone."""
+    if command is None:
+        return None
+    words = shlex.split(command)
+    if words[:1] != ["if"]:
+        return "python"
+    binary = words[3]  # if [ -x BINARY ]; then ...
+    return "compiled" if os.access(binary, os.X_OK) else "python (compiled launcher missing)"
 
 
 def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and LAUNCHER in str(hook.get("command", ""))
 
 
-def _group(store: Path, event: str) -> dict[str, Any]:
-    hook = {"type": "command", "command": hook_command(store, event), "timeout": TIMEOUT_SECONDS}
+def _group(store: Path, event: str, binary: Path | None) -> dict[str, Any]:
+    command = hook_command(store, event, binary)
+    hook = {"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}
     matcher = EVENTS[event]
     return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
 
@@ -83,12 +111,13 @@ def _events(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     return hooks
 
 
-def plan(path: Path, store: Path | None) -> Change:
-    """Our entries set for `store` (None: removed), everything else as it was."""
+def plan(path: Path, store: Path | None, binary: Path | None = None) -> Change:
+    """Our entries set for `store` (None: removed), run through the compiled launcher
+    `binary` when there is one, everything else as it was."""
     before = configfile.read_text(path)
     doc = configfile.load_json(path, before)
     hooks = _events(path, doc)
-    wanted = {event: _group(store, event) for event in EVENTS} if store is not None else {}
+    wanted = {event: _group(store, event, binary) for event in EVENTS} if store is not None else {}
     result: dict[str, Any] = {}
     for event, groups in hooks.items():
         if event in wanted and wanted[event] in groups and _ours_in(groups) == 1:
@@ -125,4 +154,11 @@ def status(path: Path) -> dict[str, Any]:
             if is_ours(h)
         ]
         rows[event] = commands[0] if commands else None
-    return {"path": str(path), "events": rows, "installed": all(rows.values())}
+    launchers = {launcher_of(command) for command in rows.values() if command}
+    launcher = launchers.pop() if len(launchers) == 1 else ("mixed" if launchers else None)
+    return {
+        "path": str(path),
+        "events": rows,
+        "installed": all(rows.values()),
+        "launcher": launcher,
+    }

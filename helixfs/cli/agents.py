@@ -113,7 +113,7 @@ def register_hooks(subparsers: Any) -> None:
 
 
 def cmd_hooks(args: argparse.Namespace, store: Path, out: Output) -> int:
-    from helixfs.agents import claude_hooks
+    from helixfs.agents import claude_hooks, hook_binary
 
     path = claude_hooks.settings_path(args.scope, _project(args), Path.home())
     if args.action == "status":
@@ -121,7 +121,10 @@ def cmd_hooks(args: argparse.Namespace, store: Path, out: Output) -> int:
         out.emit(doc, lambda: _hooks_table(doc))
         return 0
     target = store.absolute() if args.action == "install" else None
-    change = claude_hooks.plan(path, target)
+    binary = None
+    if target is not None:  # a dry run builds nothing: it shows a launcher already built
+        binary = hook_binary.existing() if args.dry_run else hook_binary.build()
+    change = claude_hooks.plan(path, target, binary)
     if not args.dry_run:
         change.write()
     doc = {
@@ -146,7 +149,8 @@ def _hooks_human(doc: dict[str, Any], dry_run: bool) -> str:
 
 def _hooks_table(doc: dict[str, Any]) -> str:
     rows = [(event, "installed" if cmd else "-") for event, cmd in doc["events"].items()]
-    return f"{doc['path']}\n" + table(rows, ("EVENT", "HELIXFS"))
+    launcher = f"\nlauncher: {doc['launcher']}" if doc["launcher"] else ""
+    return f"{doc['path']}\n" + table(rows, ("EVENT", "HELIXFS")) + launcher
 
 
 def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from hookrun import context_of, helix, payload, run_hook
 
+from helixfs.agents import hook_binary
+
 pytestmark = pytest.mark.timeout(240)
 
 AUTH = "def refresh_token(user):\n    return user.token\n\n\nclass TokenCache:\n    pass\n"
@@ -272,6 +274,8 @@ def test_install_status_uninstall_merge_with_the_users_settings(
     assert settings.read_text() == before  # idempotent
     status = json.loads(helix(store, "--json", "hooks", "status", cwd=proj, env=home).stdout)
     assert status["installed"] is True
+    # the compiled launcher when `cc` could build it (ADR 0080), else the Python one
+    assert status["launcher"] == ("compiled" if hook_binary.compiler() else "python")
     remember(store, "Tokens are refreshed under the lock", "--source", "auth.py")
     command = ours["hooks"][0]["command"]  # as Claude Code runs it: a shell command line
     text = context_of(run_hook(store, "PreToolUse", read(proj), proj, command), "PreToolUse")
