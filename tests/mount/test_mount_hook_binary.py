@@ -187,3 +187,19 @@ def test_a_missing_binary_runs_the_python_launcher(tmp_path: Path, binary: Path)
     done = run(command, payload("SessionStart", "s", tmp_path, source="startup"), tmp_path)
     assert (done.returncode, done.stderr) == (0, b"") and b"Branch main" in done.stdout
     assert shlex.split(command)[3] == str(tmp_path / "gone")
+
+
+def test_a_store_past_the_socket_address_limit_is_reached_through_its_folder(
+    make_mount: MountFactory, binary: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / ("and-another-one-" * 3) / "store"
+    deep.parent.mkdir(parents=True)
+    helix("init", deep)
+    mnt = make_mount(0, store=deep, env={**os.environ, **LEXICAL})
+    assert len(str(mnt.store / "control.sock")) > 108
+    compiled = claude_hooks.hook_command(mnt.store, "SessionStart", binary)
+    compiled = compiled.replace(shlex.quote(sys.executable), "/nonexistent/python")
+    text = payload("SessionStart", "deep", mnt.path, source="startup")
+    done = run(compiled, text, mnt.path)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b"Branch main at " + mnt.head()[:12].encode() in done.stdout  # the daemon's answer
