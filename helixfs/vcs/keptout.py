@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from helixfs.errors import NotADirectory, NotFound
 from helixfs.ids import ObjectId
@@ -203,10 +203,13 @@ def patch_tree(
     made: dict[bytes, TreeEntry | None],
     objects: dict[ObjectId, bytes],
     own: TreeEntry | None = None,
+    known: Mapping[bytes, bytes] | None = None,
 ) -> ObjectId:
     """The head's tree `tracked` (decoded: `head`) with the entries of the names in
     `made` replaced (None: left out), path-copied: a paged folder rewrites only the
-    pages those names are in. `own`: a root's own attributes (ADR 0044)."""
+    pages those names are in. `own`: a root's own attributes (ADR 0044); `known`: the
+    encodings of some of `made`'s entries, made already (not encoded again)."""
+    known = known or {}
     entries, raws, names = list(head.entries), list(head.raw), list(head.names)
     differs = own != head.own
     for name in sorted(made):
@@ -219,11 +222,11 @@ def patch_tree(
                 differs = True
         elif not present:
             entries.insert(at, entry)
-            raws.insert(at, encode_entry(entry))
+            raws.insert(at, known.get(name) or encode_entry(entry))
             names.insert(at, name)
             differs = True
         elif entries[at] != entry:
-            entries[at], raws[at] = entry, encode_entry(entry)
+            entries[at], raws[at] = entry, known.get(name) or encode_entry(entry)
             differs = True
     if not differs:
         return tracked

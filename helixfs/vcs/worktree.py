@@ -1140,8 +1140,14 @@ class Worktree:
         since = scopes.changed_since(node)
         if since is not None and tracked is not None and head is not None:
             children = node.children
-            made = {n: self._commit_entry(n, children.get(n), scope, head, objects) for n in since}
-            tree = patch_tree(trees, head, tracked, made, objects, own)
+            made: dict[bytes, TreeEntry | None] = {}
+            known: dict[bytes, bytes] = {}
+            for name in since:
+                child = children.get(name)
+                made[name] = self._commit_entry(name, child, scope, head, objects)
+                if child is not None and made[name] is not None and _kept_raw(name, child):
+                    known[name] = cast(bytes, child.raw)
+            tree = patch_tree(trees, head, tracked, made, objects, own, known)
         else:
             listing = self._sorted(node)
             entries = [self._commit_entry(n, c, scope, head, objects) for n, c in listing]
@@ -1517,6 +1523,14 @@ def _entry_bound(name: bytes, child: Node) -> int:
     """The size of a node's encoded tree entry (encode_entry), without encoding it."""
     linked = LINK_ENTRY_BYTES if child.group is not None else 0
     return ENTRY_FIXED_BYTES + len(name) + stored_xattrs_bound(child) + linked
+
+
+def _kept_raw(name: bytes, child: Node) -> bool:
+    """Whether `child`'s kept encoding (`raw`, which the journal just made) is its entry
+    in the commit tree too: a file's (a folder's commit tree may differ from its work
+    tree), under its own name, not a hard link's (whose entries are kept by place)."""
+    kept = child.raw is not None and child.group is None
+    return kept and child.name == name and not child.is_dir()
 
 
 def _keeps_pure(name: bytes, child: Node, scope: Scope) -> bool:
