@@ -290,7 +290,8 @@ static int read_input(void) {
     }
 }
 
-/* A socket connected to the store's daemon (wire.address_of's address), or -1. */
+/* A socket connected to the store's daemon (wire.address_of's address); -1 with errno
+ * set when connect() failed, -2 when there was no address to connect to. */
 static int connect_daemon(void) {
     buffer path = {0};
     size_t store_len = strlen(store);
@@ -307,27 +308,35 @@ static int connect_daemon(void) {
         *slash = '\0';
         folder = open(path.data[0] ? path.data : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (folder < 0)
-            return -1;
+            return -2;
         int n = snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/%s",
                          folder, slash + 1);
         if (n < 0 || (size_t)n >= sizeof address.sun_path)
-            return -1;
+            return -2;
     }
     free(path.data);
     int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0)
-        return -1;
+        return -2;
     struct timeval limit = {.tv_sec = ANSWER_SECONDS};
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
     int ok = connect(sock, (struct sockaddr *)&address, sizeof address) == 0;
+    int err = errno;
     if (folder >= 0)
         close(folder);
     if (!ok) {
         close(sock);
+        errno = err;
         return -1;
     }
     return sock;
+}
+
+/* wire.NO_DAEMON: nobody serves the store (no socket, a dead daemon's leftover...). */
+static int no_daemon(int err) {
+    return err == ENOENT || err == ENOTDIR || err == ELOOP || err == ECONNREFUSED ||
+           err == ENOTSOCK;
 }
 
 static int send_all(int sock, const char *data, size_t len) {
@@ -437,8 +446,14 @@ int main(int argc, char **argv) {
     if (!read_input() || !build_request(&request))
         exec_python();
     int sock = connect_daemon();
-    if (sock < 0)
-        exec_python(); /* no daemon (or a reason Python will log) */
+    if (sock == -2 || (sock == -1 && no_daemon(errno)))
+        exec_python(); /* no daemon, or a reason Python will find and log */
+    if (sock < 0) { /* a daemon that does not take the connection (a full backlog past
+                     * 5 s): hook_forward.py logs it and says nothing, and so does this,
+                     * rather than wait another 5 s in Python */
+        log_errno(errno);
+        return 0;
+    }
     size_t payload = request.len - 4; /* one write, the frame's length first, as send_frame */
     unsigned char *size = (unsigned char *)request.data;
     size[0] = (unsigned char)(payload >> 24), size[1] = (unsigned char)(payload >> 16);
@@ -450,13 +465,16 @@ int main(int argc, char **argv) {
     long code = exit_code(recv_frame(sock));
     buffer out = recv_frame(sock), said = recv_frame(sock);
     close(sock);
+    int said_something = said.len > 0; /* `if code != 0 or said`: before the strip */
     strip(&said);
-    if (said.len)
-        log_reason(said.data, said.len);
-    else if (code != 0) {
-        char reason[32];
-        snprintf(reason, sizeof reason, "exit %ld", code);
-        log_text(reason);
+    if (said_something || code != 0) {
+        if (said.len) {
+            log_reason(said.data, said.len);
+        } else {
+            char reason[32];
+            snprintf(reason, sizeof reason, "exit %ld", code);
+            log_text(reason);
+        }
     }
     write_all(out.data, out.len);
     return 0;
