@@ -141,8 +141,10 @@ def cmd_blame(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     path = repo_path(args.path, args)
     lines = repo.blame(path, settled(repo, args.rev, out))
     commits = {cid: repo.commit_info(cid) for cid in dict.fromkeys(b.commit for b in lines)}
-    docs = {hex_id(c.id): _blamed_doc(c) for c in commits.values()}
     texts = [b.text.rstrip(b"\r\n").decode("utf-8", "surrogateescape") for b in lines]
+    if not out.as_json:  # the document is not printed: a line's commit is made once, not twice
+        out.emit(None, _blame_text(lines, texts, commits))
+        return 0
     doc = {
         "path": name_text(path),
         "rev": hex_id(repo.resolve(args.rev)),
@@ -150,9 +152,9 @@ def cmd_blame(args: argparse.Namespace, repo: Repository, out: Output) -> int:
             {"line": b.number, "commit": hex_id(b.commit), "text": text}
             for b, text in zip(lines, texts, strict=True)
         ],
-        "commits": docs,
+        "commits": {hex_id(c.id): _blamed_doc(c) for c in commits.values()},
     }
-    out.emit(doc, lambda: _blame_text(lines, texts, commits))
+    out.emit(doc)
     return 0
 
 
