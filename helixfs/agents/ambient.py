@@ -22,6 +22,7 @@ from typing import Any
 from helixfs.agents import symbols
 from helixfs.agents.context import Packer, World, record_line
 from helixfs.agents.session import Session
+from helixfs.memory.tokens import split_identifier
 
 AMBIENT_TOOLS = ("Read", "Edit", "MultiEdit", "Write", "Glob", "Grep")
 WRITING_TOOLS = ("Edit", "MultiEdit", "Write")
@@ -106,6 +107,13 @@ class Layer:
     whole_word: bool = True
     prefix: str = ""
 
+    def words(self) -> list[str]:
+        """What the lexical lookup asks for: a whole-word name as itself (a compound
+        one is looked up whole), a name found inside words by its parts too."""
+        if self.whole_word:
+            return list(self.names)
+        return [part for name in self.names for part in (*split_identifier(name), name)]
+
     def found(self, text: str) -> list[str]:
         if self.whole_word:
             return symbols.named_in(text, self.names)
@@ -115,7 +123,7 @@ class Layer:
 def _named(packer: Packer, seen: set[str], world: World, layers: list[Layer]) -> None:
     """One lexical recall over every layer's names; each hit goes to the first layer
     whose names it mentions."""
-    wanted = list(dict.fromkeys(name for layer in layers for name in layer.names))
+    wanted = list(dict.fromkeys(word for layer in layers for word in layer.words()))
     if not wanted:
         return
     found = world.memory.mentioning(wanted, limit=16, view=world.view())

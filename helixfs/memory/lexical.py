@@ -14,7 +14,7 @@ import apsw
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.memory import records, tree, validate
 from helixfs.memory.db import fetch_all
-from helixfs.memory.tokens import fts_query
+from helixfs.memory.tokens import fts_names, fts_query
 from helixfs.memory.tree import TRUNK, Visibility, visible_sql
 from helixfs.memory.types import MEMORY_TYPES, SEARCH_MODES, STATUSES
 
@@ -52,7 +52,11 @@ def memory_filter_sql(filters: Filters) -> tuple[str, list[Any]]:
 
 
 def lexical_memories(conn: apsw.Connection, query: str, filters: Filters, limit: int) -> Scored:
-    match = fts_query(query)
+    return matching(conn, fts_query(query), filters, limit)
+
+
+def matching(conn: apsw.Connection, match: str, filters: Filters, limit: int) -> Scored:
+    """Rows of an FTS5 MATCH expression that pass the filters, best BM25 first."""
     if not match:
         return []
     where, params = memory_filter_sql(filters)
@@ -132,13 +136,14 @@ def about_files(
 def mentioning(
     conn: apsw.Connection, words: Sequence[str], limit: int, visibility: Visibility
 ) -> list[dict[str, Any]]:
-    """Active rows whose text holds any of `words`, best BM25 first (Memory.mentioning)."""
+    """Active rows whose text holds any of `words`, best BM25 first (Memory.mentioning):
+    a compound identifier by its whole (tokens.fts_names), not by any of its parts."""
     query = " ".join(w for w in words if w.strip())
     if not query:
         return []
     validate.check_text("words", query, limit=4000)
     filters = Filters(visible=visibility)
-    found = lexical_memories(conn, query, filters, limit)
+    found = matching(conn, fts_names(list(words)), filters, limit)
     rows = memory_rows(conn, [rowid for rowid, _ in found], filters)
     return [rows[rowid] for rowid, _ in found if rowid in rows]
 

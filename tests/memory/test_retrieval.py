@@ -14,13 +14,37 @@ from hypothesis import strategies as st
 
 from helixfs.errors import InvalidInput
 from helixfs.memory import Embedder, Memory, engine, retrieval
-from helixfs.memory.tokens import estimate_tokens, fts_text, query_terms, split_identifier
+from helixfs.memory.tokens import (
+    estimate_tokens,
+    fts_names,
+    fts_text,
+    query_terms,
+    split_identifier,
+)
 
 
 def test_identifiers_split_on_camel_and_snake_case() -> None:
     assert split_identifier("parseHTTPResponse_v2") == ["parse", "http", "response", "v", "2"]
     assert "parse http response" in fts_text("call parseHttpResponse here")
     assert query_terms("max_retry_count") == ["max", "retry", "count", "maxretrycount"]
+
+
+def test_names_are_looked_up_whole() -> None:
+    assert (
+        fts_names(["token_12", "parseHttp", "the", "x", "run"])
+        == '"token12" OR "parsehttp" OR "run"'
+    )
+
+
+def test_a_hooks_lookup_of_a_compound_name_is_not_a_lookup_of_its_parts(mem: Memory) -> None:
+    """A hook's ambient lookup (Memory.mentioning) of `token_12` finds the memories that
+    name it, in either spelling, and not the many that only say `token` or `12`."""
+    for n, topic in enumerate(["cache", "login", "rotation", "expiry", "refresh", "audit"]):
+        mem.remember(f"The {topic} token is checked {n + 3} times per request.")
+    snake = mem.remember("token_12 is the fallback key of the staging cluster.")
+    camel = mem.remember("Rotate Token12 before every release.", type="decision")
+    found = {record.id for record in mem.mentioning(["token_12"])}
+    assert found == {snake.id, camel.id}
 
 
 @pytest.mark.parametrize(
