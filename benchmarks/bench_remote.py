@@ -35,7 +35,6 @@ Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTA
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import shutil
 import stat
@@ -43,8 +42,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -302,109 +303,170 @@ def lazy_mount(server: SeaweedServer, work: Path, files: int, commits: int, roun
 # ---------------------------------------------------------------- N machines
 
 
-def machine(args: tuple[str, str, str, int, float, str]) -> list[tuple[str, float]]:
-    """One simulated machine: commit into its own branch, push, until the time is up."""
-    folder, bucket, endpoint_prefix, index, seconds, seed = args
-    endpoint, prefix = endpoint_prefix.split("|")
-    where = S3Location(bucket, prefix, endpoint)
-    clone(Path(folder), Remote("origin", where))
-    made: list[tuple[str, float]] = []
-    with Repository.open(folder) as repo, S3Store(where) as remote:
-        branch = f"agent{index}"
-        repo.create_branch(branch, "main")
-        sync = Sync(repo, remote, "origin", f"m{index}")
-        deadline = time.monotonic() + seconds
-        k = 0
-        while time.monotonic() < deadline:
-            k += 1
-            cid = repo.commit(
-                {f"agent{index}/n{k}.txt": b"%d %d\n" % (index, k)}, f"{k}", branch=branch
-            )
-            made.append((cid.hex(), time.time()))
-            sync.push_branch(branch)
+WATCH_EVERY = 0.05  # seconds between a watcher's listings of the branch it watches
+CROSS_WAIT = 120.0  # seconds a new branch, or the last saves, may take to cross
+
+
+@dataclass
+class Machine:
+    """A simulated machine: its own store (a clone), its own daemon (`helix mount
+    --remote origin`), saving into its own branch (an idle watcher saves nothing)."""
+
+    index: int
+    store: Path
+    mountpoint: Path
+    branch: str
+    saved: list[tuple[str, float]] = field(default_factory=list)  # (file, when closed)
+    seen: dict[str, float] = field(default_factory=dict)  # watched saves: first listed
+
+
+def start_machines(url: str, endpoint: str, work: Path, n: int, total: int) -> list[Machine]:
+    """`total` machines (n saving, the rest idle watchers on main), each mounted."""
+    env = dict(os.environ)
+    made = []
+    for i in range(total):
+        store, mountpoint = work / f"m{n}-{i}", work / f"m{n}-{i}-mnt"
+        branch = f"agent{i}" if i < n else "main"
+        helix(env, "clone", url, str(store), "--endpoint", endpoint)
+        if i < n:
+            helix(env, "--store", str(store), "branch", branch)
+            helix(env, "--store", str(store), "checkout", branch)
+        mountpoint.mkdir()
+        made.append(Machine(i, store, mountpoint, branch))
+        helix({**env, "HELIX_HOST": f"m{i}"}, "mount", "--remote", "origin",
+              "--quiet-window", "0", str(store), str(mountpoint))  # fmt: skip
     return made
 
 
-def observer(args: tuple[str, str, str, float]) -> dict[str, float]:
-    """Poll the remote's refs; when each new tip was first listed."""
-    bucket, endpoint, prefix, seconds = args
-    seen: dict[str, float] = {}
-    with S3Store(S3Location(bucket, prefix, endpoint)) as remote:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for _, value in remote.refs("branches/"):
-                seen.setdefault(value.hex(), time.time())
-            time.sleep(0.05)
-    return seen
+def save_files(machine: Machine, until: float, every: float) -> None:
+    """Save a small new file into the mount every `every` seconds until `until`."""
+    folder = machine.mountpoint / machine.branch
+    start, k = time.monotonic(), 0
+    while time.monotonic() < until:
+        k += 1
+        name = f"n{k}.txt"
+        (folder / name).write_bytes(b"machine %d save %d\n" % (machine.index, k))
+        machine.saved.append((name, time.time()))  # the close is done
+        time.sleep(max(0.0, start + k * every - time.monotonic()))
 
 
-def machines(server: SeaweedServer, work: Path, counts: list[int], seconds: float) -> Any:
+def watch(watcher: Machine, watched: Machine, stop: threading.Event) -> None:
+    """List the watched machine's save folder in the watcher's `.helix/branches/`: when
+    each file was first there (what an agent on the watcher sees)."""
+    folder = watcher.mountpoint / ".helix" / "branches" / watched.branch / watched.branch
+    while not stop.is_set():
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            names = []
+        now = time.time()
+        for name in names:
+            watched.seen.setdefault(name, now)
+        stop.wait(WATCH_EVERY)
+
+
+def wait_for(predicate: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def run_machines(fleet: list[Machine], n: int, seconds: float, every: float) -> dict[str, Any]:
+    """Each saving machine's branch is watched by the next machine (an idle one when
+    n = 1); saves for `seconds`, then the last ones are given time to cross."""
+    pairs = [(fleet[(i + 1) % len(fleet)], fleet[i]) for i in range(n)]
+    for watcher, watched in pairs:  # the branches cross first (each was pushed new)
+        (watched.mountpoint / watched.branch).mkdir()
+        crossed = watcher.mountpoint / ".helix" / "branches" / watched.branch / watched.branch
+        if not wait_for(crossed.exists, CROSS_WAIT):
+            raise RuntimeError(f"{watched.branch} did not reach machine {watcher.index}")
+    stop = threading.Event()
+    watchers = [threading.Thread(target=watch, args=(*pair, stop)) for pair in pairs]
+    before = load()
+    for thread in watchers:
+        thread.start()
+    until = time.monotonic() + seconds
+    savers = [threading.Thread(target=save_files, args=(m, until, every)) for m in fleet[:n]]
+    for thread in savers:
+        thread.start()
+    for thread in savers:
+        thread.join()
+    during = load()
+
+    def all_seen() -> bool:
+        return all(len(m.seen) >= len(m.saved) for m in fleet[:n])
+
+    drained = wait_for(all_seen, CROSS_WAIT)
+    stop.set()
+    for thread in watchers:
+        thread.join()
+    return {"load_before": before, "load_end": during, "drained": drained}
+
+
+def branch_commits(store: Path, branch: str) -> list[str]:
+    """The commits a machine made on its branch (not the seed's, which main has)."""
+    with Repository.open(store) as repo:
+        seed = {c.id.hex() for c in repo.log("branches/main")}
+        return [c.id.hex() for c in repo.log(f"branches/{branch}") if c.id.hex() not in seed]
+
+
+def lost_on_remote(where: S3Location, folder: Path, fleet: list[Machine], n: int) -> dict[str, int]:
+    """Every machine's commits of its branch, and every file it saved, on the remote
+    (a fresh full clone of it, after the daemons are unmounted)."""
+    made = {m.branch: branch_commits(m.store, m.branch) for m in fleet[:n]}
+    clone(folder, Remote("origin", where))
+    commits = saves = 0
+    with Repository.open(folder) as repo:
+        for m in fleet[:n]:
+            have = {c.id.hex() for c in repo.log(f"branches/{m.branch}")}
+            commits += sum(1 for c in made[m.branch] if c not in have)
+            names = {e.name.decode() for e in repo.ls(m.branch, m.branch)}
+            saves += sum(1 for name, _ in m.saved if name not in names)
+    return {"commits": sum(len(c) for c in made.values()), "commits_lost": commits,
+            "saves_lost": saves}  # fmt: skip
+
+
+def machines(
+    server: SeaweedServer, work: Path, counts: list[int], seconds: float, every: float
+) -> Any:
     rows, raw = [], []
-    context = multiprocessing.get_context("spawn")
     for n in counts:
         where = location(server)
-        seed = work / f"seed{n}"
-        repo = build_helix(seed, 200, 2)
-        with S3Store(where) as remote:
-            Sync(repo, remote, "origin", "seed").push(["main"])
-        repo.close()
-        before = load()
-        with context.Pool(n + 1) as pool:
-            watch = pool.apply_async(
-                observer, ((server.bucket, server.endpoint, where.prefix, seconds + 20),)
-            )
-            jobs = [
-                (
-                    str(work / f"m{n}-{i}"),
-                    server.bucket,
-                    f"{server.endpoint}|{where.prefix}",
-                    i,
-                    seconds,
-                    "",
-                )
-                for i in range(n)
-            ]
-            made = pool.map(machine, jobs)
-            seen = watch.get()
-        lost = lost_commits(where, work / f"check{n}", made)
-        total = sum(len(m) for m in made)
-        delays = [seen[c] - t for m in made for c, t in m if c in seen]
-        raw.append(
-            {
-                "n": n,
-                "commits": total,
-                "seconds": seconds,
-                "lost": lost,
-                "visible": summary(delays),
-                "load": before,
-            }
-        )
+        build_helix(work / f"seed{n}", 200, 2).close()
+        helix_push(work / f"seed{n}", where)
+        url = f"s3://{where.bucket}/{where.prefix}"
+        total = max(n, 2)  # n = 1: an idle second machine watches
+        fleet: list[Machine] = []
+        try:
+            fleet = start_machines(url, server.endpoint, work, n, total)
+            figures = run_machines(fleet, n, seconds, every)
+        finally:
+            for m in fleet:
+                subprocess.run([*HELIX, "umount", str(m.mountpoint)], capture_output=True)
+        saves = sum(len(m.saved) for m in fleet[:n])
+        delays = [m.seen[f] - t for m in fleet[:n] for f, t in m.saved if f in m.seen]
+        figures.update(lost_on_remote(where, work / f"check{n}", fleet, n))
+        figures.update(n=n, saves=saves, seconds=seconds, every=every,
+                       seen=len(delays), visible=summary(delays))  # fmt: skip
+        raw.append(figures)
         rows.append(
-            [
-                f"N = {n}",
-                total,
-                total / seconds,
-                summary(delays)["p95"] * 1000,
-                len(delays),
-                lost,
-                before,
-            ]
-        )
+            [f"N = {n}", saves, saves / seconds, figures["commits"],
+             summary(delays)["p50"] * 1000, summary(delays)["p95"] * 1000,
+             f"{len(delays)} / {saves}", figures["commits_lost"], figures["saves_lost"],
+             f"{figures['load_before']:.1f} / {figures['load_end']:.1f}"]
+        )  # fmt: skip
     print_table(
-        f"N machines, each committing into its own branch and pushing ({seconds:.0f} s)",
-        ["machines", "commits", "commits/s", "p95 visible ms", "tips seen", "lost", "load"],
+        f"N machines (a store and a daemon each, `mount --remote`), each saving a file into"
+        f" its own branch every {every:g} s for {seconds:.0f} s; visible: from the save's"
+        " close to the next machine's .helix/branches/ listing it",
+        ["machines", "saves", "saves/s", "commits", "visible p50 ms", "p95 ms", "seen",
+         "commits lost", "saves lost", "load before / end"],
         rows,
-    )
+    )  # fmt: skip
     return raw
-
-
-def lost_commits(where: S3Location, folder: Path, made: list[list[tuple[str, float]]]) -> int:
-    clone(folder, Remote("origin", where))
-    with Repository.open(folder) as repo:
-        have: set[str] = set()
-        for info in repo.branches():
-            have.update(c.id.hex() for c in repo.log(f"branches/{info.name}"))
-        return sum(1 for m in made for c, _ in m if c not in have)
 
 
 # ---------------------------------------------------------------- the save path
@@ -569,6 +631,12 @@ def main() -> None:
         choices=["transfer", "lazy_mount", "machines", "save_path"],
         help="run one section",
     )
+    parser.add_argument(
+        "--machines", help="machines: the counts N, comma-separated (default 1,2,4,8)"
+    )
+    parser.add_argument(
+        "--save-every", type=float, default=0.5, help="machines: seconds between saves (0.5)"
+    )
     parser.add_argument("--rounds", type=int, default=8, help="save-path rounds (default 8)")
     parser.add_argument("--saves", type=int, default=300, help="saves per side per round")
     parser.add_argument(
@@ -580,6 +648,8 @@ def main() -> None:
     args = parser.parse_args()
     files, commits = (1_000, 100) if args.quick else (10_000, 1_000)
     counts = [1, 2] if args.quick else [1, 2, 4, 8]
+    if args.machines:
+        counts = [int(n) for n in args.machines.split(",")]
     seconds = 10.0 if args.quick else 30.0
     print("The machine is shared with other work: the load average is printed beside each round.")
     work = Path(tempfile.mkdtemp(prefix="bench-remote-"))
@@ -590,7 +660,7 @@ def main() -> None:
         sections = {
             "transfer": lambda: transfer(server, work, files, commits, 1 if args.quick else 2),
             "lazy_mount": lambda: lazy_mount(server, work, files, commits, 1 if args.quick else 3),
-            "machines": lambda: machines(server, work, counts, seconds),
+            "machines": lambda: machines(server, work, counts, seconds, args.save_every),
             "save_path": lambda: save_path(
                 server, work, args.saves, args.rounds, args.save_files, args.base
             ),
