@@ -17,12 +17,16 @@ Prints tables and writes JSON to benchmarks/results/bench_remote[-quick]-TIMESTA
   S3 client), an lstat of every path (what `git status` does). Seconds of each, "usable"
   (clone + mount + first read), and what the store holds after (objects, and how many of
   main's file contents), counted once it is unmounted.
-- machines: N stores (N processes, each its own RocksDB and S3 client) each committing
-  into its own branch and pushing after every commit, for SECONDS seconds. Figures:
-  total commits/s pushed, p95 time from a commit to its being listed on the remote by an
-  observer process polling the refs (what a machine's next fetch can see; a mount's
-  fetch round adds up to its pause, 1 s), and commits lost (a final check of every
-  commit against the remote's history: must be 0).
+- machines: N simulated machines, each a clone of one remote with its own daemon
+  (`helix mount --remote origin --quiet-window 0`, HELIX_HOST m0, m1, ...), each on its
+  own branch (`helix checkout agentI` before mounting), saving a small new file into its
+  mount every --save-every seconds for SECONDS seconds. Each machine's branch is watched
+  by the next machine (N = 1: an idle second machine on main): a thread lists the save
+  folder in the watcher's `.helix/branches/agentI/` every 50 ms. Figures: saves/s in
+  all, p50/p95 time from a save's close to the watcher listing it (the daemon's push
+  round, deferred while saves keep coming, then the watcher's fetch round), and commits
+  and saves lost (each machine's commits and files against a fresh clone of the remote
+  after the daemons are unmounted: must be 0). Load before and at the end of each N.
 - save path: save+fsync of a small file in a mount with `--remote` and without
   (separate stores of 10,000 files (--save-files), same disk, both mounted throughout),
   ROUNDS rounds (--rounds, 8) of a block of saves on each side, the first side turning.
