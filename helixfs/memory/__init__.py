@@ -30,23 +30,25 @@ from typing import TYPE_CHECKING, Any
 from helixfs.memory.types import (
     MEMORY_TYPES,
     STATUSES,
-    ArchiveCandidate,
     Checkpoint,
     ContextBlock,
-    Edge,
     Embedder,
-    HistoryEntry,
     Hit,
-    IndexReport,
-    MemoryImport,
     MemoryRecord,
     Source,
-    WriteResult,
 )
 
 if TYPE_CHECKING:
     from helixfs.memory.db import reported_errors
     from helixfs.memory.engine import KeptOpen, Memory
+    from helixfs.memory.outcomes import (
+        ArchiveCandidate,
+        Edge,
+        HistoryEntry,
+        IndexReport,
+        MemoryImport,
+        WriteResult,
+    )
 
 # Loaded on first use (PEP 562): the engine brings numpy and SQLite (~150 ms), and the
 # CLI imports this package only for the names of memory types to parse a command line
@@ -55,6 +57,13 @@ _LAZY = {
     "KeptOpen": "helixfs.memory.engine",
     "Memory": "helixfs.memory.engine",
     "reported_errors": "helixfs.memory.db",
+    # the engine's write and upkeep values: a hook never builds them (~5 ms)
+    "MemoryImport": "helixfs.memory.outcomes",
+    "WriteResult": "helixfs.memory.outcomes",
+    "HistoryEntry": "helixfs.memory.outcomes",
+    "Edge": "helixfs.memory.outcomes",
+    "ArchiveCandidate": "helixfs.memory.outcomes",
+    "IndexReport": "helixfs.memory.outcomes",
 }
 
 

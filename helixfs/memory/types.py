@@ -6,9 +6,18 @@ serialise or compare them without fearing that the engine changes them underneat
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
+
+if TYPE_CHECKING:
+    from helixfs.memory.outcomes import ArchiveCandidate as ArchiveCandidate
+    from helixfs.memory.outcomes import Edge as Edge
+    from helixfs.memory.outcomes import HistoryEntry as HistoryEntry
+    from helixfs.memory.outcomes import IndexReport as IndexReport
+    from helixfs.memory.outcomes import MemoryImport as MemoryImport
+    from helixfs.memory.outcomes import WriteResult as WriteResult
 
 MemoryType = Literal[
     "identity",
@@ -158,74 +167,6 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class MemoryImport:
-    """One memory for `Memory.import_memories`: as `remember` takes it, plus when it was
-    written (`at`, unix seconds; None: now)."""
-
-    content: str
-    type: str | None = None
-    tags: tuple[str, ...] = ()
-    scope: str = "global"
-    source: Source | None = None
-    confidence: float = 1.0
-    salience: float = 0.5
-    at: float | None = None
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What the pipeline did with one candidate fact.
-
-    `superseded` lists the memories this write retired (SUPERSEDE); `noop_of` names the
-    existing memory an equivalent fact was folded into.
-    """
-
-    action: WriteAction
-    id: str | None
-    memory: MemoryRecord | None = None
-    superseded: tuple[str, ...] = ()
-    redactions: int = 0
-    flagged: bool = False
-    reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "id": self.id,
-            "superseded": list(self.superseded),
-            "redactions": self.redactions,
-            "flagged": self.flagged,
-            "reason": self.reason,
-            "memory": self.memory.to_json() if self.memory else None,
-        }
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    seq: int
-    memory_id: str | None
-    op: str
-    at: float
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Edge:
-    src: str
-    dst: str
-    rel: str
-    created: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Checkpoint:
     id: str
     scope: str
@@ -259,22 +200,13 @@ class ContextBlock:
         }
 
 
-@dataclass(frozen=True)
-class ArchiveCandidate:
-    memory: MemoryRecord
-    effective_salience: float
-    idle_days: float
+_OUTCOMES = frozenset(
+    ("MemoryImport", "WriteResult", "HistoryEntry", "Edge", "ArchiveCandidate", "IndexReport")
+)
 
 
-@dataclass(frozen=True)
-class IndexReport:
-    """What index_workspace did; `embedded` counts texts actually sent to the embedder."""
-
-    commit_id: str
-    files_seen: int
-    files_indexed: int
-    files_removed: int
-    chunks_added: int
-    chunks_removed: int
-    embedded: int
-    cache_hits: int
+def __getattr__(name: str) -> Any:
+    """The engine's write and upkeep values, loaded from outcomes.py on first use."""
+    if name not in _OUTCOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module("helixfs.memory.outcomes"), name)

@@ -137,6 +137,7 @@ def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs
     for heavy in ("numpy", "sqlite_vec", "helixfs.memory.engine", "helixfs.vcs", "helixfs.store"):
         assert heavy not in imported
     assert "logging" not in imported and "secrets" not in imported  # ~3, ~5 ms of a start
+    assert "helixfs.memory.outcomes" not in imported  # the engine's write values: ~5 ms
     assert not any(name.startswith("__editable__") for name in imported)  # no .pth run
     assert not (store / "hooks.log").exists()
 
@@ -178,6 +179,8 @@ def test_session_start_and_stop_with_no_daemon_open_no_engine(tmp_path: Path) ->
         assert heavy not in imported and heavy not in stopped
     for unneeded in ("helixfs.vcs.repo", "zstandard", "secrets"):  # (an LZ4 store; no id made)
         assert unneeded not in imported
+    # the engine's write and upkeep values (MemoryImport, WriteResult...): ~5 ms to build
+    assert "helixfs.memory.outcomes" not in imported | stopped
     assert "helixfs.vcs.repo" not in stopped
     assert "helixfs.memory.reader" in imported and "helixfs.vcs.heads" in stopped
 
