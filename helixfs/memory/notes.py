@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -15,7 +15,10 @@ from helixfs.memory.db import fetch_all, fetch_one, new_id, writing
 from helixfs.memory.ranking import top_memories
 from helixfs.memory.redact import redact
 from helixfs.memory.tokens import estimate_tokens, fts_query
-from helixfs.memory.types import Checkpoint, HistoryEntry, Hit
+from helixfs.memory.types import Checkpoint, Hit
+
+if TYPE_CHECKING:
+    from helixfs.memory.outcomes import HistoryEntry
 
 CHECKPOINT_FIELDS = ("done", "next", "hypotheses", "blocked", "files")
 MAX_ITEMS = 100
