@@ -31,9 +31,9 @@ from helixfs.memory.db import (
 from helixfs.memory.redact import redact
 from helixfs.memory.skipfiles import skip_reason
 from helixfs.memory.tokens import fts_text
-from helixfs.memory.types import IndexReport
 
 if TYPE_CHECKING:  # numpy: only a pass that embeds needs it
+    from helixfs.memory.outcomes import IndexReport
     from helixfs.memory.vectors import EmbedderRunner
 
 MAX_FILE_BYTES = 1 << 20
@@ -151,6 +151,8 @@ def index(
         # Every passage is now the one of this commit, unchanged files' too: one row says
         # so. Rewriting every chunk's commit id wrote 43 MB a pass at 50,000 chunks.
         set_meta(conn, INDEXED_COMMIT, commit_id)
+    from helixfs.memory.outcomes import IndexReport  # here: a hook reads passages only
+
     return IndexReport(
         commit_id=commit_id,
         files_seen=changed.seen,
