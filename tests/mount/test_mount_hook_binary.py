@@ -28,7 +28,10 @@ LEXICAL = {"HELIX_MEMORY_LEXICAL": "1"}
 @pytest.fixture
 def binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if hook_binary.compiler() is None:
-        pytest.skip("no C compiler: the hooks run the Python launcher")
+        reason = "no C compiler: the hooks run the Python launcher"
+        if os.environ.get("CI", "").lower() == "true":  # .ci/run installs build-essential
+            pytest.fail(f"the compiled launcher cannot be tested in CI: {reason}", pytrace=False)
+        pytest.skip(reason)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     built = hook_binary.build()
     assert built is not None and built.parent == tmp_path / "cache" / "helixfs"
