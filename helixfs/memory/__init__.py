@@ -24,11 +24,12 @@ extract.py and consolidate.py; retrieval in retrieval.py and ranking.py.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from helixfs.lazy import names_from
 from helixfs.memory.types import (
     MEMORY_TYPES,
+    OUTCOMES,
     STATUSES,
     Checkpoint,
     ContextBlock,
@@ -53,26 +54,16 @@ if TYPE_CHECKING:
 # Loaded on first use (PEP 562): the engine brings numpy and SQLite (~150 ms), and the
 # CLI imports this package only for the names of memory types to parse a command line
 # that it may hand, whole, to a mount's daemon.
-_LAZY = {
-    "KeptOpen": "helixfs.memory.engine",
-    "Memory": "helixfs.memory.engine",
-    "reported_errors": "helixfs.memory.db",
-    # the engine's write and upkeep values (outcomes.py, through types' __getattr__,
-    # whose import statement -X importtime sees): a hook never builds them (~5 ms)
-    "MemoryImport": "helixfs.memory.types",
-    "WriteResult": "helixfs.memory.types",
-    "HistoryEntry": "helixfs.memory.types",
-    "Edge": "helixfs.memory.types",
-    "ArchiveCandidate": "helixfs.memory.types",
-    "IndexReport": "helixfs.memory.types",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = names_from(
+    __name__,
+    {
+        "KeptOpen": "helixfs.memory.engine",
+        "Memory": "helixfs.memory.engine",
+        "reported_errors": "helixfs.memory.db",
+        # the engine's write and upkeep values: a hook never builds them (~5 ms)
+        **dict.fromkeys(OUTCOMES, "helixfs.memory.outcomes"),
+    },
+)
 
 
 __all__ = [

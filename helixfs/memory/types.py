@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
+from helixfs.lazy import names_from
+
 if TYPE_CHECKING:
     from helixfs.memory.outcomes import ArchiveCandidate as ArchiveCandidate
     from helixfs.memory.outcomes import Edge as Edge
@@ -199,17 +201,14 @@ class ContextBlock:
         }
 
 
-_OUTCOMES = frozenset(
-    ("MemoryImport", "WriteResult", "HistoryEntry", "Edge", "ArchiveCandidate", "IndexReport")
+OUTCOMES = (
+    "MemoryImport",
+    "WriteResult",
+    "HistoryEntry",
+    "Edge",
+    "ArchiveCandidate",
+    "IndexReport",
 )
+"""The engine's write and upkeep values, in outcomes.py, loaded on first use."""
 
-
-def __getattr__(name: str) -> Any:
-    """The engine's write and upkeep values, loaded from outcomes.py on first use."""
-    if name not in _OUTCOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # an import statement, not importlib.import_module: `python -X importtime` (which
-    # the hook tests read) sees only the former
-    from helixfs.memory import outcomes
-
-    return getattr(outcomes, name)
+__getattr__ = names_from(__name__, dict.fromkeys(OUTCOMES, "helixfs.memory.outcomes"))

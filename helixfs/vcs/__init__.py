@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import TYPE_CHECKING
+
+from helixfs.lazy import names_from
 
 if TYPE_CHECKING:
     from helixfs.vcs.merge import MergeResult
     from helixfs.vcs.node import Node
-    from helixfs.vcs.repo import RefInfo, Repository
+    from helixfs.vcs.refs import RefInfo
+    from helixfs.vcs.repo import Repository
     from helixfs.vcs.worktree import Worktree
 
 DEEP_TREES = 10_000
@@ -20,22 +22,18 @@ if sys.getrecursionlimit() < DEEP_TREES:
     sys.setrecursionlimit(DEEP_TREES)
 
 
-_LAZY = {
-    "MergeResult": "helixfs.vcs.merge",
-    "Node": "helixfs.vcs.node",
-    "RefInfo": "helixfs.vcs.repo",
-    "Repository": "helixfs.vcs.repo",
-    "Worktree": "helixfs.vcs.worktree",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Every name loads when first asked for (PEP 562): a hook with no daemon
-    reads commits (vcs/heads.py, vcs/objects.py) without the Repository (~40 ms)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# Every name loads when first asked for: a hook with no daemon reads commits
+# (vcs/heads.py, vcs/objects.py) without the Repository (~40 ms).
+__getattr__ = names_from(
+    __name__,
+    {
+        "MergeResult": "helixfs.vcs.merge",
+        "Node": "helixfs.vcs.node",
+        "RefInfo": "helixfs.vcs.refs",
+        "Repository": "helixfs.vcs.repo",
+        "Worktree": "helixfs.vcs.worktree",
+    },
+)
 
 
 __all__ = ["MergeResult", "Node", "RefInfo", "Repository", "Worktree"]

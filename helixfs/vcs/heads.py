@@ -17,22 +17,22 @@ import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from helixfs.errors import InvalidInput, NotFound
 from helixfs.ids import CommitId, ObjectId
 from helixfs.store.rocks import RocksStore
 from helixfs.vcs.objects import Commit, decode_commit
-from helixfs.vcs.refs import BRANCHES, HEAD, SNAPSHOTS, branch_ref, snapshot_ref, storable
+from helixfs.vcs.refs import (
+    BRANCHES,
+    HEAD,
+    SNAPSHOTS,
+    RefInfo,
+    branch_ref,
+    snapshot_ref,
+    storable,
+)
 
 OBJECTS_DIR = "objects"  # repo.OBJECTS_DIR (a test checks they agree)
-
-
-class Branch(NamedTuple):
-    """As repo.RefInfo: a branch's name and the commit it points at."""
-
-    name: str
-    commit: CommitId
 
 
 class Heads:
@@ -93,8 +93,8 @@ class Heads:
         cid = self.resolve(rev) if isinstance(rev, str) else rev
         return decode_commit(self.store.get(ObjectId(cid)), cid)
 
-    def branches(self) -> list[Branch]:
-        return [Branch(n[len(BRANCHES) :], CommitId(v)) for n, v in self.store.refs(BRANCHES)]
+    def branches(self) -> list[RefInfo]:
+        return [RefInfo(n[len(BRANCHES) :], CommitId(v)) for n, v in self.store.refs(BRANCHES)]
 
     def log(self, rev: str = HEAD, limit: int | None = None) -> Iterator[Commit]:
         """First parents back from `rev`, newest first: Repository.log's default walk."""

@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from helixfs.errors import InvalidName
+from helixfs.ids import CommitId
 from helixfs.vcs.text import show_path
+
+
+@dataclass(frozen=True)
+class RefInfo:
+    """A branch's or snapshot's name and the commit it points at."""
+
+    name: str
+    commit: CommitId
+
 
 HEAD = "HEAD"
 BRANCHES = "branches/"

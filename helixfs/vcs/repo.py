@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -58,6 +57,7 @@ from helixfs.vcs.refs import (
     SNAPSHOTS,
     WORK,
     FolderHead,
+    RefInfo,
     branch_ref,
     check_name,
     shown_name,
@@ -118,12 +118,6 @@ SettingsListener = Callable[[config.Settings], None]
 def path_text(path: bytes) -> str:
     """A path as JSON-safe text that round-trips any bytes (surrogateescape)."""
     return path.decode("utf-8", "surrogateescape")
-
-
-@dataclass(frozen=True)
-class RefInfo:
-    name: str
-    commit: CommitId
 
 
 class Repository:
