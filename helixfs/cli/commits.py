@@ -140,11 +140,11 @@ def _apply(
 def cmd_blame(args: argparse.Namespace, repo: Repository, out: Output) -> int:
     path = repo_path(args.path, args)
     lines = repo.blame(path, settled(repo, args.rev, out))
-    commits = {cid: repo.commit_info(cid) for cid in dict.fromkeys(b.commit for b in lines)}
     texts = [b.text.rstrip(b"\r\n").decode("utf-8", "surrogateescape") for b in lines]
-    if not out.as_json:  # the document is not printed: a line's commit is made once, not twice
-        out.emit(None, _blame_text(lines, texts, commits))
+    if not out.as_json:  # each line's label came with it: no commit record is read
+        out.emit(None, _blame_text(lines, texts))
         return 0
+    commits = {cid: repo.commit_info(cid) for cid in dict.fromkeys(b.commit for b in lines)}
     doc = {
         "path": name_text(path),
         "rev": hex_id(repo.resolve(args.rev)),
@@ -170,15 +170,9 @@ def _blamed_doc(commit: Commit) -> dict[str, Any]:
     }
 
 
-def _blame_text(lines: list[Any], texts: list[str], commits: Mapping[Any, Commit]) -> str:
-    from helixfs.vcs.dates import shown_time
-    from helixfs.vcs.node import saved_by
-
-    labels = {
-        cid: f"{hex_id(cid)[:12]} {c.author.partition('<')[0].strip() or c.author}"
-        f"{saved_by(c.meta)} {shown_time(c, '%Y-%m-%d')}"
-        for cid, c in commits.items()
-    }
+def _blame_text(lines: list[Any], texts: list[str]) -> str:
+    owners = {b.commit: b.label for b in lines}
+    labels = {cid: f"{hex_id(cid)[:12]} {label}" for cid, label in owners.items()}
     width = max((len(v) for v in labels.values()), default=0)
     digits = len(str(len(lines)))
     return "\n".join(

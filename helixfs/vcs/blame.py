@@ -23,7 +23,7 @@ from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.vcs import blamecache
 from helixfs.vcs.history import touching
 from helixfs.vcs.linediff import Range, changed_ranges, few_changes
-from helixfs.vcs.objects import TreeEntry
+from helixfs.vcs.objects import Commit, TreeEntry
 from helixfs.vcs.text import as_text
 from helixfs.vcs.treeops import show_path
 
@@ -39,6 +39,17 @@ class BlameLine:
     number: int  # 1-based, in the file at the blamed revision
     commit: CommitId
     text: bytes  # with its line end
+    label: str  # the commit as blame's text shows it after its id: `label(commit)`
+
+
+def label(commit: Commit) -> str:
+    """Author, the processes whose saves it holds, and date: `ann [vim 42] 2026-12-04 +0000`.
+    Kept in the blame cache, so a change here needs a new cache version."""
+    from helixfs.vcs.dates import shown_time  # here: a cached blame calls it for none
+    from helixfs.vcs.node import saved_by
+
+    author = commit.author.partition("<")[0].strip() or commit.author
+    return f"{author}{saved_by(commit.meta)} {shown_time(commit, '%Y-%m-%d')}"
 
 
 def blame(repo: Repository, head: CommitId, path: bytes, *, cached: bool = True) -> list[BlameLine]:
@@ -50,9 +61,9 @@ def blame(repo: Repository, head: CommitId, path: bytes, *, cached: bool = True)
     if entry.is_dir():
         raise IsADirectory(f"{show_path(path)} is a folder: blame takes a file")
     lines = _text_lines(repo, entry.oid, path)
-    owners = _owners(repo, head, path, entry.oid, lines, cached)
+    owners, labels = _owners(repo, head, path, entry.oid, lines, cached)
     return [
-        BlameLine(i + 1, owner, text)
+        BlameLine(i + 1, owner, text, labels[owner])
         for i, (owner, text) in enumerate(zip(owners, lines, strict=True))
     ]
 
@@ -64,14 +75,15 @@ def _owners(
     blob: ObjectId,
     lines: list[bytes],
     cached: bool,
-) -> list[CommitId]:
+) -> tuple[list[CommitId], dict[CommitId, str]]:
     owners: list[CommitId | None] = [None] * len(lines)
     # the lines without a commit yet, as runs: (start, end) in the version walked to,
     # and the line of the blamed file the run starts at; edits split runs, so few
     pending: list[Run] = [(0, len(lines), 0)] if lines else []
     current, current_blob, last = lines, blob, head
     newest: CommitId | None = None  # the newest commit that changed the path: the key
-    hit: CommitId | None = None
+    hit: blamecache.Cached | None = None
+    hit_at: CommitId | None = None
     cache = blamecache.entries(repo, path) if cached else {}
     for commit in touching(repo, head, path):
         newest = newest or commit.id
@@ -79,8 +91,8 @@ def _owners(
         value = cache.get(commit.id)
         known = None if value is None else blamecache.decode(value, current_blob, len(current))
         if known is not None:
-            _fill(known, pending, owners)
-            pending, hit = [], commit.id
+            _fill(known.owners, pending, owners)
+            pending, hit, hit_at = [], known, commit.id
             break
         tree = repo.commit_info(commit.parents[0]).tree if commit.parents else None
         older_entry = _file_at(repo, tree, path) if tree is not None else None
@@ -94,9 +106,13 @@ def _owners(
     for start, end, final in pending:  # the commit that made it (or the oldest seen)
         owners[final : final + end - start] = [last] * (end - start)
     done = [owner or last for owner in owners]
-    if cached and newest is not None and newest != hit:
-        blamecache.save(repo, path, newest, blob, done, superseded=hit)
-    return done
+    labels = dict(hit.labels) if hit is not None else {}
+    for owner in dict.fromkeys(done):  # walked (so decoded already) or from an old entry
+        if owner not in labels:
+            labels[owner] = label(repo.commit_info(owner))
+    if cached and newest is not None and (newest != hit_at or not (hit and hit.current)):
+        blamecache.save(repo, path, newest, blob, done, labels, superseded=hit_at)
+    return done, labels
 
 
 def _fill(known: list[CommitId], runs: list[Run], owners: list[CommitId | None]) -> None:

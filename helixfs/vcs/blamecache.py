@@ -14,13 +14,16 @@ An entry is a ref `blame/<BLAKE3(path), 32 hex>/<commit hex>` (refs are the stor
 mutable table; it is never a gc root, never pushed, and gc drops the entries of the
 commits it deletes). Its value:
 
-    b"HXB" + version 1 + blob id (32) + lines (u32) + commits (u32)
-      + commit ids (32 each) + runs (u32 length, u32 commit index; little-endian)
+    b"HXB" + version 2 + blob id (32) + lines (u32) + commits (u32) + labels' size (u32)
+      + commit ids (32 each) + labels (UTF-8, NUL between) + runs (u32 length, u32
+      commit index; little-endian)
 
-The blob id and line count must match the version the walk is at, or the entry is not
-used. A cache that cannot be read (an unknown version, a damaged value) is a miss and
-is rewritten; a cache that cannot be written (a full disk) is skipped: blame's answer
-never depends on it.
+Each commit's label is how blame's text shows it (`blame.label`), kept so that a cached
+blame reads no commit record (ADR 0085); version 1 entries, without labels, are still
+read, and replaced by version 2 ones. The blob id and line count must match the version
+the walk is at, or the entry is not used. A cache that cannot be read (an unknown
+version, a damaged value) is a miss and is rewritten; a cache that cannot be written
+(a full disk) is skipped: blame's answer never depends on it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import logging
 import struct
 import sys
 from array import array
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -44,16 +48,24 @@ if TYPE_CHECKING:
 
 BLAME = "blame/"
 MAGIC = b"HXB"
-VERSION = 1
-_HEAD = struct.Struct("<3sB32sII")
+VERSION = 2
+_HEAD_V1 = struct.Struct("<3sB32sII")
+_HEAD = struct.Struct("<3sB32sIII")
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Cached:
+    owners: list[CommitId]  # of each line
+    labels: dict[CommitId, str]  # of each owner; empty from a version 1 entry
+    current: bool  # written by this version: no need to write it again
 
 
 def ref_name(path: bytes, commit: CommitId) -> str:
     return f"{BLAME}{blake3.blake3(path).hexdigest()[:32]}/{commit.hex()}"
 
 
-def encode(blob: ObjectId, owners: Sequence[CommitId]) -> bytes:
+def encode(blob: ObjectId, owners: Sequence[CommitId], labels: Mapping[CommitId, str]) -> bytes:
     index: dict[CommitId, int] = {}
     runs = array("I")
     for owner, group in groupby(owners):
@@ -61,32 +73,57 @@ def encode(blob: ObjectId, owners: Sequence[CommitId]) -> bytes:
         runs.append(index.setdefault(owner, len(index)))
     if sys.byteorder != "little":
         runs.byteswap()
-    head = _HEAD.pack(MAGIC, VERSION, blob, len(owners), len(index))
-    return head + b"".join(index) + runs.tobytes()
+    # a label holding a NUL reads back as too many labels: a miss, never a wrong answer
+    names = "\0".join(labels[owner] for owner in index).encode("utf-8", "surrogatepass")
+    head = _HEAD.pack(MAGIC, VERSION, blob, len(owners), len(index), len(names))
+    return head + b"".join(index) + names + runs.tobytes()
 
 
-def decode(value: bytes, blob: ObjectId, lines: int) -> list[CommitId] | None:
+def decode(value: bytes, blob: ObjectId, lines: int) -> Cached | None:
     """The owner of each line, if `value` is an entry for this version of the file."""
-    if len(value) < _HEAD.size:
+    if len(value) < _HEAD_V1.size:
         return None
-    magic, version, stored_blob, count, ncommits = _HEAD.unpack_from(value)
-    if magic != MAGIC or version != VERSION or stored_blob != blob or count != lines:
+    magic, version, stored_blob, count, ncommits = _HEAD_V1.unpack_from(value)
+    if magic != MAGIC or version not in (1, VERSION) or stored_blob != blob or count != lines:
         return None
-    start = _HEAD.size + ncommits * ID_SIZE
-    if len(value) < start or (len(value) - start) % 8:
+    if version == 1:
+        ids_at, names_size = _HEAD_V1.size, 0
+    elif len(value) < _HEAD.size:
         return None
-    body = value[start:]
-    commits = [CommitId(value[at : at + ID_SIZE]) for at in range(_HEAD.size, start, ID_SIZE)]
+    else:
+        ids_at, names_size = _HEAD.size, _HEAD.unpack_from(value)[5]
+    names_at = ids_at + ncommits * ID_SIZE
+    runs_at = names_at + names_size
+    if len(value) < runs_at or (len(value) - runs_at) % 8:
+        return None
+    commits = [CommitId(value[at : at + ID_SIZE]) for at in range(ids_at, names_at, ID_SIZE)]
+    labels: dict[CommitId, str] = {}
+    if version != 1:
+        try:
+            text = value[names_at:runs_at].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return None
+        names = text.split("\0") if ncommits else []
+        if len(names) != ncommits:
+            return None
+        labels = dict(zip(commits, names, strict=True))
+    owners = _owners(value[runs_at:], commits)
+    if owners is None or len(owners) != lines:
+        return None
+    return Cached(owners, labels, current=version == VERSION)
+
+
+def _owners(body: bytes, commits: list[CommitId]) -> list[CommitId] | None:
     runs = array("I")
     runs.frombytes(body)
     if sys.byteorder != "little":
         runs.byteswap()
     owners: list[CommitId] = []
     for at in range(0, len(runs), 2):
-        if runs[at + 1] >= ncommits:
+        if runs[at + 1] >= len(commits):
             return None
         owners += [commits[runs[at + 1]]] * runs[at]
-    return owners if len(owners) == lines else None
+    return owners
 
 
 def entries(repo: Repository, path: bytes) -> dict[bytes, bytes]:
@@ -106,12 +143,13 @@ def save(
     commit: CommitId,
     blob: ObjectId,
     owners: Sequence[CommitId],
+    labels: Mapping[CommitId, str],
     superseded: CommitId | None,
 ) -> None:
     """Store the blame at `commit`, dropping the entry at `superseded` (its ancestor on
     the same first-parent line, the one the walk stopped at)."""
-    updates = [RefUpdate(ref_name(path, commit), encode(blob, owners))]
-    if superseded is not None:
+    updates = [RefUpdate(ref_name(path, commit), encode(blob, owners, labels))]
+    if superseded is not None and superseded != commit:
         updates.append(RefUpdate(ref_name(path, superseded), None))
     try:
         repo.store.write({}, updates)

@@ -10,8 +10,8 @@ import pytest
 from helixfs.ids import CommitId
 from helixfs.store import RefUpdate
 from helixfs.vcs import Repository
-from helixfs.vcs.blame import blame
-from helixfs.vcs.blamecache import BLAME, ref_name
+from helixfs.vcs.blame import blame, label
+from helixfs.vcs.blamecache import _HEAD_V1, BLAME, MAGIC, decode, ref_name
 
 from .conftest import CountingStore
 
@@ -34,8 +34,8 @@ def _edit(rng: random.Random, lines: list[bytes], step: int) -> None:
 def _same(repo: Repository, head: CommitId) -> list[CommitId]:
     fresh = blame(repo, head, b"f", cached=False)
     got = blame(repo, head, b"f")
-    assert [(b.number, b.commit, b.text) for b in got] == [
-        (b.number, b.commit, b.text) for b in fresh
+    assert [(b.number, b.commit, b.text, b.label) for b in got] == [
+        (b.number, b.commit, b.text, b.label) for b in fresh
     ]
     return [b.commit for b in got]
 
@@ -128,3 +128,64 @@ def test_gc_drops_the_entries_of_the_commits_it_deletes(disk_repo: Repository) -
     repo.gc()
     assert [n for n, _ in repo.store.refs(BLAME)] == [ref_name(b"f", main)]
     assert [b.text for b in repo.blame("f")] == [b"a\n", b"c\n"]
+
+
+def _labelled_history(store: CountingStore) -> tuple[Repository, CommitId]:
+    repo = Repository.create(store)
+    lines = [f"line {n}\n".encode() for n in range(50)]
+    for step in range(30):
+        lines[step] = f"edit {step}\n".encode()
+        meta = {"process": "vim" if step % 2 else "claude", "pid": step + 1}
+        repo.commit({"f": b"".join(lines)}, f"edit {step}", meta, author=f"dev{step % 3} <d@x>")
+    return repo, repo.resolve("HEAD")
+
+
+def test_a_cached_blame_labels_its_lines_without_reading_their_commits() -> None:
+    """ADR 0085: blame's text needs each owner's author, processes and date; the entry
+    keeps them, so a cached blame on a store opened afresh reads no owner's record."""
+    store = CountingStore()
+    repo, head = _labelled_history(store)
+    walked = blame(repo, head, b"f")
+    fresh = Repository.wrap(store)  # no commit decoded yet
+    store.gets.clear()
+    got = blame(fresh, head, b"f")
+    assert [(b.commit, b.label) for b in got] == [(b.commit, b.label) for b in walked]
+    owners = {b.commit for b in got} - {head}
+    parent = fresh.commit_info(head).parents[0]  # read by the walk: did head change f?
+    assert len(owners) == 30 - 1 and owners & set(store.gets) <= {parent}
+    assert all(b.label == label(fresh.commit_info(b.commit)) for b in got)
+    assert {b.label.rsplit(" ", 2)[0] for b in got} == {
+        f"dev{n % 3} [{'vim' if n % 2 else 'claude'} {n + 1}]" for n in range(30)
+    }
+
+
+def test_a_version_1_entry_is_read_and_replaced_by_one_with_labels() -> None:
+    store = CountingStore()
+    repo, head = _labelled_history(store)
+    expected = blame(repo, head, b"f", cached=False)
+    owners = [b.commit for b in expected]
+    index = list(dict.fromkeys(owners))
+    runs = b"".join(
+        (1).to_bytes(4, "little") + index.index(o).to_bytes(4, "little") for o in owners
+    )
+    blob = repo.trees.entry(repo.commit_info(head).tree, b"f").oid
+    old = _HEAD_V1.pack(MAGIC, 1, blob, len(owners), len(index)) + b"".join(index) + runs
+    name = ref_name(b"f", head)
+    store.write({}, [RefUpdate(name, old)])
+    got = blame(Repository.wrap(store), head, b"f")
+    assert [(b.commit, b.label) for b in got] == [(b.commit, b.label) for b in expected]
+    value = store.ref(name)
+    assert value is not None and value != old and value[3] == 2
+    cached = decode(value, blob, len(owners))
+    assert cached is not None and cached.current and cached.owners == owners
+    assert cached.labels == {b.commit: b.label for b in expected}
+
+
+def test_a_label_holding_a_nul_never_gives_a_wrong_answer() -> None:
+    repo = Repository.create(CountingStore())
+    repo.commit({"f": b"a\nb\n"}, "one", author="odd\0name <o@x>")
+    head = repo.commit({"f": b"a\nB\n"}, "two")
+    for _ in range(2):
+        assert [b.label for b in repo.blame("f")] == [
+            b.label for b in blame(repo, head, b"f", cached=False)
+        ]
