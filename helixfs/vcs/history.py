@@ -59,33 +59,99 @@ def ancestors(repo: Repository, cid: CommitId) -> Iterator[Commit]:
                 tick += 1
 
 
+class LastChanges:
+    """`last_change` answers kept by (commit, path). A commit never changes, so the
+    newest change of a path as of a commit is true forever: a later query walks back
+    only to the first commit it knows the answer at (a file read again and again, as
+    `user.helix.commit` is, costs a step per commit made since). An answer is kept with
+    its distance in first-parent steps, so a query meets it only if its own walk would
+    have reached it within its limit: an answer never depends on the queries before it."""
+
+    KEPT = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[CommitId, bytes, int | None], tuple[CommitId | None, int]] = {}
+
+    def get(
+        self, commit: CommitId, path: bytes, limit: int | None = None
+    ) -> tuple[CommitId | None, int]:
+        """(answer, steps to it) as of `commit`; `limit` None for a walked answer, else
+        the limit that cut the walk short. Raises KeyError if none is kept."""
+        return self._known[(commit, path, limit)]
+
+    def keep(
+        self, commit: CommitId, path: bytes, limit: int | None, answer: CommitId | None, steps: int
+    ) -> None:
+        if len(self._known) >= self.KEPT:
+            del self._known[next(iter(self._known))]  # the oldest kept
+        self._known[(commit, path, limit)] = (answer, steps)
+
+
 def last_change(
-    repo: Repository, head: CommitId, path: bytes, limit: int = 1000
+    repo: Repository,
+    head: CommitId,
+    path: bytes,
+    limit: int = 1000,
+    known: LastChanges | None = None,
 ) -> CommitId | None:
     """The newest first-parent commit that changed `path` (the `user.helix.commit` xattr).
 
     Commits list the paths they touched in `meta["changed"]`, so most steps read only
     the commit; a commit that lists the path (or has no complete list: merges, imports,
     huge saves) is settled by comparing the path's entry with its parent's, so a save
-    that rewrote identical bytes does not count as a change.
+    that rewrote identical bytes does not count as a change. `known` keeps answers for
+    the next query (LastChanges).
     """
     if not path:
         return head  # every commit changes the root
+    if known is not None:
+        for kept in (None, limit):  # walked to, or cut short by this same limit
+            try:
+                answer, steps = known.get(head, path, kept)
+            except KeyError:
+                continue
+            if kept is not None or steps < limit or answer is None:
+                return answer
+    answer, steps, cut = _last_change(repo, head, path, limit, known)
+    if known is not None:
+        known.keep(head, path, limit if cut else None, answer, steps)
+    return answer
+
+
+def _last_change(
+    repo: Repository, head: CommitId, path: bytes, limit: int, known: LastChanges | None
+) -> tuple[CommitId | None, int, bool]:
+    """The answer, its distance from `head`, and whether `limit` cut the walk short."""
     text = _normal(path.decode("utf-8", "surrogateescape"))
     current = repo.commit_info(head)
     if _entry_at(repo, current.tree, path) is None:
-        return None
-    child = current
-    for _ in range(limit):
+        return None, 0, False
+    child, steps, cut = current, 0, True
+    while steps < limit:
         if not current.parents:
+            cut = False
             break
         parent = repo.commit_info(current.parents[0])
         if _changed(repo, current, parent, path, text):
-            return current.id
-        child, current = current, parent
+            return current.id, steps, False
+        child, current, steps = current, parent, steps + 1
+        if known is not None and (met := _met(known, current.id, path)) is not None:
+            answer, more = met
+            if steps + more < limit:  # no change since, and our walk would reach it
+                return answer, steps + more, False
     # A list of changed paths that missed this one (stores from before the lists were
     # normalised) must not make us name a commit that does not even hold the path.
-    return current.id if _entry_at(repo, current.tree, path) is not None else child.id
+    if _entry_at(repo, current.tree, path) is None:
+        return child.id, steps - 1, cut
+    return current.id, steps, cut
+
+
+def _met(known: LastChanges, commit: CommitId, path: bytes) -> tuple[CommitId, int] | None:
+    try:
+        answer, steps = known.get(commit, path)
+    except KeyError:
+        return None
+    return (answer, steps) if answer is not None else None
 
 
 def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text: str) -> bool:

@@ -143,6 +143,7 @@ class Worktree:
         self._pending_meta: dict[str, Any] = {}
         self._savers = Savers()  # and each process that saved, if they were several
         self._linkless: set[ObjectId] = set()  # stored trees with no hard link below
+        self._last_changes = history.LastChanges()  # user.helix.commit's answers
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -422,7 +423,7 @@ class Worktree:
 
     def last_commit(self, path: bytes, limit: int = 1000) -> CommitId | None:
         """The newest first-parent commit that changed `path` (None if never committed)."""
-        return history.last_change(self.repo, self._head, path, limit)
+        return history.last_change(self.repo, self._head, path, limit, self._last_changes)
 
     # -- namespace mutations --------------------------------------------------------------
 

@@ -131,6 +131,58 @@ def test_last_change_never_names_a_commit_without_the_path(repo: Repository) -> 
     assert history.last_change(repo, lying, b"abs") == lying
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_last_changes_kept_answer_as_a_fresh_walk(repo: Repository, seed: int) -> None:
+    """history.LastChanges: queried between commits, on two branches, across a merge,
+    a deletion, a reset and a walk cut short by its limit, every answer equals the walk
+    without it; and a query repeated or one commit later walks (almost) nothing."""
+    import random
+
+    rng = random.Random(seed)
+    known = history.LastChanges()
+    paths = [b"a", b"b", b"d/c", b"d/e", b"gone"]
+    repo.create_branch("side")
+    tips = []
+    for step in range(150):
+        branch = "side" if rng.random() < 0.3 else "main"
+        path = rng.choice(paths).decode()
+        change = None if rng.random() < 0.1 else f"{step}".encode()
+        try:
+            repo.commit({path: change, f"noise{step % 3}": b"%d" % step}, f"s{step}", branch=branch)
+        except NotFound:  # deleting what is not there
+            continue
+        if step == 100:
+            repo.merge("side", message="merge", allow_conflicts=True)
+        if step == 120:
+            repo.reset_hard(rng.choice(tips).hex())
+        head = repo.resolve(branch)
+        tips.append(head)
+        for query in rng.sample(paths, 3):
+            limit = rng.choice((1000, 5))
+            fresh = history.last_change(repo, head, query, limit)
+            assert history.last_change(repo, head, query, limit, known) == fresh, (step, query)
+
+
+def test_a_repeated_last_change_reads_no_commit() -> None:
+    from .conftest import CountingStore
+
+    store = CountingStore()
+    repo = Repository.create(store)
+    repo.commit({"f": b"1"}, "f")
+    for n in range(50):
+        repo.commit({f"other{n}": b"x"}, f"other {n}")
+    known = history.LastChanges()
+    first = history.last_change(repo, repo.resolve("HEAD"), b"f", known=known)
+    fresh = Repository.wrap(store)  # no commit decoded: every step would read
+    store.gets.clear()
+    head = fresh.resolve("HEAD")
+    assert history.last_change(fresh, head, b"f", known=known) == first
+    fresh.commit({"other": b"y"}, "one more")
+    store.gets.clear()
+    assert history.last_change(fresh, fresh.resolve("HEAD"), b"f", known=known) == first
+    assert len(store.gets) <= 3  # the new head, its tree (f is there), its parent
+
+
 def test_unchanged_tree_does_not_make_a_commit(repo: Repository) -> None:
     cid = repo.commit({"a": b"1"}, "one")
     assert repo.commit({"a": b"1"}, "same again") == cid
