@@ -627,7 +627,7 @@ def _report_blame(doc: dict[str, Any]) -> None:
                 label,
                 b[f"{name}_us"]["p50"] / 1000,
                 b[f"{name}_us"]["p95"] / 1000,
-                "200" if name == "cold" else "",
+                "200" if name == "command" else "",
             ]
             for name, label in BLAME_SIDES.items()
         ],
