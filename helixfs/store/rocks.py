@@ -473,8 +473,12 @@ class RocksStore:
         batch = rocksdict.WriteBatch(raw_mode=True)
         fresh: dict[ObjectId, Known] = {}
         links: dict[ObjectId, ObjectId] = {}  # this batch's new deltas, not yet readable
+        bases: set[ObjectId] = set()  # what this batch's new deltas are on
         for oid, base in pairs:
-            if oid in fresh or dependents.get(oid):
+            # A base of a new delta is as good as one with dependents: made a delta in
+            # turn, on a tree a history went back to, its chain would loop (b on a, c
+            # on b, then a on c: a branch restored to an old commit's tree, then gc)
+            if oid in fresh or oid in bases or dependents.get(oid):
                 continue
             try:
                 found = self._repacked(oid, base, fresh, links)
@@ -483,6 +487,7 @@ class RocksStore:
             if found is None:
                 continue
             record, encoded, links[oid] = found
+            bases.add(links[oid])
             batch.put(oid, encoded.frame, self._objects)
             fresh[oid] = Known(record, encoded.depth)
         if not fresh:

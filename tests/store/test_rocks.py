@@ -1037,6 +1037,20 @@ def test_repack_leaves_a_base_alone_and_never_closes_a_cycle(store: RocksStore) 
     assert [store.get(oid) for oid in (ida, idb, idc)] == [a, b, c]
 
 
+def test_repack_never_makes_a_delta_of_a_base_it_just_used(path: Path) -> None:
+    """b on a, c on b, then a on c, in one call: a history that went back to its first
+    tree (a branch restored to an old commit) hands gc those pairs. The third would
+    close a loop through two deltas of the same batch, and every one of the three
+    would be unreadable (they were: `its delta chain loops`)."""
+    a, b, c = source_versions(3)
+    with RocksStore(path) as store:
+        ida, idb, idc = write_plain(store, [a, b, c])
+        assert store.repack([(idb, ida), (idc, idb), (ida, idc)]) == 2
+        assert store.delta_base(ida) is None
+    with RocksStore(path) as reopened:  # nothing cached: every chain walked
+        assert [reopened.get(oid) for oid in (ida, idb, idc)] == [a, b, c]
+
+
 def test_repack_skips_what_does_not_pay_or_is_gone(store: RocksStore) -> None:
     old, unrelated = os.urandom(4000), os.urandom(4000)
     ids = write_plain(store, [old, unrelated])

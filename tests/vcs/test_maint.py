@@ -756,6 +756,24 @@ def test_chains_stay_bounded_through_any_mix_of_saves_reads_gcs_and_resets(
         assert repo.fsck().ok and chain_problems(repo.store) == []
 
 
+def test_a_branch_restored_to_its_first_tree_stays_readable_after_gc(tmp_path: Path) -> None:
+    """The first tree is plain (nothing before it), the next ones are repacked on it,
+    and the restore's commit hands gc the first tree again, on the last: it must stay
+    plain, or its chain loops (found by the chains property test, seed 1270)."""
+    names = [f"pkg/m{n:02}" for n in range(60)]
+    with Repository.init(tmp_path / "s") as repo:
+        first = repo.commit({name: b"0" for name in names}, "project")
+        repo.commit({"pkg/m00": b"1"}, "edit")
+        repo.commit({"pkg/m01": b"1"}, "edit")
+        repo.commit_tree(repo.commit_info(first).tree, "back to the start")
+        assert repo.gc().repacked
+        assert chain_problems(repo.store) == []
+    with Repository.open(tmp_path / "s") as reopened:  # nothing cached: every chain walked
+        assert reopened.fsck().ok and chain_problems(reopened.store) == []
+        assert reopened.read("HEAD", "pkg/m00") == b"0"
+        assert reopened.read("HEAD~1", "pkg/m01") == b"1"
+
+
 def test_gc_and_fsck_leave_the_store_caches_as_they_were_once_trees_are_deltas(
     tmp_path: Path,
 ) -> None:
