@@ -41,7 +41,8 @@ from helixfs.memory.types import (
 
 if TYPE_CHECKING:
     from helixfs.memory.db import reported_errors
-    from helixfs.memory.engine import KeptOpen, Memory
+    from helixfs.memory.engine import Memory
+    from helixfs.memory.kept import KeptOpen
     from helixfs.memory.outcomes import (
         ArchiveCandidate,
         Edge,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 __getattr__ = names_from(
     __name__,
     {
-        "KeptOpen": "helixfs.memory.engine",
+        "KeptOpen": "helixfs.memory.kept",
         "Memory": "helixfs.memory.engine",
         "reported_errors": "helixfs.memory.db",
         # the engine's write and upkeep values: a hook never builds them (~5 ms)

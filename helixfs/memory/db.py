@@ -118,6 +118,9 @@ CREATE INDEX IF NOT EXISTS memories_status ON memories(status, type);
 CREATE INDEX IF NOT EXISTS memories_status_id ON memories(status, id);
 -- a branch's memories (a merge, a deletion, the web view's filter)
 CREATE INDEX IF NOT EXISTS memories_branch ON memories(branch, status);
+-- the memories seen last by status, without sorting every row: a briefing weighs the
+-- 5,000 last seen (ranking.top_memories: 6.5 -> 2.9 ms at 10,000 memories)
+CREATE INDEX IF NOT EXISTS memories_seen ON memories(status, last_seen);
 
 -- memories_fts: BM25 index over content plus its identifiers split (CamelCase,
 -- snake_case; see tokens.fts_text). Contentless: the text lives only in memories.

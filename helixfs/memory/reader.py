@@ -1,14 +1,19 @@
-"""A read-only view of memory.db for a hook with no daemon: `get`, `memories`,
+"""A read-only view of memory.db for a hook: `get`, `memories`,
 `about_files`, `mentioning`, and `recall` and `search` as the engine ranks them when it
 has no model (the same SQL and ranking: lexical.py, ranking.py, retrieval.py),
 without the engine's imports (numpy, sqlite-vec, the embedder: ~100 ms of CPU a start,
 most of a hook's budget) or its open (schema check, WAL checkpointer, settings).
 
-It never creates or changes the database: one the engine has not opened yet (no schema)
-is refused, and the caller falls back to the engine (ADR 0052)."""
+A hook with no daemon reads through it, and so does a mount's daemon until its own
+engine is open (its first hooks: MemoryFiles.for_a_hook), with the branch's view then.
+It never creates or upgrades the database: one the engine has not opened yet (no
+schema) is refused, and the caller falls back to the engine (ADR 0052). Its only
+writes are the engine's own: a rename followed while marking staleness in a view
+(tree.check_rows), and Stop's checkpoint (`Checkpointing`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +23,7 @@ from typing import Any
 import apsw
 
 from helixfs.errors import InvalidInput
-from helixfs.memory import lexical, records, validate
+from helixfs.memory import lexical, records, tree, validate
 from helixfs.memory.db import (
     BUSY_TIMEOUT_MS,
     MMAP_BYTES,
@@ -49,6 +54,11 @@ class Reader:
         except BaseException:
             self._conn.close()
             raise
+
+    @property
+    def lexical_only(self) -> bool:
+        """As the engine's: the reader ranks without a model."""
+        return True
 
     def __enter__(self) -> Reader:
         return self
@@ -132,10 +142,11 @@ class Reader:
         validate.check_budget(budget_tokens)
         if scope is not None:
             validate.check_name("scope", scope)
-        self._marked([], view)
-        hits = ranking.top_memories(
-            self._conn, scope, 200, self._clock(), visibility(self._conn, None), self._half_life()
-        )
+        now = self._clock()
+        visible = visibility(self._conn, view)
+        hits = ranking.top_memories(self._conn, scope, 200, now, visible, self._half_life())
+        if view is not None:
+            hits = tree.reweighed(self._conn, hits, view, now)
         return ranking.pack(hits, budget_tokens)
 
     def last_checkpoint(self, scope: str | None = None) -> Checkpoint:
@@ -160,18 +171,20 @@ class Reader:
         view: TreeView | None,
     ) -> list[Hit]:
         """The engine's ranking (Memory._retrieve) with no query vector, as the engine
-        ranks when it has no model; nothing is reinforced (the reader writes nothing)."""
-        if reinforce or view is not None:
-            raise InvalidInput("the reader neither reinforces nor marks staleness")
+        ranks when it has no model; nothing is reinforced (the reader writes no use)."""
+        if reinforce:
+            raise InvalidInput("the reader does not reinforce: open the engine for that")
         # Imported here: PreToolUse, PreCompact and SubagentStart rank nothing (~30 ms)
         from helixfs.memory import ranking, retrieval, when
 
         lexical.check_query(query, k, mode, filters.scope)
         half_life_days = self._half_life()
+        if view is not None:
+            filters = dataclasses.replace(filters, visible=visibility(self._conn, view))
         keys = ranking.lexical(self._conn, query, k, filters, chunks, mode)
         now = self._clock()
         period = when.period_of(query, now)
-        return ranking.rank(
+        hits = ranking.rank(
             self._conn,
             keys,
             None,
@@ -184,12 +197,16 @@ class Reader:
             period,
             half_life_days,
         )
+        return tree.reweighed(self._conn, hits, view, now) if view is not None else hits
 
     def _marked(self, rows: list[dict[str, Any]], view: TreeView | None) -> list[MemoryRecord]:
-        """A hook with no daemon has no branch view (no mount: no branch folder)."""
-        if view is not None:
-            raise InvalidInput("the reader marks no staleness: open the engine for a view")
-        return [records.to_record(row) for row in rows]
+        """Records of `rows`, marked with their staleness in `view` as the engine marks
+        them (a rename found is followed: the one write besides Stop's). With no daemon
+        there is no view (no mount: no branch folder); the daemon's first hooks have one."""
+        found = [records.to_record(row) for row in rows]
+        if view is None:
+            return found
+        return tree.with_staleness(found, tree.check_rows(self._conn, rows, view, self._clock()))
 
 
 class Checkpointing(Reader):

@@ -14,7 +14,9 @@ from __future__ import annotations
 import array
 import functools
 import math
+import operator
 import struct
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,7 +53,7 @@ HOP_DECAY = 0.5
 CONTENTLESS_PENALTY = 0.5  # see substance()
 SUBSTANTIAL_WORDS = 14  # a statement this long always passes the gate (but a question)
 STATUS_WEIGHT = {"active": 1.0, "archived": 0.5, "superseded": 0.3, "forgotten": 0.2}
-_DAY = 86400.0
+DAY = 86400.0
 
 
 @dataclass
@@ -76,7 +78,7 @@ NO_INDEXES = Indexes()
 
 
 def effective_salience(salience: float, last_seen: float, now: float) -> float:
-    idle_days = max(0.0, now - last_seen) / _DAY
+    idle_days = max(0.0, now - last_seen) / DAY
     return float(salience * 0.5 ** (idle_days / SALIENCE_HALF_LIFE_DAYS))
 
 
@@ -243,7 +245,7 @@ def weight_of(
     half_life_days: float = RECENCY_HALF_LIFE_DAYS,
 ) -> float:
     """memory_weight from the four columns it reads (a scan of thousands reads no more)."""
-    age_days = max(0.0, now - updated) / _DAY
+    age_days = max(0.0, now - updated) / DAY
     recency = 0.5 ** (age_days / half_life_days)
     salient = effective_salience(salience, updated, now)
     return float(
@@ -286,26 +288,57 @@ def load_vectors(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[i
 
 
 def similarity_matrix(pool: list[Candidate]) -> npt.NDArray[np.float32]:
-    """Pairwise similarity: cosine where both have vectors, word Jaccard otherwise."""
+    """Pairwise similarity: the dot product where both have vectors (of the pool's
+    first dimension), word Jaccard otherwise; float32, as similarity_row gives it."""
     import numpy as np
 
     n = len(pool)
-    dim = next((len(c.vector) for c in pool if c.vector is not None), 0)
-    matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
-    has_vector = np.zeros(n, dtype=bool)
-    for i, cand in enumerate(pool):
-        if cand.vector is not None and len(cand.vector) == dim:
-            matrix[i] = cand.vector
-            has_vector[i] = True
-    # einsum, not BLAS: a 40x40 product is faster without waking BLAS threads
-    sims: npt.NDArray[np.float32] = np.einsum("id,jd->ij", matrix, matrix)
-    lacking = np.nonzero(~has_vector)[0]
-    if len(lacking):
+    vectors = _pool_vectors(pool)
+    dim = next((len(v) for v in vectors if v is not None), 0)
+    matrix = np.zeros((n, max(dim, 1)), dtype=np.float64)
+    for i, vector in enumerate(vectors):
+        if vector is not None:
+            matrix[i] = vector
+    # float64 products of the float32 values, summed, then rounded to float32: what
+    # similarity_row computes without numpy (einsum, not BLAS: a 40x40 product is
+    # faster without waking BLAS threads)
+    sims: npt.NDArray[np.float32] = np.einsum("id,jd->ij", matrix, matrix).astype(np.float32)
+    lacking = [i for i, vector in enumerate(vectors) if vector is None]
+    if lacking:
         words = [word_set(c.row["content"]) for c in pool]
-        for row in lacking.tolist():
+        for row in lacking:
             for col in range(n):
                 sims[row, col] = sims[col, row] = jaccard(words[row], words[col])
     return sims
+
+
+def _pool_vectors(pool: list[Candidate]) -> list[Sequence[float] | None]:
+    """Each candidate's vector, None where it has none or one of another dimension."""
+    dim = next((len(c.vector) for c in pool if c.vector is not None), 0)
+    return [c.vector if c.vector is not None and len(c.vector) == dim else None for c in pool]
+
+
+def similarity_row(
+    best: int,
+    columns: Iterable[int],
+    vectors: list[Sequence[float] | None],
+    words: list[frozenset[str]] | None,
+) -> list[float]:
+    """Row `best` of similarity_matrix at `columns`, in Python: each dot product summed exactly
+    (math.fsum of float64 products of float32 values, themselves exact) and rounded to
+    float32 as numpy's float64 sum is. The two agree but where a sum lies within ~1e-15
+    of halfway between two float32 values; MMR would choose apart only if two
+    candidates' marginal values were that close too."""
+    mine = vectors[best]
+    sims = []
+    for i in columns:
+        other = vectors[i]
+        if mine is None or other is None:
+            assert words is not None  # made when a vector is lacking
+            sims.append(jaccard(words[best], words[i]))
+        else:
+            sims.append(math.fsum(map(operator.mul, mine, other)))
+    return array.array("f", sims).tolist()
 
 
 def source_of(cand: Candidate) -> str:
@@ -317,13 +350,16 @@ def source_of(cand: Candidate) -> str:
 def mmr(candidates: list[Candidate], k: int) -> list[Candidate]:
     """Maximal marginal relevance; near-duplicates (sim >= 0.95) of a chosen candidate
     from the same source are dropped outright. Alike passages of different files are
-    kept (MMR only ranks them lower): the agent needs every path that holds the text."""
+    kept (MMR only ranks them lower): the agent needs every path that holds the text.
+    Through numpy's matrix where numpy is loaded (the engine's process), else row by
+    row in Python (a hook's reader: numpy's import is ~65 ms of its 150): the same
+    similarities, so the same choices."""
     pool = sorted(candidates, key=lambda c: c.score, reverse=True)
     if not pool:
         return []
-    if all(c.vector is None for c in pool):
-        return _mmr_by_words(pool, k)
-    return _mmr_by_matrix(pool, k)
+    if "numpy" in sys.modules and any(c.vector is not None for c in pool):
+        return _mmr_by_matrix(pool, k)
+    return _mmr_by_rows(pool, k)
 
 
 def _mmr_by_matrix(pool: list[Candidate], k: int) -> list[Candidate]:
@@ -356,12 +392,14 @@ def _f32(x: float) -> float:
     return float(_F32.unpack(_F32.pack(x))[0])
 
 
-def _mmr_by_words(pool: list[Candidate], k: int) -> list[Candidate]:
-    """mmr() for a pool without vectors (a lexical-only store), without numpy: the same
-    choices, step for step. Its similarities are word Jaccard rounded to float32 (as the
-    matrix holds them), compared with the threshold as float32 (as numpy compares a
+def _mmr_by_rows(pool: list[Candidate], k: int) -> list[Candidate]:
+    """_mmr_by_matrix without numpy: the same choices, step for step. Only the chosen
+    rows of the similarity matrix are computed (k rows, not the pool's square), float32
+    (similarity_row), compared with the threshold as float32 (as numpy compares a
     float32 array with a Python float); the scores are float64 in both."""
-    words = [word_set(c.row["content"]) for c in pool]
+    vectors = _pool_vectors(pool)
+    lacking = any(vector is None for vector in vectors)
+    words = [word_set(c.row["content"]) for c in pool] if lacking else None
     duplicate = _f32(DUPLICATE_SIMILARITY)
     top = pool[0].score or 1.0
     scores = [c.score / top for c in pool]
@@ -379,9 +417,9 @@ def _mmr_by_words(pool: list[Candidate], k: int) -> list[Candidate]:
             break
         chosen.append(best)
         open_[best] = False
-        # only the chosen rows of the matrix are read: k rows, not the pool's square
-        row = array.array("f", [jaccard(words[best], b) for b in words]).tolist()
-        for i, sim in enumerate(row):
+        # the open candidates' similarities only: no other can be chosen any more
+        others = [i for i, still in enumerate(open_) if still]
+        for i, sim in zip(others, similarity_row(best, others, vectors, words), strict=True):
             if sim >= duplicate and sources[i] == sources[best]:
                 open_[i] = False
             closest[i] = max(closest[i], sim)

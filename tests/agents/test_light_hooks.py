@@ -3,7 +3,10 @@ does: same inputs, same output lines, on a real memory.db; and it loads no engin
 
 from __future__ import annotations
 
+import array
 import json
+import math
+import random
 import shutil
 import subprocess
 import sys
@@ -20,7 +23,10 @@ from helixfs.agents.session import session
 from helixfs.memory import Memory, Source, retrieval
 from helixfs.memory.reader import Checkpointing
 from helixfs.memory.retrieval import Candidate
+from helixfs.memory.tokens import word_set
+from helixfs.store.memory import MemoryStore
 from helixfs.vcs.repo import Repository
+from helixfs.vcs.sourceview import BranchView
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -74,10 +80,12 @@ def events(proj: Path) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def answers(store: Path, proj: Path, memory: Any, session_id: str) -> list[Any]:
+def answers(
+    store: Path, proj: Path, memory: Any, session_id: str, world: World | None = None
+) -> list[Any]:
     """Each event in a session of its own (nothing deduplicated away), then all of them
     in one session (dedup, the failed-then-passed offer, PreCompact's keep)."""
-    world = World(store, cast(Memory, memory), lambda: None)
+    world = world or World(store, cast(Memory, memory), lambda: None)
 
     def said(event: str, fields: dict[str, Any], session_id: str) -> Any:
         return hooks.answer(event, payload(event, session_id, proj / "src", **fields), world)
@@ -114,6 +122,54 @@ def test_the_light_path_answers_every_event_as_the_engine(
             cp = memory.last_checkpoint()
             saved.append((cp.task, cp.done, cp.next, cp.files))
     assert saved[0] == saved[1] and saved[1][3] == ("auth.py",)
+
+
+def test_the_reader_answers_in_a_branch_view_as_the_engine(tmp_path: Path) -> None:
+    """A mount's daemon answers its first hooks from a reader (MemoryFiles.for_a_hook),
+    with the view of the agent's branch: the same stale marks, rename followed, branch
+    memories and briefing as the engine gives through that view."""
+    repo = Repository.create(MemoryStore())
+    login = b"def login(user):\n    return refresh_token(user)\n"
+    repo.commit({"src/auth.py": AUTH.encode(), "src/login.py": login, "README": b"x"}, "start")
+    proj = tmp_path / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src" / "auth.py").write_text(AUTH)
+    store = tmp_path / "store"
+    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
+        trunk = BranchView(repo, None)
+        for n, (text, file) in enumerate(MEMORIES):
+            kind = "gotcha" if n % 2 else "fact"
+            memory.remember(text, type=kind, tags=("auth",), source=Source("t", file), view=trunk)
+        repo.create_branch("fix")
+        memory.remember(
+            "on fix, refresh_token retries once under the session lock",
+            type="gotcha",
+            view=BranchView(repo, "fix"),
+        )
+    changed = AUTH.encode() + b"# cached\n"
+    repo.commit({"src/auth.py": changed, "src/login.py": None, "src/signin.py": login}, "move")
+    for branch in (None, "fix"):
+        said = []
+        for side in ("engine", "reader"):
+            copy = tmp_path / f"{side}-{branch}"
+            shutil.copytree(store, copy)
+            opened = (
+                Memory.open(copy / "memory.db", None, warn_lexical=False)
+                if side == "engine"
+                else Checkpointing(copy / "memory.db")
+            )
+            with opened as memory:
+                view = BranchView(repo, branch)
+                world = World(copy, cast(Memory, memory), lambda: repo, view=lambda: view)  # noqa: B023
+                said.append(answers(copy, proj, memory, side, world))
+            with Memory.open(copy / "memory.db", None, warn_lexical=False) as memory:
+                said.append(sorted(r.source.file or "" for r in memory.memories(limit=50)))
+        assert said[2:] == said[:2]
+        text = json.dumps(said[0])
+        moved = "stale: src/auth.py changed" in text and "src/login.py -> src/signin.py" in text
+        assert moved == (branch is None)  # the branch forked before the files moved
+        assert ("on fix, refresh_token" in text) == (branch == "fix")
+        assert ("src/signin.py" in said[1]) == (branch is None)  # the rename followed
 
 
 def test_the_launcher_with_no_daemon_answers_without_numpy_the_engine_or_the_vcs(
@@ -232,6 +288,24 @@ def test_a_store_with_embeddings_is_read_without_numpy_by_the_events_that_rank_n
         assert "numpy" not in imported and "sqlite_vec" not in imported, event
         if event != "Stop":
             assert "refresh_token" in said or "TokenCache" in said, event
+    # the events that rank: MMR over the stored vectors, in Python (no numpy), choosing
+    # as the engine's numpy matrix does
+    copy = tmp_path / "engine"
+    shutil.copytree(store, copy)
+    bash = {"tool_name": "Bash", "tool_input": {"command": "pytest -q tests/test_auth.py"}}
+    ranking = [
+        ("UserPromptSubmit", {"prompt": "why does refresh_token break the session lock?"}),
+        ("PostToolUse", {**bash, "tool_response": {**FAILED, "stderr": ""}}),
+    ]
+    with Memory.open(copy / "memory.db", None, warn_lexical=False) as memory:
+        world = World(copy, memory, lambda: None)
+        for event, fields in ranking:
+            data = payload(event, f"ranked-{event}", proj / "src", **fields)
+            said, imported = imports_of(store, event, data)
+            assert "numpy" not in imported and "sqlite_vec" not in imported, event
+            by_engine = hooks.answer(event, data, world)
+            assert by_engine is not None and "refresh_token" in json.dumps(by_engine)
+            assert said == json.dumps(by_engine, ensure_ascii=False) + "\n", event
 
 
 def test_a_memory_db_the_engine_never_opened_or_upgraded_is_left_to_the_engine(
@@ -259,5 +333,51 @@ def test_mmr_without_vectors_chooses_as_the_matrix_does() -> None:
         pool.sort(key=lambda c: c.score, reverse=True)
         for k in (1, 3, 10):
             by_matrix = retrieval._mmr_by_matrix(pool, k)
-            assert retrieval._mmr_by_words(pool, k) == by_matrix
+            assert retrieval._mmr_by_rows(pool, k) == by_matrix
             assert retrieval.mmr(pool, k) == by_matrix
+
+
+def _unit(rng: random.Random, centre: list[float] | None, spread: float) -> list[float]:
+    """A unit vector near `centre`, its components float32 (as vec0 stores them)."""
+    raw = [rng.gauss(0.0, 1.0) * spread + (centre[i] if centre else 0.0) for i in range(DIM)]
+    norm = math.sqrt(sum(x * x for x in raw))
+    return array.array("f", [x / norm for x in raw]).tolist()
+
+
+DIM = 384
+WORDS = ["lock", "token", "cache", "retry", "parser", "schema", "index"]
+
+
+def test_mmr_with_vectors_chooses_as_the_matrix_does() -> None:
+    """A hook's reader has no numpy: its MMR computes the chosen rows of the similarity
+    matrix in Python (exact sums rounded to float32), the engine the whole matrix with
+    numpy. Pools as recall makes them: clusters of near-duplicates, exact duplicates,
+    memories and passages of two files, some without a vector or of another model."""
+    rng = random.Random(29)
+    differing = 0
+    for trial in range(40):
+        centres = [_unit(rng, None, 1.0) for _ in range(4)]
+        pool = []
+        for n in range(rng.choice([6, 20, 40, 80])):
+            if pool and rng.random() < 0.1:
+                vector = pool[-1].vector  # the same text twice
+            elif rng.random() < 0.1:
+                vector = None  # written before the model was installed
+            else:
+                vector = _unit(rng, rng.choice(centres), rng.choice([0.02, 0.05, 0.3, 3.0]))
+            if trial % 10 == 0 and n == 3:
+                vector = _unit(rng, None, 1.0)[:32]  # another model's dimension
+            words = " ".join(rng.sample(WORDS, 3))
+            row = {"content": words, "path": rng.choice(["a.py", "b.py"])}
+            cand = Candidate(f"{'mc'[n % 2]}:{n}", rng.random(), row, vector)
+            pool.append(cand)
+        pool.sort(key=lambda c: c.score, reverse=True)
+        matrix = retrieval.similarity_matrix(pool).tolist()
+        vectors = retrieval._pool_vectors(pool)
+        words = [word_set(c.row["content"]) for c in pool]
+        for best in range(len(pool)):
+            row_ = retrieval.similarity_row(best, range(len(pool)), vectors, words)
+            differing += sum(a != b for a, b in zip(row_, matrix[best], strict=True))
+        for k in (1, 5, 10, 40):
+            assert retrieval._mmr_by_rows(pool, k) == retrieval._mmr_by_matrix(pool, k)
+    assert differing == 0
