@@ -110,6 +110,8 @@ def register_hooks(subparsers: Any) -> None:
     )
     p.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, ...")
     p.add_argument("--input", help="the event's JSON (default: read from stdin)")
+    # a mount's daemon, as it starts: import what a hook runs, answer nothing
+    p.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
 
 
 def cmd_hooks(args: argparse.Namespace, store: Path, out: Output) -> int:
@@ -160,6 +162,9 @@ def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:
 
     from helixfs.cli.hook_forward import log
 
+    if args.warm:
+        _warm()
+        return 0
     try:
         payload = json.loads(args.input if args.input is not None else sys.stdin.read())
         if not isinstance(payload, dict):
@@ -173,19 +178,32 @@ def cmd_hook(args: argparse.Namespace, store: Path, out: Output) -> int:
     return 0
 
 
+def _warm() -> None:
+    """What a forwarded hook imports on its first call (~15 ms at a mount's first
+    SessionStart): the handlers, the reader that answers until the daemon's memory is
+    open, the ranking, the branch view. The daemon runs this as it mounts (ADR 0083)."""
+    import helixfs.agents.hooks
+    import helixfs.cli.memory_view
+    import helixfs.memory.reader
+    import helixfs.memory.tree
+    import helixfs.memory.when
+    import helixfs.vcs.sourceview  # noqa: F401
+
+
 def _hook_answer(args: argparse.Namespace, store: Path, payload: dict[str, Any]) -> Any:
     from contextlib import ExitStack
 
     from helixfs.agents import hooks
     from helixfs.agents.context import World
     from helixfs.cli.memory_held import held_memory
-    from helixfs.memory import Memory
 
     if not store.is_dir():
         raise FileNotFoundError(f"no HelixFS store at {store}")
     with ExitStack() as stack:
         memory = held_memory(store)
         if memory is None:  # no daemon: lexical, no model load for a hook
+            from helixfs.memory import Memory
+
             memory = stack.enter_context(Memory.open(store / "memory.db", None, warn_lexical=False))
         in_daemon = getattr(args, "in_daemon", False)
         world = World(

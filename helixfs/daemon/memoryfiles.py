@@ -25,12 +25,14 @@ thread-safe, so the thread only ever reads.
 from __future__ import annotations
 
 import logging
+import math
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
@@ -64,6 +66,11 @@ BUSY_WAIT = 0.05
 # How long after the mount is up the kept memory starts opening: a mount that lives
 # less (a script's, a test's) never loads the model; an agent's session starts later.
 WARM_DELAY = 2.0
+# The kept memory opens once hooks have paused this long (or this long after the first
+# asked, whichever comes first): its imports (~100 ms of the interpreter) and the model
+# load, on a thread beside a hook, made that hook wait 2-4x its time (ADR 0083).
+HOOK_PAUSE = 0.5
+HOOK_PAUSE_MAX = 30.0
 RECENT_COMMITS = 20  # whose changed files a first index embeds first
 INDEX_PENDING_NOTE = (
     "helix: note: the workspace index is being built: passages of its files join the "
@@ -86,6 +93,8 @@ class MemoryFiles:
         self._index_base: CommitId | None = None
         self.failed_passes = 0  # in a row: the pause before the next try doubles
         self._retry_at: float | None = None  # trio time at which a failed pass is retried
+        self._last_hook = -math.inf  # time.monotonic() when a hook last ran
+        self._pause_awaited = False  # a thread waits for a pause in the hooks to open
 
     def entries(self) -> Mapping[bytes, Entry]:
         return {
@@ -134,19 +143,92 @@ class MemoryFiles:
 
     async def open_soon(self, delay: float = WARM_DELAY) -> None:
         """Open the kept memory (imports, model, vector indexes) on its thread a moment
-        after the mount is up, if this store has a memory: an agent's first hook or
-        search then finds it warm. A store that never used memory pays nothing."""
+        after the mount is up, if this store has a memory, in a pause of the hooks: an
+        agent's first hook or search then finds it warm. A store that never used memory
+        pays nothing."""
         await trio.sleep(delay)
         if (self.store / MEMORY_DB).exists():
+            self._open_in_a_pause()
+
+    def _open_in_a_pause(self) -> None:
+        """Have the kept memory open once no hook has run for HOOK_PAUSE (at the latest
+        HOOK_PAUSE_MAX from now): an agent's hooks come in bursts, seconds apart."""
+        with self._lock:
+            if self._pause_awaited:
+                return
+            self._pause_awaited = True
+
+        def wait_then_open() -> None:
+            latest = time.monotonic() + HOOK_PAUSE_MAX
+            while (idle := time.monotonic() - self._last_hook) < HOOK_PAUSE:
+                if time.monotonic() >= latest:
+                    break
+                time.sleep(HOOK_PAUSE - idle)
+            with self._lock:
+                self._pause_awaited = False
             self._kept().open_in_background()
+
+        threading.Thread(target=wait_then_open, name="helix-memory-pause", daemon=True).start()
+
+    def warm_hooks(self, run: Callable[[list[str]], object]) -> threading.Thread | None:
+        """Start importing what a forwarded hook runs (its handlers, the reader, the
+        `hook` command's kept parser: ~15 ms of a mount's first SessionStart), on a
+        thread, if this store has a memory: `run(argv)` runs a command in the daemon.
+        The caller joins it before it says the mount is ready: an agent's SessionStart
+        comes right after (ADR 0083)."""
+        if not (self.store / MEMORY_DB).exists():
+            return None
+
+        def warm() -> None:
+            try:
+                run(["hook", "SessionStart", "--warm"])
+                self._kept()
+            except Exception:  # the first hook imports them itself
+                log.exception("the hooks' modules were not imported ahead")
+
+        thread = threading.Thread(target=warm, name="helix-hooks-warm", daemon=True)
+        thread.start()
+        return thread
 
     @contextmanager
     def for_a_hook(self) -> Iterator[Callable[[], Memory]]:
         """The memory a forwarded hook uses: the kept one once open and free, or else a
-        lexical one for this call while the kept one opens on its thread. A hook has
-        milliseconds (ADR 0052); loading the model takes more than a second."""
-        with self._reading() as (memory, _note):
-            yield lambda: memory
+        reader for this call (memory/reader.py: the engine's SQL and ranking without its
+        imports), and the kept one starts opening when the hook has answered: a hook has
+        milliseconds (ADR 0052), the engine's imports take ~100 ms and the model seconds,
+        and an opening thread beside the hook would share the interpreter with it."""
+        self._last_hook = time.monotonic()
+        memory = self._kept().ready()
+        if memory is not None:
+            with memory.unless_busy(BUSY_WAIT) as free:
+                if free:
+                    yield lambda: memory
+                    return
+        try:
+            with self._interim_reader() as interim:
+                yield lambda: interim
+        finally:
+            self._last_hook = time.monotonic()
+            self._open_in_a_pause()
+
+    @contextmanager
+    def _interim_reader(self) -> Iterator[Memory]:
+        """A reader of memory.db (Stop's checkpoint is its one write), or the engine,
+        lexical, for a database the engine must create or upgrade first."""
+        import apsw
+
+        from helixfs.memory.reader import Checkpointing
+
+        try:
+            reader = Checkpointing(self.store / MEMORY_DB)
+        except (apsw.Error, HelixError):
+            from helixfs.memory import Memory
+
+            with Memory.open(self.store / MEMORY_DB, None, warn_lexical=False) as memory:
+                yield memory
+            return
+        with reader:
+            yield cast("Memory", reader)
 
     def want_workspace(self) -> str | None:
         """A search asked for workspace passages (`helix recall --workspace`, from the CLI

@@ -282,3 +282,11 @@ def test_install_status_uninstall_merge_with_the_users_settings(
     assert "refreshed under the lock" in text
     assert helix(store, "hooks", "uninstall", cwd=proj, env=home).returncode == 0
     assert json.loads(settings.read_text()) == mine
+
+
+def test_warm_imports_and_answers_nothing(store: Path, proj: Path) -> None:
+    """`hook EVENT --warm`, run by a mount's daemon as it starts (ADR 0083): no output,
+    no session, no log line."""
+    done = helix(store, "hook", "SessionStart", "--warm", cwd=proj)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert not (store / "hooks.log").exists() and not (store / "hooks").exists()

@@ -58,6 +58,7 @@ from helixfs.fs.helixdir import QueryDir
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.memory import Memory
 from helixfs.memory.db import fetch_one
+from helixfs.memory.reader import Checkpointing
 from helixfs.vcs.repo import Repository
 
 
@@ -721,10 +722,14 @@ def test_a_search_name_that_is_not_utf8_is_invalid_not_an_io_error(store: Path) 
         files.close()
 
 
-def test_a_hook_reads_a_lexical_memory_until_the_kept_one_is_open(tmp_path: Path) -> None:
+def test_a_hook_reads_a_lexical_memory_until_the_kept_one_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ADR 0052: the first hook after a mount opened the daemon's kept memory itself: the
-    model (1.3 s here), the vector indexes. It now reads a lexical memory of its own
-    while the kept one opens on its thread, and the kept one once it is open."""
+    model (1.3 s here), the vector indexes. It now reads memory.db through a reader of
+    its own (ADR 0083: not the engine, whose imports alone are ~100 ms), the kept one
+    opening in the next pause of the hooks, and the kept one once it is open."""
+    monkeypatch.setattr(memoryfiles, "HOOK_PAUSE", 0.0)
     store = tmp_path / "store"
     store.mkdir()
     with Memory.open(store / MEMORY_DB, None, warn_lexical=False) as memory:
@@ -733,12 +738,54 @@ def test_a_hook_reads_a_lexical_memory_until_the_kept_one_is_open(tmp_path: Path
     try:
         with files.for_a_hook() as source:
             interim = source()
-            assert interim.lexical_only
+            assert isinstance(interim, Checkpointing) and interim.lexical_only
             assert "session lock" in interim.context().text
-        kept = files.memory()  # waits for the opening the hook started
-        assert kept is not interim
+        kept = files._kept()
+        wait_until(lambda: kept.ready() is not None)  # opened in the pause after the hook
+        assert files.memory() is kept.ready()
         with files.for_a_hook() as source:
-            assert source() is kept
+            assert source() is kept.ready()
+    finally:
+        files.close()
+
+
+def test_the_kept_memory_does_not_open_beside_a_burst_of_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its opening (the engine's imports, the model) shares the interpreter with the
+    hooks: it waits for a pause of HOOK_PAUSE in them (here longer than the test)."""
+    monkeypatch.setattr(memoryfiles, "HOOK_PAUSE", 3600.0)
+    store = tmp_path / "store"
+    store.mkdir()
+    Memory.open(store / MEMORY_DB, None, warn_lexical=False).close()
+    files = MemoryFiles(store)
+    try:
+        for _ in range(3):
+            with files.for_a_hook() as source:
+                assert isinstance(source(), Checkpointing)
+        trio.run(files.open_soon, 0)
+        assert files._kept().ready() is None
+        assert files.memory() is files._kept().ready()  # a command that needs it opens it
+    finally:
+        files.close()
+
+
+def test_a_mount_imports_what_hooks_run_before_it_is_ready(tmp_path: Path) -> None:
+    """warm_hooks runs `hook SessionStart --warm` through the daemon's runner, on a
+    thread the mount joins before it says it is ready; not for a store without memory."""
+    ran: list[list[str]] = []
+    unused, used = tmp_path / "unused", tmp_path / "used"
+    unused.mkdir()
+    used.mkdir()
+    Memory.open(used / MEMORY_DB, None, warn_lexical=False).close()
+    assert MemoryFiles(unused).warm_hooks(lambda argv: ran.append(argv)) is None
+    files = MemoryFiles(used)
+    try:
+        warming = files.warm_hooks(lambda argv: ran.append(argv))
+        assert warming is not None
+        warming.join(10)
+        assert ran == [["hook", "SessionStart", "--warm"]]
+        assert files._kept().ready() is None  # imported, not opened
     finally:
         files.close()
 
