@@ -28,13 +28,12 @@ no other writer can move them, and a commit's CAS then costs no RocksDB read.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import rocksdict
 
@@ -122,7 +121,17 @@ RUN_FROM = 8  # a shorter run reads one get each: a cursor's seek costs a few ge
 
 
 V = TypeVar("V")
-log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    import logging
+
+
+def log() -> logging.Logger:
+    """This module's logger: `logging` (and traceback under it, ~4 ms) is imported at
+    the first line logged, not by a hook that only reads the store (ADR 0083)."""
+    import logging
+
+    return logging.getLogger(__name__)
 
 
 class _BaseGone(CorruptObject):
@@ -686,11 +695,11 @@ class RocksStore:
             with relocating_blobs(family, oldest):
                 family.compact_range(None, None, everything)
             todo -= oldest
-            log.info("store %s: moved live chunks out of %d old blob files", self.path, oldest)
+            log().info("store %s: moved live chunks out of %d old blob files", self.path, oldest)
         return 0
 
     def _short_of_room(self, needed: int, files: int) -> int:
-        log.warning(
+        log().warning(
             "store %s: deleted chunks stay on disk in %d blob files until %d MiB more are "
             "free (moving the live ones out needs that room)",
             self.path,
@@ -797,7 +806,7 @@ class RocksStore:
         try:
             yield
         except Exception as err:  # rocksdict raises bare Exceptions
-            log.error("store %s: could not %s at close: %s", self.path, what, err)
+            log().error("store %s: could not %s at close: %s", self.path, what, err)
 
     def __enter__(self) -> RocksStore:
         return self

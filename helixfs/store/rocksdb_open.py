@@ -6,11 +6,11 @@ texts, measured and chosen once, while rocks.py is about frames, deltas and refs
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import rocksdict
 
@@ -23,7 +23,17 @@ from helixfs.errors import (
     StoreLocked,
 )
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+
+def log() -> logging.Logger:
+    """This module's logger: `logging` (and traceback under it, ~4 ms) is imported at
+    the first line logged, not by a hook that only reads the store (ADR 0083)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 OWNER_FILE = "OWNER"
 COLUMN_FAMILIES = ("objects", "bodies", "refs", "meta")
@@ -78,7 +88,7 @@ def disk_error(path: Path, err: Exception) -> HelixError:
     if isinstance(err, HelixError):
         return err
     text = str(err)
-    log.error("store %s: RocksDB failed a write: %s", path, text)
+    log().error("store %s: RocksDB failed a write: %s", path, text)
     if "No space left" in text:
         return StoreFull(
             f"the disk of store {path} is full; RocksDB now refuses writes until the "

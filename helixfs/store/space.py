@@ -9,14 +9,23 @@ room to finish, and writes succeed again as soon as space is freed.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from helixfs.errors import StoreFull
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+
+def log() -> logging.Logger:
+    """This module's logger, `logging` imported at the first line logged (ADR 0083)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 # Kept free: RocksDB's own writes must fit in it (two 16 MiB memtables to flush, a
 # write-ahead log it preallocates at 1.1x a memtable, compactions), whatever the disk.
@@ -60,7 +69,7 @@ class SpaceGuard:
         if cost > self._room:
             self._refuse(nbytes)
         if self._full:
-            log.warning("the disk of store %s has room again: saves work", self.path)
+            log().warning("the disk of store %s has room again: saves work", self.path)
             self._full = False
 
     def _look(self) -> None:
@@ -69,7 +78,7 @@ class SpaceGuard:
 
     def _refuse(self, nbytes: int) -> None:
         if not self._full:
-            log.warning("the disk of store %s is full: saves fail with ENOSPC", self.path)
+            log().warning("the disk of store %s is full: saves fail with ENOSPC", self.path)
         self._full = True
         raise StoreFull(
             f"no space left on the disk of store {self.path} for a write of {nbytes} bytes "

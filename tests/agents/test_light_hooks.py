@@ -235,6 +235,7 @@ def test_session_start_and_stop_with_no_daemon_open_no_engine(tmp_path: Path) ->
         assert heavy not in imported and heavy not in stopped
     for unneeded in ("helixfs.vcs.repo", "zstandard", "secrets"):  # (an LZ4 store; no id made)
         assert unneeded not in imported
+    assert "logging" not in imported | stopped  # the store logs at its first line: ~3 ms
     # the engine's write and upkeep values (MemoryImport, WriteResult...): ~5 ms to build
     assert "helixfs.memory.outcomes" not in imported | stopped
     assert "helixfs.vcs.repo" not in stopped
