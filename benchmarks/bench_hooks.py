@@ -21,7 +21,10 @@ dedup. Sides, interleaved round by round (the machine's load printed with each r
 - against (`--against TREE`, a checkout of another commit, e.g. `git worktree add
   --detach /tmp/old main`): the no-daemon side again with that tree's launcher and
   package, on the same store and inputs, in the same rounds, the two trees' turns
-  alternating round by round (this tree first, then that one first...).
+  alternating round by round (this tree first, then that one first...); and the
+  mounted side again, the store mounted by that tree's daemon ("mounted against",
+  through the same compiled launcher: its source is the same when the binary's name
+  is), each round's two mounts in turns too.
 Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): embedding 10,000 memories
 for the bench would take longer than the bench. Bytecode is written
 (PYTHONDONTWRITEBYTECODE unset for the children), as in an installed package.
@@ -256,6 +259,31 @@ def no_daemon_rounds(
         round_of(side, store, source, files, per, samples, random.Random(r), tree)
 
 
+def mounted_rounds(
+    r: int,
+    store: Path,
+    target: Path,
+    files: list[str],
+    per: int,
+    samples: dict[str, dict[str, list[float]]],
+    loads: list[dict[str, Any]],
+    binary: Path | None,
+    against: Path | None,
+) -> None:
+    """This tree's daemon serving a round, and the other tree's beside it (turns
+    alternate); each side draws the same files (its own generator, seeded by round)."""
+    sides: list[tuple[str, Path | None]] = [("mounted", None)]
+    if against is not None:
+        sides.append(("mounted against", against))
+        if r % 2:
+            sides.reverse()
+    for side, tree in sides:
+        with mounted_at(store, target, tree):
+            loads.append({"round": r, "side": side, "load": os.getloadavg()[0]})
+            rng = random.Random(1000 + r)
+            round_of(side, store, target, files, per, samples, rng, tree, binary, turn=r)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -270,11 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     sides: tuple[str, ...] = ("mounted", "no daemon", "cpu mounted", "cpu no daemon")
     sides = (*sides, "against", "cpu against")
     sides = (*sides, "mounted python", "cpu mounted python")
+    sides = (*sides, "mounted against", "cpu mounted against")
+    sides = (*sides, "mounted against python", "cpu mounted against python")
     binary = hook_binary.build()  # what `helix hooks install` builds; None: no compiler
     print(f"mounted hooks run {binary or 'the Python launcher (no compiled launcher)'}")
     samples: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     loads: list[dict[str, Any]] = []
-    rng = random.Random(3)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as tmp:
         base = Path(tmp)
         source, store, target = base / "src", base / "store", base / "mnt"
@@ -284,15 +313,14 @@ def main(argv: list[str] | None = None) -> int:
         memories(store, count, files)
         target.mkdir()
         for r in range(args.rounds):  # the same store, mounted then not, round by round
-            with mounted_at(store, target):
-                loads.append({"round": r, "side": "mounted", "load": os.getloadavg()[0]})
-                round_of("mounted", store, target, files, per, samples, rng, binary=binary, turn=r)
+            mounted_rounds(r, store, target, files, per, samples, loads, binary, args.against)
             no_daemon_rounds(r, store, source, files, per, samples, loads, args.against)
     table(samples, loads)
     if binary is not None:
         launchers_table(samples)
     if args.against is not None:
         against_table(samples, args.against)
+        mounted_against_table(samples, args.against)
     doc = {
         "compiled_launcher": str(binary) if binary else None,
         "against": str(args.against) if args.against is not None else None,
@@ -308,13 +336,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextmanager
-def mounted_at(store: Path, target: Path) -> Iterator[None]:
+def mounted_at(store: Path, target: Path, tree: Path | None = None) -> Iterator[None]:
+    """The store mounted by this tree's daemon, or by `tree`'s."""
+    env = child_env()
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree.resolve())
     proc = subprocess.Popen(
         [*HELIX, "mount", "--foreground", "--quiet-window", "0", str(store), str(target)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=child_env(),
+        env=env,
+        cwd=tree,
     )
     try:
         _wait_ready(proc)
@@ -362,6 +395,20 @@ def against_table(samples: dict[str, dict[str, list[float]]], against: Path) -> 
         rows.append((name, a["p50"], a["p95"], ca["p50"], d["p50"], d["p95"], cd["p50"]))
     print_table(
         f"no daemon, ms: {against} (against) beside this tree, in the same rounds",
+        ("event", "against p50", "p95", "cpu p50", "this p50", "p95", "cpu p50"),
+        rows,
+    )
+
+
+def mounted_against_table(samples: dict[str, dict[str, list[float]]], against: Path) -> None:
+    rows = []
+    for name in samples["mounted against"]:
+        m, a = summary(samples["mounted"][name]), summary(samples["mounted against"][name])
+        cm = summary(samples["cpu mounted"][name])
+        ca = summary(samples["cpu mounted against"][name])
+        rows.append((name, a["p50"], a["p95"], ca["p50"], m["p50"], m["p95"], cm["p50"]))
+    print_table(
+        f"mounted, ms: {against}'s daemon (against) beside this tree's, in the same rounds",
         ("event", "against p50", "p95", "cpu p50", "this p50", "p95", "cpu p50"),
         rows,
     )
