@@ -153,6 +153,8 @@ class MemoryFiles:
     def _open_in_a_pause(self) -> None:
         """Have the kept memory open once no hook has run for HOOK_PAUSE (at the latest
         HOOK_PAUSE_MAX from now): an agent's hooks come in bursts, seconds apart."""
+        if self._kept().ready() is not None:
+            return
         with self._lock:
             if self._pause_awaited:
                 return
@@ -193,10 +195,11 @@ class MemoryFiles:
     @contextmanager
     def for_a_hook(self) -> Iterator[Callable[[], Memory]]:
         """The memory a forwarded hook uses: the kept one once open and free, or else a
-        reader for this call (memory/reader.py: the engine's SQL and ranking without its
-        imports), and the kept one starts opening when the hook has answered: a hook has
-        milliseconds (ADR 0052), the engine's imports take ~100 ms and the model seconds,
-        and an opening thread beside the hook would share the interpreter with it."""
+        reader for this call, with the branch's view (memory/reader.py: the engine's SQL
+        and ranking without its imports), the kept one opening in the next pause of the
+        hooks: a hook has milliseconds (ADR 0052), the engine's imports take ~100 ms and
+        the model seconds, and an opening thread beside a hook shares the interpreter
+        with it (ADR 0083)."""
         self._last_hook = time.monotonic()
         memory = self._kept().ready()
         if memory is not None:
