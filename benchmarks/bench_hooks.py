@@ -232,7 +232,7 @@ def round_of(
             turns = [(side, binary)] + ([(side + " python", None)] if binary else [])
             for at, chosen in turns if (n + k + turn) % 2 == 0 else turns[::-1]:
                 add(name, timed(hook_call(store, root, name, fields, n, tree, chosen)), at)
-        if tree is None:
+        if tree is None or side == "mounted against":  # a mounted side's daemon gets both
             add("helix recall (baseline)", timed(recall_call(store, root)))
         add("python -P -S -c pass (floor)", timed(floor_call()))
 
