@@ -25,9 +25,11 @@ dedup. Sides, interleaved round by round (the machine's load printed with each r
   mounted side again, the store mounted by that tree's daemon ("mounted against",
   through the same compiled launcher: its source is the same when the binary's name
   is), each round's two mounts in turns too.
-Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): embedding 10,000 memories
-for the bench would take longer than the bench. Bytecode is written
-(PYTHONDONTWRITEBYTECODE unset for the children), as in an installed package.
+Memory is lexical on every side (HELIX_MEMORY_LEXICAL=1): no query is embedded. With
+`--embedded` the memories are stored with the model's vectors (as a store with the
+model installed has them: ~1 min to embed 10,000 here), which the ranking's MMR reads.
+Bytecode is written (PYTHONDONTWRITEBYTECODE unset for the children), as in an
+installed package.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def workspace(root: Path, files: int, seed: int = 7) -> list[str]:
     return names
 
 
-def memories(store: Path, count: int, files: list[str], seed: int = 7) -> None:
+def memories(
+    store: Path, count: int, files: list[str], seed: int = 7, embedded: bool = False
+) -> None:
     rng = random.Random(seed)
     items = []
     for n in range(count):
@@ -86,7 +90,12 @@ def memories(store: Path, count: int, files: list[str], seed: int = 7) -> None:
         source = Source(agent="bench", file=rel if n % 10 == 0 else None)
         text = f"{word}_{number} must hold the {rng.choice(WORDS)} invariant (note {n})"
         items.append(MemoryImport(text, "gotcha" if n % 3 else "fact", (word,), "global", source))
-    with Memory.open(store / "memory.db", None, warn_lexical=False) as memory:
+    embedder = None
+    if embedded:
+        from helixfs.memory.embed import load_embedder
+
+        embedder = load_embedder()
+    with Memory.open(store / "memory.db", embedder, warn_lexical=False) as memory:
         memory.import_memories(items)
 
 
@@ -291,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", type=Path, help="another source tree: its no-daemon hooks beside these"
     )
+    parser.add_argument(
+        "--embedded", action="store_true", help="memories stored with the model's vectors"
+    )
     args = parser.parse_args(argv)
     if args.against is not None and not (args.against / "helixfs" / "cli").is_dir():
         parser.error(f"--against {args.against}: not a HelixFS source tree")
@@ -310,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         files = workspace(source, files_n)
         helix("init", store)
         helix("--store", store, "import", source, "-m", "workspace")
-        memories(store, count, files)
+        memories(store, count, files, embedded=args.embedded)
         target.mkdir()
         for r in range(args.rounds):  # the same store, mounted then not, round by round
             mounted_rounds(r, store, target, files, per, samples, loads, binary, args.against)
@@ -325,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         "compiled_launcher": str(binary) if binary else None,
         "against": str(args.against) if args.against is not None else None,
         "memories": count,
+        "embedded": args.embedded,
         "files": files_n,
         "rounds": args.rounds,
         "per_round": per,
