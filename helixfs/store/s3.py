@@ -48,7 +48,14 @@ from helixfs.store import RefUpdate, StoreStats
 from helixfs.store.frame import codec_of, decode_plain, encode_plain, verify
 from helixfs.store.pack import PackBuilder, Slot, index_bound_to
 from helixfs.store.s3client import S3Client, S3Location
-from helixfs.store.s3packs import IN_FLIGHT, RemotePacks, cut, index_key, pack_key
+from helixfs.store.s3packs import (
+    IN_FLIGHT,
+    Grouping,
+    RemotePacks,
+    cut,
+    index_key,
+    pack_key,
+)
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
@@ -239,12 +246,16 @@ class S3Store(WholeRecords):
         return [oid for oid in unpacked if oid not in there]
 
     def upload(
-        self, objects: Mapping[ObjectId, bytes] | Iterable[tuple[ObjectId, bytes]]
+        self,
+        objects: Mapping[ObjectId, bytes] | Iterable[tuple[ObjectId, bytes]],
+        *,
+        apart: Grouping | None = None,
     ) -> tuple[int, int]:
         """Send the objects no pack of the remote holds: as packs of many records, or
-        loose when there are few (store/s3packs.py). Returns (objects, their records'
-        bytes) sent; once
-        it returns, every one is stored (packs before their indexes)."""
+        loose when there are few (store/s3packs.py); the records `apart` is true of
+        (vcs: commits and folders) in packs of their own, which a lazy clone reads
+        without the file contents (ADR 0081). Returns (objects, their records' bytes)
+        sent; once it returns, every one is stored (packs before their indexes)."""
         items = objects.items() if isinstance(objects, Mapping) else objects
         self._packs.ensure()
         fresh = ((check_oid(oid), r) for oid, r in items if not self._packs.has(oid))
@@ -255,7 +266,7 @@ class S3Store(WholeRecords):
             sent[0] += done[0]
             sent[1] += done[1]
 
-        for part in cut(fresh, self._new_pack, self._stored):
+        for part in cut(fresh, self._new_pack, self._stored, apart):
             if isinstance(part, PackBuilder):
                 self._allow_packs()
                 in_flight.append(self._pool.submit(self._put_pack, part))

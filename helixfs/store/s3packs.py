@@ -7,14 +7,18 @@
   index object that does not check is read again from its pack's own copy; when that
   fails too, the pack is taken as absent (a push sends its objects again) and named in
   `damaged`.
-- Reads: a few records of a pack come by ranged GETs (neighbours within GAP bytes in
-  one); a pack read a second time, or asked for many records at once, comes whole and is
-  kept in memory (BODIES bytes at most), which is what a clone's walk down the history
-  wants. Blobs come back as the remote stores them: the caller decodes and verifies.
-- Writes: `Uploader` cuts a stream of records into packs of at most PACK_BYTES bytes or
-  PACK_OBJECTS records, sending each (pack, then index) while the next fills. Fewer than
-  PACK_MIN records go loose, as before packs: a mount's push of one save is three small
-  objects, and a pack of them would be one more index for every reader to list.
+- Reads: records of a pack come by ranged GETs (neighbours within GAP bytes in one)
+  until what the ranged reads of that pack have cost, a request counted as REQUEST_BYTES,
+  reaches the pack's size: then it comes whole and is kept in memory (BODIES bytes at
+  most), which is what a clone's walk down the history wants (ADR 0081: a lazy clone's
+  reads of single files stay ranged). Blobs come back as the remote stores them: the
+  caller decodes and verifies.
+- Writes: `cut` turns a stream of records into packs of at most PACK_BYTES bytes or
+  PACK_OBJECTS records, one pack open per group (`group`: metadata apart from file
+  contents, ADR 0081); `S3Store.upload` sends each (pack, then index) while the next
+  fills. A group of fewer than PACK_MIN records goes loose, as before packs: a mount's
+  push of one save is three small objects, and a pack of them would be one more index
+  for every reader to list.
 """
 
 from __future__ import annotations
@@ -40,7 +44,10 @@ PACK_BYTES = 16 << 20  # a pack's bound: one PUT that a dropped connection costs
 PACK_OBJECTS = 100_000  # and its records' bound: an index of ~5 MB at most
 PACK_MIN = 16  # fewer records than this go loose
 IN_FLIGHT = 4  # packs being sent at once (each held in memory until sent)
-WHOLE_AT = 16  # this many records of one pack asked at once: read it whole
+# What one request costs, in bytes it could have brought instead (~7 ms of botocore CPU
+# here, an RTT or two on a network): ranged reads of a pack that have cost its size
+# make the next read of it whole (ADR 0081)
+REQUEST_BYTES = 1 << 20
 GAP = 64 << 10  # records this close in a pack come in one ranged GET
 SPAN_BYTES = 8 << 20  # and one ranged GET is at most this long
 BODIES = 64 << 20  # whole packs kept in memory
@@ -72,7 +79,8 @@ class RemotePacks:
         self._listings = 0  # listings done: a refresh asked before the last one is done
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._body_bytes = 0
-        self._touched: set[str] = set()
+        self._sizes: dict[str, int] = {}  # pack -> its records' end (from its index)
+        self._spent: dict[str, int] = {}  # pack -> what its ranged reads cost so far
 
     # ------------------------------------------------------------ indexes
 
@@ -103,8 +111,11 @@ class RemotePacks:
 
     def _learn(self, name: str, entries: list[tuple[ObjectId, Slot]]) -> None:
         with self._lock:
+            end = 0
             for oid, slot in entries:
                 self._where.setdefault(oid, []).append(slot)
+                end = max(end, slot.offset + slot.length)
+            self._sizes[name] = end
             self._known.add(name)
 
     def added(self, name: str, stored_index: bytes) -> None:
@@ -185,6 +196,7 @@ class RemotePacks:
             body = self._bodies.get(slot.pack)
         if body is not None:
             return body[slot.offset : slot.offset + slot.length]
+        self._ranged(slot.pack, REQUEST_BYTES + slot.length)
         last = slot.offset + slot.length - 1
         blob = self._client.get_range(pack_key(slot.pack), slot.offset, last)
         return blob if blob is None or len(blob) == slot.length else None
@@ -197,17 +209,40 @@ class RemotePacks:
             by_pack.setdefault(slot.pack, []).append((oid, slot))
         jobs: list[tuple[str, bool, list[tuple[ObjectId, Slot]]]] = []
         for name, items in by_pack.items():
-            with self._lock:
-                whole = name in self._touched or len(items) >= WHOLE_AT or name in self._bodies
-                self._touched.add(name)
-            if whole:
+            spans = _spans(items)
+            cost = sum(REQUEST_BYTES + _span_bytes(span) for span in spans)
+            if self._whole_now(name, cost):
                 jobs.append((name, True, items))
             else:
-                jobs.extend((name, False, span) for span in _spans(items))
+                jobs.extend((name, False, span) for span in spans)
         found: dict[ObjectId, bytes] = {}
-        for part in self._pool.map(lambda job: self._read_job(*job), jobs):
+        held = [job for job in jobs if job[1] and self._held(job[0])]
+        for name, _, items in held:  # in memory: no request, no thread
+            found.update(self._read_job(name, True, items))
+        asked = [job for job in jobs if job not in held]
+        for part in self._pool.map(lambda job: self._read_job(*job), asked):
             found.update(part)
         return found
+
+    def _held(self, name: str) -> bool:
+        with self._lock:
+            return name in self._bodies
+
+    def _whole_now(self, name: str, cost: int) -> bool:
+        """Whether pack `name` is read whole now: it is in memory, or its ranged reads,
+        with this one's `cost`, would have cost its size (else the cost is counted)."""
+        with self._lock:
+            if name in self._bodies:
+                return True
+            spent = self._spent.get(name, 0) + cost
+            if spent >= self._sizes.get(name, 0):
+                return True
+            self._spent[name] = spent
+            return False
+
+    def _ranged(self, name: str, cost: int) -> None:
+        with self._lock:
+            self._spent[name] = self._spent.get(name, 0) + cost
 
     def _read_job(
         self, name: str, whole: bool, items: list[tuple[ObjectId, Slot]]
@@ -245,6 +280,10 @@ class RemotePacks:
         self._pool.shutdown(wait=True)
 
 
+def _span_bytes(span: list[tuple[ObjectId, Slot]]) -> int:
+    return span[-1][1].offset + span[-1][1].length - span[0][1].offset
+
+
 def _spans(items: list[tuple[ObjectId, Slot]]) -> list[list[tuple[ObjectId, Slot]]]:
     """Records of one pack in runs that one ranged GET each reads (neighbours only)."""
     ordered = sorted(items, key=lambda item: item[1].offset)
@@ -260,32 +299,45 @@ def _spans(items: list[tuple[ObjectId, Slot]]) -> list[list[tuple[ObjectId, Slot
 
 
 Loose = list[tuple[ObjectId, bytes]]
+Grouping = Callable[[bytes], bool]  # a record -> whether it is packed apart (metadata)
+
+
+class _Filling:
+    """One group's records on their way: held until PACK_MIN, then into packs."""
+
+    def __init__(self) -> None:
+        self.held: Loose = []
+        self.pack: PackBuilder | None = None
 
 
 def cut(
     items: Iterable[tuple[ObjectId, bytes]],
     new_pack: Callable[[], PackBuilder],
     stored: Callable[[ObjectId, bytes], bytes],
+    apart: Grouping | None = None,
 ) -> Iterable[PackBuilder | Loose]:
-    """`items` as full packs, yielded as each fills, then the last one; or, when there
-    are fewer than PACK_MIN, as one list of records to send loose."""
-    held: Loose = []
-    pack: PackBuilder | None = None
+    """`items` as full packs, yielded as each fills, then the last ones; the records
+    `apart` is true of (metadata) in packs of their own. A group of fewer than PACK_MIN
+    records comes last, as one list of records to send loose."""
+    groups = (_Filling(), _Filling())
     for item in items:
-        if pack is None and len(held) < PACK_MIN - 1:
-            held.append(item)
+        group = groups[1 if apart is not None and apart(item[1]) else 0]
+        if group.pack is None and len(group.held) < PACK_MIN - 1:
+            group.held.append(item)
             continue
-        queue, held = [*held, item], []
-        if pack is None:
-            pack = new_pack()
+        queue, group.held = [*group.held, item], []
+        if group.pack is None:
+            group.pack = new_pack()
         for oid, record in queue:
             blob = stored(oid, record)
-            full = pack.nbytes + len(blob) > PACK_BYTES or len(pack) >= PACK_OBJECTS
-            if full and len(pack):
-                yield pack
-                pack = new_pack()
-            pack.add(oid, blob, len(record))
-    if pack is not None:
-        yield pack
-    elif held:
-        yield held
+            full = group.pack.nbytes + len(blob) > PACK_BYTES or len(group.pack) >= PACK_OBJECTS
+            if full and len(group.pack):
+                yield group.pack
+                group.pack = new_pack()
+            group.pack.add(oid, blob, len(record))
+    for group in groups:
+        if group.pack is not None:
+            yield group.pack
+    loose = [item for group in groups if group.pack is None for item in group.held]
+    if loose:
+        yield loose

@@ -74,6 +74,7 @@ TREE_HEAD_BYTES = HEADER_SIZE + _U32.size  # a flat tree record before its entri
 _XATTR_KEY = struct.Struct("<H")
 _ENTRY_ID_XATTRS = struct.Struct(f"<4x{ID_SIZE}s16xH")  # _ENTRY_FIXED's id and xattr count
 _ENTRY_MODE_ID_XATTRS = struct.Struct(f"<I{ID_SIZE}s16xH")  # ... and its mode
+_FORMAT_BITS = 0o170000  # stat.S_IFMT's mask: a mode's file type
 _COMMIT_TIME = struct.Struct("<q")
 _ROOT_HEAD = struct.Struct(f"<{ID_SIZE}sIH")
 _PAGE_REF = struct.Struct(f"<{ID_SIZE}sI")
@@ -179,6 +180,12 @@ def uncompressed(objects: Mapping[ObjectId, bytes]) -> set[ObjectId]:
     compression codes both in the background anyway.
     """
     return {oid for oid, record in objects.items() if record[3:4] in _UNCOMPRESSED}
+
+
+def is_structure(record: bytes) -> bool:
+    """Whether a record is a commit or a folder's (tree, paged tree, root record): what a
+    lazy clone fetches and a push packs apart from file contents (ADR 0081)."""
+    return record[3:4] in _UNCOMPRESSED
 
 
 def kind_of(record: bytes) -> bytes:
@@ -377,6 +384,26 @@ def tree_dirs(record: bytes) -> dict[bytes, ObjectId]:
         raise CorruptObject(f"truncated tree record: {exc}") from None
     _check_tree_end(body, pos)
     return dirs
+
+
+def _tree_dir_ids(body: memoryview) -> list[ObjectId]:
+    """The ids of the folders a tree body lists, read as `_tree_ids` reads ids."""
+    try:
+        (count,) = _U32.unpack_from(body, 0)
+        pos = 4
+        ids: list[ObjectId] = []
+        for _ in range(count):
+            pos += 2 + _U16.unpack_from(body, pos)[0]
+            mode, oid, xattrs = _ENTRY_MODE_ID_XATTRS.unpack_from(body, pos)
+            if mode & _FORMAT_BITS == stat.S_IFDIR:
+                ids.append(ObjectId(oid))
+            pos += _ENTRY_FIXED.size
+            if xattrs:
+                pos = _past_xattrs(body, pos, xattrs)
+    except struct.error as exc:
+        raise CorruptObject(f"truncated tree record: {exc}") from None
+    _check_tree_end(body, pos)
+    return ids
 
 
 def _past_xattrs(body: memoryview, pos: int, count: int) -> int:
@@ -606,8 +633,8 @@ def structure_references(record: bytes) -> list[ObjectId]:
     tree's folders, a paged tree's pages, a root record's listing (what a lazy clone
     fetches: vcs/ondemand.py)."""
     kind = kind_of(record)
-    if kind == KIND_TREE:
-        return [entry.oid for entry in decode_tree(record).entries if entry.is_dir()]
+    if kind == KIND_TREE:  # read as gc reads ids: decode_tree was 60% of a lazy clone's CPU
+        return _tree_dir_ids(_body(record, KIND_TREE))
     if kind in (KIND_PAGED, KIND_COMMIT, KIND_ROOT):
         return references(record)
     return []

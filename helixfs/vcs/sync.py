@@ -23,7 +23,7 @@ import random
 import socket
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,7 +32,7 @@ from helixfs.errors import MergeConflict, NotFound, RefConflict
 from helixfs.ids import CommitId, ObjectId, hex_id
 from helixfs.store import RefUpdate
 from helixfs.vcs.ancestry import merge_bases, only_reached
-from helixfs.vcs.objects import references, structure_references, uncompressed
+from helixfs.vcs.objects import is_structure, references, structure_references, uncompressed
 from helixfs.vcs.outgoing import new_objects
 from helixfs.vcs.refs import BRANCHES, HEAD, REMOTES, check_name
 from helixfs.vcs.repo import Repository
@@ -62,7 +62,12 @@ class RemoteStore(Protocol):
 
     def missing(self, oids: Iterable[ObjectId]) -> list[ObjectId]: ...
 
-    def upload(self, objects: Iterable[tuple[ObjectId, bytes]]) -> tuple[int, int]: ...
+    def upload(
+        self,
+        objects: Iterable[tuple[ObjectId, bytes]],
+        *,
+        apart: Callable[[bytes], bool] | None = None,
+    ) -> tuple[int, int]: ...
 
 
 @dataclass
@@ -174,7 +179,9 @@ class Sync:
         marker = self._tracking_ref(PUSHING + branch)
         resumed = self.repo.store.ref(marker) is not None
         self.repo.store.write({}, [RefUpdate(marker, tip)])
-        objects, nbytes = self.remote.upload(self._records(self.outgoing(tip), resumed))
+        objects, nbytes = self.remote.upload(
+            self._records(self.outgoing(tip), resumed), apart=is_structure
+        )  # commits and folders in packs of their own: what a lazy clone reads (ADR 0081)
         result.objects += objects
         result.bytes += nbytes
 
@@ -299,6 +306,7 @@ class Sync:
         if self.repo.store.contains(root):
             return 0
         records: dict[ObjectId, bytes] = {}
+        children: dict[ObjectId, list[ObjectId]] = {}  # each record's, decoded once
         frontier: list[ObjectId] = [root]
         while frontier:
             want = [
@@ -311,8 +319,9 @@ class Sync:
                 batch = want[start : start + BATCH]
                 for oid, record in zip(batch, self.remote.get_run(batch), strict=True):
                     records[oid] = record
-                    frontier.extend(follow(record))
-        order = _children_first(records, root)
+                    children[oid] = follow(record)
+                    frontier.extend(children[oid])
+        order = _children_first(children, root)
         for start in range(0, len(order), BATCH):
             batch_objects = {oid: records[oid] for oid in order[start : start + BATCH]}
             self.repo.store.write(batch_objects, uncompressed=uncompressed(batch_objects))
@@ -398,20 +407,22 @@ def _back_off(lost: int) -> None:
     time.sleep(random.uniform(0, min(1.0, 0.02 * 2**lost)))
 
 
-def _children_first(records: Mapping[ObjectId, bytes], root: ObjectId) -> list[ObjectId]:
-    """The fetched objects in an order where each comes after all it references."""
+def _children_first(children: Mapping[ObjectId, list[ObjectId]], root: ObjectId) -> list[ObjectId]:
+    """The fetched objects (`children`: each one's fetched references, the others are
+    here already or, in a lazy fetch, file contents left behind) in an order where each
+    comes after all it references."""
     order: list[ObjectId] = []
     done: set[ObjectId] = set()
     stack: list[tuple[ObjectId, bool]] = [(root, False)]
     while stack:
         oid, expanded = stack.pop()
-        if oid in done or oid not in records:
+        if oid in done or oid not in children:
             continue
         if expanded:
             done.add(oid)
             order.append(oid)
             continue
         stack.append((oid, True))
-        stack.extend((child, False) for child in references(records[oid]) if child not in done)
-    order.extend(oid for oid in records if oid not in done)  # not reached from root: none
+        stack.extend((child, False) for child in children[oid] if child not in done)
+    order.extend(oid for oid in children if oid not in done)  # not reached from root: none
     return order

@@ -12,8 +12,10 @@ from cli.conftest import fails, ok, run_helix
 
 from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, object_id
+from helixfs.store import RefUpdate
 from helixfs.store.s3 import LAYOUT_KEY
 from helixfs.store.s3packs import PACK_MIN
+from helixfs.vcs.objects import is_structure
 from helixfs.vcs.repo import Repository
 from helixfs.vcs.sync import Sync
 
@@ -41,20 +43,88 @@ def packs_of(place: Place) -> list[str]:
     return under(place, "packs/")
 
 
+def spread(repo: Repository, tag: str, folders: int = 30) -> None:
+    """FILES files in `folders` folders: a push of it has more than PACK_MIN of both
+    kinds, commits and folders, file contents."""
+    files = {f"{tag}/d{i % folders}/f{i}.txt": f"{tag} file {i}\n".encode() for i in range(FILES)}
+    repo.commit(files, tag)
+
+
+def packed_kinds(place: Place) -> list[set[bool]]:
+    """For each pack of the remote: whether its records are commits and folders (True)
+    or file contents (False), as a set."""
+    with place.store() as remote:
+        remote._packs.ensure()
+        by_pack: dict[str, set[bool]] = {}
+        for oid, slot in remote._packs.entries().items():
+            by_pack.setdefault(slot.pack, set()).add(is_structure(remote.get(oid)))
+    return list(by_pack.values())
+
+
 def test_a_push_is_a_few_packs_and_a_clone_reads_them(tmp_path: Path, place: Place) -> None:
+    """ADR 0081: commits and folders in packs of their own, file contents in others."""
     helix = new_store(tmp_path / "a", place)
     with Repository.open(tmp_path / "a") as repo:
-        many(repo, "one")
+        spread(repo, "one")
         head = repo.branch_head("main")
     pushed = ok(helix("push", "--json")).json()["branches"][0]
     assert pushed["objects"] > FILES
-    assert len(packs_of(place)) == 2  # one pack and its index
+    assert len(packs_of(place)) == 4  # two packs and their indexes
     assert not under(place, "objects/")
+    assert sorted(packed_kinds(place), key=min) == [{False}, {True}]
     cache = list((tmp_path / "a" / "remote-cache").glob("origin-*/*"))
-    assert len(cache) == 1  # the index it wrote, kept for the next run
+    assert len(cache) == 2  # the indexes it wrote, kept for the next run
     with clone_of(place, tmp_path / "b") as other:
         assert other.branch_head("main") == head
+        assert other.read("main", "one/d7/f7.txt") == b"one file 7\n"
+
+
+def test_a_few_folders_go_loose_beside_a_pack_of_contents(tmp_path: Path, place: Place) -> None:
+    """Fewer than PACK_MIN records of one kind go loose, as a small push does."""
+    helix = new_store(tmp_path / "a", place)
+    with Repository.open(tmp_path / "a") as repo:
+        many(repo, "one")  # FILES files in one folder
+    ok(helix("push"))
+    assert len(packs_of(place)) == 2
+    assert packed_kinds(place) == [{False}]
+    # the init's commit and empty tree, the new commit, its root and its one folder
+    assert len(under(place, "objects/")) == 5
+    with clone_of(place, tmp_path / "b") as other:
         assert other.read("main", "one/f7.txt") == b"one file 7\n"
+
+
+def test_old_mixed_packs_are_read_by_full_and_lazy_clones(tmp_path: Path, place: Place) -> None:
+    """A push from before ADR 0081 packed commits, folders and contents together (an
+    upload without grouping, as its Uploader did): clones of both kinds read it."""
+    with Repository.init(tmp_path / "a") as repo, place.store() as remote:
+        remote.ensure_layout()
+        spread(repo, "old")
+        head = repo.branch_head("main")
+        sync = Sync(repo, remote, "origin", "alpha")
+        wanted = sync.outgoing(head)
+        remote.upload((oid, repo.store.get(oid)) for oid in wanted)
+        remote.write({}, [RefUpdate("branches/main", head), RefUpdate("HEAD", b"main")])
+    assert len(packs_of(place)) == 2
+    assert packed_kinds(place) == [{False, True}]
+    with clone_of(place, tmp_path / "full") as other:
+        assert other.branch_head("main") == head
+        assert other.read("main", "old/d3/f33.txt") == b"old file 33\n"
+    lazy = tmp_path / "lazy"
+    ok(run_helix("clone", "--lazy", place.url, lazy, "--endpoint", place.endpoint, store=None))
+    assert ok(helix_on(lazy)("cat", "main", "old/d4/f34.txt")).out == "old file 34\n"
+    assert ok(helix_on(lazy)("fsck", "--json")).json()["problems"] == []
+    # and a new push on top of it packs apart
+    with Repository.open(lazy) as repo:
+        spread(repo, "new")
+    ok(helix_on(lazy)("push"))
+    assert sorted(packed_kinds(place), key=lambda kinds: (len(kinds), min(kinds))) == [
+        {False},
+        {True},
+        {False, True},
+    ]
+    with clone_of(place, tmp_path / "again") as other:
+        assert other.read("main", "new/d5/f5.txt") == b"new file 5\n"
+        assert other.read("main", "old/d5/f5.txt") == b"old file 5\n"
 
 
 def test_old_loose_remotes_are_read_and_upgraded_by_the_first_pack(
