@@ -386,6 +386,29 @@ def tree_dirs(record: bytes) -> dict[bytes, ObjectId]:
     return dirs
 
 
+def tree_names(record: bytes) -> list[tuple[bytes, ObjectId]]:
+    """(name, id) of each entry of a (flat) tree record, read as `_tree_ids` reads ids:
+    a push pairs each new folder's names with its parent's (vcs/outgoing.py), and
+    decode_tree took 2x."""
+    body = _body(record, KIND_TREE)
+    try:
+        (count,) = _U32.unpack_from(body, 0)
+        pos = 4
+        found: list[tuple[bytes, ObjectId]] = []
+        for _ in range(count):
+            (name_len,) = _U16.unpack_from(body, pos)
+            pos += 2 + name_len
+            oid, xattrs = _ENTRY_ID_XATTRS.unpack_from(body, pos)
+            found.append((bytes(body[pos - name_len : pos]), ObjectId(oid)))
+            pos += _ENTRY_FIXED.size
+            if xattrs:
+                pos = _past_xattrs(body, pos, xattrs)
+    except struct.error as exc:
+        raise CorruptObject(f"truncated tree record: {exc}") from None
+    _check_tree_end(body, pos)
+    return found
+
+
 def _tree_dir_ids(body: memoryview) -> list[ObjectId]:
     """The ids of the folders a tree body lists, read as `_tree_ids` reads ids."""
     try:

@@ -31,8 +31,8 @@ from helixfs.vcs.objects import (
     decode_chunked,
     decode_paged,
     decode_root,
-    decode_tree,
     kind_of,
+    tree_names,
 )
 
 if TYPE_CHECKING:
@@ -43,24 +43,43 @@ Names = dict[bytes, set[ObjectId]]  # a folder's names -> the ids the old sides 
 
 
 class _Side:
-    """The old side of one place in the tree: the ids its records hold, by name."""
+    """The old side of one place in the tree: the ids its records hold, by name.
+
+    A paged folder's pages are not read until a plain folder is paired with it (a
+    folder that shrank back under a page): a new paged folder's pages are paired with
+    the old pages that are gone, so a save into a folder of 10,000 names reads the one
+    page it changed and the one it replaced, not every page twice (ADR 0082)."""
 
     def __init__(self) -> None:
         self.ids: set[ObjectId] = set()  # every child id (entries, pages, chunks)
         self.names: Names = {}
-        self.folders: list[ObjectId] = []  # for the pages of a new paged folder
+        self.folders: list[ObjectId] = []  # plain folders, for a new paged folder's pages
+        self.paged: set[ObjectId] = set()  # old paged folders
+        self.pages: set[ObjectId] = set()  # and their pages
+        self._unread: list[ObjectId] = []  # those pages, not read yet
 
-    def add_folder(self, oid: ObjectId, record: bytes, repo: Repository) -> None:
-        self.folders.append(oid)
-        pages = [record]
+    def add_folder(self, oid: ObjectId, record: bytes) -> None:
         if kind_of(record) == KIND_PAGED:
             page_ids = [page for page, _ in decode_paged(record)]
+            self.paged.add(oid)
             self.ids.update(page_ids)
-            pages = [p for p in (_record(repo, page) for page in page_ids) if p is not None]
-        for page in pages:
-            for entry in decode_tree(page).entries:
-                self.ids.add(entry.oid)
-                self.names.setdefault(entry.name, set()).add(entry.oid)
+            self.pages.update(page_ids)
+            self._unread.extend(page_ids)
+            return
+        self.folders.append(oid)
+        self._add_entries(record)
+
+    def _add_entries(self, record: bytes) -> None:
+        for name, oid in tree_names(record):
+            self.ids.add(oid)
+            self.names.setdefault(name, set()).add(oid)
+
+    def read_pages(self, repo: Repository) -> None:
+        """The entries of the old paged folders too: a plain folder's names are paired
+        with all of them."""
+        unread, self._unread = self._unread, []
+        for page in (p for p in (_record(repo, oid) for oid in unread) if p is not None):
+            self._add_entries(page)
 
 
 def _record(repo: Repository, oid: ObjectId) -> bytes | None:
@@ -79,7 +98,7 @@ def _old_side(repo: Repository, olds: Iterable[ObjectId]) -> _Side:
             continue
         kind = kind_of(record)
         if kind in (KIND_TREE, KIND_PAGED):
-            side.add_folder(oid, record, repo)
+            side.add_folder(oid, record)
         elif kind == KIND_ROOT:
             side.ids.add(decode_root(record).oid)
             side.names.setdefault(b"", set()).add(decode_root(record).oid)
@@ -92,13 +111,16 @@ def _children(record: bytes, old: _Side) -> Iterable[tuple[ObjectId, set[ObjectI
     """A new record's children, each with its counterparts on the old side."""
     kind = kind_of(record)
     if kind == KIND_TREE:
-        for entry in decode_tree(record).entries:
-            yield entry.oid, old.names.get(entry.name, set())
-    elif kind == KIND_PAGED:  # a page is a piece of the folder: paired with the old folder
-        for page, _ in decode_paged(record):
-            yield page, set(old.folders)
-    elif kind == KIND_ROOT:  # the listing, beside the old root's (or the old plain folder)
-        yield decode_root(record).oid, old.names.get(b"", set()) | set(old.folders)
+        for name, oid in tree_names(record):
+            yield oid, old.names.get(name, set())
+    elif kind == KIND_PAGED:  # a new page holds what the old pages it replaced held
+        pages = [page for page, _ in decode_paged(record)]
+        replaced = (old.pages - set(pages)) | set(old.folders)
+        for page in pages:
+            yield page, replaced
+    elif kind == KIND_ROOT:  # the listing, beside the old root's (or the old folder)
+        olds = old.names.get(b"", set()) | set(old.folders) | old.paged
+        yield decode_root(record).oid, olds
     elif kind == KIND_CHUNKED:
         for chunk, _ in decode_chunked(record).chunks:
             yield chunk, set()  # a chunk is a leaf: never read
@@ -125,6 +147,8 @@ def new_objects(repo: Repository, commits: Iterable[CommitId]) -> list[ObjectId]
         if record is None or kind not in (KIND_TREE, KIND_PAGED, KIND_ROOT, KIND_CHUNKED):
             continue  # a file: it points at nothing
         old = _old_side(repo, olds)
+        if kind == KIND_TREE:
+            old.read_pages(repo)
         for child, counterparts in _children(record, old):
             if child in seen or child in old.ids:
                 continue

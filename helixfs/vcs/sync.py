@@ -129,12 +129,7 @@ class Sync:
         return f"{TRACKING}{self.name}/{branch}"
 
     def tracked(self) -> dict[str, CommitId]:
-        prefix = f"{TRACKING}{self.name}/"
-        return {
-            name[len(prefix) :]: CommitId(value)
-            for name, value in self.repo.store.refs(prefix)
-            if not name[len(prefix) :].startswith(".")
-        }
+        return tracked(self.repo, self.name)
 
     def track(self, branch: str, cid: CommitId, *, clear_push: bool = False) -> None:
         updates = [RefUpdate(self._tracking_ref(branch), cid)]
@@ -307,13 +302,17 @@ class Sync:
             return 0
         records: dict[ObjectId, bytes] = {}
         children: dict[ObjectId, list[ObjectId]] = {}  # each record's, decoded once
+        here: set[ObjectId] = set()  # found local: the next commits' trees share them
         frontier: list[ObjectId] = [root]
         while frontier:
-            want = [
-                oid
-                for oid in dict.fromkeys(frontier)
-                if oid not in records and not self.repo.store.contains(oid)
-            ]
+            want = []
+            for oid in dict.fromkeys(frontier):
+                if oid in records or oid in here:
+                    continue
+                if self.repo.store.contains(oid):
+                    here.add(oid)
+                else:
+                    want.append(oid)
             frontier = []
             for start in range(0, len(want), BATCH):
                 batch = want[start : start + BATCH]
@@ -392,6 +391,16 @@ class Sync:
             return
         result.status = "merged"
         result.commit = hex_id(merged.commit) if merged.commit else result.commit
+
+
+def tracked(repo: Repository, name: str) -> dict[str, CommitId]:
+    """Remote `name`'s branches as this store last saw them (its tracking refs)."""
+    prefix = f"{TRACKING}{name}/"
+    return {
+        ref[len(prefix) :]: CommitId(value)
+        for ref, value in repo.store.refs(prefix)
+        if not ref[len(prefix) :].startswith(".")
+    }
 
 
 def forget_tracking(repo: Repository, name: str) -> None:

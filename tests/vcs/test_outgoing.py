@@ -13,6 +13,7 @@ from helixfs.errors import MergeConflict, NotFound
 from helixfs.ids import CommitId, ObjectId
 from helixfs.vcs.ancestry import only_reached
 from helixfs.vcs.maint import mark
+from helixfs.vcs.objects import FLAT_MAX
 from helixfs.vcs.outgoing import new_objects
 from helixfs.vcs.repo import Repository
 
@@ -99,3 +100,27 @@ def test_a_push_on_top_of_a_known_commit_reads_only_the_changed_path(tmp_path: P
         got = sent(repo, tip, [base])
         # the commit, the root folder, d7, the file: whatever the tree's size
         assert len(got) == 4
+
+
+def test_a_folder_paged_and_flat_again_sends_exactly_what_changed(tmp_path: Path) -> None:
+    """ADR 0082: a new paged folder's pages are paired with the old pages they replace
+    (not with every page); across FLAT_MAX both ways, with subfolders among the pages,
+    each push sends exactly what the remote lacks."""
+    rng = random.Random(7)
+    with Repository.init(tmp_path / "s") as repo:
+        known = [repo.commit({f"g/f{i}.txt": b"%d\n" % i for i in range(FLAT_MAX - 3)}, "flat")]
+        names = [f"g/f{i}.txt" for i in range(FLAT_MAX - 3)]
+        for step in range(12):  # grows past FLAT_MAX, then edits inside its pages
+            change: dict[str | bytes, bytes | None] = {
+                f"g/n{step}-{k}.txt": b"new %d %d\n" % (step, k) for k in range(3)
+            }
+            change[f"g/sub{step % 4}/f{step}.txt"] = b"deep %d\n" % step
+            change[rng.choice(names)] = b"edited %d\n" % step
+            tip = repo.commit(change, f"grow {step}")
+            check(repo, tip, known[-1:], exact=True)
+            known.append(tip)
+        gone: dict[str | bytes, bytes | None] = {name: None for name in names[: FLAT_MAX // 2]}
+        tip = repo.commit(gone, "shrink")  # flat again: paired with every old page
+        check(repo, tip, known[-1:], exact=True)
+        check(repo, tip, known[:1], exact=True)
+        check(repo, tip, [], exact=True)
