@@ -18,6 +18,7 @@ move costs at most its small records again, in a pack.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -58,47 +59,86 @@ class _Side:
         self.pages: set[ObjectId] = set()  # and their pages
         self._unread: list[ObjectId] = []  # those pages, not read yet
 
-    def add_folder(self, oid: ObjectId, record: bytes) -> None:
-        if kind_of(record) == KIND_PAGED:
-            page_ids = [page for page, _ in decode_paged(record)]
-            self.paged.add(oid)
-            self.ids.update(page_ids)
-            self.pages.update(page_ids)
-            self._unread.extend(page_ids)
-            return
-        self.folders.append(oid)
-        self._add_entries(record)
+    def add_paged(self, oid: ObjectId, record: bytes) -> None:
+        page_ids = [page for page, _ in decode_paged(record)]
+        self.paged.add(oid)
+        self.ids.update(page_ids)
+        self.pages.update(page_ids)
+        self._unread.extend(page_ids)
 
-    def _add_entries(self, record: bytes) -> None:
-        for name, oid in tree_names(record):
+    def add_folder(self, oid: ObjectId, listing: Listing) -> None:
+        self.folders.append(oid)
+        self._add_entries(listing)
+
+    def _add_entries(self, listing: Listing) -> None:
+        for name, oid in listing:
             self.ids.add(oid)
             self.names.setdefault(name, set()).add(oid)
 
-    def read_pages(self, repo: Repository) -> None:
+    def read_pages(self, walk: _Walk) -> None:
         """The entries of the old paged folders too: a plain folder's names are paired
         with all of them."""
         unread, self._unread = self._unread, []
-        for page in (p for p in (_record(repo, oid) for oid in unread) if p is not None):
-            self._add_entries(page)
+        for oid in unread:
+            listing = walk.listing(oid)
+            if listing is not None:
+                self._add_entries(listing)
 
 
-def _record(repo: Repository, oid: ObjectId) -> bytes | None:
-    """A local record, or None: a lazy clone may lack the old side's files."""
-    try:
-        return repo.store.get(oid, keep=False)
-    except NotFound:
-        return None
+Listing = list[tuple[bytes, ObjectId]]  # a flat folder's (name, id) pairs
+LISTINGS = 256  # folders' listings kept during one walk
 
 
-def _old_side(repo: Repository, olds: Iterable[ObjectId]) -> _Side:
+class _Walk:
+    """One walk's reads: a commit's folders are its parent's old side and the next
+    commit's, so their listings are kept (LISTINGS of them) and decoded once."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self._listings: OrderedDict[ObjectId, Listing] = OrderedDict()
+
+    def record(self, oid: ObjectId) -> bytes | None:
+        """A local record, or None: a lazy clone may lack the old side's files."""
+        try:
+            return self.repo.store.get(oid, keep=False)
+        except NotFound:
+            return None
+
+    def listing(self, oid: ObjectId, record: bytes | None = None) -> Listing | None:
+        """The names and ids of flat folder `oid` (None: absent)."""
+        found = self._listings.get(oid)
+        if found is not None:
+            self._listings.move_to_end(oid)
+            return found
+        if record is None:
+            record = self.record(oid)
+        if record is None:
+            return None
+        found = tree_names(record)
+        self._listings[oid] = found
+        if len(self._listings) > LISTINGS:
+            self._listings.popitem(last=False)
+        return found
+
+    def listed(self, oid: ObjectId) -> Listing | None:
+        return self._listings.get(oid)
+
+
+def _old_side(walk: _Walk, olds: Iterable[ObjectId]) -> _Side:
     side = _Side()
     for oid in olds:
-        record = _record(repo, oid)
+        listing = walk.listed(oid)
+        if listing is not None:  # a folder of the walk's: no read
+            side.add_folder(oid, listing)
+            continue
+        record = walk.record(oid)
         if record is None:
             continue
         kind = kind_of(record)
-        if kind in (KIND_TREE, KIND_PAGED):
-            side.add_folder(oid, record)
+        if kind == KIND_TREE:
+            side.add_folder(oid, walk.listing(oid, record) or [])
+        elif kind == KIND_PAGED:
+            side.add_paged(oid, record)
         elif kind == KIND_ROOT:
             side.ids.add(decode_root(record).oid)
             side.names.setdefault(b"", set()).add(decode_root(record).oid)
@@ -107,12 +147,14 @@ def _old_side(repo: Repository, olds: Iterable[ObjectId]) -> _Side:
     return side
 
 
-def _children(record: bytes, old: _Side) -> Iterable[tuple[ObjectId, set[ObjectId]]]:
+def _children(
+    oid: ObjectId, record: bytes, old: _Side, walk: _Walk
+) -> Iterable[tuple[ObjectId, set[ObjectId]]]:
     """A new record's children, each with its counterparts on the old side."""
     kind = kind_of(record)
     if kind == KIND_TREE:
-        for name, oid in tree_names(record):
-            yield oid, old.names.get(name, set())
+        for name, child in walk.listing(oid, record) or []:
+            yield child, old.names.get(name, set())
     elif kind == KIND_PAGED:  # a new page holds what the old pages it replaced held
         pages = [page for page, _ in decode_paged(record)]
         replaced = (old.pages - set(pages)) | set(old.folders)
@@ -128,6 +170,7 @@ def _children(record: bytes, old: _Side) -> Iterable[tuple[ObjectId, set[ObjectI
 
 def new_objects(repo: Repository, commits: Iterable[CommitId]) -> list[ObjectId]:
     """The commits and the objects of their trees their parents' trees do not hold."""
+    walk = _Walk(repo)
     found: list[ObjectId] = []
     seen: set[ObjectId] = set()
     stack: list[tuple[ObjectId, set[ObjectId]]] = []
@@ -142,14 +185,14 @@ def new_objects(repo: Repository, commits: Iterable[CommitId]) -> list[ObjectId]
             continue
         seen.add(oid)
         found.append(oid)
-        record = _record(repo, oid)
+        record = walk.record(oid)
         kind = None if record is None else kind_of(record)
         if record is None or kind not in (KIND_TREE, KIND_PAGED, KIND_ROOT, KIND_CHUNKED):
             continue  # a file: it points at nothing
-        old = _old_side(repo, olds)
+        old = _old_side(walk, olds)
         if kind == KIND_TREE:
-            old.read_pages(repo)
-        for child, counterparts in _children(record, old):
+            old.read_pages(walk)
+        for child, counterparts in _children(oid, record, old, walk):
             if child in seen or child in old.ids:
                 continue
             if kind == KIND_CHUNKED:
