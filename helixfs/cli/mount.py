@@ -102,7 +102,7 @@ def cmd_umount(args: argparse.Namespace, store: Path, out: Output) -> int:
     from helixfs.daemon.mounts import unmount
 
     mountpoint = Path(os.path.abspath(Path(args.mountpoint).expanduser()))
-    served = unmount(mountpoint, lazy=args.lazy)
+    served = unmount(mountpoint, lazy=args.lazy, progress=out.note)  # a push at its end
     detail = f" (store {served})" if served else ""
     out.line(f"unmounted {mountpoint}{detail}")
     return 0

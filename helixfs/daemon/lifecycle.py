@@ -301,6 +301,10 @@ async def serve(
         warming = memory_files.warm_hooks(_quietly(runner, repo, memory_files))
         stack.callback(follow_branch_ends(repo, memory_files.memory))
         stack.callback(stop_web_views)  # before the store and memory they read close
+        syncer = None
+        if config.remote is not None:
+            syncer = RemoteSyncer(repo, config.store, config.remote, memory_files.memory)
+            stack.callback(syncer.finish)  # after the last saves' flush: pushes them too
         saver = Saver(config.quiet_window)
         operations = _operations(repo, saver, memory_files, config)
         _mount(operations, config)
@@ -325,8 +329,7 @@ async def serve(
         collector = Collector(repo, config.gc_growth)
         stack.callback(repo.subscribe_settings(_live_settings(saver, collector)))
         nursery.start_soon(side_job, "automatic gc", collector.run)
-        if config.remote is not None:
-            syncer = RemoteSyncer(repo, config.store, config.remote, memory_files.memory)
+        if syncer is not None:
             nursery.start_soon(side_job, "the remote sync", syncer.run)
         if warming is not None:
             await trio.to_thread.run_sync(warming.join, WARM_HOOKS_WAIT)
@@ -335,6 +338,8 @@ async def serve(
         await answer_fuse(config.mountpoint)
         log.info("FUSE loop ended: committing and closing")
         lock.note(CLOSING)
+        if syncer is not None:  # `helix umount` shows how far the push is while it waits
+            syncer.closing(lambda progress: lock.note(CLOSING, progress))
         nursery.cancel_scope.cancel()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class Holder:
     pid: int
     mountpoint: str
     state: str = SERVING  # STARTING until mounted, CLOSING once its FUSE loop ended
+    detail: str = ""  # CLOSING: what it is finishing (a push: `helix umount` shows it)
 
 
 class MountLock:
@@ -42,6 +44,8 @@ class MountLock:
         self.path = store / LOCK_NAME
         self._fd: int | None = None
         self._mountpoint = Path()
+        self._writing = threading.Lock()  # notes come from the push's progress thread too
+        self._written = 0
 
     def acquire(self, mountpoint: Path) -> None:
         """Take the lock or raise StoreLocked naming the current holder."""
@@ -55,13 +59,21 @@ class MountLock:
         self._mountpoint = mountpoint
         self.note(STARTING)
 
-    def note(self, state: str) -> None:
-        """Record how far the daemon is: what a refused second mount is told."""
+    def note(self, state: str, detail: str = "") -> None:
+        """Record how far the daemon is: what a refused second mount is told, and what
+        `helix umount` shows while the daemon finishes (`detail`). Written in one
+        pwrite over the old record, padded: a reader sees the old or the new one."""
         if self._fd is None:
             return
         record = {"pid": os.getpid(), "mountpoint": str(self._mountpoint), "state": state}
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, json.dumps(record).encode(), 0)
+        if detail:
+            record["detail"] = detail
+        blob = json.dumps(record).encode()
+        with self._writing:
+            os.pwrite(self._fd, blob.ljust(self._written), 0)
+            if len(blob) < self._written:
+                os.ftruncate(self._fd, len(blob))
+            self._written = len(blob)
 
     def release(self) -> None:
         if self._fd is None:
@@ -79,7 +91,8 @@ def read_holder(store: Path) -> Holder | None:
     try:
         record = json.loads((store / LOCK_NAME).read_text())
         state = str(record.get("state", SERVING))  # written before states were
-        return Holder(int(record["pid"]), str(record["mountpoint"]), state)
+        detail = str(record.get("detail", ""))
+        return Holder(int(record["pid"]), str(record["mountpoint"]), state, detail)
     except (OSError, ValueError, KeyError, TypeError):
         return Holder(0, "?")  # locked, but the holder has not written itself in yet
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from helixfs.daemon.lock import CLOSING, Holder, detached_holder, is_locked, read_holder
@@ -116,8 +117,11 @@ def store_of(mountpoint: Path) -> Path | None:
     return Path(text) if text else None
 
 
-def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Path | None:
-    """Detach a HelixFS mount and wait until its daemon has committed and let go.
+def unmount(
+    mountpoint: Path, *, lazy: bool = False, wait: float = 120.0, progress: Progress | None = None
+) -> Path | None:
+    """Detach a HelixFS mount and wait until its daemon has committed (and pushed, with
+    `--remote`: `progress` hears how far) and let go.
 
     Returns the store it served (when it could still tell). Raises a HelixError if the
     path is not a HelixFS mount or the kernel refuses (busy without `lazy`).
@@ -128,7 +132,7 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
         detached = detached_holder(mountpoint)
         if detached is None:
             raise InvalidInput(f"{mountpoint} is not a HelixFS mount")
-        return _finish_detached(mountpoint, *detached, lazy=lazy, wait=wait)
+        return _finish_detached(mountpoint, *detached, lazy=lazy, wait=wait, progress=progress)
     store = store_of(mountpoint)
     command = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -137,18 +141,24 @@ def unmount(mountpoint: Path, *, lazy: bool = False, wait: float = 120.0) -> Pat
         hint = _busy_hint(mountpoint) if "busy" in reason else ""
         raise HelixError(f"cannot unmount {mountpoint}: {reason}{hint}")
     if store is not None and not lazy:  # lazily: the daemon lives until files are closed
-        wait_released(store, wait)
+        wait_released(store, wait, progress)
     return store
 
 
 def _finish_detached(
-    mountpoint: Path, store: Path, holder: Holder, *, lazy: bool, wait: float
+    mountpoint: Path,
+    store: Path,
+    holder: Holder,
+    *,
+    lazy: bool,
+    wait: float,
+    progress: Progress | None = None,
 ) -> Path:
     """`mountpoint` was detached lazily and its daemon still runs. Closing (every file
     closed, committing): wait for it as for any umount. Serving files still open there:
     a lazy umount is done already; any other cannot finish without them, so say why."""
     if holder.state == CLOSING:
-        wait_released(store, wait)
+        wait_released(store, wait, progress)
         return store
     if lazy:
         return store
@@ -173,12 +183,43 @@ def _busy_hint(mountpoint: Path) -> str:
     return " (a process has a file or its current folder in it: close or leave it, or use --lazy)"
 
 
-def wait_released(store: Path, timeout: float) -> None:
-    """Until the daemon of `store` has exited (its lock is released last)."""
+Progress = Callable[[str], None]
+
+
+def wait_released(store: Path, timeout: float, progress: Progress | None = None) -> None:
+    """Until the daemon of `store` has exited (its lock is released last). What it says
+    it is finishing (a push, daemon/syncer.py) goes to `progress` as it changes, and
+    each change gives it `timeout` seconds more: a push that moves is waited for, one
+    that stands still for `timeout` is left to the daemon. Ctrl-C stops the wait, not
+    the daemon: what it has not pushed stays in the store either way."""
     deadline = time.monotonic() + timeout
-    while is_locked(store):
-        if time.monotonic() > deadline:
-            raise HelixError(
-                f"unmounted, but the daemon of {store} is still finishing after {timeout:.0f} s"
-            )
-        time.sleep(0.02)
+    said = ""
+    try:
+        while is_locked(store):
+            holder = read_holder(store)
+            doing = holder.detail if holder is not None else ""
+            if doing and doing != said:
+                said = doing
+                deadline = time.monotonic() + timeout
+                if progress is not None:
+                    progress(doing)
+            if time.monotonic() > deadline:
+                raise HelixError(
+                    f"unmounted, but the daemon of {store} is still finishing after "
+                    f"{timeout:.0f} s{_still(holder)}"
+                )
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"unmounted; stopped waiting for the daemon of {store}{_still(read_holder(store))}"
+        ) from None
+
+
+def _still(holder: Holder | None) -> str:
+    """What a daemon left to finish is doing, and that nothing is lost by not waiting."""
+    if holder is None or not holder.detail:
+        return ""
+    return (
+        f" ({holder.detail}); it goes on in the background (pid {holder.pid}), and a "
+        "push cut short loses nothing: the commits stay in the store for the next push"
+    )

@@ -23,6 +23,7 @@ applied to the daemon's memory.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ import trio
 from helixfs.errors import HelixError, RemoteUnavailable
 from helixfs.ids import CommitId
 from helixfs.vcs import remotes
-from helixfs.vcs.sync import BranchSync, Sync, host_name, notice
+from helixfs.vcs.sync import BranchSync, Sync, host_name, notice, tracked
 
 if TYPE_CHECKING:
     from helixfs.memory import Memory
@@ -49,6 +50,7 @@ MAX_PAUSE = 30.0  # while it does not
 # round, or once its oldest unpushed commit has waited this long: a run of saves costs
 # one push every few seconds, not one a round (ADR 0070)
 MOST_DEFERRED = 3.0
+PROGRESS_EVERY = 0.5  # seconds between notes of a push's progress at the mount's end
 
 
 class RemoteSyncer:
@@ -73,6 +75,10 @@ class RemoteSyncer:
         self._waiting: dict[str, tuple[CommitId, float]] = {}  # branch -> (head seen, since)
         self.clock: Callable[[], float] = time.monotonic
         self.rounds = 0
+        self._pushing = ""  # the branches a push under way sends ("": none)
+        self._pushed_from = 0  # the remote store's `uploaded` when that push began
+        self._told = threading.Event()  # set: the progress thread stops
+        self._teller: threading.Thread | None = None
 
     async def run(self) -> None:
         pause = PAUSE
@@ -88,8 +94,8 @@ class RemoteSyncer:
         """One round: push what is new here, then fetch. Whether the remote answered."""
         try:
             sync = self._sync()
-            outgoing = self._outgoing(sync)
-            pushed = sync.push(outgoing, merge=True, keep=True) if outgoing else []
+            outgoing = self._outgoing()
+            pushed = self._push(sync, outgoing)
             fetched = sync.fetch()
             shared = self._share_memory()
         except RemoteUnavailable as exc:
@@ -109,6 +115,77 @@ class RemoteSyncer:
         self._report(pushed + fetched)
         self._report_memory(shared)
         return True
+
+    def _push(self, sync: Sync, branches: list[str]) -> list[BranchSync]:
+        """Push `branches` in one go each (every commit not pushed yet, their new
+        objects in one stream of packs), noting what is under way for `progress`."""
+        if not branches:
+            return []
+        self._pushed_from = self._opened.uploaded if self._opened is not None else 0
+        self._pushing = ", ".join(branches)
+        try:
+            return sync.push(branches, merge=True, keep=True)
+        finally:
+            self._pushing = ""
+
+    def progress(self) -> str:
+        """What a push under way has done so far ("": no push under way)."""
+        pushing, opened = self._pushing, self._opened
+        if not pushing:
+            return ""
+        sent = (opened.uploaded - self._pushed_from) if opened is not None else 0
+        return f"pushing {pushing} to {self._remote.name}: {sent:,} objects sent"
+
+    # ------------------------------------------------------------ the mount's end
+
+    def closing(self, note: Callable[[str], None]) -> None:
+        """The FUSE loop has ended: until `finish` returns, say every PROGRESS_EVERY
+        seconds how far the push is (`note`: the lock file, which `helix umount` reads
+        and shows while it waits)."""
+
+        def tell() -> None:
+            said = None
+            while not self._told.wait(PROGRESS_EVERY):
+                now = self.progress()
+                if now != said:
+                    note(now)
+                    said = now
+
+        self._teller = threading.Thread(target=tell, name="helix-push-progress", daemon=True)
+        self._teller.start()
+
+    def finish(self) -> None:
+        """After the mount's last saves are committed (the daemon's way out): push every
+        branch not pushed yet, none deferred, once. Unreachable (or already offline), or
+        interrupted: what is not pushed stays in the store, as every unpushed commit does,
+        and goes with the next `helix push` or `mount --remote` (the tracking refs say
+        what the remote lacks, ADR 0056)."""
+        try:
+            moved = list(self._heads_moved())
+            if not moved:
+                return
+            if self._offline:
+                self._left_unpushed(moved, "the remote was unreachable")
+                return
+            log.info("remote %s: pushing %s before exiting", self._remote.name, ", ".join(moved))
+            try:
+                self._report(self._push(self._sync(), moved))
+            except Exception as exc:  # on the daemon's way out: said, never raised over it
+                self._left_unpushed(moved, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._told.set()
+            if self._teller is not None:
+                self._teller.join()
+            self._close()
+
+    def _left_unpushed(self, branches: list[str], why: str) -> None:
+        log.warning(
+            "remote %s: %s left unpushed at exit (%s); the commits stay in the store and "
+            "go with the next `helix push` or `helix mount --remote`",
+            self._remote.name,
+            ", ".join(branches),
+            why,
+        )
 
     def _share_memory(self) -> MemorySync | None:
         if self._memory is None:
@@ -155,15 +232,11 @@ class RemoteSyncer:
         name, host = self._remote.name, host_name(self._repo.settings)
         return Sync(self._repo, self._opened, name, host, lazy=self._remote.lazy)
 
-    def _outgoing(self, sync: Sync) -> list[str]:
+    def _outgoing(self) -> list[str]:
         """The branches to push this round: moved since pushed, and either still since
         the last round or waiting for MOST_DEFERRED seconds."""
-        tracked, now = sync.tracked(), self.clock()
-        moved = {
-            info.name: info.commit
-            for info in self._repo.branches()
-            if tracked.get(info.name) != info.commit
-        }
+        now = self.clock()
+        moved = self._heads_moved()
         ready = []
         for branch, head in moved.items():
             seen, since = self._waiting.get(branch, (None, now))
@@ -173,6 +246,15 @@ class RemoteSyncer:
         for branch in (set(self._waiting) - set(moved)) | set(ready):
             del self._waiting[branch]
         return ready
+
+    def _heads_moved(self) -> dict[str, CommitId]:
+        """Branches whose head is not where the remote was last seen, and their heads."""
+        seen = tracked(self._repo, self._remote.name)
+        return {
+            info.name: info.commit
+            for info in self._repo.branches()
+            if seen.get(info.name) != info.commit
+        }
 
     def _report(self, results: list[BranchSync]) -> None:
         for result in results:

@@ -265,6 +265,9 @@ class S3Store(WholeRecords):
         def count(done: tuple[int, int]) -> None:
             sent[0] += done[0]
             sent[1] += done[1]
+            with self._lock:  # as each pack is stored: a push's progress (daemon/syncer.py)
+                self.uploaded += done[0]
+                self.uploaded_bytes += done[1]
 
         for part in cut(fresh, self._new_pack, self._stored, apart):
             if isinstance(part, PackBuilder):
@@ -277,9 +280,6 @@ class S3Store(WholeRecords):
                     count(done)
         for future in in_flight:
             count(future.result())
-        with self._lock:
-            self.uploaded += sent[0]
-            self.uploaded_bytes += sent[1]
         return sent[0], sent[1]
 
     def _stored(self, oid: ObjectId, record: bytes) -> bytes:

@@ -51,7 +51,7 @@ from helixfs.daemon.memoryfiles import (
     MemoryFiles,
     recently_changed,
 )
-from helixfs.daemon.mounts import unmount
+from helixfs.daemon.mounts import unmount, wait_released
 from helixfs.errors import Busy, DaemonNotAnswering, HelixError, InvalidInput, NotFound, StoreLocked
 from helixfs.fs import edge
 from helixfs.fs.helixdir import QueryDir
@@ -1103,3 +1103,48 @@ def test_clients_of_a_stopped_daemon_are_refused_past_its_listen_backlog(
     assert all(isinstance(f, DaemonNotAnswering) for f in failures), failures
     assert all("this command was not sent" in str(f) for f in failures), failures
     assert f"the daemon of {tmp_path / 'mnt'} (pid {daemon.pid})" in str(failures[-1])
+
+
+def test_umount_shows_what_a_closing_daemon_finishes_and_waits_while_it_moves(
+    tmp_path: Path,
+) -> None:
+    """ADR 0082: a closing daemon's notes (its push's progress) reach `helix umount`'s
+    wait, each one as it comes, and the wait ends when the lock is released."""
+    lock = MountLock(tmp_path)
+    lock.acquire(tmp_path / "mnt")
+    lock.note(CLOSING)
+    heard: list[str] = []
+    got = threading.Event()
+    notes = ["pushing main to origin: 0 objects sent", "pushing main to origin: 1,024 objects sent"]
+
+    def daemon() -> None:
+        for text in notes:
+            got.clear()
+            lock.note(CLOSING, text)
+            got.wait(30)
+        lock.note(CLOSING, "")
+        lock.release()
+
+    def progress(text: str) -> None:
+        heard.append(text)
+        got.set()
+
+    holder = threading.Thread(target=daemon)
+    holder.start()
+    wait_released(tmp_path, 60, progress)
+    holder.join()
+    assert heard == notes
+    assert not is_locked(tmp_path)
+
+
+def test_a_holder_record_is_whole_while_its_notes_change(tmp_path: Path) -> None:
+    """Notes rewrite the lock file in place (no moment of an empty record)."""
+    lock = MountLock(tmp_path)
+    lock.acquire(tmp_path / "mnt")
+    try:
+        for text in ("a long note " * 20, "short", ""):
+            lock.note(CLOSING, text)
+            holder = read_holder(tmp_path)
+            assert holder is not None and (holder.state, holder.detail) == (CLOSING, text)
+    finally:
+        lock.release()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +154,63 @@ def test_two_mounts_saving_into_one_branch_lose_no_save(
         assert checked["problems"] == [], checked
     merges = [c for c in alpha.log() + beta.log() if len(c.get("parents", ())) > 1]
     assert merges  # the two raced: main was merged, not only fast-forwarded
+
+
+SAVES = 150  # a run of saves the background push has not caught up with at umount
+
+
+def _saving_mount(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> tuple[Mount, str]:
+    url = f"s3://{server.bucket}/{uuid.uuid4().hex[:8]}"
+    store = tmp_path / "alpha-store"
+    helix("init", store)
+    helix("--store", store, "remote", "add", "origin", url, "--endpoint", server.endpoint)
+    helix("--store", store, "push")
+    mount = make_mount(0, "--remote", "origin", store=store)
+    (mount.path / "run").mkdir()
+    for i in range(SAVES):
+        (mount.path / "run" / f"f{i}.txt").write_text(f"save {i}\n")
+    return mount, url
+
+
+def _remote_holds(tmp_path: Path, url: str, server: SeaweedServer, store: Path) -> None:
+    """A fresh clone of the remote has the store's main, with every save in it."""
+    clone = tmp_path / f"check-{uuid.uuid4().hex[:6]}"
+    helix("clone", url, clone, "--endpoint", server.endpoint)
+    heads = [helix("--store", s, "log", "main", "-n", "1", "--json").stdout for s in (store, clone)]
+    assert json.loads(heads[0])[0]["id"] == json.loads(heads[1])[0]["id"]
+    names = [
+        line.split()[-1]
+        for line in helix("--store", clone, "ls", "main", "run").stdout.splitlines()
+    ]
+    assert sorted(names) == sorted(f"f{i}.txt" for i in range(SAVES))
+
+
+def test_umount_waits_for_the_push_of_the_last_saves(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> None:
+    """ADR 0082: the daemon's way out pushes what its rounds had not (none deferred),
+    and `helix umount` waits for it (showing its progress): once it returns, the
+    remote has every save."""
+    mount, url = _saving_mount(make_mount, tmp_path, server)
+    done = helix("umount", mount.path)
+    assert "unmounted" in done.stdout
+    _remote_holds(tmp_path, url, server, mount.store)
+    mount.stop()
+    assert "Traceback" not in "".join(mount.output)
+
+
+def test_a_final_push_cut_short_loses_nothing(
+    make_mount: MountFactory, tmp_path: Path, server: SeaweedServer
+) -> None:
+    """The daemon killed (-9) on its way out, wherever its push was: every save is in
+    the store, and the next `helix push` brings the remote up to it."""
+    mount, url = _saving_mount(make_mount, tmp_path, server)
+    subprocess.run(["fusermount3", "-u", str(mount.path)], check=True)
+    assert mount.proc is not None
+    mount.proc.kill()
+    mount.proc.wait()
+    helix("--store", mount.store, "push")
+    assert json.loads(helix("--store", mount.store, "fsck", "--json").stdout)["problems"] == []
+    _remote_holds(tmp_path, url, server, mount.store)
