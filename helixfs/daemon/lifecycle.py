@@ -331,6 +331,8 @@ async def serve(
         nursery.start_soon(side_job, "automatic gc", collector.run)
         if syncer is not None:
             nursery.start_soon(side_job, "the remote sync", syncer.run)
+        if repo.lazy:  # its remote opened before the first read of a content needs it
+            nursery.start_soon(side_job, "opening the lazy clone's remote", _open_remote, repo)
         if warming is not None:
             await trio.to_thread.run_sync(warming.join, WARM_HOOKS_WAIT)
         ready()
@@ -341,6 +343,10 @@ async def serve(
         if syncer is not None:  # `helix umount` shows how far the push is while it waits
             syncer.closing(lambda progress: lock.note(CLOSING, progress))
         nursery.cancel_scope.cancel()
+
+
+async def _open_remote(repo: Repository) -> None:
+    await trio.to_thread.run_sync(repo.open_remote, abandon_on_cancel=True)
 
 
 async def answer_fuse(mountpoint: Path) -> None:

@@ -83,6 +83,13 @@ class OnDemand:
             self.fetched += len(records)
         return records
 
+    def open_remote(self) -> None:
+        """Open the remote before the first miss needs it; a failure is only logged."""
+        try:
+            self._remote_store()
+        except HelixError as err:
+            log.info("the remote %s is not open yet (%s): the first read tries", self._name, err)
+
     def _remote_store(self) -> RemoteReads:
         with self._lock:
             if self._remote is None:

@@ -260,6 +260,13 @@ class Repository:
         """A lazy clone: file contents may be missing here, read from its remote."""
         return self._on_demand is not None
 
+    def open_remote(self) -> None:
+        """A lazy clone: open the remote its contents come from now, off any read (a
+        mount does, in the background: the S3 client takes ~170 ms to set up, which the
+        first read waited for). Unreachable: the first read tries again."""
+        if self._on_demand is not None:
+            self._on_demand.open_remote()
+
     def __enter__(self) -> Repository:
         return self
 
