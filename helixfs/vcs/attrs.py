@@ -14,6 +14,8 @@ its id and its dedup with every other store.
 | RDEV     | "<Q" rdev (os.makedev) | 0 (only block and character devices)      |
 | SUBDIRS  | "<I" subfolder count   | 0 (folders only: st_nlink = 2 + count)    |
 | LINK     | "<QI" link id, names   | none: not hard-linked (ADR 0043)          |
+| GRAFT    | empty                  | absent; only in an overlay's parts: the entry names |
+|          |                        | a nested part (vcs/overlay.py, ADR 0086)  |
 
 Everything that shows, counts or copies xattrs to a user (listxattr, getxattr, the size
 bounds, export) goes through `user_xattrs`; the hidden keys travel with the entry
@@ -36,6 +38,7 @@ CTIME = b"\x00c"
 RDEV = b"\x00r"
 SUBDIRS = b"\x00n"
 LINK = b"\x00l"
+GRAFT = b"\x00g"
 
 _OWNER = struct.Struct("<II")
 _TIME = struct.Struct("<q")

@@ -17,6 +17,12 @@ Layout after the 32-byte tree id: `MAGIC`, then the root's directory body:
 - the changed names that are gone: u32 count, then u16 length + name each;
 - per `NESTED` entry, in name order: the id of the tree it was last stored as (32 bytes,
   `NESTED` for a new directory) and its own directory body.
+
+Or, written by a commit whose work tree holds ignored paths and stays unfolded (ADR
+0086): after the commit's tree id, `OVERLAY`, the id of the overlay (vcs/overlay.py: the
+entries the commit tree lacks, a tree of parts) and the id of the tree the live work
+tree journals on (`base`: kept for its next save, a gc root). The work tree is the commit
+tree with the overlay grafted on; no journal follows.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from helixfs.ids import ID_SIZE, ObjectId
 from helixfs.vcs.objects import TreeEntry, decode_tree, encode_tree_raw
 
 MAGIC = b"HXJ\x01"
+OVERLAY = b"HXO\x01"
 NESTED = ObjectId(bytes(ID_SIZE))
 # A journal past this many bytes (~30 files' entries) is folded into trees: a save
 # re-sends the whole journal, so its cost grows with the changes since the last fold.
@@ -63,12 +70,42 @@ def encode_dir(
     return b"".join(parts)
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A saved work state: its tree, with the changes journaled on it or an overlay."""
+
+    tree: ObjectId
+    changes: DirChanges | None = None
+    overlay: ObjectId | None = None  # the overlay grafted on `tree` (ADR 0086)
+    base: ObjectId | None = None  # with an overlay: the tree the live work tree journals on
+
+
 def work_value(tree: ObjectId, root_body: bytes | None) -> bytes:
     return tree if root_body is None else tree + MAGIC + root_body
 
 
+def overlay_value(tree: ObjectId, overlay: ObjectId, base: ObjectId) -> bytes:
+    return tree + OVERLAY + overlay + base
+
+
+_OVERLAY_SIZE = 3 * ID_SIZE + len(OVERLAY)
+
+
+def parse(value: bytes) -> Saved:
+    """A `work/BRANCH` value: the tree, a journal or an overlay on it."""
+    if value[ID_SIZE : ID_SIZE + len(OVERLAY)] == OVERLAY:
+        if len(value) != _OVERLAY_SIZE:
+            raise CorruptObject("saved work state: an overlay of the wrong length")
+        at = ID_SIZE + len(OVERLAY)
+        tree, overlay, base = value[:ID_SIZE], value[at : at + ID_SIZE], value[at + ID_SIZE :]
+        return Saved(ObjectId(tree), None, ObjectId(overlay), ObjectId(base))
+    tree, changes = split(value)
+    return Saved(tree, changes)
+
+
 def split(value: bytes) -> tuple[ObjectId, DirChanges | None]:
-    """The saved tree and the changes journaled on top of it (None: none)."""
+    """The saved tree and the changes journaled on top of it (None: none). A value with
+    an overlay is refused: `parse` reads it."""
     tree = ObjectId(value[:ID_SIZE])
     if len(value) == ID_SIZE:
         return tree, None
@@ -88,7 +125,19 @@ def tree_of(value: bytes) -> ObjectId:
 
 
 def has_journal(value: bytes | None) -> bool:
+    """Whether a saved state is more than a plain tree id (a journal or an overlay on
+    it): a fold writes it as trees."""
     return value is not None and len(value) > ID_SIZE
+
+
+def referenced_by(saved: Saved) -> Iterator[tuple[ObjectId, bool]]:
+    """`referenced` of a whole saved state beyond its tree: an overlay's tree of parts
+    (a directory) and the journal base (a root)."""
+    if saved.changes is not None:
+        yield from referenced(saved.changes)
+    if saved.overlay is not None and saved.base is not None:
+        yield saved.overlay, True
+        yield saved.base, False  # a root record or a tree: any of ROOT_KINDS
 
 
 def _decode_dir(value: bytes, pos: int, base: ObjectId | None) -> tuple[DirChanges, int]:

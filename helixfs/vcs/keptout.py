@@ -30,6 +30,7 @@ from helixfs.vcs.ignore import (
 from helixfs.vcs.links import places_of
 from helixfs.vcs.node import Node
 from helixfs.vcs.objects import Tree, TreeEntry, encode_entry
+from helixfs.vcs.overlay import Part
 from helixfs.vcs.treeops import Trees, holds_file, kept_out, subtree
 
 LISTED_MAX = 1000
@@ -51,10 +52,12 @@ class LiveScopes:
         self._outer: dict[Node, Scope] = {}
         self._inner: dict[Node, Scope] = {}
         # Folders whose commit tree the last commit made (so the head's tree at their
-        # place is it), with the names changed in each since (None: not known), and
-        # those the commit under way walks (theirs once it lands: `confirm`).
+        # place is it), with the names changed in each since (None: not known) and what
+        # that commit left out of each (its overlay part, vcs/overlay.py), and those the
+        # commit under way walks (theirs once it lands: `confirm`).
         self._since: dict[Node, set[bytes] | None] = {}
-        self._walking: list[Node] = []
+        self._parts: dict[Node, Part] = {}
+        self._walking: list[tuple[Node, Part]] = []
 
     def outer(self, folder: Node) -> Scope:
         """The rules `folder` inherits from the folders above it."""
@@ -144,21 +147,28 @@ class LiveScopes:
         head's tree at its place); None when it did not, or that is not known."""
         return self._since.get(node)
 
+    def last(self, node: Node) -> tuple[set[bytes] | None, Part | None]:
+        """`changed_since(node)`, and what the last commit that made `node`'s commit tree
+        left out of it (None: not known)."""
+        return self._since.get(node), self._parts.get(node)
+
     def begin(self) -> None:
         self._walking = []
 
-    def walked(self, node: Node) -> None:
-        self._walking.append(node)
+    def walked(self, node: Node, part: Part) -> None:
+        self._walking.append((node, part))
 
     def confirm(self) -> None:
         """The commit landed (or equals the head): what it walked is the head's."""
-        for node in self._walking:
+        for node, part in self._walking:
             self._since[node] = set()
+            self._parts[node] = part
         self._walking = []
 
     def forget_walks(self) -> None:
         """The head moved under the work tree (a lost compare-and-swap)."""
         self._since.clear()
+        self._parts.clear()
         self._walking = []
 
     def spoil(self, folder: Node) -> None:
@@ -173,6 +183,7 @@ class LiveScopes:
             node.pure = False
             node.recheck = True
             self._since.pop(node, None)
+            self._parts.pop(node, None)
             for page in node.pages or ():
                 page.pure = False
             if node.children is not None:
@@ -208,29 +219,33 @@ def patch_tree(
     """The head's tree `tracked` (decoded: `head`) with the entries of the names in
     `made` replaced (None: left out), path-copied: a paged folder rewrites only the
     pages those names are in. `own`: a root's own attributes (ADR 0044); `known`: the
-    encodings of some of `made`'s entries, made already (not encoded again)."""
+    encodings of some of `made`'s entries, made already (not encoded again). A name
+    replaced in place leaves the names as they were (the head's tuple, not a copy)."""
     known = known or {}
-    entries, raws, names = list(head.entries), list(head.raw), list(head.names)
+    entries, raws, names = head.entries, head.raw, head.names
     differs = own != head.own
-    for name in sorted(made):
+    for name in sorted(made) if len(made) > 1 else made:
         entry = made[name]
         at = bisect.bisect_left(names, name)
         present = at < len(names) and names[at] == name
         if entry is None:
             if present:
-                del entries[at], raws[at], names[at]
+                entries = entries[:at] + entries[at + 1 :]
+                raws = raws[:at] + raws[at + 1 :]
+                names = names[:at] + names[at + 1 :]
                 differs = True
         elif not present:
-            entries.insert(at, entry)
-            raws.insert(at, known.get(name) or encode_entry(entry))
-            names.insert(at, name)
+            entries = (*entries[:at], entry, *entries[at:])
+            raws = (*raws[:at], known.get(name) or encode_entry(entry), *raws[at:])
+            names = (*names[:at], name, *names[at:])
             differs = True
         elif entries[at] != entry:
-            entries[at], raws[at] = entry, known.get(name) or encode_entry(entry)
+            entries = (*entries[:at], entry, *entries[at + 1 :])
+            raws = (*raws[:at], known.get(name) or encode_entry(entry), *raws[at + 1 :])
             differs = True
     if not differs:
         return tracked
-    return trees.encode(entries, raws, objects, names, previous=head, changed=list(made), own=own)
+    return trees.encode(entries, raws, objects, names, previous=head, changed=made, own=own)
 
 
 def left_out(root: Node, scopes: LiveScopes, trees: Trees, path: bytes, head: ObjectId) -> bool:

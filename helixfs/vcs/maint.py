@@ -121,20 +121,19 @@ def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
 def _journaled(
     repo: Repository, problems: list[str] | None = None
 ) -> Iterator[tuple[str, ObjectId, bool]]:
-    """What the journals of saved work trees name (ref, object, whether a directory):
-    content saved since the last fold is reachable from nowhere else. An unreadable
-    journal stops gc (raised), and is one of fsck's `problems`."""
+    """What the journals and overlays of saved work trees name (ref, object, whether a
+    directory): content saved since the last fold, or ignored, is reachable from nowhere
+    else. An unreadable journal stops gc (raised), and is one of fsck's `problems`."""
     for name, value in repo.store.refs(WORK):
         try:
-            _, changes = journal.split(value)
+            saved = journal.parse(value)
         except HelixError as exc:
             if problems is None:
                 raise
             problems.append(f"ref {name}: {exc}")
             continue
-        if changes is not None:
-            for oid, is_dir in journal.referenced(changes):
-                yield name, oid, is_dir
+        for oid, is_dir in journal.referenced_by(saved):
+            yield name, oid, is_dir
 
 
 def roots(

@@ -192,16 +192,17 @@ def load_xattrs(node: Node, xattrs: attrs.Xattrs) -> None:
     node.xattrs = kept or NO_XATTRS
 
 
-def stored_xattrs(node: Node) -> attrs.Xattrs:
+def stored_xattrs(node: Node, subdirs: int | None = None) -> attrs.Xattrs:
     """A node's xattrs as its tree entry stores them: with CTIME unless it is the mtime,
-    and a directory's SUBDIRS unless it has none."""
+    and a directory's SUBDIRS (`subdirs`, else its own count) unless it has none."""
     items = sorted(node.xattrs.items()) if node.xattrs else []
     ctime = attrs.pack_time(node.ctime_ns, node.mtime_ns)
     if ctime is not None:
         items.append((attrs.CTIME, ctime))
-    if node.subdirs and node.is_dir():
-        items.append((attrs.SUBDIRS, attrs.count_bytes(node.subdirs)))
-    if len(items) > 1 and (ctime is not None or node.subdirs):
+    count = node.subdirs if subdirs is None else subdirs
+    if count and node.is_dir():
+        items.append((attrs.SUBDIRS, attrs.count_bytes(count)))
+    if len(items) > 1 and (ctime is not None or count):
         items.sort()
     return tuple(items)
 

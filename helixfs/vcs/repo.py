@@ -248,8 +248,8 @@ class Repository:
     def close(self) -> None:
         with self.lock:
             for tree in list(self._worktrees.values()):
-                if tree.dirty:
-                    tree.fold()
+                if not tree.readonly:  # a commit may leave an overlay or a journal
+                    tree.fold()  # (ADR 0086): a store at rest holds plain trees
             self._worktrees.clear()
             if self._on_demand is not None:
                 self._on_demand.close()
@@ -464,6 +464,10 @@ class Repository:
             work = self.store.ref(work_ref(branch))
             if work is None:
                 return []
+            if journal.parse(work).overlay is not None:  # what its commit tree lacks
+                from helixfs.vcs.worktree import Worktree
+
+                return Worktree(self, branch).ignored_paths()
             head = self.commit_info(self.branch_head(branch)).tree
             walk = stored_ignored(self.trees, journal.tree_of(work), head, NO_RULES)
             return list(itertools.islice(walk, LISTED_MAX))

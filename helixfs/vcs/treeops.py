@@ -184,10 +184,10 @@ class Trees:
 
     def encode(
         self,
-        entries: list[TreeEntry],
-        raws: list[bytes],
+        entries: Sequence[TreeEntry],
+        raws: Sequence[bytes],
         objects: Objects,
-        names: list[bytes] | None = None,
+        names: Sequence[bytes] | None = None,
         *,
         previous: Tree | None = None,
         changed: Iterable[bytes] = (),

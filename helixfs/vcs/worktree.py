@@ -43,7 +43,7 @@ from helixfs.errors import (
 from helixfs.ids import CommitId, ObjectId, object_id
 from helixfs.store import RefUpdate
 from helixfs.store.validate import BYTES_LIKE
-from helixfs.vcs import attrs, fallback, history, journal
+from helixfs.vcs import attrs, fallback, history, journal, overlay
 from helixfs.vcs.content import (
     CHUNK_THRESHOLD,
     EMPTY,
@@ -100,6 +100,7 @@ from helixfs.vcs.objects import (
     encode_tree_raw,
     uncompressed,
 )
+from helixfs.vcs.overlay import Part
 from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
@@ -144,6 +145,7 @@ class Worktree:
         self._savers = Savers()  # and each process that saved, if they were several
         self._linkless: set[ObjectId] = set()  # stored trees with no hard link below
         self._last_changes = history.LastChanges()  # user.helix.commit's answers
+        self._fold_all = False  # a commit under way met a paged folder (_folds_now)
         self.reload()
         if not self.readonly and not repo.store.contains(EMPTY.oid):
             repo.store.write(EMPTY.objects)
@@ -160,8 +162,9 @@ class Worktree:
             work = None if self.readonly else store.ref(work_ref(self.branch))
             self._head = head
             self._work_value = work  # the saved state: a tree id, maybe with a journal
-            saved, changes = journal.split(work) if work is not None else (None, None)
-            root_tree = saved or head_tree
+            saved = journal.parse(work) if work is not None else None
+            changes = saved.changes if saved is not None else None
+            root_tree = saved.tree if saved is not None else head_tree
             # a tree records no time for its root: show the head commit's; its mode and
             # owner are in its root record, if any (ADR 0044)
             own = self._stored_root_own(root_tree)
@@ -193,6 +196,8 @@ class Worktree:
             self._scopes = LiveScopes(self.repo.trees.rule_files, self._reader.read, self._children)
             if changes is not None:
                 self._replay(self.root, changes)
+            if saved is not None and saved.overlay is not None:
+                self._graft(self.root, saved.overlay)
 
     def _shown(self, head: CommitId) -> fallback.Shown:
         """What the head shows; a head that cannot be read shows an ancestor, read-only
@@ -234,6 +239,30 @@ class Worktree:
             self._replay(child, nested)
         for name in itertools.chain(changes.gone, (entry.name for entry in changes.entries)):
             mark_stale(node, name)
+        node.subdirs = sum(1 for child in children.values() if child.is_dir())
+
+    def _graft(self, node: Node, part: ObjectId) -> None:
+        """Put back on a folder loaded from its commit tree what that lacks: its overlay
+        part (vcs/overlay.py, ADR 0086). It is left dirty, over the commit tree, as a
+        replayed folder is over its stored one."""
+        listing = self.repo.trees.get(part)
+        if not listing.entries:
+            return
+        node.pure = False  # before its children load: they take it
+        children = self._children(node)
+        node.dirty = node.recheck = True
+        node.listing = None
+        node.raw = None
+        for entry in listing.entries:
+            if overlay.is_grafted(entry):
+                child = children.get(entry.name)
+                if child is None or not child.is_dir():
+                    raise CorruptObject(f"saved work state: an overlay for {entry.name!r}")
+                self._graft(child, entry.oid)
+            else:
+                self._unplace(node, children.get(entry.name), entry.name)
+                children[entry.name] = self._node_of(entry, node, None, newer=True)
+            mark_stale(node, entry.name)
         node.subdirs = sum(1 for child in children.values() if child.is_dir())
 
     @property
@@ -1069,48 +1098,33 @@ class Worktree:
         child.raw = encode_entry(child.entry())
         return child.raw
 
-    def _journal_commit(self, objects: Objects, own: TreeEntry | None) -> bytes | None:
-        """The saved state for a commit whose work tree differs from its commit tree (it
-        holds ignored paths): the work trees as a save journals them (over the last
-        fold), so a commit encodes and writes only the commit trees, not both (ADR 0061).
-        The dirty folders whose work tree is their commit tree are folded first. None:
-        fold them all instead (a journal too long, a paged folder, a root all pure).
-        `own`: the root's own attributes now (`_own`)."""
+    def _unfolded(self, own: TreeEntry | None) -> bool:
+        """Whether a commit may leave the work trees of the dirty folders that hold
+        ignored paths unfolded: the work tree is saved as the commit tree plus an overlay
+        of what it lacks (ADR 0086), so a commit encodes and writes only the commit
+        trees, not both, and no journal either (the dirty folders whose work tree is
+        their commit tree are folded on the way: `_folds_now`). `own`: the root's own
+        attributes now (`_own`); the saves journal on the root's stored record."""
         root = self.root
-        if root.pure or not root.dirty or own_key(own) != self._stored_own:
-            return None  # pure at its last encode: most likely still, one tree to fold
-        if self._fold_pure(root, objects) is not False:
-            return None  # folded whole (its tree is the commit's), or a paged folder
-        return self._journaled()
+        return not root.pure and root.dirty and own_key(own) == self._stored_own
 
-    def _fold_pure(self, node: Node, objects: Objects) -> bool | None:
-        """Whether a folder's tree is its commit tree (`Node.pure`, as `_encode` derives
-        it), folding it when it is; below an impure one, its pure dirty folders are
-        folded and it stays dirty, its journal intact. None: a paged folder on the way."""
-        if not node.dirty:
-            return node.pure
-        assert node.children is not None, "a dirty directory is loaded"
-        if len(node.children) > FLAT_MAX:
-            return None
-        # a dirty folder left so by the last commit, unchanged since, is impure still
-        since = self._scopes.changed_since(node)
-        for name in node.stale or () if since is None else since:
-            child = node.children.get(name)
-            if child is not None and child.is_dir() and child.dirty:
-                folded = self._fold_pure(child, objects)
-                if folded is None:
-                    return None
-                if folded:
-                    mark_stale(node, name)  # its journal piece is its entry now
+    def _folds_now(self, node: Node, scope: Scope) -> bool:
+        """Whether a dirty folder's work tree is its commit tree (`Node.pure`, as
+        `_encode` derives it), its children's commit trees made (and the pure ones among
+        them folded). A paged folder is not told: the commit folds the whole work tree
+        then (`_fold_all`)."""
+        children = node.children
+        assert children is not None, "a dirty directory is loaded"
+        if len(children) > FLAT_MAX:
+            self._fold_all = True
+            return False
         if not (node.recheck or node.pure):
             return False  # impure at its last encode, and no child left: impure still
-        scope = self._scopes.inner(node)
         if node.recheck:
-            pairs: Iterable[tuple[bytes, Node | None]] = node.children.items()
+            pairs: Iterable[tuple[bytes, Node | None]] = children.items()
         else:
-            pairs = ((name, node.children.get(name)) for name in node.stale or ())
+            pairs = ((name, children.get(name)) for name in node.stale or ())
         if all(_keeps_pure(name, child, scope) for name, child in pairs if child is not None):
-            self._encode(node, objects)
             return True
         node.pure = False
         return False
@@ -1122,61 +1136,122 @@ class Worktree:
         tracked: ObjectId | None,
         outer: Scope = NO_RULES,
         own: TreeEntry | None = None,
-    ) -> ObjectId:
+    ) -> tuple[ObjectId, Part]:
         """The tree a commit records: the work tree without the editor temp files and
         the ignored paths that `tracked` (the head commit's tree at this place) does not
-        hold. `outer`: the rules `node` inherits; `own`: the root's own attributes (for
-        the root). A folder the last commit walked is the head's tree there, with the
-        names changed since made again (ADR 0061)."""
+        hold; and what it leaves out, as an overlay part (vcs/overlay.py). `outer`: the
+        rules `node` inherits; `own`: the root's own attributes (for the root). A folder
+        the last commit walked is the head's tree there with the names changed since
+        made again, and its part the last one's with those names made again (ADR 0061)."""
         trees, scopes = self.repo.trees, self._scopes
         if node.pure and not node.dirty:
             assert node.oid is not None
-            scopes.walked(node)
-            return node.oid
+            scopes.walked(node, overlay.EMPTY)
+            return node.oid, overlay.EMPTY
         if node.children is None:
             assert node.oid is not None
-            return trees.without_ephemeral(node.oid, objects, tracked, outer)
+            made = trees.without_ephemeral(node.oid, objects, tracked, outer)
+            return made, overlay.stored_part(trees, node.oid, made)
         head = trees.get(tracked) if tracked is not None else None
         scope = scopes.inner(node)
-        since = scopes.changed_since(node)
-        if since is not None and tracked is not None and head is not None:
-            children = node.children
-            made: dict[bytes, TreeEntry | None] = {}
-            known: dict[bytes, bytes] = {}
-            for name in since:
-                child = children.get(name)
-                made[name] = self._commit_entry(name, child, scope, head, objects)
-                if child is not None and made[name] is not None and _kept_raw(name, child):
-                    known[name] = cast(bytes, child.raw)
-            tree = patch_tree(trees, head, tracked, made, objects, own, known)
+        since, last = scopes.last(node)
+        if since is not None and tracked is not None and head is not None and last is not None:
+            entries, left, known = self._commit_entries(node, since, scope, head, objects)
+            if node.dirty and self._folds_now(node, scope):
+                return self._folded_here(node, objects), overlay.EMPTY
+            tree = patch_tree(trees, head, tracked, entries, objects, own, known)
+            part = last.patched(left)
         else:
-            listing = self._sorted(node)
-            entries = [self._commit_entry(n, c, scope, head, objects) for n, c in listing]
-            tree = trees.build([e for e in entries if e is not None], objects, own)
-        scopes.walked(node)
+            kept: dict[bytes, TreeEntry] = {}
+            nested: dict[bytes, Part] = {}
+            made_entries = []
+            for name, child in self._sorted(node):
+                entry, out = self._commit_entry(name, child, scope, head, objects)
+                if entry is not None:
+                    made_entries.append(entry)
+                if isinstance(out, Part):
+                    if out:
+                        nested[name] = out
+                elif out is not None:
+                    kept[name] = out
+            if node.dirty and self._folds_now(node, scope):
+                return self._folded_here(node, objects), overlay.EMPTY
+            tree = trees.build(made_entries, objects, own)
+            part = overlay.of(kept, nested)
+        scopes.walked(node, part)
+        return tree, part
+
+    def _folded_here(self, node: Node, objects: Objects) -> ObjectId:
+        """Fold a dirty folder whose work tree is its commit tree: its tree is both."""
+        tree = self._encode(node, objects)
+        mark_stale(node.parent, node.name)  # its journal piece is its entry now
+        self._scopes.walked(node, overlay.EMPTY)
         return tree
+
+    def _commit_entries(
+        self, node: Node, names: Iterable[bytes], scope: Scope, head: Tree, objects: Objects
+    ) -> tuple[
+        dict[bytes, TreeEntry | None], dict[bytes, TreeEntry | Part | None], dict[bytes, bytes]
+    ]:
+        """`_commit_entry` of each of `names` (changed since the last commit), and the
+        encodings of the files' entries (kept as their `raw`: the next save's journal
+        takes them too). The files inline: a save's commit changes one, mostly."""
+        assert node.children is not None
+        children = node.children
+        entries: dict[bytes, TreeEntry | None] = {}
+        left: dict[bytes, TreeEntry | Part | None] = {}
+        known: dict[bytes, bytes] = {}
+        for name in names:
+            child = children.get(name)
+            if child is None:
+                entries[name] = left[name] = None
+            elif child.is_dir():
+                entries[name], left[name] = self._commit_entry(name, child, scope, head, objects)
+            elif kept_out(scope, name) and not holds_file(head, name):
+                entries[name], left[name] = None, child.entry(name)
+            else:
+                entries[name] = entry = child.entry(name)
+                left[name] = None
+                if child.group is None and child.name == name:  # its raw is this entry's
+                    raw = child.raw
+                    if raw is None:
+                        raw = child.raw = encode_entry(entry)
+                    known[name] = raw
+        return entries, left, known
 
     def _commit_entry(
         self, name: bytes, child: Node | None, scope: Scope, head: Tree | None, objects: Objects
-    ) -> TreeEntry | None:
-        """`child`'s entry in the commit tree, None when the commit leaves it out."""
+    ) -> tuple[TreeEntry | None, TreeEntry | Part | None]:
+        """`child`'s entry in the commit tree (None when the commit leaves it out), and
+        what of it the commit leaves out: its whole entry, or a folder's part."""
         if child is None:
-            return None
+            return None, None
         if not child.is_dir():
-            return (
-                None if kept_out(scope, name) and not holds_file(head, name) else child.entry(name)
-            )
+            if kept_out(scope, name) and not holds_file(head, name):
+                return None, child.entry(name)
+            return child.entry(name), None
         inner = self._scopes.outer(child)  # scope.below(name), memoised
         there = subtree(head, name)
-        if inner.everything and there is None:
-            return None  # an ignored folder nothing of is committed
-        sub = self._commit_tree(child, objects, there, inner)
+        if inner.everything and there is None:  # an ignored folder nothing of is committed
+            return None, self._left_folder(name, child, objects)
+        sub, part = self._commit_tree(child, objects, there, inner)
         if child.dirty:  # not folded: no work tree id, its commit tree's is the one
-            made = TreeEntry(name, child.mode, sub, 0, child.mtime_ns, stored_xattrs(child))
-            return attrs.folder_entry(made, sub, self.repo.trees.listed(sub, objects))
+            # its subfolders but those the commit leaves out whole (a part's kept ones)
+            count = child.subdirs - part.left_folders
+            xattrs = stored_xattrs(child, count)
+            return TreeEntry(name, child.mode, sub, 0, child.mtime_ns, xattrs), part
         entry = child.entry(name)
-        listed = self.repo.trees.listed(sub, objects) if sub != entry.oid else ()
-        return entry if sub == entry.oid else attrs.folder_entry(entry, sub, listed)
+        if sub == entry.oid:
+            return entry, part
+        return attrs.folder_entry(entry, sub, self.repo.trees.listed(sub, objects)), part
+
+    def _left_folder(self, name: bytes, child: Node, objects: Objects) -> TreeEntry:
+        """The work tree's entry of a folder a commit leaves out whole (an overlay holds
+        it): a dirty one is folded first, its entry then its journal piece."""
+        if child.dirty:
+            self._encode(child, objects)
+            mark_stale(child.parent, name)
+        return child.entry(name)
 
     def _root_changed(self, own: OwnKey) -> list[bytes]:
         """["."] when the root's own mode or owner (`own`) differs from the head's: a
@@ -1227,10 +1302,12 @@ class Worktree:
             path = path.rpartition(b"/")[0]
         return None
 
-    def _changed_paths(self, head_tree: ObjectId) -> list[bytes]:
+    def _changed_paths(self, head_tree: ObjectId, part: Part | None = None) -> list[bytes]:
         """The paths this commit changes: the recorded ones that exist on either side,
         plus the paths inside directories that were renamed (their files were recorded
-        under the old names). A directory that is not loaded stands for all below it."""
+        under the old names). A directory that is not loaded stands for all below it.
+        `part`: what the commit leaves out (its overlay), which tells the paths it
+        leaves out without asking the rules again."""
         changed = {p for p in self._changed if self._in_either(p, head_tree)}
         for gone in sorted(self._changed.difference(changed)):
             folder = self._standing(gone, head_tree)
@@ -1241,7 +1318,13 @@ class Worktree:
             if isinstance(node, Node) and node.is_dir():
                 self._add_below(node, path, changed)
         trees, scopes = self.repo.trees, self._scopes
-        return sorted(p for p in changed if not left_out(self.root, scopes, trees, p, head_tree))
+        return sorted(
+            p
+            for p in changed
+            # a path the commit leaves out is one its overlay holds: most are not
+            if (part is not None and not overlay.holds(part, p))
+            or not left_out(self.root, scopes, trees, p, head_tree)
+        )
 
     def _with_relinked(
         self, head_tree: ObjectId, tree: ObjectId, paths: list[bytes]
@@ -1430,12 +1513,21 @@ class Worktree:
             started = time.perf_counter_ns()
             objects = self._unwritten
             own = self._own()
-            root: bytes | None = self._journal_commit(objects, own)
-            if root is None:  # the work trees are folded (encoded and written) too
-                root = self._encode(self.root, objects)
+            self._fold_all = False
+            # folded: the work trees are encoded and written too, the root's is the value
+            folded = None if self._unfolded(own) else self._encode(self.root, objects)
             head_tree = self.repo.commit_info(self._head).tree
             self._scopes.begin()
-            tree = self._commit_tree(self.root, objects, head_tree, own=own)
+            tree, part = self._commit_tree(self.root, objects, head_tree, own=own)
+            if folded is None and (self._fold_all or not self.root.dirty):
+                folded = self._encode(self.root, objects)  # a paged folder, or all pure
+            root: bytes
+            if folded is None:  # the commit tree and what it leaves out (ADR 0086)
+                assert self.root.oid is not None  # the tree the live journal is on
+                left = overlay.store(part, self.repo.trees, objects)
+                root = journal.overlay_value(tree, left, self.root.oid)
+            else:
+                root = folded
             if tree == head_tree:
                 self._scopes.confirm()
                 self._persist(root)
@@ -1457,7 +1549,7 @@ class Worktree:
                 diff = self.repo.trees.changed_paths(head_tree, tree)
                 changed = list(itertools.islice(diff, _CHANGED_LIMIT))
             else:  # the root's own mode and owner as encoded above, then the paths
-                paths = self._changed_paths(head_tree)
+                paths = self._changed_paths(head_tree, part)
                 if self._linked:  # only a link() moves a name to another node
                     self._persist(root)  # the diff reads trees
                     paths = self._with_relinked(head_tree, tree, paths)
@@ -1524,14 +1616,6 @@ def _entry_bound(name: bytes, child: Node) -> int:
     """The size of a node's encoded tree entry (encode_entry), without encoding it."""
     linked = LINK_ENTRY_BYTES if child.group is not None else 0
     return ENTRY_FIXED_BYTES + len(name) + stored_xattrs_bound(child) + linked
-
-
-def _kept_raw(name: bytes, child: Node) -> bool:
-    """Whether `child`'s kept encoding (`raw`, which the journal just made) is its entry
-    in the commit tree too: a file's (a folder's commit tree may differ from its work
-    tree), under its own name, not a hard link's (whose entries are kept by place)."""
-    kept = child.raw is not None and child.group is None
-    return kept and child.name == name and not child.is_dir()
 
 
 def _keeps_pure(name: bytes, child: Node, scope: Scope) -> bool:

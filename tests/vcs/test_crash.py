@@ -343,3 +343,108 @@ def test_sigkill_between_journal_records_loses_no_saved_change(tmp_path: Path) -
         assert repo.store.ref("work/main") is None or not journal.has_journal(
             repo.store.ref("work/main")
         )
+
+
+OVERLAY_STREAM = """
+import sys, time
+from helixfs.vcs import Repository, journal
+repo = Repository.open(sys.argv[1])
+park = int(sys.argv[2])
+tree = repo.worktree("main")
+
+def folder(name):
+    try:
+        return tree.lookup(tree.root, name)
+    except Exception:
+        return tree.mkdir(tree.root, name)
+
+def write(folder_name, name, data):
+    parent = folder(folder_name)
+    try:
+        node = tree.lookup(parent, name)
+    except Exception:
+        node = tree.create(parent, name)
+    tree.set_content(node, data)
+
+write(b"src", b".gitignore", b"*.o\\n")
+tree.set_content(tree.create(tree.root, b".gitignore"), b"/build/\\n")
+tree.commit()
+i = 0
+while True:
+    write(b"src", b"f%d.c" % (i % 5), b"c %d" % i)
+    if i % 3 == 0:
+        write(b"src", b"f%d.o" % (i % 5), b"o %d" % i)  # an ignored file: a new overlay
+    if i % 7 == 0:
+        write(b"build", b"out%d" % (i % 4), b"b %d" % i)  # an ignored folder
+    if i % 4 == 3:
+        tree.save()
+        print("saved", i, flush=True)
+    else:
+        tree.commit()
+        value = repo.store.ref("work/main")
+        form = "overlay" if journal.parse(value).overlay is not None else "plain"
+        print("commit", i, form, flush=True)
+        if park and i >= park and form == "overlay" and i % 3 == 0:
+            print("parked", flush=True)  # the overlay just written holds f%d.o's change
+            time.sleep(3600)
+    i += 1
+"""
+
+
+def _overlay_model(steps: int) -> dict[str, bytes]:
+    files = {".gitignore": b"/build/\n", "src/.gitignore": b"*.o\n"}
+    for i in range(steps):
+        files[f"src/f{i % 5}.c"] = b"c %d" % i
+        if i % 3 == 0:
+            files[f"src/f{i % 5}.o"] = b"o %d" % i
+        if i % 7 == 0:
+            files[f"build/out{i % 4}"] = b"b %d" % i
+    return files
+
+
+def _live_files(repo: Repository) -> dict[str, bytes]:
+    tree = repo.worktree("main")
+    found = {}
+    for folder in (b"", b"src", b"build"):
+        node = tree.root if not folder else tree.lookup(tree.root, folder)
+        for name, child in tree.listdir(node):
+            if not child.is_dir():
+                path = (folder + b"/" + name if folder else name).decode()
+                found[path] = tree.read(child, 0, 1 << 20)
+    return found
+
+
+@pytest.mark.parametrize("park", [0, 30])
+def test_sigkill_after_a_commit_that_writes_an_overlay_loses_no_file(
+    tmp_path: Path, park: int
+) -> None:
+    """A commit whose work tree holds ignored files saves it as the commit tree plus an
+    overlay of what that lacks (ADR 0086), in the commit's one write, and rewrites the
+    overlay only when an ignored file changed: killed anywhere in a stream of such
+    commits and saves (park 0), or right after one that rewrote it, the open brings
+    back every saved file, committed or ignored, with its last content."""
+    store = tmp_path / "store"
+    Repository.init(store).close()
+    script = OVERLAY_STREAM.replace("sys.argv[2]", str(park))
+    printed = _run_then_kill(script, store, 0 if park else 45, until="parked" if park else None)
+    done = [line.split() for line in printed if line.startswith(("saved", "commit"))]
+    assert any(line[-1] == "overlay" for line in done)  # the new write order ran
+    last = int(done[-1][1])
+    with Repository.open(store) as repo:
+        assert repo.fsck().ok, repo.fsck().problems
+        live = _live_files(repo)
+        # the kill may land after the next step's write, before its line
+        models = (
+            [_overlay_model(last + 1)]
+            if park
+            else [_overlay_model(n) for n in (last + 1, last + 2)]
+        )
+        assert live in models
+        committed = {
+            path.decode(): repo.contents.read(entry.oid)
+            for path, entry in repo.trees.walk(repo.commit_info("HEAD").tree)
+            if not entry.is_dir()
+        }
+        assert committed == {
+            p: d for p, d in live.items() if not p.endswith(".o") and not p.startswith("build/")
+        }

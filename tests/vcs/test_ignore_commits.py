@@ -243,7 +243,8 @@ def test_each_commit_tree_is_the_work_tree_filtered_from_scratch(
     at each folder, patched): the tree must be what a fresh filter of the whole work
     tree gives, whatever rules, files and folders came and went. A commit may leave its
     work trees journaled (dirty folders across commits): the check folds them, at
-    every other commit or so."""
+    every other commit or so, and checks that the work tree saved as the commit tree
+    plus an overlay (ADR 0086) is the live one."""
     rng = random.Random(seed)
     tree = repo.worktree("main")
     for step in range(150):
@@ -253,7 +254,13 @@ def test_each_commit_tree_is_the_work_tree_filtered_from_scratch(
             tree.commit()
             if rng.random() < 0.5:
                 continue
+            saved = repo.store.ref(work_ref("main"))
+            grafted = None
+            if saved is not None and journal.parse(saved).overlay is not None:
+                grafted = Worktree(repo, "main")  # the saved state, as a reload reads it
             tree.fold()
+            if grafted is not None:
+                assert grafted._encode(grafted.root, {}) == tree.root.oid, f"seed {seed}, {step}"
             fresh = Trees(repo.store)
             fresh.rule_files = RuleFiles(repo.contents.read)
             assert tree.root.oid is not None
@@ -355,3 +362,119 @@ def test_a_commit_that_journals_its_work_trees_loses_nothing_in_a_crash(
     assert disk_repo.ignored_paths(branch) == [b"src/a.o"]
     disk_repo.reset_hard("HEAD~1")  # a ref move folds the journal first: a.o is carried
     assert tree.read(tree.lookup(tree.lookup(tree.root, b"src"), b"a.o"), 0, 9) == b"obj2"
+
+
+def _overlay_of(repo: Repository) -> journal.Saved:
+    value = repo.store.ref(work_ref(repo.current_branch()))
+    assert value is not None
+    return journal.parse(value)
+
+
+def test_a_commit_saves_its_work_tree_as_the_commit_tree_and_an_overlay(
+    disk_repo: Repository,
+) -> None:
+    """Where the saved folders hold ignored paths, a commit writes the commit trees and
+    saves the work tree as the commit tree plus an overlay of what that lacks (ADR
+    0086): the overlay stays the same object while only tracked files change, and is
+    written again when an ignored file or folder changes. A reload grafts it back."""
+    tree = disk_repo.worktree()
+    _file(tree, b".gitignore", b"*.o\nbuild/\n")
+    _file(tree, b"src/a.c", b"1")
+    _file(tree, b"src/a.o", b"obj1")
+    _file(tree, b"build/lib/x.a", b"lib")
+    tree.commit()
+    _file(tree, b"src/a.c", b"2")
+    tree.commit()
+    first = _overlay_of(disk_repo)
+    assert first.overlay is not None and first.tree == disk_repo.commit_info("HEAD").tree
+    for n in range(3, 6):
+        _file(tree, b"src/a.c", b"%d" % n)
+        _file(tree, b"src/b%d.c" % n, b"new")
+        assert tree.commit() is not None
+        saved = _overlay_of(disk_repo)
+        assert saved.overlay == first.overlay  # nothing ignored changed: not written again
+        assert saved.tree == disk_repo.commit_info("HEAD").tree
+    _file(tree, b"src/a.o", b"obj2")
+    _file(tree, b"src/a.c", b"6")
+    tree.commit()
+    changed = _overlay_of(disk_repo)
+    assert changed.overlay not in (None, first.overlay)
+    _file(tree, b"build/lib/y.a", b"lib2")  # only ignored: no commit, a new overlay
+    assert tree.commit() is None
+    assert _overlay_of(disk_repo).overlay not in (None, changed.overlay)
+    assert _paths(disk_repo) == {".gitignore", "src/a.c", "src/b3.c", "src/b4.c", "src/b5.c"}
+
+    fresh = Worktree(disk_repo, disk_repo.current_branch())  # what a reload reads
+    src = fresh.lookup(fresh.root, b"src")
+    assert fresh.read(fresh.lookup(src, b"a.o"), 0, 9) == b"obj2"
+    assert fresh.read(fresh.lookup(src, b"a.c"), 0, 9) == b"6"
+    lib = fresh.lookup(fresh.lookup(fresh.root, b"build"), b"lib")
+    assert [name for name, _ in fresh.listdir(lib)] == [b"x.a", b"y.a"]
+    assert fresh.root.subdirs == tree.root.subdirs == 2
+    assert disk_repo.fsck().ok
+    tree.fold()
+    assert fresh._encode(fresh.root, {}) == tree.root.oid  # the same work tree
+
+
+def test_gc_keeps_what_only_an_overlay_or_its_journal_base_names(disk_repo: Repository) -> None:
+    """An ignored file lives in no commit: after a commit that saved the work tree as
+    an overlay, its content is named by the overlay alone, and the tree the live work
+    tree journals on by the work ref alone. gc keeps both: a save after it journals on
+    that tree, and an open after a crash reads the file back."""
+    tree = disk_repo.worktree()
+    branch = disk_repo.current_branch()
+    _file(tree, b".gitignore", b"*.log\n")
+    _file(tree, b"app/main.py", b"v1")
+    _file(tree, b"app/run.log", b"log1")
+    tree.commit()
+    _file(tree, b"app/main.py", b"v2")
+    _file(tree, b"app/run.log", b"log2")
+    tree.commit()
+    assert _overlay_of(disk_repo).overlay is not None
+    disk_repo.gc()
+    _file(tree, b"app/main.py", b"v3")  # a save's journal, on the tree gc had to keep
+    tree.save()
+    assert journal.parse(disk_repo.store.ref(work_ref(branch)) or b"").changes is not None
+    disk_repo.gc()
+    assert disk_repo.fsck().ok
+    fresh = Worktree(disk_repo, branch)
+    app = fresh.lookup(fresh.root, b"app")
+    assert fresh.read(fresh.lookup(app, b"run.log"), 0, 9) == b"log2"
+    assert fresh.read(fresh.lookup(app, b"main.py"), 0, 9) == b"v3"
+    assert tree.commit() is not None and _paths(disk_repo) == {".gitignore", "app/main.py"}
+    assert disk_repo.read("HEAD", "app/main.py") == b"v3"
+
+
+def test_an_open_after_a_crash_grafts_the_overlay_and_makes_no_commit(
+    tmp_path: Path,
+) -> None:
+    """The store left as a crash leaves it, right after a commit that wrote an overlay:
+    the open's recovery folds it into plain trees and commits nothing, and the ignored
+    files are there; `helix status` without a mount lists them from the overlay."""
+    store = tmp_path / "store"
+    repo = Repository.init(store)
+    tree = repo.worktree()
+    _file(tree, b".gitignore", b"__pycache__/\n*.tmp\n")
+    _file(tree, b"pkg/mod.py", b"1")
+    _file(tree, b"pkg/__pycache__/mod.pyc", b"pyc1")
+    _file(tree, b"pkg/scratch.tmp", b"t")
+    tree.commit()
+    _file(tree, b"pkg/mod.py", b"2")
+    _file(tree, b"pkg/__pycache__/mod.pyc", b"pyc2")
+    tree.commit()
+    head = repo.resolve("HEAD")
+    assert _overlay_of(repo).overlay is not None
+    assert repo.ignored_paths(repo.current_branch()) == [b"pkg/__pycache__/", b"pkg/scratch.tmp"]
+    repo.store.close()  # no fold: as kill -9 leaves it
+    with Repository.open(store) as again:
+        assert again.resolve("HEAD") == head
+        value = again.store.ref(work_ref(again.current_branch()))
+        assert value is not None and not journal.has_journal(value)  # folded on open
+        assert again.ignored_paths(again.current_branch()) == [
+            b"pkg/__pycache__/",
+            b"pkg/scratch.tmp",
+        ]
+        live = again.worktree()
+        pkg = live.lookup(live.root, b"pkg")
+        pyc = live.lookup(live.lookup(pkg, b"__pycache__"), b"mod.pyc")
+        assert live.read(pyc, 0, 9) == b"pyc2"
