@@ -22,7 +22,11 @@ Or, written by a commit whose work tree holds ignored paths and stays unfolded (
 0086): after the commit's tree id, `OVERLAY`, the id of the overlay (vcs/overlay.py: the
 entries the commit tree lacks, a tree of parts) and the id of the tree the live work
 tree journals on (`base`: kept for its next save, a gc root). The work tree is the commit
-tree with the overlay grafted on; no journal follows.
+tree with the overlay grafted on; no journal follows. The tree id is `HEAD_TREE` (32
+zero bytes) when written with the commit it belongs to, in its batch: the tree of the
+branch's head then, whichever commit that is, so the next commit that leaves the same
+things out writes no work ref at all. Every other move of the branch writes the work ref
+too (`Repository.work_follows`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from helixfs.vcs.objects import TreeEntry, decode_tree, encode_tree_raw
 MAGIC = b"HXJ\x01"
 OVERLAY = b"HXO\x01"
 NESTED = ObjectId(bytes(ID_SIZE))
+HEAD_TREE = NESTED  # an overlay's tree: the branch head's (ADR 0086)
 # A journal past this many bytes (~30 files' entries) is folded into trees: a save
 # re-sends the whole journal, so its cost grows with the changes since the last fold.
 # 2-16 KiB measured alike within the noise of a loaded host (tar-x-like saves).
@@ -78,6 +83,11 @@ class Saved:
     changes: DirChanges | None = None
     overlay: ObjectId | None = None  # the overlay grafted on `tree` (ADR 0086)
     base: ObjectId | None = None  # with an overlay: the tree the live work tree journals on
+
+    @property
+    def on_head(self) -> bool:
+        """The tree is the branch head's (`HEAD_TREE`)."""
+        return self.tree == HEAD_TREE
 
 
 def work_value(tree: ObjectId, root_body: bytes | None) -> bytes:
@@ -121,6 +131,7 @@ def split(value: bytes) -> tuple[ObjectId, DirChanges | None]:
 
 
 def tree_of(value: bytes) -> ObjectId:
+    """The saved tree id (`HEAD_TREE` for an overlay on the branch head's tree)."""
     return ObjectId(value[:ID_SIZE])
 
 

@@ -160,9 +160,14 @@ class LiveScopes:
 
     def confirm(self) -> None:
         """The commit landed (or equals the head): what it walked is the head's."""
+        since, parts = self._since, self._parts
         for node, part in self._walking:
-            self._since[node] = set()
-            self._parts[node] = part
+            known = since.get(node)
+            if known is None:
+                since[node] = set()
+            else:  # the commit is done with it: emptied, not made again
+                known.clear()
+            parts[node] = part
         self._walking = []
 
     def forget_walks(self) -> None:
@@ -240,8 +245,9 @@ def patch_tree(
             names = (*names[:at], name, *names[at:])
             differs = True
         elif entries[at] != entry:
-            entries = (*entries[:at], entry, *entries[at + 1 :])
-            raws = (*raws[:at], known.get(name) or encode_entry(entry), *raws[at + 1 :])
+            listed, encoded = list(entries), list(raws)
+            listed[at], encoded[at] = entry, known.get(name) or encode_entry(entry)
+            entries, raws = tuple(listed), tuple(encoded)
             differs = True
     if not differs:
         return tracked

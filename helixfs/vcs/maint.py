@@ -115,7 +115,10 @@ class RepoStats:
 def _roots(repo: Repository) -> Iterator[tuple[str, ObjectId]]:
     for prefix in (BRANCHES, SNAPSHOTS, WORK, REMOTES):  # a remote's branches: ADR 0056
         for name, value in repo.store.refs(prefix):
-            yield name, journal.tree_of(value) if prefix == WORK else ObjectId(value)
+            if prefix != WORK:
+                yield name, ObjectId(value)
+            elif journal.tree_of(value) != journal.HEAD_TREE:  # else a branch's tree
+                yield name, journal.tree_of(value)
 
 
 def _journaled(

@@ -28,22 +28,22 @@ Objects = dict[ObjectId, bytes]
 GRAFTED = ((attrs.GRAFT, b""),)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Part:
     """One folder's share of an overlay. Never changed once made: a change makes a new
-    part (`patched`), so an unchanged one keeps its stored id."""
+    part (`patched`), so an unchanged one keeps its stored id. `left_folders`: how many
+    of the folder's subfolders its commit tree leaves out whole."""
 
     kept: dict[bytes, TreeEntry] = field(default_factory=dict)
     nested: dict[bytes, Part] = field(default_factory=dict)
     oid: ObjectId | None = field(default=None, compare=False)
+    left_folders: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        self.left_folders = sum(1 for entry in self.kept.values() if entry.is_dir())
 
     def __bool__(self) -> bool:
         return bool(self.kept or self.nested)
-
-    @property
-    def left_folders(self) -> int:
-        """How many of the folder's subfolders its commit tree leaves out whole."""
-        return sum(1 for entry in self.kept.values() if entry.is_dir()) if self.kept else 0
 
     def patched(self, changes: Mapping[bytes, TreeEntry | Part | None]) -> Part:
         """This part with the names in `changes` made again: a kept entry, a nested part

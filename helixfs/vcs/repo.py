@@ -804,9 +804,10 @@ class Repository:
             base = self.commit_info(parents[0]).tree if parents else EMPTY_TREE_ID
             work = self._carried_work(branch, base, tree, objects)
         keep = work if work is not None and work != tree else None
-        # no update for a work ref that is absent and stays so (every commit made through
-        # the API on a branch without a mount): the store would plan it only to drop it
-        if keep is not None or self.store.ref(work_ref(branch)) is not None:
+        # no update for a work ref that stays as it is: absent (every commit made through
+        # the API on a branch without a mount), or an overlay on the head's tree that
+        # the commit left as it was (ADR 0086)
+        if keep != self.store.ref(work_ref(branch)):
             refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
@@ -840,9 +841,11 @@ class Repository:
         work = self.store.ref(work_ref(branch))
         if work is None:
             return None
-        # a journal is folded before this: by the settle of a live work tree (its
-        # commit and fold), or by the recovery on open
-        carried = self.trees.carry_ephemeral(journal.tree_of(work), old, new, objects)
+        # a journal or an overlay is folded before this: by the settle of a live work
+        # tree (its commit and fold), or by the recovery on open
+        saved = journal.tree_of(work)
+        saved = old if saved == journal.HEAD_TREE else saved  # unfolded: its commit tree
+        carried = self.trees.carry_ephemeral(saved, old, new, objects)
         return carried if carried != new else None
 
     def _moved_if_live(self, branch: str) -> None:

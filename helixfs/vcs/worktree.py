@@ -164,7 +164,7 @@ class Worktree:
             self._work_value = work  # the saved state: a tree id, maybe with a journal
             saved = journal.parse(work) if work is not None else None
             changes = saved.changes if saved is not None else None
-            root_tree = saved.tree if saved is not None else head_tree
+            root_tree = head_tree if saved is None or saved.on_head else saved.tree
             # a tree records no time for its root: show the head commit's; its mode and
             # owner are in its root record, if any (ADR 0044)
             own = self._stored_root_own(root_tree)
@@ -1157,7 +1157,7 @@ class Worktree:
         since, last = scopes.last(node)
         if since is not None and tracked is not None and head is not None and last is not None:
             entries, left, known = self._commit_entries(node, since, scope, head, objects)
-            if node.dirty and self._folds_now(node, scope):
+            if node.dirty and _may_fold(node) and self._folds_now(node, scope):
                 return self._folded_here(node, objects), overlay.EMPTY
             tree = patch_tree(trees, head, tracked, entries, objects, own, known)
             part = last.patched(left)
@@ -1174,7 +1174,7 @@ class Worktree:
                         nested[name] = out
                 elif out is not None:
                     kept[name] = out
-            if node.dirty and self._folds_now(node, scope):
+            if node.dirty and _may_fold(node) and self._folds_now(node, scope):
                 return self._folded_here(node, objects), overlay.EMPTY
             tree = trees.build(made_entries, objects, own)
             part = overlay.of(kept, nested)
@@ -1521,16 +1521,21 @@ class Worktree:
             tree, part = self._commit_tree(self.root, objects, head_tree, own=own)
             if folded is None and (self._fold_all or not self.root.dirty):
                 folded = self._encode(self.root, objects)  # a paged folder, or all pure
+            # root: the saved state until the commit lands; landed: once it has
             root: bytes
+            landed: bytes
             if folded is None:  # the commit tree and what it leaves out (ADR 0086)
                 assert self.root.oid is not None  # the tree the live journal is on
                 left = overlay.store(part, self.repo.trees, objects)
                 root = journal.overlay_value(tree, left, self.root.oid)
+                # the same over the branch head's tree: a value the next commit keeps
+                # as it is (no ref written) while nothing it leaves out changes
+                landed = journal.overlay_value(journal.HEAD_TREE, left, self.root.oid)
             else:
-                root = folded
+                root = landed = folded
             if tree == head_tree:
                 self._scopes.confirm()
-                self._persist(root)
+                self._persist(landed)
                 self._changed.clear()
                 self._renamed.clear()
                 self._linked = False
@@ -1567,7 +1572,7 @@ class Worktree:
                     objects,
                     self._bases,
                     started=started,
-                    work=root,
+                    work=landed,
                 )
             except RefConflict:
                 # Someone else moved the branch: keep our state saved (nothing lost), let
@@ -1579,7 +1584,7 @@ class Worktree:
             self._head_own = self._stored_own
             self._scopes.confirm()  # the trees walked are the head's now
             self._written()
-            self._work_value = root if root != tree else None
+            self._work_value = landed if landed != tree else None
             self._changed.clear()
             self._renamed.clear()
             self._linked = False
@@ -1616,6 +1621,12 @@ def _entry_bound(name: bytes, child: Node) -> int:
     """The size of a node's encoded tree entry (encode_entry), without encoding it."""
     linked = LINK_ENTRY_BYTES if child.group is not None else 0
     return ENTRY_FIXED_BYTES + len(name) + stored_xattrs_bound(child) + linked
+
+
+def _may_fold(node: Node) -> bool:
+    """Whether `_folds_now` has a question to ask of a dirty folder: most are impure at
+    their last encode with no child gone since (impure still), and flat."""
+    return node.recheck or node.pure or len(node.children or ()) > FLAT_MAX
 
 
 def _keeps_pure(name: bytes, child: Node, scope: Scope) -> bool:
