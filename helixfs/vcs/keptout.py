@@ -133,7 +133,7 @@ class LiveScopes:
     def changed(self, folder: Node | None, name: bytes) -> None:
         """`folder`'s child `name` changed: so did each folder on the way up, in its
         parent. Kept here, not only gathered at encodes, for a commit that leaves dirty
-        folders unencoded (Worktree._journal_commit): their `stale` holds every name
+        folders unencoded (ADR 0061, 0086): their `stale` holds every name
         changed since their last encode, more than since the last commit."""
         node: Node | None = folder
         while node is not None:

@@ -13,7 +13,8 @@ the tree last written plus a journal of the entries changed since (vcs/journal.p
 or, once that journal is long, the dirty trees and their new root id (a fold); a
 commit is a fold plus a commit object and a CAS of `branches/BRANCH`. Editor temp files
 (vcs/ephemeral.py) and ignored paths (vcs/ignore.py, vcs/keptout.py) stay in the work
-tree but are filtered out of commit trees.
+tree but are filtered out of commit trees; where the work tree holds some, a commit saves
+it as its commit tree plus an overlay of what that lacks (vcs/overlay.py, ADR 0086).
 """
 
 from __future__ import annotations
@@ -1211,7 +1212,7 @@ class Worktree:
                 entries[name], left[name] = None, child.entry(name)
             else:
                 entries[name] = entry = child.entry(name)
-                left[name] = None
+                left[name] = None  # committed: if the last commit left it out, no more
                 if child.group is None and child.name == name:  # its raw is this entry's
                     raw = child.raw
                     if raw is None:
