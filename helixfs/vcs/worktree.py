@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import io
 import itertools
+import logging
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -111,6 +112,7 @@ from helixfs.vcs.treeops import holds_file, kept_out, show_path, subtree
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
 
+log = logging.getLogger(__name__)
 Objects = dict[ObjectId, bytes]
 T = TypeVar("T")
 _PERM = 0o7777
@@ -257,8 +259,13 @@ class Worktree:
         for entry in listing.entries:
             if overlay.is_grafted(entry):
                 child = children.get(entry.name)
-                if child is None or not child.is_dir():
-                    raise CorruptObject(f"saved work state: an overlay for {entry.name!r}")
+                if child is None or not child.is_dir():  # not written so: shown without
+                    log.warning(
+                        "%s: the saved overlay names a folder %s its tree lacks",
+                        self.branch,
+                        show_path(self._join(node, entry.name)),
+                    )
+                    continue
                 self._graft(child, entry.oid)
             else:
                 self._unplace(node, children.get(entry.name), entry.name)

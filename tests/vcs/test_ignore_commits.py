@@ -476,3 +476,67 @@ def test_an_open_after_a_crash_grafts_the_overlay_and_makes_no_commit(
         pkg = live.lookup(live.root, b"pkg")
         pyc = live.lookup(live.lookup(pkg, b"__pycache__"), b"mod.pyc")
         assert live.read(pyc, 0, 9) == b"pyc2"
+
+
+def test_a_lost_cas_saves_the_commit_tree_and_overlay_by_id(repo: Repository) -> None:
+    """A commit that loses its compare-and-swap (another writer moved the branch) saves
+    its work tree naming its commit tree, not the head's (the head is theirs): the reload
+    shows the saved files and the ignored ones over their commit, and the next commit
+    holds the saved change on top of it."""
+    from helixfs.errors import RefConflict
+    from helixfs.ids import object_id
+    from helixfs.store import RefUpdate
+    from helixfs.vcs.objects import Commit, encode_commit
+
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.log\n")
+    _file(tree, b"src/a.py", b"1")
+    _file(tree, b"src/run.log", b"log1")
+    tree.commit()
+    _file(tree, b"src/a.py", b"2")
+    tree.commit()
+    assert _overlay_of(repo).on_head
+    other = repo.commit_info("HEAD")
+    record = encode_commit(Commit(other.tree, (other.id,), 1, "x", "elsewhere", {}))
+    theirs = object_id(record)
+    repo.store.write({theirs: record}, [RefUpdate("branches/main", theirs, expected=other.id)])
+    _file(tree, b"src/a.py", b"mine")
+    _file(tree, b"src/run.log", b"log2")
+    with pytest.raises(RefConflict):
+        tree.commit()
+    saved = _overlay_of(repo)
+    assert saved.overlay is not None and not saved.on_head  # its own commit tree, by id
+    tree.reload()
+    src = tree.lookup(tree.root, b"src")
+    assert tree.read(tree.lookup(src, b"run.log"), 0, 9) == b"log2"
+    assert tree.commit() is not None
+    assert repo.read("HEAD", "src/a.py") == b"mine" and repo.resolve("HEAD~1") == theirs
+    assert _paths(repo) == {".gitignore", "src/a.py"}
+
+
+def test_an_overlay_naming_a_folder_its_tree_lacks_is_shown_without_it(
+    repo: Repository, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only a writer that moves the branch without its work ref (none of ours does)
+    could leave an overlay on the head's tree that names a folder the tree lacks: the
+    work tree opens all the same, without that part, and says so in the log."""
+    from helixfs.ids import object_id
+    from helixfs.store import RefUpdate
+    from helixfs.vcs.objects import Commit, encode_commit
+    from helixfs.vcs.treeops import EMPTY_TREE_ID
+
+    tree = repo.worktree("main")
+    _file(tree, b".gitignore", b"*.log\n")
+    _file(tree, b"src/a.py", b"1")
+    _file(tree, b"src/run.log", b"log1")
+    tree.commit()
+    _file(tree, b"src/a.py", b"2")
+    tree.commit()
+    assert _overlay_of(repo).on_head
+    head = repo.resolve("HEAD")
+    record = encode_commit(Commit(EMPTY_TREE_ID, (head,), 1, "x", "emptied elsewhere", {}))
+    emptied = object_id(record)
+    repo.store.write({emptied: record}, [RefUpdate("branches/main", emptied, expected=head)])
+    fresh = Worktree(repo, "main")
+    assert fresh.listdir(fresh.root) == []
+    assert "names a folder src its tree lacks" in caplog.text
