@@ -1161,15 +1161,15 @@ class Worktree:
             made = trees.without_ephemeral(node.oid, objects, tracked, outer)
             return made, overlay.stored_part(trees, node.oid, made)
         head = trees.get(tracked) if tracked is not None else None
-        scope = scopes.inner(node)
         since, last = scopes.last(node)
         if since is not None and tracked is not None and head is not None and last is not None:
-            entries, left, known = self._commit_entries(node, since, scope, head, objects)
-            if node.dirty and _may_fold(node) and self._folds_now(node, scope):
+            entries, left, known = self._commit_entries(node, since, head, objects)
+            if node.dirty and _may_fold(node) and self._folds_now(node, scopes.inner(node)):
                 return self._folded_here(node, objects), overlay.EMPTY
             tree = patch_tree(trees, head, tracked, entries, objects, own, known)
             part = last.patched(left)
         else:
+            scope = scopes.inner(node)
             kept: dict[bytes, TreeEntry] = {}
             nested: dict[bytes, Part] = {}
             made_entries = []
@@ -1197,7 +1197,7 @@ class Worktree:
         return tree
 
     def _commit_entries(
-        self, node: Node, names: Iterable[bytes], scope: Scope, head: Tree, objects: Objects
+        self, node: Node, names: Iterable[bytes], head: Tree, objects: Objects
     ) -> tuple[
         dict[bytes, TreeEntry | None], dict[bytes, TreeEntry | Part | None], dict[bytes, bytes]
     ]:
@@ -1214,8 +1214,8 @@ class Worktree:
             if child is None:
                 entries[name] = left[name] = None
             elif child.is_dir():
-                entries[name], left[name] = self._commit_entry(name, child, scope, head, objects)
-            elif kept_out(scope, name) and not holds_file(head, name):
+                entries[name], left[name] = self._commit_folder(name, child, head, objects)
+            elif kept_out(self._scopes.inner(node), name) and not holds_file(head, name):
                 entries[name], left[name] = None, child.entry(name)
             else:
                 entries[name] = entry = child.entry(name)
@@ -1238,6 +1238,12 @@ class Worktree:
             if kept_out(scope, name) and not holds_file(head, name):
                 return None, child.entry(name)
             return child.entry(name), None
+        return self._commit_folder(name, child, head, objects)
+
+    def _commit_folder(
+        self, name: bytes, child: Node, head: Tree | None, objects: Objects
+    ) -> tuple[TreeEntry | None, TreeEntry | Part | None]:
+        """`_commit_entry` of a folder: its rules are its own (`LiveScopes.outer`)."""
         inner = self._scopes.outer(child)  # scope.below(name), memoised
         there = subtree(head, name)
         if inner.everything and there is None:  # an ignored folder nothing of is committed
