@@ -29,7 +29,7 @@ from helixfs.vcs.ignore import (
 )
 from helixfs.vcs.links import places_of
 from helixfs.vcs.node import Node
-from helixfs.vcs.objects import Tree, TreeEntry, encode_entry
+from helixfs.vcs.objects import FLAT_MAX, Tree, TreeEntry, encode_entry
 from helixfs.vcs.overlay import Part
 from helixfs.vcs.treeops import Trees, holds_file, kept_out, subtree
 
@@ -251,6 +251,8 @@ def patch_tree(
             differs = True
     if not differs:
         return tracked
+    if own is None and len(raws) <= FLAT_MAX:  # most: a flat folder, not the root record
+        return trees.encode_flat(entries, raws, names, objects)
     return trees.encode(entries, raws, objects, names, previous=head, changed=made, own=own)
 
 

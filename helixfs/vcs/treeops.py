@@ -224,6 +224,20 @@ class Trees:
         self.remember(oid, tree, flat_size)
         return oid if own is None else self.rooted(oid, own, objects, tree)
 
+    def encode_flat(
+        self,
+        entries: tuple[TreeEntry, ...],
+        raws: tuple[bytes, ...],
+        names: tuple[bytes, ...],
+        objects: Objects,
+    ) -> ObjectId:
+        """`encode` of a flat tree (at most FLAT_MAX entries) without own attributes."""
+        record = encode_tree_raw(raws)
+        oid = object_id(record)
+        objects[oid] = record
+        self.remember(oid, Tree(entries, names, raws), len(record))
+        return oid
+
     def rooted(
         self, listing: ObjectId, own: TreeEntry | None, objects: Objects, tree: Tree | None = None
     ) -> ObjectId:

@@ -1163,11 +1163,11 @@ class Worktree:
         head = trees.get(tracked) if tracked is not None else None
         since, last = scopes.last(node)
         if since is not None and tracked is not None and head is not None and last is not None:
-            entries, left, known = self._commit_entries(node, since, head, objects)
+            entries, left, known = self._commit_entries(node, since, head, last, objects)
             if node.dirty and _may_fold(node) and self._folds_now(node, scopes.inner(node)):
                 return self._folded_here(node, objects), overlay.EMPTY
             tree = patch_tree(trees, head, tracked, entries, objects, own, known)
-            part = last.patched(left)
+            part = last.patched(left) if left else last
         else:
             scope = scopes.inner(node)
             kept: dict[bytes, TreeEntry] = {}
@@ -1197,12 +1197,13 @@ class Worktree:
         return tree
 
     def _commit_entries(
-        self, node: Node, names: Iterable[bytes], head: Tree, objects: Objects
+        self, node: Node, names: Iterable[bytes], head: Tree, last: Part, objects: Objects
     ) -> tuple[
         dict[bytes, TreeEntry | None], dict[bytes, TreeEntry | Part | None], dict[bytes, bytes]
     ]:
-        """`_commit_entry` of each of `names` (changed since the last commit), and the
-        encodings of the files' entries (kept as their `raw`: the next save's journal
+        """`_commit_entry` of each of `names` (changed since the last commit), what each
+        leaves out (a file committed now and by the last commit, `last`: not listed), and
+        the encodings of the files' entries (kept as their `raw`: the next save's journal
         takes them too). The files inline: a save's commit changes one, mostly."""
         assert node.children is not None
         children = node.children
@@ -1219,7 +1220,8 @@ class Worktree:
                 entries[name], left[name] = None, child.entry(name)
             else:
                 entries[name] = entry = child.entry(name)
-                left[name] = None  # committed: if the last commit left it out, no more
+                if name in last.kept or name in last.nested:  # committed now, as a file
+                    left[name] = None
                 if child.group is None and child.name == name:  # its raw is this entry's
                     raw = child.raw
                     if raw is None:
