@@ -795,8 +795,11 @@ class Worktree:
             op.subdirs -= moved
         src.name, src.parent, dst.name, dst.parent = nn, np, on, op
         src.raw = dst.raw = None
-        self._touch(op, path_a, path_b, relisted=on, subject=src)
-        self._touch(np, path_a, path_b, relisted=nn, subject=dst)
+        # As a create, unlink or rename does: an editor temp file's name coming or going
+        # moves no folder's times, or the commit's tree changes where its list says not
+        when_a, when_b = self._bump(op, on, dst), self._bump(np, nn, src)
+        self._touch(op, path_a, path_b, relisted=on, subject=src, ctime_ns=when_a)
+        self._touch(np, path_a, path_b, relisted=nn, subject=dst, ctime_ns=when_b)
         self._renamed.update(path for path, node in ((path_a, dst), (path_b, src)) if node.is_dir())
 
     # -- content and attributes -------------------------------------------------------------

@@ -224,6 +224,32 @@ def test_rename_exchange(repo: Repository, tree: Worktree) -> None:
     assert repo.read("HEAD", "a") == b"B" and repo.read("HEAD", "d/b") == b"A"
 
 
+def test_an_exchange_with_an_editor_temp_file_moves_no_folder_time_the_commit_omits(
+    repo: Repository, tree: Worktree
+) -> None:
+    """Found by the worktree model test (seed 306 of 3,000): an exchange moved both
+    folders' ctime even where only a temp file's name came or went, as no create, unlink
+    or rename does. Two temp files swapped made a commit of their own, and a temp file
+    swapped with a file changed a folder the commit's `changed` list did not name, so
+    `last_commit` of the folders above it disagreed with their trees."""
+    _file(tree, b"d/e/x.py", b"x")
+    _file(tree, b"d/e/4913", b"")
+    _file(tree, b"d/.x.py.swp", b"swap")
+    _file(tree, b"notes", b"n")
+    first = tree.commit()
+    d = tree.lookup(tree.root, b"d")
+    e = tree.lookup(d, b"e")
+    tree.rename(e, b"4913", d, b".x.py.swp", exchange=True)
+    assert tree.commit() is None and repo.resolve("HEAD") == first
+    tree.rename(e, b"4913", tree.root, b"notes", exchange=True)
+    swapped = tree.commit()
+    head = repo.commit_info("HEAD")
+    listed = [p.encode() for p in head.meta["changed"]]
+    assert list(repo.trees.changed_paths(repo.commit_info(first).tree, head.tree)) == listed
+    assert listed == [b"notes"] and repo.read("HEAD", "notes") == b"swap"
+    assert tree.last_commit(b"d") == tree.last_commit(b"d/e") == first != swapped
+
+
 def test_attrs_truncate_and_xattrs(repo: Repository, tree: Worktree) -> None:
     _file(tree, b"f", b"hello world")
     f = tree.lookup(tree.root, b"f")
