@@ -366,7 +366,10 @@ def _tree_ids(body: memoryview) -> list[ObjectId]:
 def tree_dirs(record: bytes) -> dict[bytes, ObjectId]:
     """The folders a (flat) tree record lists, by name, read as `_tree_ids` reads ids:
     gc's repack reads every tree that changed (ADR 0027), and decode_tree took 2x."""
-    body = _body(record, KIND_TREE)
+    return _tree_dirs(_body(record, KIND_TREE))
+
+
+def _tree_dirs(body: memoryview) -> dict[bytes, ObjectId]:
     try:
         (count,) = _U32.unpack_from(body, 0)
         pos = 4
@@ -407,26 +410,6 @@ def tree_names(record: bytes) -> list[tuple[bytes, ObjectId]]:
         raise CorruptObject(f"truncated tree record: {exc}") from None
     _check_tree_end(body, pos)
     return found
-
-
-def _tree_dir_ids(body: memoryview) -> list[ObjectId]:
-    """The ids of the folders a tree body lists, read as `_tree_ids` reads ids."""
-    try:
-        (count,) = _U32.unpack_from(body, 0)
-        pos = 4
-        ids: list[ObjectId] = []
-        for _ in range(count):
-            pos += 2 + _U16.unpack_from(body, pos)[0]
-            mode, oid, xattrs = _ENTRY_MODE_ID_XATTRS.unpack_from(body, pos)
-            if mode & _FORMAT_BITS == stat.S_IFDIR:
-                ids.append(ObjectId(oid))
-            pos += _ENTRY_FIXED.size
-            if xattrs:
-                pos = _past_xattrs(body, pos, xattrs)
-    except struct.error as exc:
-        raise CorruptObject(f"truncated tree record: {exc}") from None
-    _check_tree_end(body, pos)
-    return ids
 
 
 def _past_xattrs(body: memoryview, pos: int, count: int) -> int:
@@ -657,7 +640,7 @@ def structure_references(record: bytes) -> list[ObjectId]:
     fetches: vcs/ondemand.py)."""
     kind = kind_of(record)
     if kind == KIND_TREE:  # read as gc reads ids: decode_tree was 60% of a lazy clone's CPU
-        return _tree_dir_ids(_body(record, KIND_TREE))
+        return list(_tree_dirs(_body(record, KIND_TREE)).values())
     if kind in (KIND_PAGED, KIND_COMMIT, KIND_ROOT):
         return references(record)
     return []
