@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import rocksdict
 
@@ -47,6 +47,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id, object_id
+from helixfs.lazy import logger
 from helixfs.store import REPACK_BATCH, Compaction, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
@@ -122,16 +123,7 @@ RUN_FROM = 8  # a shorter run reads one get each: a cursor's seek costs a few ge
 
 V = TypeVar("V")
 
-if TYPE_CHECKING:
-    import logging
-
-
-def log() -> logging.Logger:
-    """This module's logger: `logging` (and traceback under it, ~4 ms) is imported at
-    the first line logged, not by a hook that only reads the store (ADR 0083)."""
-    import logging
-
-    return logging.getLogger(__name__)
+log = logger(__name__)  # logging imported at the first line logged (ADR 0083)
 
 
 class _BaseGone(CorruptObject):

@@ -10,7 +10,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import rocksdict
 
@@ -22,17 +21,9 @@ from helixfs.errors import (
     StoreFull,
     StoreLocked,
 )
+from helixfs.lazy import logger
 
-if TYPE_CHECKING:
-    import logging
-
-
-def log() -> logging.Logger:
-    """This module's logger: `logging` (and traceback under it, ~4 ms) is imported at
-    the first line logged, not by a hook that only reads the store (ADR 0083)."""
-    import logging
-
-    return logging.getLogger(__name__)
+log = logger(__name__)  # logging imported at the first line logged (ADR 0083)
 
 
 OWNER_FILE = "OWNER"

@@ -12,19 +12,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from helixfs.errors import StoreFull
+from helixfs.lazy import logger
 
-if TYPE_CHECKING:
-    import logging
-
-
-def log() -> logging.Logger:
-    """This module's logger, `logging` imported at the first line logged (ADR 0083)."""
-    import logging
-
-    return logging.getLogger(__name__)
+log = logger(__name__)  # logging imported at the first line logged (ADR 0083)
 
 
 # Kept free: RocksDB's own writes must fit in it (two 16 MiB memtables to flush, a
