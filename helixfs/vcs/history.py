@@ -74,10 +74,10 @@ class LastChanges:
 
     def get(
         self, commit: CommitId, path: bytes, limit: int | None = None
-    ) -> tuple[CommitId | None, int]:
-        """(answer, steps to it) as of `commit`; `limit` None for a walked answer, else
-        the limit that cut the walk short. Raises KeyError if none is kept."""
-        return self._known[(commit, path, limit)]
+    ) -> tuple[CommitId | None, int] | None:
+        """(answer, steps to it) as of `commit`, if kept; `limit` None for a walked
+        answer, else the limit that cut the walk short."""
+        return self._known.get((commit, path, limit))
 
     def keep(
         self, commit: CommitId, path: bytes, limit: int | None, answer: CommitId | None, steps: int
@@ -105,13 +105,11 @@ def last_change(
     if not path:
         return head  # every commit changes the root
     if known is not None:
-        for kept in (None, limit):  # walked to, or cut short by this same limit
-            try:
-                answer, steps = known.get(head, path, kept)
-            except KeyError:
-                continue
-            if kept is not None or steps < limit or answer is None:
-                return answer
+        walked, cut_short = known.get(head, path), known.get(head, path, limit)
+        if walked is not None and (walked[1] < limit or walked[0] is None):
+            return walked[0]
+        if cut_short is not None:  # cut short by this same limit
+            return cut_short[0]
     answer, steps, cut = _last_change(repo, head, path, limit, known)
     if known is not None:
         known.keep(head, path, limit if cut else None, answer, steps)
@@ -135,23 +133,14 @@ def _last_change(
         if _changed(repo, current, parent, path, text):
             return current.id, steps, False
         child, current, steps = current, parent, steps + 1
-        if known is not None and (met := _met(known, current.id, path)) is not None:
-            answer, more = met
-            if steps + more < limit:  # no change since, and our walk would reach it
-                return answer, steps + more, False
+        met = known.get(current.id, path) if known is not None else None
+        if met is not None and met[0] is not None and steps + met[1] < limit:
+            return met[0], steps + met[1], False  # no change since, and our walk reaches it
     # A list of changed paths that missed this one (stores from before the lists were
     # normalised) must not make us name a commit that does not even hold the path.
     if _entry_at(repo, current.tree, path) is None:
         return child.id, steps - 1, cut
     return current.id, steps, cut
-
-
-def _met(known: LastChanges, commit: CommitId, path: bytes) -> tuple[CommitId, int] | None:
-    try:
-        answer, steps = known.get(commit, path)
-    except KeyError:
-        return None
-    return (answer, steps) if answer is not None else None
 
 
 def _changed(repo: Repository, commit: Commit, parent: Commit, path: bytes, text: str) -> bool:
