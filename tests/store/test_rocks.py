@@ -610,6 +610,34 @@ def test_chunks_go_to_blob_files_and_small_records_stay_in_the_ssts(store: Rocks
         assert store.get(oid) == data
 
 
+def test_flushes_write_past_the_page_cache_where_the_disk_takes_it(path: Path) -> None:
+    """ADR 0087: chunks flushed with O_DIRECT read back after a reopen; a filesystem that
+    refuses O_DIRECT gets buffered flushes, not a store that fails its first flush."""
+    chunks = chunk_records(8)
+    with RocksStore(path) as store:
+        store.write(chunks, bulk=True)
+        store.compact()
+    options = max(path.glob("OPTIONS-*")).read_text()
+    direct = rocksdb_open.direct_writes_work(path)
+    assert f"use_direct_io_for_flush_and_compaction={str(direct).lower()}" in options
+    assert direct == (os.uname().sysname == "Linux" and _takes_o_direct(path))
+    with RocksStore(path) as reopened:
+        assert all(reopened.get(oid) == data for oid, data in chunks.items())
+    assert not rocksdb_open.direct_writes_work(path / "no-such-folder")
+    assert not (path / "direct-io-probe").exists()
+
+
+def _takes_o_direct(folder: Path) -> bool:
+    """An independent check of the probe: dd's own O_DIRECT write."""
+    done = subprocess.run(
+        ["dd", "if=/dev/zero", f"of={folder / 'dd-probe'}", "bs=4096", "count=1", "oflag=direct"],
+        capture_output=True,
+        check=False,
+    )
+    (folder / "dd-probe").unlink(missing_ok=True)
+    return done.returncode == 0
+
+
 def open_as_before_blob_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stores open as HelixFS opened them before blob files (every value in the SSTs)."""
     monkeypatch.setattr(rocksdb_open, "set_blob_options", lambda options: None)
