@@ -54,9 +54,9 @@ def open_db(path: Path, *, read_only: bool = False) -> rocksdict.Rdict:
     # in `objects` without its frame in `bodies` (ADR 0018): every family flushes at once.
     options.set_atomic_flush(True)
     if not read_only and direct_writes_work(path):
-        # Flushes and compactions write their files past the page cache (ADR 0087): on
-        # this VM the kernel's copy into the page cache cost a flush 2 of its 3 s of CPU
-        # per GiB of chunks. Reads stay buffered.
+        # Flushes and compactions write their files past the page cache (ADR 0089): a
+        # flush of 1 GiB of chunks took 1.0-1.1 s of CPU so, 1.2-3.2 s buffered, as much
+        # as the kernel's page cache made its copy cost. Nothing reads a flush's pages.
         options.set_use_direct_io_for_flush_and_compaction(True)
     try:  # RocksDB refuses to open unless every existing family is named
         existing = set(rocksdict.Rdict.list_cf(str(path), options)) - {"default"}

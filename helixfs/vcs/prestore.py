@@ -35,7 +35,7 @@ READ_LIMIT = 4 << 20
 """Bytes read per step at most: the feeder holds about three times this (the bytes,
 their records, RocksDB's batch) while it stores them. 4 MiB rather than 16: the
 feeder's CPU for 1 GiB went 1.64 -> 1.38 s (fewer fresh pages for its copies to fault
-in), for a re-read of up to MAX_CHUNK per step (ADR 0087)."""
+in), for a re-read of up to MAX_CHUNK per step (ADR 0089)."""
 
 ReadSpool = Callable[[int, int], bytes]
 Chunks = list[tuple[ObjectId, int]]

@@ -611,7 +611,7 @@ def test_chunks_go_to_blob_files_and_small_records_stay_in_the_ssts(store: Rocks
 
 
 def test_flushes_write_past_the_page_cache_where_the_disk_takes_it(path: Path) -> None:
-    """ADR 0087: chunks flushed with O_DIRECT read back after a reopen; a filesystem that
+    """ADR 0089: chunks flushed with O_DIRECT read back after a reopen; a filesystem that
     refuses O_DIRECT gets buffered flushes, not a store that fails its first flush."""
     chunks = chunk_records(8)
     with RocksStore(path) as store:
