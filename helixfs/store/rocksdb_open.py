@@ -33,6 +33,8 @@ BLOB_FAMILIES = ("objects", "bodies")  # objects: the chunks of stores from befo
 BLOCK_CACHE_BYTES = 8 << 20  # uncompressed SST blocks; the L1 above holds decoded-ready frames
 MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's last
 BLOB_FILE_BYTES = 256 << 20
+WRITE_BUFFER_BYTES = 16 << 20  # a family's memtable
+WRITE_BUFFERS = 2  # memtables a family may hold, flushing ones included: then writes stall
 RELOCATE_AT_GARBAGE = 0.25  # compact() moves live blobs once this share of blob bytes is dead
 DIRECT_BLOCK = 4096  # a write O_DIRECT takes on any block size up to 4 KiB
 BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
@@ -95,6 +97,16 @@ def direct_writes_work(path: Path) -> bool:
             probe.unlink()
 
 
+def memtable_full_soon(family: rocksdict.Rdict, nbytes: int) -> bool:
+    """Whether writing `nbytes` more to `family` would stall: its active memtable would
+    fill while every other one is still waiting for its flush."""
+    flushing = family.property_int_value("rocksdb.num-immutable-mem-table") or 0
+    if flushing < WRITE_BUFFERS - 1:
+        return False
+    active = family.property_int_value("rocksdb.cur-size-active-mem-table") or 0
+    return active + nbytes >= WRITE_BUFFER_BYTES
+
+
 def disk_error(path: Path, err: Exception) -> HelixError:
     """A failed RocksDB write (rocksdict raises a bare Exception with RocksDB's status
     text) as StoreFull or DiskFailed, so that a mount answers ENOSPC or EIO and lives on.
@@ -142,8 +154,8 @@ def db_options(cache: rocksdict.Cache, *, blobs: bool = False) -> rocksdict.Opti
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     options.set_compression_type(rocksdict.DBCompressionType.zstd())
-    options.set_write_buffer_size(16 << 20)
-    options.set_max_write_buffer_number(2)
+    options.set_write_buffer_size(WRITE_BUFFER_BYTES)
+    options.set_max_write_buffer_number(WRITE_BUFFERS)
     options.set_keep_log_file_num(1)  # RocksDB's info LOG: one file, capped, no stat dumps
     options.set_max_log_file_size(64 << 10)
     options.set_stats_dump_period_sec(0)

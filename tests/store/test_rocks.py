@@ -627,6 +627,25 @@ def test_flushes_write_past_the_page_cache_where_the_disk_takes_it(path: Path) -
     assert not (path / "direct-io-probe").exists()
 
 
+def test_a_bulk_write_waits_for_room_outside_rocksdb_and_loses_nothing(
+    store: RocksStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0089: a bulk write that would stall RocksDB (which keeps the GIL while it
+    stalls) waits for a flush first; the chunks written so read back whole."""
+    bodies = store._bodies_cf
+    assert not rocksdb_open.memtable_full_soon(bodies, 1 << 20)  # nothing is flushing
+    monkeypatch.setattr(rocksdb_open, "WRITE_BUFFERS", 1)  # every memtable counts as full
+    assert rocksdb_open.memtable_full_soon(bodies, rocksdb_open.WRITE_BUFFER_BYTES)
+    assert not rocksdb_open.memtable_full_soon(bodies, 0)
+    monkeypatch.undo()
+    written: dict[ObjectId, bytes] = {}
+    for _ in range(12):  # 48 MiB: three memtables' worth
+        chunks = chunk_records(64)
+        store.write(chunks, bulk=True)
+        written.update(chunks)
+    assert all(store.get(oid) == data for oid, data in written.items())
+
+
 def _takes_o_direct(folder: Path) -> bool:
     """An independent check of the probe: dd's own O_DIRECT write."""
     done = subprocess.run(
