@@ -6,6 +6,10 @@ a spool: memory while small, then an unnamed temporary file (O_TMPFILE where ava
 so `kill -9` leaves no garbage) in STORE/tmp/, on the store's own disk, so a 1 GB write
 costs 1 GB of disk, not of RAM. Sparse writes stay sparse there.
 
+A file written from its start is stored while it is written (ADR 0048): its spool goes
+to a file in memory instead (memfd, ADR 0090) that lets go of its bytes once they are
+stored, so a 1 GB download holds a few MiB of memory and reaches the disk once.
+
 There is one spool per node, shared by every handle and view that has it open, so a read
 through one descriptor (or a shared mmap) sees writes made through another.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import ctypes
 import io
 import os
 import queue
@@ -37,6 +42,9 @@ from helixfs.vcs.prestore import FEED_BYTES, Chunks, Prestore
 COPY_BLOCK = 1 << 20
 SPILL_AT = 4 << 20  # bytes kept in memory before the spool moves to a file in tmp/
 MEMORY_BUDGET = 64 << 20  # bytes every spool of a mount may keep in memory together
+MEMORY_FILE_BUDGET = 64 << 20  # bytes the memory files of a mount's spools hold together
+DROP_STEP = 4 << 20  # a memory file lets go of fed bytes this many at a time
+PAGE = 4096
 EDITS_KEPT = 1 << 16  # byte ranges remembered since the last store; past that, "all of it"
 
 ReadBase = Callable[[int, int], bytes]
@@ -79,14 +87,27 @@ class Spool:
         budget: MemoryBudget | None = None,
         base_holes: Holes = (),
         prestore: MakePrestore | None = None,
+        file_budget: MemoryBudget | None = None,
     ) -> None:
         """`base_holes`: ranges the stored content holds as zeros (sorted, disjoint, within
         `base_size`): they stay holes until written, for st_blocks and for storing.
-        `prestore`: makes the Prestore of a file written from its start (ADR 0048)."""
+        `prestore`: makes the Prestore of a file written from its start (ADR 0048).
+        `file_budget`: what memory files may hold (ADR 0090), shared by a mount."""
         self._tmp_dir = tmp_dir
         self._budget = budget or MemoryBudget()
+        self._file_budget = file_budget or MemoryBudget(MEMORY_FILE_BUDGET)
         self._memory: bytearray | None = bytearray()
         self._file: BinaryIO | None = None
+        # A prestored file spills to a file in memory, not on the disk (ADR 0090): the
+        # bytes before `_dropped` are its stored chunks, read back through the prestore,
+        # and the file holds nothing there (`_punched`). `_file_lock`: the feeder's reads
+        # against a move of the file to the disk.
+        self._in_memory_file = False
+        self._dropped = 0
+        self._punched = 0
+        self._charged = 0  # bytes of `_file_budget` this spool's memory file holds
+        self._file_lock = threading.Lock()
+        self._head_ids: list[ObjectId] = []  # a prestore's chunks that became the base
         self._read_base = read_base
         self.size = base_size
         # The spool holds only what was written (`_written`, sorted byte ranges); other
@@ -154,6 +175,7 @@ class Spool:
         self.size = max(self.size, end)
         self._touched()
         self._maybe_feed()
+        self._settle_memory_file()
         return len(data)
 
     def _before_write(self, offset: int) -> None:
@@ -175,7 +197,21 @@ class Spool:
     def _void_prestore(self) -> None:
         if self._prestore is not None:
             self._prestore.void()
-            self._prestore = None
+            self._end_prestore(self._prestore)
+
+    def _end_prestore(self, prestore: Prestore) -> None:
+        """The prestore is over (void, or its head taken for storing): the bytes the
+        memory file let go of are its chunks, and become the content the spool's
+        writes apply to, as a stored file's are (`_read_base`, `_base_limit`)."""
+        self._prestore = None
+        dropped, self._dropped = self._dropped, 0
+        if not dropped:
+            return
+        self._read_base = prestore.read  # the original base was empty: see _before_write
+        self._base_limit = dropped
+        self._written = [(max(a, dropped), b) for a, b in self._written if b > dropped]
+        self._written_above = sum(self._above_base(a, b) for a, b in self._written)
+        self._head_ids = prestore.ids()  # no ref reaches them until the file is stored
 
     def _maybe_feed(self) -> None:
         prestore = self._prestore
@@ -186,8 +222,51 @@ class Spool:
             and self.size - prestore.pos >= FEED_BYTES
         ):
             self._feeding = True
-            fd = self._fd
-            _feeder.feed(self, prestore, lambda pos, size: os.pread(fd, size, pos))
+            _feeder.feed(self, prestore, self._read_for_feed)
+
+    def _read_for_feed(self, pos: int, size: int) -> bytes:
+        """The feeder's read (its thread): the file may move to the disk meanwhile."""
+        with self._file_lock:
+            return os.pread(self._fd, size, pos)
+
+    def _settle_memory_file(self) -> None:
+        """After a write: a memory file lets go of what its prestore stored, and moves
+        to the disk once it has no prestore or would pass the mount's budget."""
+        if not self._in_memory_file:
+            return
+        prestore = self._prestore
+        if prestore is None:
+            self._move_to_disk()
+            return
+        cut = prestore.pos // PAGE * PAGE
+        if cut - self._punched >= DROP_STEP and _punch_hole(self._fd, self._punched, cut):
+            self._dropped = self._punched = cut
+        held = self.size - self._punched
+        if held > self._charged:
+            if not self._file_budget.take(held - self._charged):
+                self._move_to_disk()
+                return
+        else:
+            self._file_budget.give(self._charged - held)
+        self._charged = held
+
+    def _move_to_disk(self) -> None:
+        """The bytes the memory file holds (every written range, but for what a live
+        prestore reads back) to a file in tmp/."""
+        with self._file_lock:
+            old = self._file
+            assert old is not None
+            new = _spool_file(self._tmp_dir)
+            for low, high in self._written:
+                for pos in range(max(low, self._dropped), high, COPY_BLOCK):
+                    data = os.pread(old.fileno(), min(COPY_BLOCK, high - pos), pos)
+                    os.pwrite(new.fileno(), data, pos)
+            os.ftruncate(new.fileno(), self.size)
+            self._file = new
+        _closer.close(old)
+        self._in_memory_file = False
+        self._file_budget.give(self._charged)
+        self._charged = 0
 
     def written_size(self) -> int:
         """The file's size as written so far (read by the feeder thread)."""
@@ -200,12 +279,16 @@ class Spool:
     def take_head(self) -> tuple[int, Chunks] | None:
         """For storing: (a cut, the chunks before it) already stored, or None. Waits for
         a feed under way; the prestore ends here."""
-        prestore, self._prestore = self._prestore, None
-        return prestore.finish() if prestore is not None else None
+        prestore = self._prestore
+        if prestore is None:
+            return None
+        head = prestore.finish()
+        self._end_prestore(prestore)
+        return head
 
     def prestored(self) -> list[ObjectId]:
         prestore = self._prestore
-        return prestore.ids() if prestore is not None else []
+        return self._head_ids + (prestore.ids() if prestore is not None else [])
 
     def truncate(self, size: int) -> None:
         check_file_size(size)
@@ -221,6 +304,7 @@ class Spool:
                 del self._memory[size:]
             else:
                 os.ftruncate(self._fd, size)
+                self._punched = min(self._punched, size)
         self._edited(min(size, self.size), max(size, self.size))
         self.size = size
         self._touched()
@@ -231,7 +315,7 @@ class Spool:
         stored content where the spool has nothing)."""
         if self.size <= SPILL_AT:
             return self.read(0, self.size)
-        if self._file is not None and self._written == [(0, self.size)]:
+        if self._file is not None and self._written == [(0, self.size)] and not self._dropped:
             self._file.seek(0)
             return self._file
         return io.BufferedReader(_View(self), COPY_BLOCK)
@@ -285,6 +369,10 @@ class Spool:
     def _get(self, pos: int, size: int) -> bytes:
         if self._memory is not None:
             return bytes(self._memory[pos : pos + size])
+        if pos < self._dropped:  # stored by the prestore, let go of by the memory file
+            assert self._prestore is not None
+            head = self._prestore.read(pos, min(size, self._dropped - pos))
+            return head + self._get(pos + len(head), size - len(head)) if size > len(head) else head
         return os.pread(self._fd, size, pos)
 
     def _hold(self, low: int, high: int) -> None:
@@ -330,6 +418,9 @@ class Spool:
         if self._file is not None:
             _closer.close(self._file)
             self._file = None
+        self._file_budget.give(self._charged)
+        self._charged = 0
+        self._head_ids = []
         if self._memory is not None:
             self._budget.give(len(self._memory))
         self._memory = None
@@ -346,7 +437,12 @@ class Spool:
             return
         if end <= SPILL_AT and self._budget.take(end - len(self._memory)):
             return
-        self._file = _spool_file(self._tmp_dir)
+        prestore = self._prestore
+        memory_file = None
+        if prestore is not None and prestore.readable:
+            memory_file = _memory_file()
+        self._in_memory_file = memory_file is not None
+        self._file = memory_file or _spool_file(self._tmp_dir)
         if self._memory:
             os.pwrite(self._file.fileno(), self._memory, 0)
         os.ftruncate(self._file.fileno(), len(self._memory))
@@ -373,6 +469,28 @@ def _spool_file(tmp_dir: Path) -> BinaryIO:
     except FileNotFoundError:
         tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.TemporaryFile(dir=tmp_dir)
+
+
+def _memory_file() -> BinaryIO | None:
+    """An anonymous file in memory (memfd), or None where there is none."""
+    try:
+        fd = os.memfd_create("helix-spool", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    return open(fd, "r+b", buffering=0)  # noqa: SIM115 (closed by the spool)
+
+
+_FALLOC_PUNCH = 0x01 | 0x02  # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+_libc: Any = None
+
+
+def _punch_hole(fd: int, low: int, high: int) -> bool:
+    """Free [low, high) of a file (its size unchanged); False where that fails."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    return bool(_libc.fallocate(fd, _FALLOC_PUNCH, low, high - low) == 0)
 
 
 class _Closer:
@@ -481,6 +599,7 @@ class SpoolTable:
         self.tmp_dir = tmp_dir
         tmp_dir.mkdir(parents=True, exist_ok=True)
         self.budget = MemoryBudget()
+        self.file_budget = MemoryBudget(MEMORY_FILE_BUDGET)
         self._spools: dict[int, tuple[object, Spool]] = {}
         self._opens: dict[int, int] = {}
 
@@ -512,7 +631,14 @@ class SpoolTable:
         found = self.get(node)
         if found is None:
             found = Spool(
-                self.tmp_dir, read_base, base_size, base_id, self.budget, base_holes, prestore
+                self.tmp_dir,
+                read_base,
+                base_size,
+                base_id,
+                self.budget,
+                base_holes,
+                prestore,
+                self.file_budget,
             )
             self._spools[id(node)] = (node, found)  # the node ref keeps id() unique
         return found

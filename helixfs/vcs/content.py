@@ -494,6 +494,13 @@ class ContentReader:
         pieces = list(self._pieces(cached, offset, size))
         return bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
 
+    def read_chunks(self, starts: list[int], ids: list[ObjectId], offset: int, size: int) -> bytes:
+        """Bytes [offset, offset+size) of chunks no stored index names yet (a file's
+        prestored head, vcs/prestore.py): `starts` holds each chunk's offset, then the
+        end of the last one."""
+        pieces = list(self._pieces((starts, ids), offset, size))
+        return bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
+
     def _pieces(
         self, index: tuple[list[int], list[ObjectId]], offset: int, size: int
     ) -> Iterator[memoryview]:

@@ -18,6 +18,7 @@ close's logged write of the file's index flushes them first, as it did.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 from collections.abc import Callable
@@ -39,17 +40,24 @@ in), for a re-read of up to MAX_CHUNK per step (ADR 0089)."""
 
 ReadSpool = Callable[[int, int], bytes]
 Chunks = list[tuple[ObjectId, int]]
+ReadChunks = Callable[[list[int], list[ObjectId], int, int], bytes]
+"""(chunk starts and the end after them, chunk ids, offset, size) -> those bytes."""
 
 
 class Prestore:
     """The stored head of one file being written at its end: `pos` is a cut, every
     byte before it is stored as the chunks `refs`."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, read_chunks: ReadChunks | None = None) -> None:
+        """`read_chunks` reads stored chunks back (`read`): the spool may then let go of
+        the bytes before `pos`."""
         self._sink = sink
+        self._read_chunks = read_chunks
         self._lock = threading.Lock()  # held by a feed; a finish waits for it
+        self._refs_lock = threading.Lock()  # `_refs`, `_starts`, `_pos` change together
         self._pos = 0
         self._refs: Chunks = []
+        self._starts = [0]  # where each chunk of `_refs` starts, then `_pos`
         self.valid = True
 
     @property
@@ -59,6 +67,24 @@ class Prestore:
     def ids(self) -> list[ObjectId]:
         """The chunks stored so far (gc keeps them: no ref reaches them yet)."""
         return [oid for oid, _ in list(self._refs)]
+
+    @property
+    def readable(self) -> bool:
+        return self._read_chunks is not None
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Bytes of [offset, offset + size) below `pos`, from the stored chunks (on the
+        loop's thread; valid or not, the chunks stored so far stay readable)."""
+        assert self._read_chunks is not None
+        with self._refs_lock:
+            end = min(offset + size, self._pos)
+            if offset >= end:
+                return b""
+            first = bisect.bisect_right(self._starts, offset) - 1
+            stop = bisect.bisect_left(self._starts, end)
+            starts = self._starts[first : stop + 1]
+            ids = [oid for oid, _ in self._refs[first:stop]]
+        return self._read_chunks(starts, ids, offset, end - offset)
 
     def void(self) -> None:
         """A write elsewhere than at the end: what was stored no longer is the file's
@@ -96,8 +122,11 @@ class Prestore:
         self._sink(objects)
         if not self.valid:
             return False
-        self._refs.extend(refs)
-        self._pos += taken
+        with self._refs_lock:
+            for _, length in refs:
+                self._starts.append(self._starts[-1] + length)
+            self._refs.extend(refs)
+            self._pos += taken
         return True
 
     def finish(self) -> tuple[int, Chunks] | None:

@@ -881,7 +881,7 @@ class Worktree:
         """A Prestore of a file being written into this tree (any thread may feed it:
         the store takes its own lock; chunks alone change no state of the tree)."""
         self._writable()
-        return Prestore(self._bulk_sink)
+        return Prestore(self._bulk_sink, self._reader.read_chunks)
 
     def set_attrs(
         self,

@@ -9,9 +9,10 @@ import random
 import time
 
 import pytest
-from fs_client import CTX, ROOT, Client
+from fs_client import CTX, ROOT, Client, Fields
 
 from helixfs.fs.operations import Operations
+from helixfs.fs.spool import DROP_STEP, Spool
 from helixfs.vcs.content import store_stream
 from helixfs.vcs.prestore import FEED_BYTES, Prestore
 from helixfs.vcs.repo import Repository
@@ -105,3 +106,118 @@ async def test_a_gc_while_the_file_is_written_keeps_its_stored_head(
     await _close(ops, fh)
     assert await client.read_file("kept.bin") == data
     assert not repo.fsck().problems
+
+
+# -- the memory file of a prestored spool (ADR 0090) ---------------------------------
+
+
+def _spool_of(ops: Operations) -> Spool:
+    (spool,) = [spool for _, spool in ops.spools._spools.values()]
+    return spool
+
+
+async def _write_letting_go(ops: Operations, name: bytes, data: bytes) -> tuple[int, Spool]:
+    """`data` written in MiB writes, waiting for the feeder halfway, so that the spool's
+    memory file lets go of stored bytes on the writes after."""
+    fh = await _create(ops, name)
+    half = len(data) // 2 // MiB * MiB
+    for at in range(0, half, MiB):
+        await ops.write(fh, at, data[at : at + MiB])
+    _wait_fed(ops)
+    for at in range(half, len(data), MiB):
+        await ops.write(fh, at, data[at : at + MiB])
+    spool = _spool_of(ops)
+    assert spool._punched >= DROP_STEP and spool._dropped == spool._punched
+    return fh, spool
+
+
+async def test_a_prestored_file_lives_in_memory_and_reads_back_what_it_let_go_of(
+    ops: Operations, client: Client, repo: Repository, heads: list[object]
+) -> None:
+    data = random.Random(8).randbytes(4 * FEED_BYTES + 4321)
+    fh, spool = await _write_letting_go(ops, b"mem.bin", data)
+    assert spool._in_memory_file
+    edge = spool._dropped  # across the edge of what the memory file let go of
+    assert spool.read(edge - 5000, 10000) == data[edge - 5000 : edge + 5000]
+    assert spool.read(0, len(data)) == data
+    assert await client.read_file("mem.bin") == data  # a reader's close stores the file
+    await _close(ops, fh)
+    assert heads and heads[0] is not None
+    assert await client.read_file("mem.bin") == data
+    tree = repo.worktree()
+    assert tree.content_id(tree.lookup(tree.root, b"mem.bin")) == _whole_id(data)
+    assert ops.spools.file_budget.used == 0
+
+
+async def test_a_write_into_what_was_let_go_of_makes_it_the_base_of_the_file(
+    ops: Operations, client: Client, repo: Repository, heads: list[object]
+) -> None:
+    rng = random.Random(9)
+    data = bytearray(rng.randbytes(4 * FEED_BYTES + 999))
+    fh, spool = await _write_letting_go(ops, b"patched.bin", bytes(data))
+    dropped = spool._dropped
+    for at in (100, dropped - 2000):  # inside, and across the edge of what was let go
+        patch = rng.randbytes(4096)
+        await ops.write(fh, at, patch)
+        data[at : at + len(patch)] = patch
+    assert not spool._in_memory_file  # no prestore left: the spool went to the disk
+    assert await client.read_file("patched.bin") == bytes(data)
+    repo.gc()  # the stored head is the base now: still kept
+    await _close(ops, fh)
+    assert heads == []  # voided: stored whole
+    assert await client.read_file("patched.bin") == bytes(data)
+    assert not repo.fsck().problems
+
+
+async def test_a_truncate_into_what_was_let_go_of_then_more_writes(
+    ops: Operations, client: Client
+) -> None:
+    rng = random.Random(10)
+    data = rng.randbytes(4 * FEED_BYTES + 55)
+    fh, spool = await _write_letting_go(ops, b"cut.bin", data)
+    ino = await client.ino("cut.bin")
+    attrs = await ops.getattr(ino, CTX)
+    attrs.st_size = cut = spool._dropped // 2 + 7
+    await ops.setattr(ino, attrs, Fields(update_size=True), None, CTX)
+    tail = rng.randbytes(3 * MiB)
+    await ops.write(fh, cut + 10, tail)  # leaves a hole of 10 zeros
+    expected = data[:cut] + bytes(10) + tail
+    assert await client.read_file("cut.bin") == expected
+    await _close(ops, fh)
+    assert await client.read_file("cut.bin") == expected
+
+
+async def test_an_fsync_in_the_middle_then_more_writes(
+    ops: Operations, client: Client, repo: Repository, heads: list[object]
+) -> None:
+    rng = random.Random(11)
+    data = rng.randbytes(4 * FEED_BYTES + 77)
+    more = rng.randbytes(2 * FEED_BYTES + 5)
+    fh, spool = await _write_letting_go(ops, b"synced.bin", data)
+    await ops.fsync(fh, False)  # the head is taken: what was let go of is the base now
+    assert heads and heads[0] is not None
+    assert await client.read_file("synced.bin") == data
+    for at in range(0, len(more), MiB):
+        await ops.write(fh, len(data) + at, more[at : at + MiB])
+    assert not spool._in_memory_file
+    await _close(ops, fh)
+    assert await client.read_file("synced.bin") == data + more
+    tree = repo.worktree()
+    assert tree.content_id(tree.lookup(tree.root, b"synced.bin")) == _whole_id(data + more)
+
+
+async def test_past_the_mounts_budget_the_memory_file_moves_to_the_disk(
+    ops: Operations, client: Client, heads: list[object]
+) -> None:
+    ops.spools.file_budget.limit = FEED_BYTES + 4 * MiB  # less than the writes hold
+    data = random.Random(12).randbytes(4 * FEED_BYTES + 31)
+    fh = await _create(ops, b"budget.bin")
+    for at in range(0, len(data), MiB):
+        await ops.write(fh, at, data[at : at + MiB])
+    spool = _spool_of(ops)
+    assert not spool._in_memory_file and spool._file is not None
+    assert ops.spools.file_budget.used == 0
+    assert await client.read_file("budget.bin") == data
+    await _close(ops, fh)
+    assert heads and heads[0] is not None  # the prestore lived on, on the disk
+    assert await client.read_file("budget.bin") == data

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mount_harness import Mount, MountFactory, need, sh, wait_until
 
-from helixfs.fs.spool import MEMORY_BUDGET, SPILL_AT
+from helixfs.fs.spool import MEMORY_BUDGET, MEMORY_FILE_BUDGET, SPILL_AT
 
 pytestmark = [pytest.mark.mount, pytest.mark.timeout(300)]
 
@@ -212,8 +212,10 @@ def test_files_held_open_while_written_spill_to_the_store_disk_not_daemon_memory
 ) -> None:
     """Each file held open kept up to 4 MiB of its writes in the daemon's memory, with
     no bound over all of them: 200 such files took 800 MB (the OOM killer takes the
-    mount). Past a budget they share, the spools move to unnamed files in STORE/tmp."""
-    count = 2 * MEMORY_BUDGET // SPILL_AT
+    mount). Past the budgets they share (small spools in memory, then memory files of
+    files written from their start, ADR 0090), spools move to unnamed files in STORE/tmp."""
+    in_memory = MEMORY_BUDGET + MEMORY_FILE_BUDGET
+    count = 2 * in_memory // SPILL_AT
     spool_dir = str((mnt.store / "tmp").resolve())
     files = [(mnt.path / f"held{n}.bin").open("wb") for n in range(count)]
     try:
@@ -221,8 +223,11 @@ def test_files_held_open_while_written_spill_to_the_store_disk_not_daemon_memory
             handle.write(bytes([n]) * (SPILL_AT - 1))
             handle.flush()
         fd_dir = Path(f"/proc/{mnt.pid}/fd")
-        spilled = [link for link in fd_dir.iterdir() if str(link.readlink()).startswith(spool_dir)]
-        assert len(spilled) >= count - MEMORY_BUDGET // (SPILL_AT - 1)
+        links = [str(link.readlink()) for link in fd_dir.iterdir()]
+        spilled = [link for link in links if link.startswith(spool_dir)]
+        memory_files = [link for link in links if link.startswith("/memfd:helix-spool")]
+        assert len(memory_files) <= MEMORY_FILE_BUDGET // (SPILL_AT - 1)
+        assert len(spilled) >= count - in_memory // (SPILL_AT - 1)
     finally:
         for handle in files:
             handle.close()
