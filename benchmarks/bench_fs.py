@@ -260,6 +260,9 @@ def make_tree(root: Path, files: int) -> None:
         (folder / f"f{i}.txt").write_bytes(b"x%d\n" % i)
 
 
+BRANCHES_MADE = 200  # 20 gave p50s that moved 3x between runs of the same tree
+
+
 def bench_branches(base: Path, sizes: Sizes) -> list[Row]:
     rows = []
     for files in sizes.branch_trees:
@@ -267,7 +270,7 @@ def bench_branches(base: Path, sizes: Sizes) -> list[Row]:
         make_tree(tree, files)
         with mounted(base, f"branch{files}", 0, populate=tree) as mount:
             samples = []
-            for i in range(20):
+            for i in range(BRANCHES_MADE):
                 start = time.perf_counter()
                 os.mkdir(mount.path / ".helix" / "branches" / f"b{i}")
                 samples.append((time.perf_counter() - start) * 1000)
@@ -278,8 +281,8 @@ def bench_branches(base: Path, sizes: Sizes) -> list[Row]:
                     p50,
                     None,
                     "ms",
-                    "<= 5 ms, flat",
-                    p50 <= 5.0,
+                    "<= 0.35 ms, flat (issue 28)",
+                    p50 <= 0.35,
                     {"p95": percentile(samples, 95)},
                 )
             )
