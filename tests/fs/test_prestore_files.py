@@ -12,7 +12,7 @@ import pytest
 from fs_client import CTX, ROOT, Client, Fields
 
 from helixfs.fs.operations import Operations
-from helixfs.fs.spool import DROP_STEP, Spool
+from helixfs.fs.spool import DROP_STEP, PAGE, Spool
 from helixfs.vcs.content import store_stream
 from helixfs.vcs.prestore import FEED_BYTES, Prestore
 from helixfs.vcs.repo import Repository
@@ -111,6 +111,15 @@ async def test_a_gc_while_the_file_is_written_keeps_its_stored_head(
 # -- the memory file of a prestored spool (ADR 0090) ---------------------------------
 
 
+def _wait_stored(spool: Spool, size: int) -> None:
+    """Until the feeder thread has stored `size` bytes of the spool's file (no timing is
+    asserted: a loaded machine only waits longer)."""
+    deadline = time.monotonic() + 120
+    while (prestore := spool._prestore) is not None and prestore.pos < size:
+        assert time.monotonic() < deadline, "the feeder stored too little"
+        time.sleep(0.01)
+
+
 def _spool_of(ops: Operations) -> Spool:
     (spool,) = [spool for _, spool in ops.spools._spools.values()]
     return spool
@@ -123,7 +132,7 @@ async def _write_letting_go(ops: Operations, name: bytes, data: bytes) -> tuple[
     half = len(data) // 2 // MiB * MiB
     for at in range(0, half, MiB):
         await ops.write(fh, at, data[at : at + MiB])
-    _wait_fed(ops)
+    _wait_stored(_spool_of(ops), DROP_STEP + PAGE)
     for at in range(half, len(data), MiB):
         await ops.write(fh, at, data[at : at + MiB])
     spool = _spool_of(ops)
@@ -209,7 +218,7 @@ async def test_an_fsync_in_the_middle_then_more_writes(
 async def test_past_the_mounts_budget_the_memory_file_moves_to_the_disk(
     ops: Operations, client: Client, heads: list[object]
 ) -> None:
-    ops.spools.file_budget.limit = FEED_BYTES + 4 * MiB  # less than the writes hold
+    ops.spools.file_budget.limit = FEED_BYTES - MiB  # held before the first feed starts
     data = random.Random(12).randbytes(4 * FEED_BYTES + 31)
     fh = await _create(ops, b"budget.bin")
     for at in range(0, len(data), MiB):
