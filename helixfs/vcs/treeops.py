@@ -267,15 +267,6 @@ class Trees:
             return tuple(e for page, _ in decode_paged(record) for e in self.listed(page, objects))
         return decode_tree(record).entries
 
-    def _reshapes(self, oid: ObjectId, change: Nested) -> bool:
-        """Whether applying `change` to tree `oid` may change its count of subfolders: a
-        delete, or a change inside a folder it does not hold yet."""
-        tree = self.get(oid)  # cached: _apply just read it
-        return any(
-            value is None or (isinstance(value, dict) and find(tree, name) is None)
-            for name, value in change.items()
-        )
-
     def build(
         self, entries: list[TreeEntry], objects: Objects, own: TreeEntry | None = None
     ) -> ObjectId:
@@ -360,7 +351,7 @@ class Trees:
             node[parts[-1]] = change
         now = mtime_ns if mtime_ns is not None else time.time_ns()
         found = {} if bases is None else bases
-        return self._apply(root, nested, objects, now, b"", found, replaced)
+        return self._apply(root, nested, objects, now, b"", found, replaced)[0]
 
     def _apply(
         self,
@@ -371,31 +362,45 @@ class Trees:
         prefix: bytes,
         bases: dict[ObjectId, ObjectId],
         replaced: list[TreeEntry] | None = None,
-    ) -> ObjectId:
+    ) -> tuple[ObjectId, bool]:
+        """Tree `oid` with `nested` applied: the new id, and whether its count of
+        subfolders may differ (a delete, or a change inside a folder it did not hold),
+        so the folder entry above must count them again."""
         tree = self.get(oid)
-        names, entries, raws = list(tree.names), list(tree.entries), list(tree.raw)
+        # names change only by an insert or a delete: the tuple is shared until one does
+        names: Sequence[bytes] = tree.names
+        entries, raws = list(tree.entries), list(tree.raw)
+        reshaped = False
         for name, change in nested.items():
             i = bisect.bisect_left(names, name)
             old = entries[i] if i < len(names) and names[i] == name else None
             path = prefix + name
-            if replaced is not None and old is not None and not isinstance(change, dict):
-                replaced.append(old)
             if change is None:
                 if old is None:
                     raise NotFound(f"cannot delete {show_path(path)}: no such path")
+                if replaced is not None:
+                    replaced.append(old)
+                names = names if isinstance(names, list) else list(names)
                 del names[i], entries[i], raws[i]
+                reshaped = True
                 continue
+            if isinstance(change, dict):
+                reshaped = reshaped or old is None
+            elif replaced is not None and old is not None:
+                replaced.append(old)
             new = self._new_entry(name, old, change, objects, now, path, bases, replaced)
             if old is None:
+                names = names if isinstance(names, list) else list(names)
                 names.insert(i, name)
                 entries.insert(i, new)
                 raws.insert(i, encode_entry(new))
             else:
                 entries[i] = new
                 raws[i] = encode_entry(new)
-        return self.encode(
+        listing = self.encode(
             entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
         )
+        return listing, reshaped
 
     def _new_entry(
         self,
@@ -414,12 +419,12 @@ class Trees:
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")
             base = old.oid if old else EMPTY_TREE_ID
-            sub = self._apply(base, change, objects, now, path + b"/", bases, replaced)
+            sub, reshaped = self._apply(base, change, objects, now, path + b"/", bases, replaced)
             if old is not None and sub == old.oid:
                 return old
             mode = old.mode if old else MODE_DIR
             made = TreeEntry(name, mode, sub, 0, now, old.xattrs if old else ())
-            if old is not None and not self._reshapes(old.oid, change):
+            if old is not None and not reshaped:
                 return made  # files written, folders it had changed: the same count
             return folder_entry(made, sub, self.listed(sub, objects))
         if old is not None and old.is_dir():
