@@ -514,12 +514,34 @@ def decode_root(record: bytes) -> TreeEntry:
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
 )
+# The C encoder JSONEncoder.encode builds on every call, built once (half the cost of a
+# commit's metadata): the same options, so the same bytes. Without a table of the
+# containers being encoded (a shared one would keep them after a failed encode), a
+# cycle ends in RecursionError rather than ValueError.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None without _json
+_ENCODE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None,  # markers
+        _CANONICAL.default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
 
 
 def canonical_json(meta: Mapping[str, Any]) -> bytes:
     try:
+        if _ENCODE is not None and isinstance(meta, dict):
+            return "".join(_ENCODE(meta, 0)).encode()
         return _CANONICAL.encode(meta).encode()
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"commit metadata must be JSON-serialisable: {exc}") from None
 
 

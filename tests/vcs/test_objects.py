@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -14,6 +15,7 @@ from helixfs.vcs.objects import (
     MODE_FILE,
     Commit,
     TreeEntry,
+    canonical_json,
     decode_any,
     decode_blob,
     decode_chunked,
@@ -86,6 +88,30 @@ def test_commit_roundtrip(tree, parents, time_ns, author, message, meta) -> None
     assert decoded == commit
     assert decoded.id == object_id(record)
     assert references(record) == [tree, *parents]
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=10),
+        json_values | st.floats(allow_nan=False, allow_infinity=False),
+        max_size=5,
+    )
+)
+def test_commit_metadata_is_json_dumps_bytes(meta: dict[str, object]) -> None:
+    # commit ids hash these bytes: the encoder built once must give what json.dumps gave
+    expected = json.dumps(
+        meta, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+    assert canonical_json(meta) == expected.encode()
+
+
+def test_commit_metadata_that_is_not_json_is_refused() -> None:
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    for meta in ({"x": float("nan")}, {"x": object()}, {"x": [cyclic]}, {1: "a", "b": 2}):
+        with pytest.raises(InvalidInput, match="JSON-serialisable"):
+            canonical_json(meta)  # type: ignore[arg-type]
+    assert canonical_json({"after": "a refusal"}) == b'{"after":"a refusal"}'
 
 
 @given(st.lists(st.tuples(ids, st.integers(1, 2**32 - 1)), max_size=20))
