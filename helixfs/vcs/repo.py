@@ -80,6 +80,8 @@ log = logging.getLogger(__name__)
 # to 1,000 changed paths (~50 KB), so a count of commits (16,384 once) did not bound
 # the memory (~1 GB of a bulk import's commits). Typical commits are ~400 bytes.
 COMMIT_CACHE_BYTES = 16 << 20
+# What a commit's changes may be: a dict is matched first, without the ABC's check
+_MAPPINGS = (dict, Mapping)
 
 if TYPE_CHECKING:
     from helixfs.vcs import blame, linkmerge, maint, merge, pick
@@ -745,7 +747,7 @@ class Repository:
     def _store_changes(self, changes: Mapping[bytes | str, Content]) -> dict[bytes, Stored | None]:
         """Each change's content packed (or streamed to the store), keyed by its path
         normalised once here: the tree update and `changed` take them as they are."""
-        if not isinstance(changes, Mapping) or not changes:
+        if not changes or not isinstance(changes, _MAPPINGS):
             raise InvalidInput("a commit needs at least one path change")
         stored: dict[bytes, Stored | None] = {}
         for raw_path, content in changes.items():
@@ -799,7 +801,8 @@ class Repository:
         cid = CommitId(object_id(record))
         objects[ObjectId(cid)] = record
         refs = [RefUpdate(branch_ref(branch), cid, expected=parents[0] if parents else None)]
-        if work is None:
+        saved = self.store.ref(work_ref(branch))
+        if work is None and saved is not None:
             # a commit from outside the work tree: its editor temp files stay (ADR 0019)
             base = self.commit_info(parents[0]).tree if parents else EMPTY_TREE_ID
             work = self._carried_work(branch, base, tree, objects)
@@ -807,7 +810,7 @@ class Repository:
         # no update for a work ref that stays as it is: absent (every commit made through
         # the API on a branch without a mount), or an overlay on the head's tree that
         # the commit left as it was (ADR 0086)
-        if keep != self.store.ref(work_ref(branch)):
+        if keep != saved:
             refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(
             objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
