@@ -364,8 +364,8 @@ class Trees:
         replaced: list[TreeEntry] | None = None,
     ) -> tuple[ObjectId, bool]:
         """Tree `oid` with `nested` applied: the new id, and whether its count of
-        subfolders may differ (a delete, or a change inside a folder it did not hold),
-        so the folder entry above must count them again."""
+        subfolders may differ (a delete, a change inside a folder it did not hold, a whole
+        folder's entry put in or over a file), so the folder entry above counts them again."""
         tree = self.get(oid)
         # names change only by an insert or a delete: the tuple is shared until one does
         names: Sequence[bytes] = tree.names
@@ -389,6 +389,8 @@ class Trees:
             elif replaced is not None and old is not None:
                 replaced.append(old)
             new = self._new_entry(name, old, change, objects, now, path, bases, replaced)
+            if isinstance(change, TreeEntry) and new.is_dir() != (old is not None and old.is_dir()):
+                reshaped = True  # a whole folder's entry put where no folder was, or the reverse
             if old is None:
                 names = names if isinstance(names, list) else list(names)
                 names.insert(i, name)

@@ -94,3 +94,30 @@ def test_api_commits_keep_a_folders_subfolder_count(tmp_path: Path) -> None:
         repo.commit({"a/b": None}, "one gone")
         entry = repo.entry("HEAD", "a")
         assert entry is not None and attrs.subdirs_of(entry.xattrs) == 3
+
+
+def test_a_whole_folder_entry_put_in_a_folder_is_counted(tmp_path: Path) -> None:
+    # Trees.apply takes whole entries as well as contents: a folder's entry put at a new
+    # name, or over a file, changes the count of the folder holding it (no caller of
+    # today puts one: link groups put files' entries)
+    from helixfs.vcs.repo import Repository
+
+    with Repository.init(tmp_path / "store") as repo:
+        repo.commit({"a/x": b"1", "a/y": b"2", "d/f": b"3"}, "one")
+        head = repo.commit_info(repo.resolve("HEAD")).tree
+        folder = repo.trees.entry(head, "d")
+        assert folder is not None
+        for changes, count in (
+            ({b"a/d2": folder}, 1),
+            ({b"a/x": folder}, 1),
+            ({b"a/d2": folder, b"a/x": folder}, 2),
+        ):
+            root = repo.trees.apply(head, changes, {})
+            entry = repo.trees.entry(root, "a")
+            assert entry is not None and attrs.subdirs_of(entry.xattrs) == count
+        moved = repo.trees.apply(head, {b"a/d2": folder}, {})
+        inside = repo.trees.entry(moved, "a/d2")
+        assert inside is not None
+        back = repo.trees.apply(moved, {b"a/d2": repo.trees.entry(head, "a/x")}, {})
+        entry = repo.trees.entry(back, "a")  # the folder entry replaced by a file's
+        assert entry is not None and attrs.subdirs_of(entry.xattrs) == 0
