@@ -372,7 +372,10 @@ class Spool:
         if pos < self._dropped:  # stored by the prestore, let go of by the memory file
             assert self._prestore is not None
             head = self._prestore.read(pos, min(size, self._dropped - pos))
-            return head + self._get(pos + len(head), size - len(head)) if size > len(head) else head
+            if len(head) == size:
+                return head
+            assert len(head) == self._dropped - pos  # the prestore stored past _dropped
+            return head + os.pread(self._fd, size - len(head), self._dropped)
         return os.pread(self._fd, size, pos)
 
     def _hold(self, low: int, high: int) -> None:

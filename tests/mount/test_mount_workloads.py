@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
 import shutil
 from pathlib import Path
 
@@ -242,3 +245,42 @@ def test_a_big_write_works_after_the_store_tmp_folder_was_removed(mnt: Mount) ->
     data = bytes(range(256)) * ((SPILL_AT + 4096) // 256)
     (mnt.path / "big.bin").write_bytes(data)
     assert (mnt.path / "big.bin").read_bytes() == data
+
+
+def test_a_big_file_read_while_written_and_patched_at_its_start_like_a_linker(
+    mnt: Mount,
+) -> None:
+    """ADR 0090 through the kernel: a file written from its start spools to memory that
+    lets go of what is stored; reads of it while open come back from its chunks, and a
+    write at its start afterwards (a linker's header) makes those chunks its base."""
+    rng = random.Random(90)
+    data = bytearray()
+    path = mnt.path / "a.out"
+    with path.open("w+b", buffering=0) as out:
+        # every write lets go of what the feeder stored by then: write until it has
+        while len(data) < (32 << 20) or not _memory_file_let_go(mnt, len(data)):
+            assert len(data) < (512 << 20), "the spool never let go of stored bytes"
+            block = rng.randbytes(1 << 20)
+            out.write(block)
+            data += block
+        with path.open("rb") as reader:  # a second descriptor, while still open
+            assert reader.read() == data
+        header = rng.randbytes(4096)
+        out.seek(64)
+        out.write(header)
+        data[64 : 64 + len(header)] = header
+        out.seek(0)
+        assert out.read() == data
+    assert path.read_bytes() == data
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+    assert path.read_bytes() == data
+
+
+def _memory_file_let_go(mnt: Mount, written: int) -> bool:
+    """The daemon's spool is a memory file holding less than what was written (memfd's
+    pages are the daemon's Shmem: st_blocks counts what it holds)."""
+    for link in Path(f"/proc/{mnt.pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if str(link.readlink()).startswith("/memfd:helix-spool"):
+                return os.stat(link).st_blocks * 512 < written - (8 << 20)
+    return False
