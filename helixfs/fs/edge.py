@@ -7,15 +7,13 @@ that talks to the kernel outside a request (invalidations).
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import os
 import queue
 import stat
 import threading
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import pyfuse3
 
@@ -27,8 +25,6 @@ from helixfs.vcs import attrs as attrs_codec
 
 log = logging.getLogger(__name__)
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
 BLOCK_SIZE = 128 * 1024  # st_blksize: what cp/cat size their buffers on
 # Every change the kernel did not make itself is invalidated explicitly (another view of
@@ -74,37 +70,27 @@ class XattrsFull(HelixError):
     errno = errno.ENOSPC
 
 
-def fuse_errors(
-    fn: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn domain errors into the errno the caller sees; anything else is a bug: EIO
-    (a Rust panic too, see is_failure)."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await fn(*args, **kwargs)
-        except pyfuse3.FUSEError:
-            raise
-        except HelixError as exc:
-            log.debug("%s: %s", fn.__name__, exc)
-            raise pyfuse3.FUSEError(exc.errno) from exc
-        except OSError as exc:
-            log.warning("%s: %s", fn.__name__, exc)
-            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from exc
-        except BaseException as exc:
-            if not is_failure(exc):
-                raise  # trio.Cancelled, KeyboardInterrupt, SystemExit: not this request's
-            # A bug, or a panic in rocksdict or blake3: this request fails, the mount serves
-            # on. An unmount would not keep saved data safer: each store write is one
-            # RocksDB batch, applied whole or not at all, so a panic leaves the store as
-            # its last finished write did; an unmount would commit open files through
-            # the code that just panicked, and leave an empty folder where programs still
-            # write. The user can copy out and `helix umount`; the log says what failed.
-            log.exception("%s failed", fn.__name__)
-            raise pyfuse3.FUSEError(errno.EIO) from exc
-
-    return wrapper
+def fuse_error(where: str, exc: BaseException) -> BaseException:
+    """What a request that raised `exc` fails with: a domain error's errno; anything
+    else is a bug: EIO (a Rust panic too, see is_failure). trio.Cancelled,
+    KeyboardInterrupt and SystemExit are not the request's: they are returned as they
+    are, to go on. One function, so that every handler maps errors the same way."""
+    if isinstance(exc, HelixError):
+        log.debug("%s: %s", where, exc)
+        return pyfuse3.FUSEError(exc.errno)
+    if isinstance(exc, OSError):
+        log.warning("%s: %s", where, exc)
+        return pyfuse3.FUSEError(exc.errno or errno.EIO)
+    if not is_failure(exc):
+        return exc  # trio.Cancelled, KeyboardInterrupt, SystemExit: not this request's
+    # A bug, or a panic in rocksdict or blake3: this request fails, the mount serves
+    # on. An unmount would not keep saved data safer: each store write is one
+    # RocksDB batch, applied whole or not at all, so a panic leaves the store as
+    # its last finished write did; an unmount would commit open files through
+    # the code that just panicked, and leave an empty folder where programs still
+    # write. The user can copy out and `helix umount`; the log says what failed.
+    log.error("%s failed", where, exc_info=exc)
+    return pyfuse3.FUSEError(errno.EIO)
 
 
 def attributes(

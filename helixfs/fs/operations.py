@@ -3,7 +3,7 @@
 Nothing of substance lives here: names resolve through the inode table (inodes.py) and
 the views (views.py), content goes through spools (spool.py) to `Worktree.set_content`,
 every save goes to the Saver (saver.py), `.helix/` is the handler table of helixdir.py.
-Domain errors become errno values in one decorator (`request`, over edge.fuse_errors).
+Domain errors become errno values in one decorator (`request`, by edge.fuse_error).
 
 Handlers never await: each runs to completion on the trio loop, under the repository
 lock, so the Worktree (which is not thread-safe) sees one request at a time, and no
@@ -39,7 +39,7 @@ from helixfs.errors import (
     ReadOnly,
 )
 from helixfs.fs import edge, posix, xattrs
-from helixfs.fs.edge import AccessDenied, BadHandle, CrossDevice, NoAttr, NotSupported, fuse_errors
+from helixfs.fs.edge import AccessDenied, BadHandle, CrossDevice, NoAttr, NotSupported
 from helixfs.fs.handles import DirHandle, FileHandle, HandleTable, VirtualHandle
 from helixfs.fs.helixdir import Entry, Link, ViewSpec, VirtualDir, VirtualFile, helix_root
 from helixfs.fs.inodes import (
@@ -78,20 +78,31 @@ Handler = Callable[Concatenate["Operations", P], Coroutine[Any, Any, T]]
 
 
 def request(fn: Handler[P, T]) -> Handler[P, T]:
-    """A kernel request handler: domain errors become errno (edge.fuse_errors), and the
+    """A kernel request handler: domain errors become errno (edge.fuse_error), and the
     whole request runs under the repository lock, after the ref moves other threads made
     (`Operations._ref_moved`). A command on a daemon worker thread (commit, import)
     reloads a branch's Worktree there: a request half done across that reload, or served
     before the views follow it, would change nodes no longer in the tree, and its
-    rename or save would be lost."""
+    rename or save would be lost. One wrapper for both: a `tar x` sends ten requests
+    per file, and each layer of coroutine around a handler costs on every one."""
+    where = fn.__name__
 
     @functools.wraps(fn)
     async def serialized(self: Operations, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.repo.lock:
-            self._apply_moves()
-            return await fn(self, *args, **kwargs)  # handlers never await: no yield here
+        try:
+            with self.repo.lock:
+                if self._moves:
+                    self._apply_moves()
+                return await fn(self, *args, **kwargs)  # handlers never await: no yield here
+        except pyfuse3.FUSEError:
+            raise
+        except BaseException as exc:
+            error = edge.fuse_error(where, exc)
+            if error is exc:
+                raise
+            raise error from exc
 
-    return fuse_errors(serialized)
+    return serialized
 
 
 def _logged(update: Callable[[], None], what: str) -> Callable[[], None]:
@@ -266,13 +277,18 @@ class Operations(pyfuse3.Operations):
             found = self._parent_of(parent)
         else:
             try:
-                found = self._looked_up(parent, name, ctx.pid)
+                known = self._looked_up(parent, name, ctx.pid)
             except Stale:
                 raise
             except NotFound:
-                if not self._caches_absence(parent) or not self.negatives.record(parent.ino, name):
+                known = None
+                if not self._caches_absence(parent):
                     raise
+            if known is None:
+                if not self.negatives.record(parent.ino, name):
+                    raise NotFound(f"no such file: {name!r}")
                 return edge.negative_entry(self.negatives.timeout)
+            found = known
             self.negatives.discard(parent.ino, name)
         found.lookups += 1
         return self._attrs(found)
@@ -289,14 +305,30 @@ class Operations(pyfuse3.Operations):
             and parent.node.is_dir()
         )
 
-    def _looked_up(self, parent: Inode, name: bytes, tid: int) -> Inode:
+    def _looked_up(self, parent: Inode, name: bytes, tid: int) -> Inode | None:
+        """The child `name` of `parent`; None when a folder of a writable view has no
+        such name (`_caches_absence`: a negative entry), NotFound elsewhere."""
         try:
-            found = self._child(parent, name)
+            found = self._present_child(parent, name)
         except HelixError:
             self.retries.looked_up(tid, None)
             raise
         self.retries.looked_up(tid, found)
         return found
+
+    def _present_child(self, parent: Inode, name: bytes) -> Inode | None:
+        """`_child`, but None for a name a live tree folder lacks, without an error: most
+        names `tar x`, `make` and a compiler look up are not there."""
+        if (
+            isinstance(parent, NodeInode)
+            and not (parent.ino == ROOT_INODE and name == HELIX)
+            and self._caches_absence(parent)
+        ):
+            node = parent.worktree.find(parent.node, name)
+            return (
+                None if node is None else self.inodes.for_node(parent.view, node, parent.ino, name)
+            )
+        return self._child(parent, name)
 
     def _child(self, parent: NodeInode | VirtualInode, name: bytes) -> NodeInode | VirtualInode:
         if isinstance(parent, VirtualInode):
@@ -536,7 +568,7 @@ class Operations(pyfuse3.Operations):
         mode |= parent.node.mode & stat.S_ISGID
         owner = posix.new_node_owner(parent.node, ctx, self.owner)
         node = parent.worktree.mkdir(parent.node, name, mode, hidden=owner)
-        return self._created(parent, node, name, ctx)
+        return self._created(parent, node, name, edge.caller_meta(ctx))
 
     @request
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -565,7 +597,7 @@ class Operations(pyfuse3.Operations):
         self._refuse_helix_name(parent, name, making=True)
         owner = posix.new_node_owner(parent.node, ctx, self.owner)
         node = parent.worktree.symlink(parent.node, name, target, hidden=owner)
-        return self._created(parent, node, name, ctx)
+        return self._created(parent, node, name, edge.caller_meta(ctx))
 
     @request
     async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
@@ -585,7 +617,7 @@ class Operations(pyfuse3.Operations):
         self._refuse_helix_name(parent, name, making=True)
         owner = posix.new_node_owner(parent.node, ctx, self.owner)
         node = parent.worktree.create(parent.node, name, mode, rdev=rdev, hidden=owner)
-        return self._created(parent, node, name, ctx)
+        return self._created(parent, node, name, edge.caller_meta(ctx))
 
     @request
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
@@ -724,16 +756,17 @@ class Operations(pyfuse3.Operations):
         parent = self._tree_dir(parent_inode)
         self._refuse_helix_name(parent, name, making=True)
         existing = None if flags & os.O_EXCL else self._created_meanwhile(parent, name, flags, ctx)
+        meta = edge.caller_meta(ctx)
         if existing is not None:
             existing.lookups += 1
-            return self._open_node(existing, flags, ctx), self._attrs(existing)
+            return self._open_node(existing, flags, meta), self._attrs(existing)
         owner = posix.new_node_owner(parent.node, ctx, self.owner)
         node = parent.worktree.create(
             parent.node, name, stat.S_IFREG | stat.S_IMODE(mode), hidden=owner
         )
-        attrs = self._created(parent, node, name, ctx)
-        entry = self.inodes.node(attrs.st_ino)
-        return self._open_node(entry, flags & ~os.O_TRUNC, ctx), attrs
+        entry = self.inodes.for_node(parent.view, node, parent.ino, name)
+        attrs = self._made(parent, entry, name, meta)
+        return self._open_node(entry, flags & ~os.O_TRUNC, meta), attrs
 
     def _created_meanwhile(
         self, parent: NodeInode, name: bytes, flags: int, ctx: Any
@@ -743,7 +776,7 @@ class Operations(pyfuse3.Operations):
         name can appear in between: a HEAD switch or a `reset` swaps the whole tree
         behind the kernel's directory lock. A symlink or any other kind stays EEXIST."""
         try:
-            found = self._child(parent, name)
+            found = self._present_child(parent, name)
         except NotFound:
             return None
         if not isinstance(found, NodeInode) or found.node.is_symlink():
@@ -770,7 +803,7 @@ class Operations(pyfuse3.Operations):
             if handle.data:
                 entry.served = len(handle.data)
             return pyfuse3.FileInfo(fh=self._handles.add(handle), direct_io=True, keep_cache=False)
-        return self._open_node(entry, flags, ctx)
+        return self._open_node(entry, flags, edge.caller_meta(ctx))
 
     def _openable(self, inode: int) -> Inode:
         """The entry an open of `inode` opens. One its generation dropped, kept only
@@ -781,11 +814,11 @@ class Operations(pyfuse3.Operations):
             raise Stale(f"inode {inode} was replaced by a switch or a reset")
         return entry
 
-    def _open_node(self, entry: NodeInode, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+    def _open_node(self, entry: NodeInode, flags: int, meta: dict[str, Any]) -> pyfuse3.FileInfo:
         node = entry.node
         if node.is_dir():
             raise IsADirectory("cannot open a directory as a file")
-        handle = FileHandle(entry, entry.worktree, node, flags, edge.caller_meta(ctx))
+        handle = FileHandle(entry, entry.worktree, node, flags, meta)
         truncate = bool(flags & os.O_TRUNC)
         if (handle.writable or truncate) and entry.worktree.readonly:
             raise ReadOnly("snapshots and commits are read-only")
@@ -921,12 +954,19 @@ class Operations(pyfuse3.Operations):
     # -- helpers ------------------------------------------------------------------------
 
     def _created(
-        self, parent: NodeInode, node: Node, name: bytes, ctx: Any
+        self, parent: NodeInode, node: Node, name: bytes, meta: dict[str, Any]
     ) -> pyfuse3.EntryAttributes:
         entry = self.inodes.for_node(parent.view, node, parent.ino, name)
+        return self._made(parent, entry, name, meta)
+
+    def _made(
+        self, parent: NodeInode, entry: NodeInode, name: bytes, meta: dict[str, Any]
+    ) -> pyfuse3.EntryAttributes:
+        """The reply to a request that made `entry` as `name` (an entry: the kernel
+        counts it as a lookup)."""
         entry.lookups += 1
         self.negatives.discard(parent.ino, name)  # the kernel's negative entry is replaced
-        self._changed(parent, edge.caller_meta(ctx))
+        self._changed(parent, meta)
         self._tell_other_views(parent, name)
         return self._attrs(entry)
 

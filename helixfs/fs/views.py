@@ -77,6 +77,8 @@ class Views:
 
     def sharing(self, worktree: Worktree) -> list[View]:
         """Views showing `worktree` (the root and `.helix/branches/` of the same branch)."""
+        if not self._views:  # nothing under `.helix/` open: asked on nearly every request
+            return [self.root] if self.root.worktree is worktree else []
         views = [v for v in self._views.values() if v.worktree is worktree]
         return [self.root, *views] if self.root.worktree is worktree else views
 

@@ -370,6 +370,12 @@ class Worktree:
                 raise NotFound(f"no such file: {show_path(self._join(parent, name))}")
             return node
 
+    def find(self, parent: Node, name: bytes) -> Node | None:
+        """`lookup`, None for a name that is not there: a `tar x` or a compiler asks
+        for more names that are missing than that exist, and an error costs its message."""
+        with self._lock:
+            return self._children(parent).get(name)
+
     def listdir(self, parent: Node) -> list[tuple[bytes, Node]]:
         with self._lock:
             return list(self._sorted(parent))
