@@ -426,11 +426,12 @@ class Operations(pyfuse3.Operations):
             gid = attr.st_gid if fields.update_gid else None
             changes = posix.chown_changes(node, uid, gid, self.owner)
             changed = worktree.set_hidden(node, changes) or changed
+        mtime = node.mtime_ns
         if fields.update_mtime:
-            self._set_mtime(entry, attr.st_mtime_ns)
-            changed = True
-        if fields.update_atime:  # after the mtime: an atime equal to it is not stored
-            atime = posix.atime_change(edge.clamp_mtime(attr.st_atime_ns), node.mtime_ns)
+            mtime = edge.clamp_mtime(attr.st_mtime_ns)
+            changed = self._set_mtime(entry, mtime) or changed
+        if fields.update_atime:  # an atime equal to the (new) mtime is not stored
+            atime = posix.atime_change(edge.clamp_mtime(attr.st_atime_ns), mtime)
             changed = worktree.set_hidden(node, atime) or changed
         if save:
             self._saved(entry, edge.caller_meta(ctx))
@@ -439,18 +440,24 @@ class Operations(pyfuse3.Operations):
         self._tell_other_views(entry)
         return self._attrs(entry)
 
-    def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> None:
+    def _set_mtime(self, entry: NodeInode, mtime_ns: int) -> bool:
         """utimens is metadata, not a namespace change: committed with the save around
-        it (tar and cp -p set times right after close), persisted by the next one."""
-        mtime_ns = edge.clamp_mtime(mtime_ns)
+        it (tar and cp -p set times right after close), persisted by the next one.
+        True when the tree changed. A file open with unstored writes (`tar x` sets the
+        times of each file before it closes it) keeps the time on its spool until the
+        close stores it with the bytes: the tree then has neither yet, a commit in
+        between takes the file as it was, and stat shows the spool's (ctime moves now)."""
+        spool = self.spools.get(entry.node)
+        if spool is not None and spool.dirty:
+            spool.mtime_override = mtime_ns  # outlives the store at close
+            entry.worktree.mark_changed(entry.node)
+            return False
         if mtime_ns != entry.node.mtime_ns:
             pages_kept = entry.cache_key == pages_key(entry.node)
             entry.worktree.set_attrs(entry.node, mtime_ns=mtime_ns)
             if pages_kept:  # new times, the same bytes: the kernel's pages stay right
                 entry.cache_key = pages_key(entry.node)
-        spool = self.spools.get(entry.node)
-        if spool is not None and spool.dirty:
-            spool.mtime_override = mtime_ns  # outlives the store at close
+        return True
 
     def _virtual_setattr(
         self, entry: VirtualInode, fields: pyfuse3.SetattrFields
