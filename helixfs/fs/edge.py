@@ -93,6 +93,11 @@ def fuse_error(where: str, exc: BaseException) -> BaseException:
     return pyfuse3.FUSEError(errno.EIO)
 
 
+def no_attr() -> pyfuse3.FUSEError:
+    """ENOATTR, as NoAttr maps to it, for the common answer made without the error."""
+    return pyfuse3.FUSEError(pyfuse3.ENOATTR)
+
+
 def attributes(
     ino: int,
     mode: int,
@@ -207,9 +212,22 @@ def virtual_attributes(entry: VirtualInode, owner: tuple[int, int]) -> pyfuse3.E
 
 
 def caller_meta(ctx: Any) -> dict[str, Any]:
-    """Who saved: the process name and pid recorded in the commit metadata."""
+    """Who saved: the process name and pid recorded in the commit metadata. Kept per
+    thread for NAME_TTL, as its two parts are (`tar x` asks it four times per file);
+    the dict is shared: callers copy it before they change it (Worktree.note_meta)."""
     thread = int(getattr(ctx, "pid", 0) or 0)
-    return pid_meta(process_of(thread)) if thread > 0 else {}
+    if thread <= 0:
+        return {}
+    now = time.monotonic()
+    known = _METAS.get(thread)
+    if known is None or now - known[0] > NAME_TTL:
+        if len(_METAS) > 1024:
+            _METAS.clear()
+        pid = process_of(thread)
+        meta = pid_meta(pid)
+        # as old as the older of its parts: a name is never kept past NAME_TTL
+        known = _METAS[thread] = (min(_GROUPS[thread][0], _NAMES[pid][0]), meta)
+    return known[1]
 
 
 def process_of(thread: int) -> int:
@@ -267,6 +285,7 @@ def closer_meta(opened: dict[str, Any]) -> dict[str, Any]:
 NAME_TTL = 1.0  # a pid is reused only after the process exits; an exec is caught at close
 _NAMES: dict[int, tuple[float, str | None]] = {}  # pid -> (read at, /proc/PID/comm)
 _GROUPS: dict[int, tuple[float, int]] = {}  # thread id -> (read at, its process's pid)
+_METAS: dict[int, tuple[float, dict[str, Any]]] = {}  # thread id -> (made at, caller_meta)
 
 
 class Invalidator:
