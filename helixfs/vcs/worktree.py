@@ -984,7 +984,7 @@ class Worktree:
         earlier one's whole, so that a process name and a pid never come from two
         different saves; an empty one (a caller unknown) keeps what is there. When
         several processes saved, the commit names each (`savers`)."""
-        if meta:
+        if meta and meta != self._pending_meta:  # the same again (a tar x): nothing new
             self._pending_meta = dict(meta)
             self._savers.add(meta)
 
@@ -1632,7 +1632,7 @@ def _rehome(
 
 def _hidden_only(changes: Mapping[bytes, _V]) -> Mapping[bytes, _V]:
     """Attribute keys only: a user xattr name here is a caller's mistake."""
-    if any(not attrs.is_hidden(key) for key in changes):
+    if changes and any(not attrs.is_hidden(key) for key in changes):
         raise InvalidInput("only hidden attribute keys (attrs.OWNER...) may be set this way")
     return changes
 
