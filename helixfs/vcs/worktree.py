@@ -925,8 +925,12 @@ class Worktree:
         root keeps only its owner of them (in its root record, ADR 0044)."""
         with self._lock:
             self._writable()
-            kept = dict(node.xattrs)
-            for key, value in _hidden_only(changes).items():
+            held = node.xattrs
+            if all(held.get(key) == value for key, value in _hidden_only(changes).items()):
+                self.mark_changed(node)  # `tar x` chowns every file to the owner it has
+                return False
+            kept = dict(held)
+            for key, value in changes.items():
                 if value is None:
                     kept.pop(key, None)
                 else:
