@@ -16,8 +16,10 @@ from fs_client import CTX, ROOT, Client, Ctx, Fields, expect_errno, make_ops
 from helixfs.fs import spool
 from helixfs.fs.operations import Operations
 from helixfs.fs.saver import Saver
+from helixfs.vcs import attrs as attrs_codec
 from helixfs.vcs import content
 from helixfs.vcs.content import pack_bytes
+from helixfs.vcs.objects import TreeEntry
 from helixfs.vcs.repo import Repository
 
 
@@ -390,6 +392,58 @@ async def test_utimens_while_writing_survives_close(client: Client) -> None:
     got = await client.ops.getattr(attrs.st_ino, CTX)
     assert got.st_mtime_ns == 1_000_000_000_000_000_000
     assert await client.read_file("p") == b"data"
+
+
+async def test_utimens_of_a_written_open_file_waits_for_its_close(repo: Repository) -> None:
+    """`tar x` sets a file's times on its fd before it closes it: with writes unstored,
+    the time waits on the spool for the close, which stores it with the bytes. stat
+    shows it (and the moved ctime) at once; a commit in between takes the file as the
+    tree has it, times and bytes of before; an atime equal to the new mtime is not
+    stored apart."""
+    ops = make_ops(repo, window=300)
+    fi, attrs = await ops.create(ROOT, b"t", 0o644, os.O_WRONLY | os.O_EXCL, CTX)
+    ino = attrs.st_ino
+    await ops.flush(fi.fh)  # an empty file in the tree (as a `touch` before the writes)
+    await ops.write(fi.fh, 0, b"bytes")
+    before = await ops.getattr(ino, CTX)
+    times = pyfuse3.EntryAttributes()
+    times.st_mtime_ns = times.st_atime_ns = 1_600_000_000 * 10**9
+    await ops.setattr(ino, times, Fields(update_mtime=True, update_atime=True), fi.fh, CTX)
+    shown = await ops.getattr(ino, CTX)
+    assert (shown.st_mtime_ns, shown.st_atime_ns) == (times.st_mtime_ns, times.st_mtime_ns)
+    assert shown.st_ctime_ns >= before.st_ctime_ns
+    ops.saver.commit_now(ops.views.root.worktree)
+    assert repo.read("HEAD", b"t") == b""
+    assert _entry(repo, b"t").mtime_ns != times.st_mtime_ns
+    await ops.flush(fi.fh)
+    await ops.release(fi.fh)
+    ops.saver.commit_now(ops.views.root.worktree)
+    stored = _entry(repo, b"t")
+    assert (repo.read("HEAD", b"t"), stored.mtime_ns) == (b"bytes", times.st_mtime_ns)
+    assert all(key != attrs_codec.ATIME for key, _ in stored.xattrs)
+    after = await ops.getattr(ino, CTX)
+    assert (after.st_mtime_ns, after.st_atime_ns) == (times.st_mtime_ns, times.st_mtime_ns)
+    assert after.st_ctime_ns == shown.st_ctime_ns
+    ops.close()
+
+
+def _entry(repo: Repository, path: bytes) -> TreeEntry:
+    entry = repo.entry("HEAD", path)
+    assert entry is not None
+    return entry
+
+
+async def test_a_file_without_xattrs_has_none_to_get(client: Client) -> None:
+    """The kernel asks security.capability before each write and chown: answered at
+    once for a file with no xattrs, as for one with a user xattr; the computed names
+    still answer."""
+    ino = await client.write_file("plain", b"abc")
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"security.capability", CTX))
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"user.other", CTX))
+    assert len(await client.ops.getxattr(ino, b"user.helix.hash", CTX)) == 64
+    await client.ops.setxattr(ino, b"user.k", b"v", CTX)
+    assert await client.ops.getxattr(ino, b"user.k", CTX) == b"v"
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"security.capability", CTX))
 
 
 async def test_unlinked_open_file_stays_readable(client: Client) -> None:
