@@ -491,13 +491,12 @@ class ContentReader:
             if kind != KIND_CHUNKED:
                 raise CorruptObject(f"object {hex_id(oid)} is not a file content")
             cached = self._index(oid, record)
-        pieces = list(self._pieces(cached, offset, size))
-        return bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
+        return self.read_chunks(*cached, offset, size)
 
     def read_chunks(self, starts: list[int], ids: list[ObjectId], offset: int, size: int) -> bytes:
-        """Bytes [offset, offset+size) of chunks no stored index names yet (a file's
-        prestored head, vcs/prestore.py): `starts` holds each chunk's offset, then the
-        end of the last one."""
+        """Bytes [offset, offset+size) of chunks: a file's index, or chunks no stored
+        index names yet (a file's prestored head, vcs/prestore.py). `starts` holds each
+        chunk's offset, then the end of the last one."""
         pieces = list(self._pieces((starts, ids), offset, size))
         return bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
 
