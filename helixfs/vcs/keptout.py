@@ -135,9 +135,12 @@ class LiveScopes:
         parent. Kept here, not only gathered at encodes, for a commit that leaves dirty
         folders unencoded (ADR 0061, 0086): their `stale` holds every name
         changed since their last encode, more than since the last commit."""
+        since = self._since
+        if not since:  # no commit has made a commit tree yet: nothing to note (a tar x)
+            return
         node: Node | None = folder
         while node is not None:
-            known = self._since.get(node)
+            known = since.get(node)
             if known is not None:
                 known.add(name)
             name, node = node.name, node.parent
