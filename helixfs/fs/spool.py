@@ -138,7 +138,25 @@ class Spool:
         if offset >= self.size or size <= 0:
             return b""
         end = min(offset + size, self.size)
-        pieces, pos = [], offset
+        spans = self._spans(offset, end)
+        if sum(not held for _, _, held in spans) < 2:
+            pieces = [
+                self._get(pos, stop - pos) if held else self._unwritten(pos, stop)
+                for pos, stop, held in spans
+            ]
+            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        # Gaps between scattered writes (page writes into a large file, as its close
+        # re-cuts them) are read in one run of the stored content under the whole range,
+        # not one or two chunks a gap: 20 gaps a MiB took 20 point reads of the store.
+        data = bytearray(self._unwritten(offset, end))
+        for pos, stop, held in spans:
+            if held:
+                data[pos - offset : stop - offset] = self._get(pos, stop - pos)
+        return bytes(data)
+
+    def _spans(self, offset: int, end: int) -> list[tuple[int, int, bool]]:
+        """[offset, end) as (start, stop, held by the spool) pieces, in order."""
+        spans, pos = [], offset
         written = self._written
         at = bisect.bisect_right(written, (offset, _END))
         if at and written[at - 1][1] > offset:
@@ -146,13 +164,13 @@ class Spool:
         while pos < end:
             if at < len(written) and written[at][0] <= pos:
                 stop = min(end, written[at][1])
-                pieces.append(self._get(pos, stop - pos))
+                spans.append((pos, stop, True))
                 at += 1
             else:
                 stop = min(end, written[at][0]) if at < len(written) else end
-                pieces.append(self._unwritten(pos, stop))
+                spans.append((pos, stop, False))
             pos = stop
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return spans
 
     def write(self, offset: int, data: bytes) -> int:
         if offset >= MAX_FILE_SIZE:

@@ -104,6 +104,25 @@ def test_appending_to_a_big_file_reads_nothing_of_it(tmp_path: Path) -> None:
     spool.close()
 
 
+def test_scattered_page_writes_read_the_stored_content_once_a_range(tmp_path: Path) -> None:
+    """A close re-cuts a file of page writes through reads of a MiB: the stored bytes
+    between the pages come in one read of the store, not one read a gap."""
+    stored = Stored(random.Random(3).randbytes(4 << 20))
+    spool = Spool(tmp_path, stored.read, len(stored.data))
+    model = bytearray(stored.data)
+    for at in range(10_000, 1 << 20, 50_000):  # 21 pages in the first MiB
+        spool.write(at, b"p" * 4096)
+        model[at : at + 4096] = b"p" * 4096
+    calls = []
+    spool._read_base = lambda offset, size: calls.append(size) or stored.read(offset, size)
+    assert spool.read(0, 1 << 20) == bytes(model[: 1 << 20])
+    assert calls == [1 << 20]
+    assert spool.read(12_000, 100) == bytes(model[12_000:12_100])  # inside one page
+    assert spool.read(13_000, 9_000) == bytes(model[13_000:22_000])  # one gap: as it is
+    assert calls == [1 << 20, 22_000 - 14_096]
+    spool.close()
+
+
 def test_open_spools_share_one_memory_budget_and_the_rest_go_to_files(tmp_path: Path) -> None:
     """Each open file kept up to SPILL_AT in memory, with no bound over all of them:
     200 files held open while written took 800 MB of the daemon."""
