@@ -157,9 +157,11 @@ def node_attributes(
 ) -> pyfuse3.EntryAttributes:
     """A tree node as the kernel sees it: an open file's pending size and mtime win.
     `owner`: the default owner, shown where the node stores none; `read_atime`: an atime
-    that reads set in memory (`-o relatime`)."""
+    that reads set in memory (`-o relatime`). `attributes` written out, for the reply of
+    every getattr, setattr, create, mkdir and readdir entry (seven per file in `tar x`):
+    fields pyfuse3 starts at zero (generation, rdev) are set only when they are not."""
     node = entry.node
-    size, mtime, ctime = node.size, node.mtime_ns, node.ctime_ns
+    mode, size, mtime, ctime = node.mode, node.size, node.mtime_ns, node.ctime_ns
     if spool is None:
         data = entry.worktree.data_bytes(node)
     else:
@@ -169,30 +171,38 @@ def node_attributes(
         elif spool.dirty:
             mtime = spool.mtime_ns
             ctime = max(ctime, mtime)  # a write changes ctime too, not only mtime
-    timeout = READONLY_TIMEOUT if entry.view.readonly else WRITABLE_TIMEOUT
-    if entry.parent != ROOT_INODE and entry.ino == entry.view.root_ino:
+    view = entry.view
+    timeout = READONLY_TIMEOUT if view.worktree.readonly else WRITABLE_TIMEOUT
+    if entry.ino == view.root_ino and entry.parent != ROOT_INODE:
         timeout = 0  # a `.helix/` view root: its branch may be deleted any time
+    attrs = pyfuse3.EntryAttributes()
+    attrs.st_ino = entry.ino
+    attrs.entry_timeout = attrs.attr_timeout = timeout
+    attrs.st_mode = mode
+    attrs.st_size = size
+    attrs.st_blksize = BLOCK_SIZE
+    attrs.st_blocks = (data + 511) // 512
+    attrs.st_mtime_ns = mtime
+    attrs.st_ctime_ns = ctime
     hidden = node.xattrs
-    stored_atime = attrs_codec.time_of(hidden.get(attrs_codec.ATIME), mtime) if hidden else None
+    if hidden:
+        stored_atime: int | None = attrs_codec.time_of(hidden.get(attrs_codec.ATIME), mtime)
+        attrs.st_uid, attrs.st_gid = attrs_codec.owner_of(hidden.get(attrs_codec.OWNER), owner)
+        rdev = hidden.get(attrs_codec.RDEV)
+        if rdev is not None:
+            attrs.st_rdev = attrs_codec.rdev_of(rdev)
+    else:
+        stored_atime = None
+        attrs.st_uid, attrs.st_gid = owner
     if read_atime is not None and (stored_atime is None or read_atime > stored_atime):
         stored_atime = read_atime
-    attrs = attributes(
-        entry.ino,
-        node.mode,
-        size,
-        mtime,
-        ctime,
-        owner=attrs_codec.owner_of(hidden.get(attrs_codec.OWNER), owner) if hidden else owner,
-        timeout=timeout,
-        data_bytes=data,
-        atime_ns=stored_atime,
-        subdirs=node.subdirs,
-        rdev=attrs_codec.rdev_of(hidden.get(attrs_codec.RDEV)) if hidden else 0,
-    )
+    attrs.st_atime_ns = mtime if stored_atime is None else stored_atime
     if node.parent is None and node is not entry.worktree.root:
         attrs.st_nlink = 0  # unlinked (or rmdir'ed) while open: no name links it
     elif node.group is not None:
         attrs.st_nlink = node.group.count  # every name in the tree, loaded or not
+    else:
+        attrs.st_nlink = 2 + node.subdirs if stat.S_ISDIR(mode) else 1
     return attrs
 
 
