@@ -415,17 +415,22 @@ class Operations(pyfuse3.Operations):
         if fields.update_size:
             self.writes.truncate(entry, attr.st_size, by_handle=fh is not None)
             save = fh is None  # ftruncate belongs to its write session, saved at close
-        mode = stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode)
-        if fields.update_mode and mode != node.mode:  # tar and cp re-apply the same mode
-            worktree.set_attrs(node, mode=mode)
-            changed = True
-        elif fields.update_mode:  # the mode it has: nothing to store, but ctime moves
-            worktree.mark_changed(node)
-        if fields.update_uid or fields.update_gid:
-            uid = attr.st_uid if fields.update_uid else None
-            gid = attr.st_gid if fields.update_gid else None
-            changes = posix.chown_changes(node, uid, gid, self.owner)
-            changed = worktree.set_hidden(node, changes) or changed
+        if fields.update_mode:
+            mode = stat.S_IFMT(node.mode) | stat.S_IMODE(attr.st_mode)
+            if mode != node.mode:
+                worktree.set_attrs(node, mode=mode)
+                changed = True
+            else:  # tar and cp re-apply the mode it has: nothing to store, ctime moves
+                worktree.mark_changed(node)
+        update_uid, update_gid = fields.update_uid, fields.update_gid
+        if update_uid or update_gid:
+            uid = attr.st_uid if update_uid else None
+            gid = attr.st_gid if update_gid else None
+            if not node.xattrs and posix.chowned(self.owner, uid, gid) == self.owner:
+                worktree.mark_changed(node)  # `tar x` chowns every file to the owner it has
+            else:
+                changes = posix.chown_changes(node, uid, gid, self.owner)
+                changed = worktree.set_hidden(node, changes) or changed
         mtime = node.mtime_ns
         if fields.update_mtime:
             mtime = edge.clamp_mtime(attr.st_mtime_ns)

@@ -33,9 +33,13 @@ def chown_changes(
     node: Node, uid: int | None, gid: int | None, default: Owner
 ) -> dict[bytes, bytes | None]:
     """The OWNER change of a chown; None for an id that stays (chown's -1)."""
-    old_uid, old_gid = owner_of(node, default)
-    owner = (old_uid if uid is None else uid, old_gid if gid is None else gid)
+    owner = chowned(owner_of(node, default), uid, gid)
     return {attrs.OWNER: attrs.pack_owner(owner, default)}
+
+
+def chowned(owner: Owner, uid: int | None, gid: int | None) -> Owner:
+    """`owner` after a chown to `uid` and `gid` (None: that id stays)."""
+    return (owner[0] if uid is None else uid, owner[1] if gid is None else gid)
 
 
 def atime_change(atime_ns: int, mtime_ns: int) -> dict[bytes, bytes | None]:
