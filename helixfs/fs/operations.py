@@ -511,13 +511,24 @@ class Operations(pyfuse3.Operations):
         parent = self.inodes.get(handle.ino)
         if not self._reply_dots(parent, start_id, token):
             return
-        for index in range(max(start_id - DOTS, 0), len(handle.names)):
-            name = handle.names[index]
+        names, nodes, reply, attrs = handle.names, handle.nodes, self.readdir_reply, self._attrs
+        tree = parent if nodes is not None and isinstance(parent, NodeInode) else None
+        for index in range(max(start_id - DOTS, 0), len(names)):
+            name = names[index]
             try:
-                child = self._listed_child(parent, handle, index)
+                # _listed_child, written out for a tree folder's child still in place
+                if (
+                    tree is not None
+                    and nodes is not None
+                    and (node := nodes[index]).parent is tree.node
+                    and node.name == name
+                ):
+                    child: Inode = self.inodes.for_node(tree.view, node, tree.ino, name)
+                else:
+                    child = self._listed_child(parent, handle, index)
             except HelixError:
                 continue  # vanished since opendir
-            if not self.readdir_reply(token, name, self._attrs(child), index + 1 + DOTS):
+            if not reply(token, name, attrs(child), index + 1 + DOTS):
                 return
             child.lookups += 1
 
