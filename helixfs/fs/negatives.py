@@ -14,6 +14,7 @@ holds as negative are ever invalidated, never a folder a process may be inside.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
@@ -42,15 +43,24 @@ class NegativeNames:
         self.limit = limit
         self._clock = clock
         self._expiry: OrderedDict[tuple[int, bytes], float] = OrderedDict()
+        # No name expires before this (the oldest one's expiry, or earlier): a `tar x`
+        # records a name per file, and nearly every record has nothing to prune.
+        self._soonest = math.inf
 
     def record(self, parent: int, name: bytes) -> bool:
         """Note a negative answer about to be sent; False: send it uncached instead."""
-        self._prune()
+        now = self._clock()
+        if now >= self._soonest:
+            self._prune(now)
         key = (parent, name)
-        if key not in self._expiry and len(self._expiry) >= self.limit:
+        expiry = self._expiry
+        if key in expiry:
+            expiry.move_to_end(key)
+        elif len(expiry) >= self.limit:
             return False
-        self._expiry[key] = self._clock() + self.timeout + MARGIN
-        self._expiry.move_to_end(key)
+        when = expiry[key] = now + self.timeout + MARGIN
+        if when < self._soonest:
+            self._soonest = when
         return True
 
     def discard(self, parent: int, name: bytes) -> None:
@@ -59,19 +69,20 @@ class NegativeNames:
 
     def take(self, parents: Collection[int]) -> list[tuple[int, bytes]]:
         """The names still cached negatively under `parents`, off the record."""
-        self._prune()
+        self._prune(self._clock())
         taken = [key for key in self._expiry if key[0] in parents]
         for key in taken:
             del self._expiry[key]
         return taken
 
-    def _prune(self) -> None:
-        now = self._clock()
+    def _prune(self, now: float) -> None:
         while self._expiry:
             key, expiry = next(iter(self._expiry.items()))
             if expiry > now:
+                self._soonest = expiry  # the oldest left: records are in expiry order
                 return
             del self._expiry[key]
+        self._soonest = math.inf
 
     def __len__(self) -> int:
         return len(self._expiry)
