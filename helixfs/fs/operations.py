@@ -873,7 +873,8 @@ class Operations(pyfuse3.Operations):
         handle = self._handles.get(fh)
         if isinstance(handle, VirtualHandle):
             return handle.read(off, size)
-        handle = self._handles.typed(fh, FileHandle)
+        if not isinstance(handle, FileHandle):
+            handle = self._handles.typed(fh, FileHandle)  # the error it raises
         spool = self.spools.get(handle.node)
         if spool is not None:
             return spool.read(off, size)
@@ -1009,9 +1010,11 @@ class Operations(pyfuse3.Operations):
         only the inode a request named up to date: the same node seen through another
         view of the branch (the root and `.helix/branches/HEAD`) is invalidated there.
         `names`: children of `entry` that came, went or moved."""
+        if not self.views.any_open:
+            return  # the common case: one view per branch, nothing else to tell
         views = self.views.sharing(entry.worktree)
         if len(views) < 2:
-            return  # the common case: one view per branch, nothing else to tell
+            return
         for view in views:
             known = None if view is entry.view else self.inodes.known(view, entry.node)
             if known is None:

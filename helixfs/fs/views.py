@@ -75,6 +75,12 @@ class Views:
             return self.repo.commit_view(spec.rev or spec.name)
         raise NotFound(f"unknown view kind {spec.kind!r}")
 
+    @property
+    def any_open(self) -> bool:
+        """Whether a view under `.helix/` is open: until one is, every branch is shown
+        once (the root's), and no request has another view to tell of a change."""
+        return bool(self._views)
+
     def sharing(self, worktree: Worktree) -> list[View]:
         """Views showing `worktree` (the root and `.helix/branches/` of the same branch)."""
         if not self._views:  # nothing under `.helix/` open: asked on nearly every request
