@@ -172,6 +172,10 @@ class InodeTable:
                 raise NotFound(f"inode {ino} is a removed folder") from None
             raise Stale(f"inode {ino} is not known (stale handle)") from None
 
+    def find(self, ino: int) -> Inode | None:
+        """`get`, None for a number not mapped (removed, stale or never handed out)."""
+        return self._entries.get(ino)
+
     def node(self, ino: int) -> NodeInode:
         found = self.get(ino)
         if not isinstance(found, NodeInode):

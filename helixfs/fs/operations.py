@@ -7,7 +7,8 @@ Domain errors become errno values in one decorator (`request`, by edge.fuse_erro
 
 Handlers never await: each runs to completion on the trio loop, under the repository
 lock, so the Worktree (which is not thread-safe) sees one request at a time, and no
-request sees another half done, nor a reload by a command on another thread.
+request sees another half done, nor a reload by a command on another thread. One answer
+is made without it: getxattr of a file that has no xattrs (see there).
 """
 
 from __future__ import annotations
@@ -934,14 +935,30 @@ class Operations(pyfuse3.Operations):
 
     # -- extended attributes ------------------------------------------------------------
 
-    @request
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+        """The kernel asks security.capability before each write and chown of a file
+        (two per file in `tar x`): a file with no xattrs has none of them, answered
+        here without the repository lock, the one request that is. It reads one field
+        of a node the inode table names; a command on another thread that holds the
+        lock meanwhile is not done yet, so the answer is the one before it (as if this
+        request came first), and once it has moved a ref, `_moves` sends the request
+        to the locked path, which follows the move first."""
+        entry = self.inodes.find(inode)
+        if (
+            isinstance(entry, NodeInode)
+            and not entry.node.xattrs
+            and not self._moves
+            and not name.startswith(xattrs.COMPUTED_PREFIX)
+        ):
+            raise edge.no_attr()
+        return await self._getxattr(inode, name)
+
+    @request
+    async def _getxattr(self, inode: int, name: bytes) -> bytes:
         entry = self.inodes.get(inode)
         if isinstance(entry, VirtualInode):
             raise NoAttr()
         if not entry.node.xattrs and not name.startswith(xattrs.COMPUTED_PREFIX):
-            # the kernel asks security.capability before each write and chown of a
-            # file (two per file in `tar x`): a file with no xattrs has none of them
             raise edge.no_attr()
         return xattrs.get(entry.worktree, entry.node, name, self._digests)
 

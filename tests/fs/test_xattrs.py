@@ -177,3 +177,24 @@ async def test_a_files_xattrs_are_bounded_in_all(client: Client) -> None:
     await client.ops.setxattr(ino, b"user.a", b"small", CTX)
     await client.ops.setxattr(ino, b"user.c", big, CTX)
     assert sorted(await client.ops.listxattr(ino, CTX)) == [b"user.a", b"user.b", b"user.c"]
+
+
+async def test_getxattr_follows_a_ref_move_another_thread_made_first(client: Client) -> None:
+    """getxattr of a file with no xattrs answers without the repository lock: a ref
+    move that a command on another thread made (queued for the loop) is followed
+    first, so the answer is the moved tree's, not the one before it."""
+    import threading
+
+    import trio
+
+    ino = await client.write_file("f", b"content")
+    await client.ops.setxattr(ino, b"user.k", b"v", CTX)
+    tagged = client.ops.repo.resolve("HEAD")
+    await client.ops.removexattr(ino, b"user.k", CTX)
+    await expect_errno(errno.ENODATA, client.ops.getxattr(ino, b"user.k", CTX))
+    client.ops._loop = (threading.get_ident(), trio.lowlevel.current_trio_token())
+    worker = threading.Thread(target=client.ops.repo.reset_hard, args=(tagged.hex(),))
+    worker.start()
+    worker.join()  # the loop has not run since: the move is still queued
+    assert client.ops._moves
+    assert await client.ops.getxattr(ino, b"user.k", CTX) == b"v"
