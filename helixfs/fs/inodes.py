@@ -77,7 +77,10 @@ class OpenRetries:
         return walk if walk is not None and walk.ino == ino else None
 
     def take(self, tid: int, ino: int) -> NodeInode | None:
-        """`peek`, for the open that ends the retry."""
+        """`peek`, for the open that ends the retry (every open asks: nearly always
+        with no retry in flight at all)."""
+        if not self._walks:
+            return None
         found = self.peek(tid, ino)
         self._walks.pop(tid, None)
         return found
