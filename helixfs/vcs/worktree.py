@@ -564,7 +564,9 @@ class Worktree:
     def unlink(self, parent: Node, name: bytes) -> Node:
         with self._lock:
             self._writable()
-            node = self.lookup(parent, name)
+            node = self._children(parent).get(name)  # `lookup`, under the lock held here
+            if node is None:
+                raise NotFound(f"no such file: {show_path(self._join(parent, name))}")
             if node.is_dir():
                 raise IsADirectory(f"{show_path(self._join(parent, name))} is a directory")
             self._detach(parent, name)
