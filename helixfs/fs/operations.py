@@ -942,7 +942,7 @@ class Operations(pyfuse3.Operations):
         of a node the inode table names; a command on another thread that holds the
         lock meanwhile is not done yet, so the answer is the one before it (as if this
         request came first), and once it has moved a ref, `_moves` sends the request
-        to the locked path, which follows the move first."""
+        to the locked path, which follows the move first (ADR 0091)."""
         entry = self.inodes.find(inode)
         if (
             isinstance(entry, NodeInode)
