@@ -127,6 +127,10 @@ class Spool:
         self._edits: list[tuple[int, int]] | None = []
         self.base_id = base_id  # the stored content those edits apply to
         self._make_prestore = prestore
+        # Decided at the first write, made once the spool leaves memory: a file that
+        # stays small (nearly every save) is stored whole at close, and a prestore
+        # made for it would only be finished unused.
+        self._prestore_due = False
         self._prestore: Prestore | None = None
         self._feeding = False  # the prestore is in the feeder's queue
 
@@ -198,21 +202,22 @@ class Spool:
 
     def _before_write(self, offset: int) -> None:
         """A file written from its start, nothing stored showing through, gets a
-        prestore; a write anywhere but at the end makes it void."""
-        if self._prestore is not None:
+        prestore (once it leaves memory: `_make_room`); a write anywhere but at the
+        end makes it void."""
+        if self._prestore is not None or self._prestore_due:
             if offset != self.size:
                 self._void_prestore()
-        elif (
-            self._make_prestore is not None
-            and offset == 0
-            and self.size == 0
-            and not self._written
-            and self._base_limit == 0
-        ):
-            self._prestore = self._make_prestore()
-        self._make_prestore = None  # decided at the first write
+        elif self._make_prestore is not None:
+            self._prestore_due = (
+                offset == 0 and self.size == 0 and not self._written and self._base_limit == 0
+            )
+            if not self._prestore_due:
+                self._make_prestore = None  # decided at the first write
 
     def _void_prestore(self) -> None:
+        if self._prestore_due:
+            self._prestore_due = False
+            self._make_prestore = None
         if self._prestore is not None:
             self._prestore.void()
             self._end_prestore(self._prestore)
@@ -299,6 +304,8 @@ class Spool:
         a feed under way; the prestore ends here."""
         prestore = self._prestore
         if prestore is None:
+            self._prestore_due = False  # stored whole from memory: over as well
+            self._make_prestore = None
             return None
         head = prestore.finish()
         self._end_prestore(prestore)
@@ -458,6 +465,10 @@ class Spool:
             return
         if end <= SPILL_AT and self._budget.take(end - len(self._memory)):
             return
+        if self._prestore_due and self._make_prestore is not None:
+            self._prestore = self._make_prestore()
+            self._prestore_due = False
+            self._make_prestore = None
         prestore = self._prestore
         memory_file = None
         if prestore is not None and prestore.readable:

@@ -15,6 +15,7 @@ from helixfs.fs.handles import FileHandle
 from helixfs.fs.inodes import NodeInode, Stale, pages_key
 from helixfs.fs.saver import Saver
 from helixfs.fs.spool import Spool, SpoolTable
+from helixfs.vcs.content import CHUNK_THRESHOLD
 
 if TYPE_CHECKING:
     from helixfs.vcs.worktree import Node, Worktree
@@ -91,15 +92,17 @@ class Writes:
         # utimens): a close changes nothing, and a stat once the kernel's cached
         # attributes expire must not see it move.
         ctime = max(node.ctime_ns, spool.mtime_ns)
-        edits = spool.edits()
+        source = spool.source()
+        if isinstance(source, bytes) and len(source) <= CHUNK_THRESHOLD:
+            # one blob (nearly every save): neither edits nor holes change how it is stored
+            edited, holes = None, []
+        else:
+            edits = spool.edits()
+            edited = None if edits is None or spool.base_id is None else (spool.base_id, edits)
+            holes = spool.holes()
+        head = spool.take_head()
         worktree.set_content(
-            node,
-            spool.source(),
-            edited=None if edits is None or spool.base_id is None else (spool.base_id, edits),
-            holes=spool.holes(),
-            head=spool.take_head(),
-            mtime_ns=mtime,
-            ctime_ns=ctime,
+            node, source, edited=edited, holes=holes, head=head, mtime_ns=mtime, ctime_ns=ctime
         )
         spool.stored(node.oid)
         self.saver.saved(worktree, meta or {}, sync=sync)

@@ -875,6 +875,8 @@ class Worktree:
         """The content stored by re-cutting only the edited ranges, when it can be."""
         if edited is None or edited[0] != node.oid:
             return None
+        if isinstance(source, bytes) and len(source) <= CHUNK_THRESHOLD:
+            return None  # one blob: nothing to keep
         readable = io.BytesIO(source) if isinstance(source, bytes) else source
         size = readable.seek(0, io.SEEK_END)
         index = self._reader.chunks(edited[0]) if size > CHUNK_THRESHOLD else None
