@@ -339,6 +339,9 @@ class Spool:
         (the spool's own file when it holds every byte, else a view that reads the
         stored content where the spool has nothing)."""
         if self.size <= SPILL_AT:
+            memory = self._memory
+            if memory is not None and self._written == [(0, self.size)]:
+                return bytes(memory[: self.size])  # every byte written (nearly every save)
             return self.read(0, self.size)
         if self._file is not None and self._written == [(0, self.size)] and not self._dropped:
             self._file.seek(0)
