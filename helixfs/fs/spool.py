@@ -183,10 +183,16 @@ class Spool:
         end = offset + len(data)
         self._before_write(offset)
         self._make_room(end)
-        if self._memory is not None:
-            if end > len(self._memory):
-                self._memory.extend(bytes(end - len(self._memory)))
-            self._memory[offset:end] = data
+        memory = self._memory
+        if memory is not None:
+            if offset >= len(memory):  # at the end (nearly every write): one copy
+                if offset > len(memory):
+                    memory.extend(bytes(offset - len(memory)))
+                memory += data
+            else:
+                if end > len(memory):
+                    memory.extend(bytes(end - len(memory)))
+                memory[offset:end] = data
         else:
             written = 0
             while written < len(data):
