@@ -9,8 +9,11 @@ Replays on the Operations class, called directly as the kernel calls it, the req
 daemon: per file a negative lookup, create, getxattr security.capability, write,
 getattr, setattr uid+gid, getxattr, setattr mode, setattr mtime, flush, release,
 getattr; then open, read, flush, release; then readdir, getattr, unlink, forget), on a
-real store in a temporary folder with the mount's quiet window. Prints the microseconds
-per file each kind of request took, median of the runs. With OLD set, each run is made
+real store in a temporary folder with the mount's quiet window; then as many 10 KB saves
+over 20 files as bench_ab's saves row makes (per save an open with O_TRUNC, getxattr
+security.capability twice, write, flush, release; fsync before the flush in the second
+kind), the window passing every 100 saves. Prints the microseconds per file (per save)
+each kind of request took, median of the runs. With OLD set, each run is made
 once with that checkout's package and once with this one's, alternated: the same
 host drift for both. Each run is a process of its own. Nothing is asserted.
 """
@@ -33,7 +36,7 @@ from typing import Any
 from common import write_results
 
 HERE = Path(__file__).resolve().parent
-PHASES = ("tar x", "git status", "rm -rf")
+PHASES = ("tar x", "git status", "rm -rf", "save", "save+fsync")
 
 
 @dataclass
@@ -113,6 +116,32 @@ def replay(files: int) -> dict[str, dict[str, float]]:
             timed(status, "flush", ops.flush(fo.fh))
             timed(status, "release", ops.release(fo.fh))
         remove(ops, top)
+        saves(ops, "save", fsync=False)
+        saves(ops, "save+fsync", fsync=True)
+
+    def saves(ops: Operations, phase: str, *, fsync: bool) -> None:
+        payload = os.urandom(10 * 1024)
+        made = [
+            ops.create(1, b"%s%d.bin" % (phase.encode(), n), 0o644, os.O_WRONLY, ctx)
+            for n in range(20)
+        ]
+        inodes = []
+        for coro in made:
+            fi, attrs = drive(coro)
+            drive(ops.release(fi.fh))
+            inodes.append(attrs.st_ino)
+        for i in range(files):
+            ino = inodes[i % 20]
+            fo = timed(phase, "open", ops.open(ino, os.O_WRONLY | os.O_TRUNC, ctx))
+            timed(phase, "getxattr", ops.getxattr(ino, b"security.capability", ctx))
+            timed(phase, "getxattr", ops.getxattr(ino, b"security.capability", ctx))
+            timed(phase, "write", ops.write(fo.fh, 0, payload[:-8] + i.to_bytes(8, "little")))
+            if fsync:
+                timed(phase, "fsync", ops.fsync(fo.fh, False))
+            timed(phase, "flush", ops.flush(fo.fh))
+            timed(phase, "release", ops.release(fo.fh))
+            if i % 100 == 99:  # the quiet window passes: the commit is no save's reply
+                ops.saver.commit_due(trio.current_time() + 1)
 
     def remove(ops: Operations, folder: int) -> None:
         rm = "rm -rf"
