@@ -35,6 +35,7 @@ MIN_BLOB_BYTES = 16 << 10  # FastCDC's smallest chunk: every chunk but a file's 
 BLOB_FILE_BYTES = 256 << 20
 WRITE_BUFFER_BYTES = 16 << 20  # a family's memtable
 WRITE_BUFFERS = 2  # memtables a family may hold, flushing ones included: then writes stall
+MEMTABLE_BLOOM_RATIO = 0.02  # of a memtable's bytes: 320 KiB of filter for 16 MiB
 RELOCATE_AT_GARBAGE = 0.25  # compact() moves live blobs once this share of blob bytes is dead
 DIRECT_BLOCK = 4096  # a write O_DIRECT takes on any block size up to 4 KiB
 BLOB_GC_OFF = {"enable_blob_garbage_collection": "false"}
@@ -166,6 +167,11 @@ def db_options(cache: rocksdict.Cache, *, blobs: bool = False) -> rocksdict.Opti
     table.set_block_size(16 << 10)
     table.set_block_cache(cache)
     options.set_block_based_table_factory(table)
+    # A bloom filter over the memtable's keys: a commit asks whether each new record is
+    # stored already (key_may_exist), and without it a miss searched the memtable's skip
+    # list, 1.4-1.7 us in a memtable of 10,000 records against 0.47 with it.
+    options.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO)
+    options.set_memtable_whole_key_filtering(True)
     options.set_advise_random_on_open(False)  # let the kernel read ahead in blob files
     if blobs:
         set_blob_options(options)
