@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from helixfs.ids import ObjectId
 
@@ -37,6 +37,16 @@ class RefUpdate:
     name: str
     new: bytes | None
     expected: bytes | None | _Any = ANY
+
+
+class Patch(NamedTuple):
+    """What a new record shares with a stored one, as its writer knows it (ADR 0095):
+    `base[:prefix]` starts it and `base[len(base) - suffix:]` ends it. Path copying
+    changes one entry of a folder and knows its offset, so no search is needed."""
+
+    base: ObjectId
+    prefix: int
+    suffix: int
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class ObjectStore(Protocol):
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
+        patches: Mapping[ObjectId, Patch] | None = None,
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
@@ -100,6 +111,9 @@ class ObjectStore(Protocol):
         previous version of the same file); the store may encode a delta against it.
         `uncompressed` hints objects not worth compressing on the write path (a set:
         tested per object); the store keeps them as they are.
+        `patches` tells, per new object, a stored one it shares a prefix and a suffix
+        with (a folder's previous version, one entry changed): the store may keep the
+        middle alone, on that base, without looking for it (ADR 0095).
         `sync=True` returns only once the write survives power loss.
         `bulk=True` (objects only: a large file's chunks, which nothing reaches yet) may
         skip the store's log: such objects survive a crash only once a later write

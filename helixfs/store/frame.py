@@ -323,6 +323,40 @@ def encode_delta(record: bytes, base_id: ObjectId, base: bytes, base_depth: int)
     return b"".join((_DELTA_HEADER, base_id, _DEPTHS[base_depth + 1], lengths, block))
 
 
+def encode_patch(
+    record: bytes, base_id: ObjectId, base_depth: int, prefix: int, suffix: int
+) -> bytes | None:
+    """A DELTA frame for `record` from trims its writer knows (ADR 0095): the record is
+    base[:prefix] + its middle + the base's last `suffix` bytes. Nothing is searched or
+    compressed: the middle (a changed folder entry, ~75 bytes) goes in as an LZ4 block of
+    literals only, which every LZ4 decoder reads, so the frame is a DELTA frame like any
+    other. None when it would not be small (as encode_delta's test)."""
+    middle = len(record) - prefix - suffix
+    lengths = _varint(prefix) + _varint(suffix) + _varint(middle)
+    if DELTA_FIXED + len(lengths) + middle + 2 + middle // 255 > len(record) // 2:
+        return None
+    block = _literals(memoryview(record)[prefix : len(record) - suffix]) if middle else b""
+    return b"".join((_DELTA_HEADER, base_id, _DEPTHS[base_depth + 1], lengths, block))
+
+
+def _literals(data: memoryview) -> bytes:
+    """An LZ4 block holding `data` as one run of literals: a token whose high nibble is
+    the run's length (15: more length bytes follow, 255 each until one is less)."""
+    size = len(data)
+    if size < 15:
+        return b"".join((_SMALL_TOKENS[size], data))
+    rest = size - 15
+    return b"".join((b"\xf0", b"\xff" * (rest // 255), _DEPTHS[rest % 255], data))
+
+
+_SMALL_TOKENS = [bytes((n << 4,)) for n in range(15)]
+
+
+def delta_depth(frame: bytes) -> int:
+    """The chain depth a frame records: a DELTA frame's depth byte, 0 for any other."""
+    return frame[DELTA_FIXED - 1] if len(frame) >= DELTA_FIXED and frame[4] == Codec.DELTA else 0
+
+
 def parse_delta(oid: ObjectId, frame: bytes) -> Delta:
     view = memoryview(frame)
     pos = HEADER_SIZE + ID_SIZE + 1

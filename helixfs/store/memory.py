@@ -11,12 +11,13 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from helixfs.errors import CorruptObject, NotFound
 from helixfs.ids import ObjectId, hex_id, object_id
-from helixfs.store import RefUpdate, StoreStats
+from helixfs.store import Patch, RefUpdate, StoreStats
 from helixfs.store.validate import (
     check_bulk,
     check_delta_bases,
     check_objects,
     check_oid,
+    check_patches,
     check_ref_name,
     check_ref_prefix,
     plan_refs,
@@ -57,6 +58,7 @@ class MemoryStore(WholeRecords):
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
+        patches: Mapping[ObjectId, Patch] | None = None,
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
@@ -64,6 +66,7 @@ class MemoryStore(WholeRecords):
             check_bulk(refs, sync)
         check_objects(objects)
         check_delta_bases(objects, delta_bases)
+        check_patches(objects, patches)  # a hint: records are kept whole here
         with self._lock:
             planned = plan_refs(refs, self._refs.get)
             for oid, record in objects.items():

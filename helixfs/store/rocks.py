@@ -48,7 +48,7 @@ from helixfs.errors import (
 )
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.lazy import logger
-from helixfs.store import REPACK_BATCH, Compaction, RefUpdate, StoreStats
+from helixfs.store import REPACK_BATCH, Compaction, Patch, RefUpdate, StoreStats
 from helixfs.store.cache import ByteLRU
 from helixfs.store.frame import (
     HEADER_SIZE,
@@ -61,8 +61,10 @@ from helixfs.store.frame import (
     body_key,
     codec_of,
     decode_plain,
+    delta_depth,
     encode_body,
     encode_delta,
+    encode_patch,
     encode_plain,
     encode_raw,
     is_body,
@@ -100,6 +102,7 @@ from helixfs.store.validate import (
     check_delta_bases,
     check_objects,
     check_oid,
+    check_patches,
     check_ref_name,
     check_ref_prefix,
     plan_refs,
@@ -121,6 +124,7 @@ LAST_CHAIN_BYTES = 8 << 20  # a longer chain's links are not kept (see _last_cha
 ANCHOR_CACHE_BYTES = 4 << 20  # decoded skip-back targets: one per hot file's chain
 STALL_WAIT_S = 10.0  # a bulk write waits this long at most for a memtable to flush
 STALL_POLL_S = 0.001
+PATCH_DEPTHS_KEPT = 4096  # depths of the patched records last written (see _patch_depth)
 RUN_FROM = 8  # a shorter run reads one get each: a cursor's seek costs a few gets' worth
 
 
@@ -213,6 +217,7 @@ class RocksStore:
         self._dependents: dict[ObjectId, set[ObjectId]] | None = None  # base -> deltas on it
         self._edges_meanwhile: list[tuple[ObjectId, ObjectId]] | None = None  # see prepare_delete
         self._ref_values: dict[str, bytes | None] = {}  # single writer: always current
+        self._patch_depths: dict[ObjectId, int] = {}  # see _patch_depth
         self._sync_write = rocksdict.WriteOptions()
         self._sync_write.sync = True
         self._bulk_write = rocksdict.WriteOptions()
@@ -348,6 +353,7 @@ class RocksStore:
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
+        patches: Mapping[ObjectId, Patch] | None = None,
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
@@ -356,7 +362,10 @@ class RocksStore:
             check_bulk(refs, sync)
         check_objects(objects, rehash=self._verify_writes)
         check_delta_bases(objects, delta_bases)
+        check_patches(objects, patches)
         hints = delta_bases or {}
+        trims = patches or {}
+        depths: dict[ObjectId, int] = {}  # of this write's RAW and patched records
         if bulk:
             self._wait_for_memtable_room(sum(map(len, objects.values())))
         with self._lock:
@@ -366,11 +375,18 @@ class RocksStore:
             fresh: dict[ObjectId, Known] = {}
             edges: list[tuple[ObjectId, ObjectId]] = []
             for oid, data in objects.items():
+                patch = trims.get(oid) if trims else None
+                if patch is not None:
+                    if not self._exists(oid):  # as below: a stored frame is never re-encoded
+                        self._put_patched(batch, oid, data, patch, depths, edges)
+                    continue
                 if oid in uncompressed:
                     # As it is (RocksDB's block compression still applies), unchecked: a
                     # RAW frame joins no delta chain, so rewriting a stored one is
-                    # harmless. Never a delta base either: kept out of the record cache.
+                    # harmless. Kept out of the record cache: only a patch (which needs
+                    # no record) is ever made on it, and that one wants its depth, 0.
                     batch.put(oid, encode_raw(bytes(data)), self._objects)
+                    depths[oid] = 0
                     continue
                 if self._exists(oid):
                     continue  # never re-encode a stored object: keeps delta chains acyclic
@@ -387,6 +403,10 @@ class RocksStore:
                     batch.delete(name.encode(), self._refs)
             self._apply(batch, sync=sync, bulk=bulk)
             self._ref_values.update(planned)
+            if depths and len(depths) <= CACHED_WRITE_LIMIT:  # not for a load (an import)
+                if len(self._patch_depths) + len(depths) > PATCH_DEPTHS_KEPT:
+                    self._patch_depths.clear()  # only a read of the next base's frame lost
+                self._patch_depths.update(depths)
             # Only the decoded record is cached: it is the likely base of this object's
             # next version. Its frame sits in RocksDB's memtable, a cheap read away.
             # Not for loads (bulk chunks, imports): they would push out the bases of the
@@ -888,6 +908,44 @@ class RocksStore:
         batch.put(body_key(key), encoded.frame, self._bodies)
         batch.put(oid, encode_body(key, encoded.frame, size), self._objects)
 
+    def _put_patched(
+        self,
+        batch: rocksdict.WriteBatch,
+        oid: ObjectId,
+        data: bytes,
+        patch: Patch,
+        depths: dict[ObjectId, int],
+        edges: list[tuple[ObjectId, ObjectId]],
+    ) -> None:
+        """Queue a record its writer described as a patch on a stored one (ADR 0095): a
+        DELTA frame of its middle alone when the base is at hand and its chain has room,
+        else RAW, as an uncompressed record (a tree) is stored without a patch."""
+        depth = depths.get(patch.base)
+        if depth is None:
+            depth = self._patch_depth(patch.base)
+        if depth is not None and depth < self.max_delta_depth:
+            frame = encode_patch(bytes(data), patch.base, depth, patch.prefix, patch.suffix)
+            if frame is not None:
+                batch.put(oid, frame, self._objects)
+                depths[oid] = depth + 1
+                edges.append((patch.base, oid))
+                return
+        batch.put(oid, encode_raw(bytes(data)), self._objects)
+        depths[oid] = 0
+
+    def _patch_depth(self, base: ObjectId) -> int | None:
+        """The chain depth of a patch's base; None when it is not stored (a hint, not a
+        must). Patched records are remembered as they are written: the next version of
+        a folder is a patch on the last, so its frame is rarely read."""
+        depth = self._patch_depths.get(base)
+        if depth is not None:
+            return depth
+        try:
+            frame = self._frame(base)
+        except HelixError:
+            return None
+        return delta_depth(frame)  # a body's frame is plain: 0
+
     def _drop(self, batch: rocksdict.WriteBatch, oid: ObjectId, frame: bytes | None) -> None:
         if frame is not None and is_body(frame):
             # a damaged BODY frame names no body: dropping the object is all we can do
@@ -912,6 +970,7 @@ class RocksStore:
             self._frames.discard(oid)
             self._bases.discard(oid)
             self._anchors.discard(oid)
+            self._patch_depths.pop(oid, None)
 
     def _remember(self, cache: ByteLRU[V], oid: ObjectId, value: V, size: int, epoch: int) -> None:
         """Cache what a read found, unless a delete ran since `epoch`, the epoch the

@@ -44,7 +44,7 @@ from helixfs.errors import (
     UnsupportedVersion,
 )
 from helixfs.ids import ObjectId, hex_id
-from helixfs.store import RefUpdate, StoreStats
+from helixfs.store import Patch, RefUpdate, StoreStats
 from helixfs.store.frame import codec_of, decode_plain, encode_plain, verify
 from helixfs.store.pack import PackBuilder, Slot, index_bound_to
 from helixfs.store.s3client import S3Client, S3Location
@@ -61,6 +61,7 @@ from helixfs.store.validate import (
     check_delta_bases,
     check_objects,
     check_oid,
+    check_patches,
     check_ref_name,
     check_ref_prefix,
     plan_refs,
@@ -338,6 +339,7 @@ class S3Store(WholeRecords):
         *,
         delta_bases: Mapping[ObjectId, ObjectId] | None = None,
         uncompressed: Collection[ObjectId] = (),
+        patches: Mapping[ObjectId, Patch] | None = None,
         sync: bool = False,
         bulk: bool = False,
     ) -> None:
@@ -345,6 +347,7 @@ class S3Store(WholeRecords):
             check_bulk(refs, sync)
         check_objects(objects)
         check_delta_bases(objects, delta_bases)
+        check_patches(objects, patches)  # a hint: records are kept whole here
         planned = self._plan(refs)
         list(self._pool.map(self._put_object, objects.items()))  # loose: see the module
         self._apply(planned)

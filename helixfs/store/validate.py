@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from helixfs.errors import InvalidInput, RefConflict
 from helixfs.ids import ID_SIZE, ObjectId, hex_id, object_id
-from helixfs.store import ANY, RefUpdate
+from helixfs.store import ANY, Patch, RefUpdate
 
 # A tuple, not `bytes | bytearray | memoryview`: written inline that union is built
 # anew by every isinstance call (0.5 us each, per record of every write).
@@ -45,6 +45,25 @@ def check_delta_bases(
         check_oid(base)
         if new not in objects:
             raise InvalidInput(f"delta hint for {hex_id(new)}, which this write does not store")
+
+
+def check_patches(
+    objects: Mapping[ObjectId, bytes], patches: Mapping[ObjectId, Patch] | None
+) -> None:
+    """A patch names a record of this write and trims that fit in it (its base is a
+    hint: a store that cannot find it stores the record whole)."""
+    for new, patch in (patches or {}).items():
+        record = objects.get(new)
+        if record is None:
+            raise InvalidInput(f"patch for {hex_id(new)}, which this write does not store")
+        if not isinstance(patch, Patch):
+            raise InvalidInput(f"patch for {hex_id(new)} must be a Patch")
+        check_oid(patch.base)
+        prefix, suffix = patch.prefix, patch.suffix
+        if not (isinstance(prefix, int) and isinstance(suffix, int)) or min(prefix, suffix) < 0:
+            raise InvalidInput(f"patch for {hex_id(new)}: trims must be ints >= 0")
+        if prefix + suffix > len(record):
+            raise InvalidInput(f"patch for {hex_id(new)}: its trims overlap")
 
 
 def check_bulk(refs: Sequence[RefUpdate], sync: bool) -> None:

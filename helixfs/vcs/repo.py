@@ -70,6 +70,7 @@ from helixfs.vcs.treeops import (
     EMPTY_TREE_ID,
     EMPTY_TREE_RECORD,
     Change,
+    Patches,
     Trees,
     show_path,
     split_path,
@@ -669,7 +670,10 @@ class Repository:
             bases: dict[ObjectId, ObjectId] = {}
             head_tree = self.commit_info(head).tree
             replaced: list[TreeEntry] = []
-            tree = self.trees.apply(head_tree, stored, objects, bases=bases, replaced=replaced)
+            patches: Patches = {}
+            tree = self.trees.apply(
+                head_tree, stored, objects, bases=bases, replaced=replaced, patches=patches
+            )
             linked = linkmerge.groups_of(replaced)  # the head's entries at the changed paths
             tree = linkmerge.settle_groups(self.trees, tree, linked, objects)
             if tree == head_tree:
@@ -678,7 +682,7 @@ class Repository:
             # vcs owns this key (last_commit trusts it): a caller's value is replaced
             info["changed"] = sorted(map(path_text, stored))[:1000]
             cid = self.write_commit(
-                name, tree, [head], message, info, objects, bases, author, started
+                name, tree, [head], message, info, objects, bases, author, started, patches=patches
             )
             self._moved_if_live(name)
             return cid
@@ -782,6 +786,7 @@ class Repository:
         author: str | None = None,
         started: int | None = None,
         work: bytes | None = None,
+        patches: Patches | None = None,
     ) -> CommitId:
         """Write a commit object and CAS-move `branches/BRANCH` from parents[0] (one batch).
 
@@ -813,7 +818,11 @@ class Repository:
         if keep != saved:
             refs.append(RefUpdate(work_ref(branch), keep, expected=ANY))
         self.store.write(
-            objects, refs, delta_bases=bases or None, uncompressed=uncompressed(objects)
+            objects,
+            refs,
+            delta_bases=bases or None,
+            uncompressed=uncompressed(objects),
+            patches=patches or None,
         )
         self._remember(Commit(*fields, id=cid), len(record))
         if GENERATION in meta:  # the next commit's parent: its generation is known now

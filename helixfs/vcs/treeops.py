@@ -16,7 +16,7 @@ from typing import TypeVar, Union
 
 from helixfs.errors import InvalidInput, IsADirectory, NotADirectory, NotFound
 from helixfs.ids import ObjectId, object_id
-from helixfs.store import ObjectStore
+from helixfs.store import ObjectStore, Patch
 from helixfs.vcs.attrs import change_key, folder_entry
 from helixfs.vcs.content import Stored
 from helixfs.vcs.ephemeral import is_ephemeral
@@ -69,6 +69,10 @@ CACHED_BYTES = 56 << 20
 # the TreeEntry (~100), its id (65), name and raw bytes headers (2 x 33), mtime and
 # size ints (~60), a slot in each of the tree's three tuples (24) and ~25 more.
 ENTRY_BYTES = 315
+# Folder records this long or longer are described to the store as a patch on their
+# previous version when path copying changed entries in place (ADR 0095): below it the
+# log's bytes a patch saves cost less than the patch (a 10-entry folder's 700 bytes).
+PATCH_FROM = 2048
 # Memo tables keyed by tree id. Every save of a work tree makes new ids (one per folder
 # on the changed path), so unbounded they grew for as long as a mount lived. A dropped
 # memo is only recomputed.
@@ -78,6 +82,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 Objects = dict[ObjectId, bytes]
+Patches = dict[ObjectId, Patch]
 Nested = dict[bytes, Union["Nested", Stored, TreeEntry, None]]
 
 
@@ -321,13 +326,16 @@ class Trees:
         mtime_ns: int | None = None,
         bases: dict[ObjectId, ObjectId] | None = None,
         replaced: list[TreeEntry] | None = None,
+        patches: Patches | None = None,
     ) -> ObjectId:
         """The root id after writing/deleting `changes` (path -> content, a whole entry
         to put there, or None). `replaced` learns the entries the changed paths held
         (the walk finds them anyway: a commit asks them for their link groups).
 
         New tree records go to `objects`; cost is proportional to the changed paths.
-        `bases` learns, per new file content, the one it replaces (a delta base hint).
+        `bases` learns, per new file content, the one it replaces (a delta base hint);
+        `patches`, per big folder record whose entries changed in place, the bytes it
+        shares with the record it replaces (the store's `patches` hint, ADR 0095).
         """
         nested: Nested = {}
         for path, change in changes.items():
@@ -351,7 +359,7 @@ class Trees:
             node[parts[-1]] = change
         now = mtime_ns if mtime_ns is not None else time.time_ns()
         found = {} if bases is None else bases
-        return self._apply(root, nested, objects, now, b"", found, replaced)[0]
+        return self._apply(root, nested, objects, now, b"", found, replaced, patches)[0]
 
     def _apply(
         self,
@@ -362,6 +370,7 @@ class Trees:
         prefix: bytes,
         bases: dict[ObjectId, ObjectId],
         replaced: list[TreeEntry] | None = None,
+        patches: Patches | None = None,
     ) -> tuple[ObjectId, bool]:
         """Tree `oid` with `nested` applied: the new id, and whether its count of
         subfolders may differ (a delete, a change inside a folder it did not hold, a whole
@@ -371,6 +380,7 @@ class Trees:
         names: Sequence[bytes] = tree.names
         entries, raws = list(tree.entries), list(tree.raw)
         reshaped = False
+        first = last = -1  # the span of entries replaced in place (for a patch)
         for name, change in nested.items():
             i = bisect.bisect_left(names, name)
             old = entries[i] if i < len(names) and names[i] == name else None
@@ -388,7 +398,7 @@ class Trees:
                 reshaped = reshaped or old is None
             elif replaced is not None and old is not None:
                 replaced.append(old)
-            new = self._new_entry(name, old, change, objects, now, path, bases, replaced)
+            new = self._new_entry(name, old, change, objects, now, path, bases, replaced, patches)
             if isinstance(change, TreeEntry) and new.is_dir() != (old is not None and old.is_dir()):
                 reshaped = True  # a whole folder's entry put where no folder was, or the reverse
             if old is None:
@@ -399,9 +409,13 @@ class Trees:
             else:
                 entries[i] = new
                 raws[i] = encode_entry(new)
+                first = i if first < 0 else min(first, i)
+                last = max(last, i)
         listing = self.encode(
             entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
         )
+        if patches is not None and first >= 0 and names is tree.names:
+            _patch(patches, oid, tree, listing, raws, first, last, objects)
         return listing, reshaped
 
     def _new_entry(
@@ -414,6 +428,7 @@ class Trees:
         path: bytes,
         bases: dict[ObjectId, ObjectId],
         replaced: list[TreeEntry] | None = None,
+        patches: Patches | None = None,
     ) -> TreeEntry:
         if isinstance(change, TreeEntry):
             return change._replace(name=name)  # its records are stored already
@@ -421,7 +436,9 @@ class Trees:
             if old is not None and not old.is_dir():
                 raise NotADirectory(f"{show_path(path)} is a file, not a directory")
             base = old.oid if old else EMPTY_TREE_ID
-            sub, reshaped = self._apply(base, change, objects, now, path + b"/", bases, replaced)
+            sub, reshaped = self._apply(
+                base, change, objects, now, path + b"/", bases, replaced, patches
+            )
             if old is not None and sub == old.oid:
                 return old
             mode = old.mode if old else MODE_DIR
@@ -671,6 +688,30 @@ class Trees:
             changed=added,
             own=new_tree.own,
         )
+
+
+def _patch(
+    patches: Patches,
+    old: ObjectId,
+    tree: Tree,
+    listing: ObjectId,
+    raws: Sequence[bytes],
+    first: int,
+    last: int,
+    objects: Objects,
+) -> None:
+    """Describe the new flat `listing` of folder `old` (`tree`, decoded) as a patch on
+    it, its entries `first`..`last` replaced in place (no name added or removed: the
+    count in its header stands). The trims come from the entries' lengths, exact by
+    construction: the entries around the span are the old record's own bytes. A root
+    with own attributes (its id is its `R` record's) or a paged one is not described."""
+    if tree.own is not None or tree.pages or listing == old:
+        return
+    record = objects.get(listing)
+    if record is None or len(record) < PATCH_FROM:
+        return
+    prefix = TREE_HEAD_BYTES + raw_bytes(raws[:first])
+    patches[listing] = Patch(old, prefix, raw_bytes(raws[last + 1 :]))
 
 
 def kept_out(scope: Scope, name: bytes) -> bool:

@@ -8,7 +8,7 @@ from store_backends import Backend
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound, RefConflict
 from helixfs.ids import ObjectId, object_id
-from helixfs.store import ANY, RefUpdate
+from helixfs.store import ANY, Patch, RefUpdate
 
 
 def obj(data: bytes) -> tuple[ObjectId, bytes]:
@@ -234,6 +234,58 @@ def test_delta_hint_to_missing_base_still_stores(backend: Backend) -> None:
     missing, _ = obj(b"not there")
     backend.store.write({a: data}, delta_bases={a: missing})
     assert backend.reopen().get(a) == data
+
+
+def patched(base: bytes, at: int, cut: int, middle: bytes) -> tuple[bytes, Patch]:
+    """`base` with `cut` bytes at `at` replaced by `middle`, and the patch saying so."""
+    record = base[:at] + middle + base[at + cut :]
+    return record, Patch(object_id(base), at, len(base) - at - cut)
+
+
+def test_patch_hints_roundtrip(backend: Backend) -> None:
+    """A chain of patched versions (past any depth limit) reads back, reopened too; so
+    does a patch whose base is missing (a hint: the record is stored whole)."""
+    store = backend.store
+    base = bytes(range(256)) * 30
+    store.write({object_id(base): base})
+    versions = [base]
+    for i in range(40):
+        record, patch = patched(versions[-1], (i * 97) % 7000, i % 5, b"entry %d" % i)
+        store.write({object_id(record): record}, patches={object_id(record): patch})
+        versions.append(record)
+    orphan, patch = patched(b"never stored" * 300, 10, 3, b"x")
+    store.write({object_id(orphan): orphan}, patches={object_id(orphan): patch})
+    reopened = backend.reopen()
+    for record in [*versions, orphan]:
+        assert reopened.get(object_id(record)) == record
+
+
+def test_a_patch_on_an_object_stored_already_changes_nothing(backend: Backend) -> None:
+    base = b"a" * 5000
+    record, patch = patched(base, 100, 10, b"b" * 10)
+    backend.store.write({object_id(record): record})
+    backend.store.write(
+        {object_id(base): base}, patches={object_id(base): Patch(object_id(record), 100, 4890)}
+    )
+    assert backend.reopen().get(object_id(base)) == base
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        Patch(ObjectId(b"short"), 0, 0),
+        Patch(object_id(b"x"), -1, 0),
+        Patch(object_id(b"x"), 60, 50),
+    ],
+)
+def test_bad_patches_are_refused_and_nothing_written(backend: Backend, patch: Patch) -> None:
+    oid, data = obj(b"y" * 100)
+    with pytest.raises(InvalidInput):
+        backend.store.write({oid: data}, [RefUpdate("x", b"1")], patches={oid: patch})
+    with pytest.raises(InvalidInput):  # for a record the write does not hold
+        backend.store.write({}, patches={oid: Patch(object_id(b"x"), 0, 0)})
+    assert not backend.store.contains(oid)
+    assert backend.store.ref("x") is None
 
 
 def test_stats_count_objects_and_logical_bytes(backend: Backend) -> None:

@@ -18,7 +18,7 @@ from store_backends import raw_rocks_edit, raw_rows
 
 from helixfs.errors import CorruptObject, InvalidInput, NotFound, StoreLocked, UnsupportedVersion
 from helixfs.ids import ObjectId, object_id
-from helixfs.store import RefUpdate, rocksdb_open
+from helixfs.store import Patch, RefUpdate, rocksdb_open
 from helixfs.store import rocks as rocks_module
 from helixfs.store.frame import Codec, codec_of, encode_plain, parse_body, parse_delta
 from helixfs.store.rocks import MAX_DELTA_DEPTH, RocksStore
@@ -352,6 +352,82 @@ def test_base_in_the_same_write(store: RocksStore) -> None:
     store.write({old_id: old, new_id: new}, delta_bases={new_id: old_id})
     assert store.stats().extra["delta_objects"] == 1
     assert store.get(new_id) == new
+
+
+def patched_versions(count: int) -> list[tuple[bytes, Patch | None]]:
+    """A folder record's versions, each with one 75-byte entry replaced in place, and
+    the patch its writer knows (None for the first)."""
+    entries = [bytes([n % 256]) * 75 for n in range(100)]
+    versions: list[tuple[bytes, Patch | None]] = [(b"".join(entries), None)]
+    for n in range(1, count):
+        at = (n * 37) % len(entries)
+        entries[at] = (b"version %d " % n).ljust(75, b".")
+        record = b"".join(entries)
+        base = versions[-1][0]
+        versions.append((record, Patch(object_id(base), 75 * at, 75 * (len(entries) - at - 1))))
+    return versions
+
+
+def write_patched(store: RocksStore, versions: list[tuple[bytes, Patch | None]]) -> list[ObjectId]:
+    ids = []
+    for record, patch in versions:
+        oid = object_id(record)
+        store.write({oid: record}, uncompressed={oid}, patches={oid: patch} if patch else None)
+        ids.append(oid)
+    return ids
+
+
+def test_patched_records_are_small_deltas_whose_chains_start_again_when_full(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0095: a patched record is a DELTA frame of its middle (no LZ4 over it); at
+    the depth limit the next version is stored whole. Its base's depth is remembered
+    from the write of the base: no frame is read for it."""
+    versions = patched_versions(12)
+    with RocksStore(path, max_delta_depth=4) as store:
+        write_patched(store, versions[:1])
+        reads: list[ObjectId] = []
+        real_frame = RocksStore._frame
+        monkeypatch.setattr(
+            RocksStore,
+            "_frame",
+            lambda self, oid, **kw: reads.append(oid) or real_frame(self, oid, **kw),
+        )
+        ids = ids0 = write_patched(store, versions[1:])
+        assert reads == []
+        monkeypatch.undo()
+    stored = frames(path)
+    depths = [stored[oid][DEPTH_AT] if stored[oid][4] == Codec.DELTA else 0 for oid in ids0]
+    assert depths == [1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]
+    assert all(len(stored[oid]) < 130 for oid, depth in zip(ids, depths, strict=True) if depth)
+    with RocksStore(path) as reopened:
+        for record, _ in versions:
+            assert reopened.get(object_id(record)) == record
+        # a store opened again reads the base's frame for its depth, once
+        record, patch = patched_versions(13)[-1]
+        write_patched(reopened, [(record, patch)])
+        assert reopened.get(object_id(record)) == record
+    assert frames(path)[object_id(record)][DEPTH_AT] == 2
+
+
+DEPTH_AT = 5 + 32  # a DELTA frame's depth byte: after its header and base id
+
+
+def test_gc_of_a_patched_base_re_encodes_its_dependent(store: RocksStore, path: Path) -> None:
+    versions = patched_versions(6)
+    ids = write_patched(store, versions)
+    store.delete([ids[2]])
+    kept = [(oid, record) for oid, (record, _) in zip(ids, versions, strict=True) if oid != ids[2]]
+    assert all(store.get(oid) == record for oid, record in kept)
+    # the next version's base is gone: it is stored whole, not on a missing base
+    record, patch = patched_versions(7)[-1]
+    store.delete([ids[-1]])
+    write_patched(store, [(record, patch)])
+    assert store.get(object_id(record)) == record
+    store.close()
+    assert_no_dangling_delta(path)
+    with RocksStore(path) as reopened:
+        assert all(reopened.get(oid) == record for oid, record in kept if oid != ids[-1])
 
 
 def test_uncompressed_hint_stores_the_record_as_it_is(store: RocksStore, path: Path) -> None:

@@ -18,7 +18,7 @@ from helixfs.errors import CorruptObject
 from helixfs.ids import ObjectId, hex_id, object_id
 from helixfs.store import RefUpdate, rocksdb_open
 from helixfs.store.rocks import RocksStore
-from helixfs.vcs import Repository, maint
+from helixfs.vcs import Repository, maint, treeops
 from helixfs.vcs.objects import (
     MODE_FILE,
     Commit,
@@ -540,6 +540,13 @@ def test_a_filtered_tree_gc_deleted_is_written_again(
     assert repo.trees.without_ephemeral(work, again) == filtered and filtered in again
 
 
+@pytest.fixture
+def raw_trees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits write their folders whole, as before ADR 0095 (and as a store written
+    then still holds them), for gc's repack to have them to pack."""
+    monkeypatch.setattr(treeops, "PATCH_FROM", 1 << 62)
+
+
 def _every_listing(repo: Repository) -> dict[str, list[tuple[bytes, TreeEntry]]]:
     """Each commit's whole tree, as the store reads it now."""
     return {
@@ -548,6 +555,7 @@ def _every_listing(repo: Repository) -> dict[str, list[tuple[bytes, TreeEntry]]]
     }
 
 
+@pytest.mark.usefixtures("raw_trees")
 def test_gc_repacks_the_trees_commits_wrote_and_every_commit_reads_the_same(
     tmp_path: Path,
 ) -> None:
@@ -595,6 +603,7 @@ def _read_cold(repo: Repository, tree: ObjectId) -> None:
         stack += tree_dirs(repo.store.get(stack.pop())).values()
 
 
+@pytest.mark.usefixtures("raw_trees")
 def test_repack_keeps_chains_short_when_the_trees_it_packs_were_read_before(
     tmp_path: Path,
 ) -> None:
@@ -612,6 +621,7 @@ def test_repack_keeps_chains_short_when_the_trees_it_packs_were_read_before(
             assert chain_problems(repo.store) == []
 
 
+@pytest.mark.usefixtures("raw_trees")
 def test_a_gc_stopped_between_repack_batches_leaves_no_commit_half_packed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -756,6 +766,7 @@ def test_chains_stay_bounded_through_any_mix_of_saves_reads_gcs_and_resets(
         assert repo.fsck().ok and chain_problems(repo.store) == []
 
 
+@pytest.mark.usefixtures("raw_trees")
 def test_a_branch_restored_to_its_first_tree_stays_readable_after_gc(tmp_path: Path) -> None:
     """The first tree is plain (nothing before it), the next ones are repacked on it,
     and the restore's commit hands gc the first tree again, on the last: it must stay
@@ -774,6 +785,7 @@ def test_a_branch_restored_to_its_first_tree_stays_readable_after_gc(tmp_path: P
         assert reopened.read("HEAD~1", "pkg/m01") == b"1"
 
 
+@pytest.mark.usefixtures("raw_trees")
 def test_gc_and_fsck_leave_the_store_caches_as_they_were_once_trees_are_deltas(
     tmp_path: Path,
 ) -> None:
