@@ -30,7 +30,8 @@ def check_objects(objects: Mapping[ObjectId, bytes], *, rehash: bool = True) -> 
     callers that hashed the record a moment ago; it halves the hashing of a commit.
     """
     for oid, record in objects.items():
-        check_oid(oid)
+        if not isinstance(oid, bytes) or len(oid) != ID_SIZE:  # check_oid, inline
+            check_oid(oid)
         if not isinstance(record, BYTES_LIKE):
             raise InvalidInput(f"record for {hex_id(oid)} must be bytes")
         if rehash and object_id(bytes(record)) != oid:

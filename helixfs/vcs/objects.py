@@ -63,7 +63,7 @@ ROOT_KINDS = (*DIRECTORY_KINDS, KIND_ROOT)  # what a commit's tree (a work ref) 
 HEADER_SIZE = len(MAGIC) + 2
 
 _HEADERS = {kind: MAGIC + kind + bytes([VERSION]) for kind in KINDS}
-_UNCOMPRESSED = (KIND_TREE, KIND_COMMIT, KIND_PAGED, KIND_ROOT)
+_UNCOMPRESSED = frozenset((KIND_TREE, KIND_COMMIT, KIND_PAGED, KIND_ROOT))
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _CHUNKED_HEAD = struct.Struct("<QI")
@@ -268,11 +268,24 @@ def encode_entry(entry: TreeEntry) -> bytes:
     name = entry.name
     if len(name) > MAX_NAME or not valid_name(name):
         raise InvalidInput(f"invalid file name {name!r:.80}")
-    parts = [_U16.pack(len(name)), name]
-    parts.append(
-        _ENTRY_FIXED.pack(entry.mode, entry.oid, entry.size, entry.mtime_ns, len(entry.xattrs))
+    return entry_bytes(entry)
+
+
+def entry_bytes(entry: TreeEntry) -> bytes:
+    """`encode_entry` of an entry whose name is known to be valid (path copying's:
+    split_path checked each name of a change)."""
+    name, xattrs = entry.name, entry.xattrs
+    head = b"".join(
+        (
+            _U16.pack(len(name)),
+            name,
+            _ENTRY_FIXED.pack(entry.mode, entry.oid, entry.size, entry.mtime_ns, len(xattrs)),
+        )
     )
-    for key, value in entry.xattrs:
+    if not xattrs:
+        return head
+    parts = [head]
+    for key, value in xattrs:
         parts.append(_XATTR_KEY.pack(len(key)) + key + _U32.pack(len(value)) + value)
     return b"".join(parts)
 

@@ -48,6 +48,7 @@ from helixfs.vcs.objects import (
     encode_entry,
     encode_paged,
     encode_tree_raw,
+    entry_bytes,
     join_pages,
     kind_of,
     root_record,
@@ -96,9 +97,18 @@ def split_path(path: bytes | str) -> list[bytes]:
     if not path:
         return []
     parts = path.split(b"/")
-    for part in parts:
-        if not part or part in (b".", b"..") or NUL in part or len(part) > 255:
-            raise InvalidInput(f"invalid path {show_path(path)[:200]!r}: {_why(part)}")
+    # the whole path's checks at C speed first (a commit splits each path twice): a
+    # part is looked at one by one only to name what is wrong
+    if (
+        NUL in path
+        or b"" in parts
+        or b"." in parts
+        or b".." in parts
+        or (len(path) > 255 and max(map(len, parts)) > 255)
+    ):
+        for part in parts:
+            if not part or part in (b".", b"..") or NUL in part or len(part) > 255:
+                raise InvalidInput(f"invalid path {show_path(path)[:200]!r}: {_why(part)}")
     return parts
 
 
@@ -166,7 +176,10 @@ class Trees:
         that is flat (the entries need not be summed then)."""
         if oid in self._cache:
             return
-        size = tree_bytes(tree) if flat_size is None else flat_tree_bytes(flat_size, len(tree.raw))
+        if flat_size is None:
+            size = tree_bytes(tree)
+        else:  # flat_tree_bytes, inline: every commit sizes each tree it makes
+            size = 2 * (flat_size - TREE_HEAD_BYTES) + _FLAT_ENTRY_BYTES * len(tree.raw)
         if size > self._limit:
             return
         if self._cached + size > self._limit:
@@ -405,15 +418,18 @@ class Trees:
                 names = names if isinstance(names, list) else list(names)
                 names.insert(i, name)
                 entries.insert(i, new)
-                raws.insert(i, encode_entry(new))
+                raws.insert(i, entry_bytes(new))  # its name passed split_path
             else:
                 entries[i] = new
-                raws[i] = encode_entry(new)
+                raws[i] = entry_bytes(new)
                 first = i if first < 0 else min(first, i)
                 last = max(last, i)
-        listing = self.encode(
-            entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
-        )
+        if tree.own is None and len(raws) <= FLAT_MAX:
+            listing = self.encode_flat(tuple(entries), tuple(raws), tuple(names), objects)
+        else:
+            listing = self.encode(
+                entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
+            )
         if patches is not None and first >= 0 and names is tree.names:
             _patch(patches, oid, tree, listing, raws, first, last, objects)
         return listing, reshaped
@@ -731,6 +747,9 @@ def tree_bytes(tree: Tree) -> int:
     """About the memory a decoded tree holds: each entry's encoding, its name again (a
     bytes of its own), and the objects around them."""
     return raw_bytes(tree.raw) + raw_bytes(tree.names) + ENTRY_BYTES * len(tree.raw)
+
+
+_FLAT_ENTRY_BYTES = ENTRY_BYTES - ENTRY_FIXED_BYTES  # flat_tree_bytes per entry
 
 
 def flat_tree_bytes(record_size: int, count: int) -> int:

@@ -24,10 +24,13 @@ from helixfs.vcs.objects import (
     encode_blob,
     encode_chunked,
     encode_commit,
+    encode_entry,
     encode_tree,
+    entry_bytes,
     references,
     tree_dirs,
 )
+from helixfs.vcs.treeops import split_path
 
 ids = st.binary(min_size=32, max_size=32).map(ObjectId)
 names = st.binary(min_size=1, max_size=60).filter(
@@ -53,6 +56,25 @@ json_values = st.recursive(
     ),
     max_leaves=10,
 )
+
+
+@given(entries)
+def test_entry_bytes_encodes_a_valid_entry_as_encode_entry_does(entry: TreeEntry) -> None:
+    assert entry_bytes(entry) == encode_entry(entry)
+
+
+@given(st.lists(st.sampled_from([b"a", b"", b".", b"..", b"b\x00", b"c" * 255, b"d" * 256, b".e"])))
+def test_split_path_refuses_what_its_checks_part_by_part_refuse(parts: list[bytes]) -> None:
+    """split_path checks a whole path at C speed first: the same paths pass and fail."""
+    path = b"/".join(parts)
+    stripped = path.strip(b"/")
+    kept = stripped.split(b"/") if stripped else []
+    bad = any(not p or p in (b".", b"..") or b"\x00" in p or len(p) > 255 for p in kept)
+    if bad:
+        with pytest.raises(InvalidInput):
+            split_path(path)
+    else:
+        assert split_path(path) == kept
 
 
 @given(st.binary(max_size=2000))
