@@ -14,7 +14,8 @@ Payload per codec:
 * ZSTD  - a zstd frame with the same 4-byte size in front (`store.compression = "zstd"`:
   smaller, slower to write; a store may hold both, each frame says which it is).
 * DELTA - base id (32) + chain depth (1) + varint prefix + varint suffix + varint middle
-  length + an LZ4 block of the middle, compressed with the base's middle as dictionary.
+  length + an LZ4 block of the middle, compressed with the base's middle as dictionary
+  (or made of the middle as literals alone: a short middle, a patch; ADR 0095).
   The record is base[:prefix] + middle + base[len(base)-suffix:].
 * BODY  - not a frame but where one is: the key of a RAW or LZ4 frame stored apart
   (RocksStore's ``bodies``, ADR 0018) (8) + that frame's length (4) + the record's size
@@ -85,6 +86,7 @@ DELTA_FIXED = HEADER_SIZE + ID_SIZE + 1  # header + base id + depth, before the 
 # small file's save need not look for a base at all.
 MIN_DELTA_RECORD = 2 * (DELTA_FIXED + 3)
 TRIM_FROM = 4096  # below this, LZ4's dictionary alone finds the same matches faster
+LITERAL_MIDDLE = 512  # a delta's middle this short is stored as literals, without LZ4
 TRIM_STEP = 128  # trims stop this close to exact: LZ4 codes the rest as one dictionary match
 
 
@@ -308,15 +310,16 @@ def encode_delta(record: bytes, base_id: ObjectId, base: bytes, base_depth: int)
     else:
         prefix = suffix = 0
     middle_size = len(record) - prefix - suffix
-    block: bytes = (
-        lz4.block.compress(
-            memoryview(record)[prefix : len(record) - suffix],
+    middle = memoryview(record)[prefix : len(record) - suffix]
+    block: bytes
+    if middle_size > LITERAL_MIDDLE:
+        block = lz4.block.compress(
+            middle,
             store_size=False,
             dict=memoryview(base)[prefix : len(base) - suffix][-LZ4_WINDOW:],
         )
-        if middle_size
-        else b""
-    )
+    else:  # an edit of a line or two: its bytes as they are cost less than LZ4's start
+        block = _literals(middle) if middle_size else b""
     lengths = _varint(prefix) + _varint(suffix) + _varint(middle_size)
     if DELTA_FIXED + len(lengths) + len(block) > len(record) // 2:
         return None
