@@ -53,15 +53,18 @@ def check_patches(
 ) -> None:
     """A patch names a record of this write and trims that fit in it (its base is a
     hint: a store that cannot find it stores the record whole)."""
-    for new, patch in (patches or {}).items():
+    if not patches:
+        return
+    for new, patch in patches.items():
         record = objects.get(new)
         if record is None:
             raise InvalidInput(f"patch for {hex_id(new)}, which this write does not store")
         if not isinstance(patch, Patch):
             raise InvalidInput(f"patch for {hex_id(new)} must be a Patch")
-        check_oid(patch.base)
-        prefix, suffix = patch.prefix, patch.suffix
-        if not (isinstance(prefix, int) and isinstance(suffix, int)) or min(prefix, suffix) < 0:
+        base, prefix, suffix = patch
+        if not isinstance(base, bytes) or len(base) != ID_SIZE:
+            check_oid(base)
+        if type(prefix) is not int or type(suffix) is not int or prefix < 0 or suffix < 0:
             raise InvalidInput(f"patch for {hex_id(new)}: trims must be ints >= 0")
         if prefix + suffix > len(record):
             raise InvalidInput(f"patch for {hex_id(new)}: its trims overlap")

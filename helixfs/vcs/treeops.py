@@ -721,10 +721,10 @@ def _patch(
     count in its header stands). The trims come from the entries' lengths, exact by
     construction: the entries around the span are the old record's own bytes. A root
     with own attributes (its id is its `R` record's) or a paged one is not described."""
-    if tree.own is not None or tree.pages or listing == old:
+    record = objects.get(listing)  # first: most folders on a path are small
+    if record is None or len(record) < PATCH_FROM or tree.own is not None or tree.pages:
         return
-    record = objects.get(listing)
-    if record is None or len(record) < PATCH_FROM:
+    if listing == old:
         return
     prefix = TREE_HEAD_BYTES + raw_bytes(raws[:first])
     patches[listing] = Patch(old, prefix, raw_bytes(raws[last + 1 :]))
