@@ -66,7 +66,7 @@ def open_db(path: Path, *, read_only: bool = False) -> rocksdict.Rdict:
     except Exception:  # a new, empty directory has none
         existing = set()
     families = {
-        name: db_options(cache, blobs=name in BLOB_FAMILIES)
+        name: db_options(cache, blobs=name in BLOB_FAMILIES, looked_up=name == "objects")
         for name in existing.union(COLUMN_FAMILIES)
     }
     access = rocksdict.AccessType.read_only() if read_only else rocksdict.AccessType.read_write()
@@ -140,7 +140,9 @@ def locked_message(path: Path) -> str:
     )
 
 
-def db_options(cache: rocksdict.Cache, *, blobs: bool = False) -> rocksdict.Options:
+def db_options(
+    cache: rocksdict.Cache, *, blobs: bool = False, looked_up: bool = False
+) -> rocksdict.Options:
     """Options for a small footprint, measured on 1,000 AI-style variants of a project.
 
     Frames arrive LZ4-compressed (fast, so the commit path stays cheap), yet ZSTD block
@@ -167,11 +169,13 @@ def db_options(cache: rocksdict.Cache, *, blobs: bool = False) -> rocksdict.Opti
     table.set_block_size(16 << 10)
     table.set_block_cache(cache)
     options.set_block_based_table_factory(table)
-    # A bloom filter over the memtable's keys: a commit asks whether each new record is
-    # stored already (key_may_exist), and without it a miss searched the memtable's skip
-    # list, 1.4-1.7 us in a memtable of 10,000 records against 0.47 with it.
-    options.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO)
-    options.set_memtable_whole_key_filtering(True)
+    if looked_up:
+        # A bloom filter over the memtable's keys (`objects`' only: it is made, and its
+        # memory taken, with each memtable): a commit asks whether each new record is
+        # stored already (key_may_exist), and without it a miss searched the memtable's
+        # skip list, 1.4-1.7 us in a memtable of 10,000 records against 0.47 with it.
+        options.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO)
+        options.set_memtable_whole_key_filtering(True)
     options.set_advise_random_on_open(False)  # let the kernel read ahead in blob files
     if blobs:
         set_blob_options(options)
