@@ -32,7 +32,7 @@ from typing import Any
 import bench_fs
 from bench_floor import _archive
 from bench_fs import cpu_seconds, floor_mounted, mounted, timed
-from common import write_results
+from common import touch_guest_memory, write_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.store_dir, prefix="helix-ab-") as base_dir:
         base = Path(base_dir)
         archive = _archive(base, args.files)
+        touch_guest_memory()  # before the first side: else it pays the VM alone
         with checkout(args.old, base, "old") as old_src, checkout(args.new, base, "new") as new_src:
             sides: dict[str, Callable[[], AbstractContextManager[tuple[Path, int]]]] = {
                 f"old {args.old}": lambda: helix_at(old_src, base, old_env),
