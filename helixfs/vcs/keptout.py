@@ -31,7 +31,7 @@ from helixfs.vcs.links import places_of
 from helixfs.vcs.node import Node
 from helixfs.vcs.objects import FLAT_MAX, Tree, TreeEntry, encode_entry
 from helixfs.vcs.overlay import Part
-from helixfs.vcs.treeops import Trees, holds_file, kept_out, subtree
+from helixfs.vcs.treeops import Patches, Trees, holds_file, kept_out, patch_hint, subtree
 
 LISTED_MAX = 1000
 """Ignored paths `helix status` gathers at most (the text shows fewer)."""
@@ -223,15 +223,19 @@ def patch_tree(
     objects: dict[ObjectId, bytes],
     own: TreeEntry | None = None,
     known: Mapping[bytes, bytes] | None = None,
+    patches: Patches | None = None,
 ) -> ObjectId:
     """The head's tree `tracked` (decoded: `head`) with the entries of the names in
     `made` replaced (None: left out), path-copied: a paged folder rewrites only the
     pages those names are in. `own`: a root's own attributes (ADR 0044); `known`: the
     encodings of some of `made`'s entries, made already (not encoded again). A name
-    replaced in place leaves the names as they were (the head's tuple, not a copy)."""
+    replaced in place leaves the names as they were (the head's tuple, not a copy).
+    `patches` learns the new listing as a patch on the head's when only names replaced in
+    place changed it (ADR 0095: path copying's own trims, as `Trees.apply` gives them)."""
     known = known or {}
     entries, raws, names = head.entries, head.raw, head.names
     differs = own != head.own
+    first = last = -1  # the span of entries replaced in place (for a patch)
     for name in sorted(made) if len(made) > 1 else made:
         entry = made[name]
         at = bisect.bisect_left(names, name)
@@ -252,10 +256,17 @@ def patch_tree(
             listed[at], encoded[at] = entry, known.get(name) or encode_entry(entry)
             entries, raws = tuple(listed), tuple(encoded)
             differs = True
+            first = at if first < 0 else min(first, at)
+            last = max(last, at)
     if not differs:
         return tracked
     if own is None and len(raws) <= FLAT_MAX:  # most: a flat folder, not the root record
-        return trees.encode_flat(entries, raws, names, objects)
+        listing = trees.encode_flat(entries, raws, names, objects)
+        # the names are the head's (no insert, no delete): every entry outside the span
+        # is the head's own encoding, so the trims are exact by construction
+        if patches is not None and first >= 0 and names is head.names:
+            patch_hint(patches, tracked, head, listing, raws, first, last, objects)
+        return listing
     return trees.encode(entries, raws, objects, names, previous=head, changed=made, own=own)
 
 

@@ -165,6 +165,10 @@ class Trees:
                 self.remember(oid, tree, len(record))
         return tree
 
+    def cached(self, oid: ObjectId) -> Tree | None:
+        """The decoded tree `oid` if the cache holds it (nothing is read)."""
+        return self._cache.get(oid)
+
     @property
     def cached_bytes(self) -> int:
         return self._cached
@@ -431,7 +435,7 @@ class Trees:
                 entries, raws, objects, names, previous=tree, changed=nested, own=tree.own
             )
         if patches is not None and first >= 0 and names is tree.names:
-            _patch(patches, oid, tree, listing, raws, first, last, objects)
+            patch_hint(patches, oid, tree, listing, raws, first, last, objects)
         return listing, reshaped
 
     def _new_entry(
@@ -706,7 +710,7 @@ class Trees:
         )
 
 
-def _patch(
+def patch_hint(
     patches: Patches,
     old: ObjectId,
     tree: Tree,
@@ -728,6 +732,37 @@ def _patch(
         return
     prefix = TREE_HEAD_BYTES + raw_bytes(raws[:first])
     patches[listing] = Patch(old, prefix, raw_bytes(raws[last + 1 :]))
+
+
+def listing_patch(
+    base: ObjectId,
+    old: Sequence[bytes],
+    raws: Sequence[bytes],
+    changed: Iterable[bytes],
+    names: Sequence[bytes],
+) -> Patch | None:
+    """A patch for the flat listing of `raws` (encoded entries, in the order of `names`)
+    on `base`, the flat listing of `old` (ADR 0095, the work tree's saves and commits):
+    `changed` names where they may differ, and the entries outside that span are then
+    compared with the old ones (in C), so the trims are exact whatever `changed` missed:
+    the record is `encode_tree_raw(raws)` and the base's `encode_tree_raw(old)`, and the
+    same count gives the same header. None when the counts differ (an insert, a delete)
+    or the entries around the span do not match. `old` and `raws` are lists both."""
+    count = len(raws)
+    if len(old) != count or not count:
+        return None
+    first, last = count, -1
+    for name in changed:
+        at = bisect.bisect_left(names, name)
+        first = min(first, at)
+        last = max(last, at)
+    if last < 0:
+        return None
+    first = min(first, count - 1)
+    last = min(last, count - 1)
+    if raws[:first] != old[:first] or raws[last + 1 :] != old[last + 1 :]:
+        return None
+    return Patch(base, TREE_HEAD_BYTES + raw_bytes(old[:first]), raw_bytes(old[last + 1 :]))
 
 
 def kept_out(scope: Scope, name: bytes) -> bool:

@@ -43,7 +43,7 @@ from helixfs.errors import (
     TooManyLinks,
 )
 from helixfs.ids import CommitId, ObjectId, object_id
-from helixfs.store import RefUpdate
+from helixfs.store import Patch, RefUpdate
 from helixfs.store.validate import BYTES_LIKE
 from helixfs.vcs import attrs, fallback, history, journal, overlay
 from helixfs.vcs.content import (
@@ -107,7 +107,15 @@ from helixfs.vcs.pages import Page, pages_of, repage, write_pages
 from helixfs.vcs.prestore import Prestore
 from helixfs.vcs.refs import work_ref
 from helixfs.vcs.rootown import ROOT_PATH, OwnKey, keeps, own_key, own_of
-from helixfs.vcs.treeops import holds_file, kept_out, show_path, subtree
+from helixfs.vcs.treeops import (
+    PATCH_FROM,
+    Patches,
+    holds_file,
+    kept_out,
+    listing_patch,
+    show_path,
+    subtree,
+)
 
 if TYPE_CHECKING:
     from helixfs.vcs.repo import Repository
@@ -127,6 +135,9 @@ XATTR_SIZE_MAX = 65536
 COMMIT_RECORD_BYTES = 16 << 10
 PATH_JSON_BYTES = 1 << 10
 PAGE_BYTES = 64  # a page's own header and its reference in the paged record
+# Big flat folders whose last listing is kept, to write the next one as a patch on it
+# (ADR 0095): a full table is dropped (only patches are lost: those records go RAW).
+LISTINGS_KEPT = 1024
 
 
 class Worktree:
@@ -188,6 +199,10 @@ class Worktree:
             # not lose them, since the nodes that produced them are no longer dirty.
             self._unwritten: Objects = {}
             self._bases: dict[ObjectId, ObjectId] = {}
+            # per queued folder record, the one it is a patch on (ADR 0095), and per big
+            # flat folder, its last listing: its id and encoded entries (a list)
+            self._patches: Patches = {}
+            self._listings: dict[Node, tuple[ObjectId, list[bytes]]] = {}
             self._reader = ContentReader(
                 self.repo.content_source,
                 pending=self._unwritten,
@@ -1012,6 +1027,9 @@ class Worktree:
         scope = self._scopes.inner(node)
         if len(listing.nodes) > FLAT_MAX:
             record, pure = self._encode_paged(node, listing, objects, scope)
+            oid = object_id(record)
+            if self._listings:
+                self._listings.pop(node, None)
         else:
             node.pages = None
             # Purity is re-derived from every child only when it may be regained (a
@@ -1022,10 +1040,15 @@ class Worktree:
             else:
                 raws, pure = self._encode_changed(node, listing, objects, scope)
             record = encode_tree_raw(raws)
+            oid = object_id(record)
+            if len(record) >= PATCH_FROM:
+                patch = self._listing_patch(node, raws, listing.names, oid)
+                if patch is not None:
+                    self._patches[oid] = patch
         self._scopes.encoded(node)
         node.stale = node.journal = node.pieces = node.redo = None
-        node.oid = object_id(record)
-        objects[node.oid] = record
+        node.oid = oid
+        objects[oid] = record
         if node is self.root:
             own = self._own()
             node.oid = self.repo.trees.rooted(node.oid, own, objects)
@@ -1036,6 +1059,26 @@ class Worktree:
         if pure:
             self.repo.trees.mark_clean(node.oid, self._scopes.outer(node))
         return node.oid
+
+    def _listing_patch(
+        self, node: Node, raws: list[bytes], names: list[bytes], listing: ObjectId
+    ) -> Patch | None:
+        """The new flat `listing` of a big folder (its entries `raws`, before `_encode`
+        forgets its `stale` names) as a patch on its last one, kept from its last encode
+        or, the first time, the cached tree it was loaded from (ADR 0095). The trims are
+        checked against the old entries (`listing_patch`), so they are exact. Its listing
+        is kept for the next time."""
+        last = self._listings.get(node)
+        if last is None and node.oid is not None:
+            tree = self.repo.trees.cached(node.oid)
+            if tree is not None and tree.own is None and not tree.pages:
+                last = (node.oid, list(tree.raw))  # a root's own: its id is its R record's
+        if len(self._listings) >= LISTINGS_KEPT:
+            self._listings.clear()
+        self._listings[node] = (listing, raws)  # raws is the encode's own list: not changed
+        if last is None or last[0] == listing or not node.stale:
+            return None
+        return listing_patch(last[0], last[1], raws, node.stale, names)
 
     def _encode_all(
         self, node: Node, listing: Listing, objects: Objects, scope: Scope
@@ -1183,7 +1226,7 @@ class Worktree:
             entries, left, known = self._commit_entries(node, since, head, last, objects)
             if node.dirty and _may_fold(node) and self._folds_now(node, scopes.inner(node)):
                 return self._folded_here(node, objects), overlay.EMPTY
-            tree = patch_tree(trees, head, tracked, entries, objects, own, known)
+            tree = patch_tree(trees, head, tracked, entries, objects, own, known, self._patches)
             part = last.patched(left) if left else last
         else:
             scope = scopes.inner(node)
@@ -1472,6 +1515,7 @@ class Worktree:
             [RefUpdate(work_ref(self.branch), value, expected=self._work_value)],
             delta_bases=self._bases or None,
             uncompressed=uncompressed(self._unwritten),
+            patches=self._queued_patches(),
             sync=sync,
         )
         self._work_value = value
@@ -1482,6 +1526,18 @@ class Worktree:
         """The queued records are in the store: start a new queue (the reader follows)."""
         self._unwritten.clear()
         self._bases.clear()
+        self._patches.clear()
+
+    def _queued_patches(self) -> Patches | None:
+        """The patches of the queued records (a store refuses one for a record its
+        write does not hold: none should be missing, but a save must not fail for it)."""
+        patches = self._patches
+        if not patches:
+            return None
+        queued = self._unwritten
+        if all(oid in queued for oid in patches):
+            return patches
+        return {oid: patch for oid, patch in patches.items() if oid in queued}
 
     def commit_bound(self) -> int:
         """Bytes `commit()` would write now, at most: what a room check must cover
@@ -1606,6 +1662,7 @@ class Worktree:
                     self._bases,
                     started=started,
                     work=landed,
+                    patches=self._queued_patches(),
                 )
             except RefConflict:
                 # Someone else moved the branch: keep our state saved (nothing lost), let
