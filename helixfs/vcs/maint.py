@@ -178,8 +178,8 @@ def mark(
         reachable.add(oid)
         if len(reachable) % YIELD_EVERY == 0:
             time.sleep(0.0002)  # hands the GIL to a mount's request thread (see YIELD_EVERY)
-        if progress is not None and len(reachable) % 1000 == 0:
-            progress(len(reachable), 0)
+            if progress is not None:  # also where the automatic gc gives way (collector.Pacer)
+                progress(len(reachable), 0)
         try:
             record = repo.store.get(oid, keep=False)
         except NotFound:

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -1148,3 +1149,35 @@ def test_a_holder_record_is_whole_while_its_notes_change(tmp_path: Path) -> None
             assert holder is not None and (holder.state, holder.detail) == (CLOSING, text)
     finally:
         lock.release()
+
+
+def test_the_automatic_gc_gives_way_while_the_loop_thread_is_busy() -> None:
+    """collector.Pacer pauses gc while the thread it watches uses a core, never while
+    that thread sleeps, and never for more than MOST_PAUSED times gc's own work."""
+    from helixfs.daemon import collector
+
+    def watched(busy: bool, started: threading.Event, stop: threading.Event) -> None:
+        started.set()
+        while not stop.is_set():
+            if not busy:
+                stop.wait(0.01)
+
+    for busy in (True, False):
+        started, stop = threading.Event(), threading.Event()
+        thread = threading.Thread(target=watched, args=(busy, started, stop))
+        thread.start()
+        started.wait(5)
+        try:
+            assert thread.ident is not None
+            pacer = collector.Pacer(thread.ident, busy_share=0.05)
+            for _ in range(100):  # 100 slices of gc's work, 2 ms each
+                time.sleep(0.002)
+                pacer(0, 0)
+        finally:
+            stop.set()
+            thread.join(5)
+        if busy:
+            assert pacer.pauses > 0
+            assert pacer._paused <= collector.MOST_PAUSED * (time.monotonic() - pacer._started)
+        else:
+            assert pacer.pauses == 0
