@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_fs
+from bench_ab import helix_at
 from bench_floor import _archive
 from common import write_results
 
@@ -107,31 +108,21 @@ def side_mounted(spec: str, base: Path) -> Iterator[tuple[Path, int]]:
     kind_src, _, wait = spec.rpartition(":")
     kind, _, source = kind_src.partition("@")
     src = Path(source) if source else REPO
-    env = {"PYTHONPATH": str(src), "HELIX_FUSE_WAIT": wait}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        if kind == "helix":
-            with bench_fs.mounted(base, "w", 300) as mount:
-                yield mount.path, mount.proc.pid
-            shutil.rmtree(mount.path, ignore_errors=True)
-        elif kind == "floor":
-            yield from _floor(src, base)
-        else:
-            raise SystemExit(f"a side is helix[@SRC]:WAIT or floor[@SRC]:WAIT, not {spec!r}")
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    if kind == "helix":
+        with helix_at(src, base, {"HELIX_FUSE_WAIT": wait}) as mounted:
+            yield mounted
+    elif kind == "floor":
+        yield from _floor(src, base, wait)
+    else:
+        raise SystemExit(f"a side is helix[@SRC]:WAIT or floor[@SRC]:WAIT, not {spec!r}")
 
 
-def _floor(src: Path, base: Path) -> Iterator[tuple[Path, int]]:
+def _floor(src: Path, base: Path, wait: str) -> Iterator[tuple[Path, int]]:
     target = base / "floor-mnt"
     target.mkdir()
     proc = subprocess.Popen(
         [sys.executable, str(src / "benchmarks" / "floorfs.py"), str(target)],
+        env={**os.environ, "PYTHONPATH": str(src), "HELIX_FUSE_WAIT": wait},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
